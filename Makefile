@@ -1,0 +1,34 @@
+# sitewatch — see README.md. Every target works on a fresh machine with Go and gcc.
+GO        ?= go
+BIN       := bin
+PKGS      := ./...
+DEMO_ADDR ?= 127.0.0.1:18080
+export CGO_ENABLED := 1
+
+.PHONY: build test test-short test-long demo bench lint fmt clean
+
+build:
+	$(GO) build -o $(BIN)/sitewatch ./cmd/sitewatch
+	$(GO) build -o $(BIN)/atlas-sim ./cmd/atlas-sim
+
+# The whole suite, race detector on; CI runs this.
+test:
+	$(GO) vet $(PKGS)
+	@test -z "$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))" || { echo "gofmt needed:"; gofmt -l .; exit 1; }
+	$(GO) test -race -timeout 40m $(PKGS)
+
+test-short:
+	$(GO) test -short $(PKGS)
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 60m $(PKGS)
+
+lint:
+	$(GO) vet $(PKGS)
+	gofmt -l .
+
+fmt:
+	gofmt -w .
+
+clean:
+	rm -rf $(BIN)
