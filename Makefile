@@ -32,3 +32,7 @@ fmt:
 
 clean:
 	rm -rf $(BIN)
+
+# Offline demo on the simulator: builds, then runs scripts/demo.sh.
+demo: build
+	./scripts/demo.sh

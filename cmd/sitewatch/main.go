@@ -1,0 +1,29 @@
+// Command sitewatch fetches monthly snapshots of site intelligence for a watchlist of domains
+// into a DuckDB warehouse and a Hive-partitioned Parquet tree. See README.md.
+package main
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"sitewatch/pipeline"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	fi, _ := os.Stderr.Stat()
+	env := pipeline.Env{
+		Getenv:     os.Getenv,
+		Stdout:     os.Stdout,
+		Stderr:     os.Stderr,
+		Logger:     slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: pipeline.LogLevel(os.Getenv)})),
+		IsTerminal: fi != nil && fi.Mode()&os.ModeCharDevice != 0,
+	}
+	code := pipeline.Main(ctx, os.Args[1:], env)
+	stop()
+	os.Exit(code)
+}

@@ -1,0 +1,341 @@
+package pipeline
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/robfig/cron/v3"
+	"gopkg.in/yaml.v3"
+)
+
+// Environment variables read by sitewatch. Secrets come only from here, never from the config.
+const (
+	EnvAPIKey         = "ATLAS_API_KEY"
+	EnvBaseURL        = "ATLAS_BASE_URL"
+	EnvMarketplaceKey = "ATLAS_MARKETPLACE_KEY"
+)
+
+// Config is domains.yaml after validation, with defaults applied and paths made absolute
+// (relative warehouse paths are relative to the config file's directory, so a cron job works
+// from any working directory).
+type Config struct {
+	Path      string          `yaml:"-"`
+	Schedule  string          `yaml:"schedule"`
+	API       APIConfig       `yaml:"api"`
+	Warehouse WarehouseConfig `yaml:"warehouse"`
+	Domains   []string        `yaml:"domains"`
+	// lines maps each domains[i] to its line in the file, for messages.
+	lines []int
+}
+
+// APIConfig is the api section of domains.yaml.
+type APIConfig struct {
+	BaseURL          string   `yaml:"base_url"`
+	Mode             string   `yaml:"mode"`
+	MarketplaceHost  string   `yaml:"marketplace_host"`
+	RateLimit        float64  `yaml:"rate_limit"`
+	MinCredits       int64    `yaml:"min_credits"`
+	MaxCreditsPerRun int64    `yaml:"max_credits_per_run"`
+	Timeout          Duration `yaml:"timeout"`
+}
+
+// WarehouseConfig is the warehouse section of domains.yaml.
+type WarehouseConfig struct {
+	DuckDB  string `yaml:"duckdb"`
+	Parquet string `yaml:"parquet"`
+}
+
+// Duration is a time.Duration written as a Go duration string ("30s") in YAML.
+type Duration struct{ time.Duration }
+
+// UnmarshalYAML parses a Go duration string.
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	var s string
+	if err := n.Decode(&s); err != nil {
+		return err
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("%q is not a duration (write e.g. 30s or 1m)", s)
+	}
+	d.Duration = v
+	return nil
+}
+
+// Defaults of domains.yaml keys.
+const (
+	DefaultSchedule  = "0 6 2 * *"
+	DefaultRateLimit = 3
+	DefaultTimeout   = 30 * time.Second
+	DefaultDuckDB    = "data/sitewatch.duckdb"
+	DefaultParquet   = "data/parquet"
+)
+
+// knownKeys lists every accepted key, per section; a typo is an error, not silently ignored.
+var knownKeys = map[string][]string{
+	"":          {"schedule", "api", "warehouse", "domains"},
+	"api":       {"base_url", "mode", "marketplace_host", "rate_limit", "min_credits", "max_credits_per_run", "timeout"},
+	"warehouse": {"duckdb", "parquet"},
+}
+
+// secretKeys are key names that would put a secret in the file; they are refused.
+var secretKeys = map[string]string{
+	"api_key": EnvAPIKey, "apikey": EnvAPIKey, "key": EnvAPIKey, "token": EnvAPIKey,
+	"bearer": EnvAPIKey, "authorization": EnvAPIKey, "x-api-key": EnvAPIKey,
+	"marketplace_key": EnvMarketplaceKey,
+}
+
+// ConfigError is a problem in domains.yaml; Line is 0 when it concerns the file as a whole.
+type ConfigError struct {
+	Path string
+	Line int
+	Msg  string
+}
+
+func (e *ConfigError) Error() string {
+	if e.Line > 0 {
+		return fmt.Sprintf("%s:%d: %s", e.Path, e.Line, e.Msg)
+	}
+	return fmt.Sprintf("%s: %s", e.Path, e.Msg)
+}
+
+// LoadConfig reads and validates the config file at path, applying the environment
+// (ATLAS_BASE_URL overrides api.base_url). Every error is a *ConfigError or wraps one.
+func LoadConfig(path string, getenv func(string) string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, &ConfigError{Path: path, Msg: "config file not found (pass --config FILE, or run from the directory holding domains.yaml)"}
+		}
+		return nil, &ConfigError{Path: path, Msg: err.Error()}
+	}
+	return ParseConfig(path, data, getenv)
+}
+
+// ParseConfig validates config text; path is used for messages and to resolve relative paths.
+func ParseConfig(path string, data []byte, getenv func(string) string) (*Config, error) {
+	var root yaml.Node
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&root); err != nil {
+		return nil, &ConfigError{Path: path, Msg: "not valid YAML: " + strings.TrimPrefix(err.Error(), "yaml: ")}
+	}
+	if len(root.Content) == 0 || root.Content[0].Kind != yaml.MappingNode {
+		return nil, &ConfigError{Path: path, Msg: "expected a mapping with schedule, api, warehouse and domains"}
+	}
+	top := root.Content[0]
+	if err := checkKeys(path, "", top); err != nil {
+		return nil, err
+	}
+	cfg := &Config{Path: path}
+	if err := top.Decode(cfg); err != nil {
+		return nil, &ConfigError{Path: path, Msg: yamlMessage(err)}
+	}
+	cfg.lines = domainLines(top)
+	cfg.applyDefaults(getenv)
+	if err := cfg.validate(top); err != nil {
+		return nil, err
+	}
+	cfg.resolvePaths()
+	return cfg, nil
+}
+
+// checkKeys walks a mapping and its known sub-sections, refusing unknown and secret keys.
+func checkKeys(path, section string, m *yaml.Node) error {
+	known := knownKeys[section]
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		k, v := m.Content[i], m.Content[i+1]
+		name := strings.ToLower(k.Value)
+		if env, ok := secretKeys[name]; ok {
+			return &ConfigError{Path: path, Line: k.Line, Msg: fmt.Sprintf("key %q would put a secret in the config file; remove it and set the environment variable %s instead", k.Value, env)}
+		}
+		if !contains(known, k.Value) {
+			where := "at the top level"
+			if section != "" {
+				where = "under " + section
+			}
+			return &ConfigError{Path: path, Line: k.Line, Msg: fmt.Sprintf("unknown key %q %s (known keys: %s)", k.Value, where, strings.Join(known, ", "))}
+		}
+		if _, isSection := knownKeys[k.Value]; isSection && section == "" {
+			if v.Kind != yaml.MappingNode {
+				return &ConfigError{Path: path, Line: v.Line, Msg: fmt.Sprintf("%s must be a mapping of keys (%s)", k.Value, strings.Join(knownKeys[k.Value], ", "))}
+			}
+			if err := checkKeys(path, k.Value, v); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// yamlMessage turns yaml.v3's type errors into one readable line.
+func yamlMessage(err error) string {
+	var te *yaml.TypeError
+	if errors.As(err, &te) {
+		return strings.Join(te.Errors, "; ")
+	}
+	return strings.TrimPrefix(err.Error(), "yaml: ")
+}
+
+func domainLines(top *yaml.Node) []int {
+	for i := 0; i+1 < len(top.Content); i += 2 {
+		if top.Content[i].Value == "domains" {
+			var lines []int
+			for _, item := range top.Content[i+1].Content {
+				lines = append(lines, item.Line)
+			}
+			return lines
+		}
+	}
+	return nil
+}
+
+// lineOf returns the config line of the key at a dotted path such as "api.rate_limit".
+func lineOf(top *yaml.Node, dotted string) int {
+	node := top
+	line := 0
+	for _, part := range strings.Split(dotted, ".") {
+		found := false
+		for i := 0; node != nil && i+1 < len(node.Content); i += 2 {
+			if node.Content[i].Value == part {
+				line, node, found = node.Content[i].Line, node.Content[i+1], true
+				break
+			}
+		}
+		if !found {
+			return line
+		}
+	}
+	return line
+}
+
+func (c *Config) applyDefaults(getenv func(string) string) {
+	if c.Schedule == "" {
+		c.Schedule = DefaultSchedule
+	}
+	if v := getenv(EnvBaseURL); v != "" {
+		c.API.BaseURL = v
+	}
+	if c.API.Mode == "" {
+		c.API.Mode = "direct"
+	}
+	if c.API.RateLimit == 0 {
+		c.API.RateLimit = DefaultRateLimit
+	}
+	if c.API.Timeout.Duration == 0 {
+		c.API.Timeout.Duration = DefaultTimeout
+	}
+	if c.Warehouse.DuckDB == "" {
+		c.Warehouse.DuckDB = DefaultDuckDB
+	}
+	if c.Warehouse.Parquet == "" {
+		c.Warehouse.Parquet = DefaultParquet
+	}
+}
+
+func (c *Config) validate(top *yaml.Node) error {
+	bad := func(key, msg string) error {
+		return &ConfigError{Path: c.Path, Line: lineOf(top, key), Msg: key + ": " + msg}
+	}
+	if _, err := cron.ParseStandard(c.Schedule); err != nil || len(strings.Fields(c.Schedule)) != 5 {
+		return bad("schedule", fmt.Sprintf("%q is not a 5-field cron expression (minute hour day-of-month month day-of-week, e.g. %q)", c.Schedule, DefaultSchedule))
+	}
+	if err := validateBaseURL(c.API.BaseURL); err != nil {
+		return bad("api.base_url", err.Error())
+	}
+	switch c.API.Mode {
+	case "direct":
+	case "marketplace":
+		if c.API.MarketplaceHost == "" {
+			return bad("api.marketplace_host", "required in marketplace mode (the listing host sent as x-marketplace-host)")
+		}
+	default:
+		return bad("api.mode", fmt.Sprintf("%q is not a mode; use direct or marketplace", c.API.Mode))
+	}
+	switch {
+	case c.API.RateLimit < 0:
+		return bad("api.rate_limit", "must be a positive number of requests per second")
+	case c.API.MinCredits < 0:
+		return bad("api.min_credits", "must be 0 or more")
+	case c.API.MaxCreditsPerRun < 0:
+		return bad("api.max_credits_per_run", "must be 0 (no cap) or more")
+	case c.API.Timeout.Duration < 0:
+		return bad("api.timeout", "must be positive, e.g. 30s")
+	}
+	if len(c.Domains) == 0 {
+		return &ConfigError{Path: c.Path, Line: lineOf(top, "domains"), Msg: "domains: the watchlist is empty; list at least one domain"}
+	}
+	return nil
+}
+
+func validateBaseURL(raw string) error {
+	if raw == "" {
+		return fmt.Errorf("not set; set api.base_url or %s to the gateway address", EnvBaseURL)
+	}
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("%q is not an http(s) URL such as https://gateway.example", redactURL(raw))
+	}
+	if u.User != nil {
+		return fmt.Errorf("must not carry credentials (user:password@); set %s instead", EnvAPIKey)
+	}
+	if u.RawQuery != "" || u.Fragment != "" {
+		return fmt.Errorf("%q must not have a query or fragment", redactURL(raw))
+	}
+	return nil
+}
+
+// redactURL drops userinfo and query from a URL so no secret is echoed in a message.
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(unparseable URL)"
+	}
+	u.User, u.RawQuery, u.Fragment = nil, "", ""
+	return u.String()
+}
+
+func (c *Config) resolvePaths() {
+	dir := filepath.Dir(c.Path)
+	abs := func(p string) string {
+		if filepath.IsAbs(p) {
+			return p
+		}
+		return filepath.Join(dir, p)
+	}
+	c.Warehouse.DuckDB = abs(c.Warehouse.DuckDB)
+	c.Warehouse.Parquet = abs(c.Warehouse.Parquet)
+}
+
+// DomainLine returns the config line of domains[i], or 0.
+func (c *Config) DomainLine(i int) int {
+	if i < len(c.lines) {
+		return c.lines[i]
+	}
+	return 0
+}
+
+// sortedKeys is a helper for stable messages.
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -1,0 +1,319 @@
+package pipeline
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"sitewatch/pipeline/atlas"
+	"sitewatch/pipeline/warehouse"
+)
+
+// Env is what a command reads from and writes to the outside world; tests fill it in.
+type Env struct {
+	Getenv     func(string) string
+	Stdout     io.Writer
+	Stderr     io.Writer
+	Logger     *slog.Logger
+	IsTerminal bool // stderr is a terminal: draw a live progress line instead of log lines
+	Now        func() time.Time
+	// ProgressEvery is the interval of progress log lines when not on a terminal.
+	ProgressEvery time.Duration
+}
+
+// RunOptions are the flags of `sitewatch run`.
+type RunOptions struct {
+	Snapshot string // YYYY-MM
+	DryRun   bool
+	Refresh  bool
+}
+
+// Run statuses recorded in the runs table.
+const (
+	StatusRunning        = "running"
+	StatusComplete       = "complete"
+	StatusStoppedCredits = "stopped_credits"
+	StatusUnauthorized   = "unauthorized"
+	StatusFailed         = "failed"
+	StatusInterrupted    = "interrupted"
+)
+
+// ErrIncomplete reports a run that attempted everything but left domains unloaded.
+var ErrIncomplete = errors.New("snapshot incomplete")
+
+// Summary is what one run did.
+type Summary struct {
+	RunID            string
+	Snapshot         string
+	Status           string
+	DomainsTotal     int
+	DomainsLoaded    int
+	DomainsRejected  int // by the API (400), in this snapshot
+	Requests         int
+	RateLimited      int
+	CreditsSpent     int
+	CreditsRemaining int64 // -1 unknown
+	Duration         time.Duration
+	Watchlist        *Watchlist
+	APIRejections    map[string]string // domain -> code
+	Failures         []warehouse.FetchError
+}
+
+// runState is one run in progress.
+type runState struct {
+	cfg         *Config
+	env         Env
+	wh          *warehouse.Warehouse
+	client      *atlas.Client
+	plan        *Plan
+	sum         *Summary
+	storeErr    error
+	cancelFetch context.CancelFunc
+	progress    *progress
+}
+
+// Run fetches and loads one snapshot of the watchlist, resuming where an earlier run of the
+// same snapshot stopped. Its error says why the snapshot is not complete; ExitCode maps it to
+// the exit codes of the contract.
+func Run(ctx context.Context, cfg *Config, opts RunOptions, env Env) (*Summary, error) {
+	env = env.withDefaults()
+	wl := NewWatchlist(cfg)
+	creds, err := credentialsFrom(cfg, env.Getenv, opts.DryRun)
+	if err != nil {
+		return nil, err
+	}
+	wh, err := warehouse.Open(ctx, warehouse.Options{DuckDBPath: cfg.Warehouse.DuckDB, ParquetDir: cfg.Warehouse.Parquet, Logger: env.Logger})
+	if err != nil {
+		return nil, fmt.Errorf("open warehouse: %w", err)
+	}
+	defer wh.Close()
+	state, err := wh.State(ctx, opts.Snapshot)
+	if err != nil {
+		return nil, fmt.Errorf("read snapshot %s state: %w", opts.Snapshot, err)
+	}
+	plan := BuildPlan(opts.Snapshot, wl.Domains, state, opts.Refresh)
+	if opts.DryRun {
+		plan.Print(env.Stdout, cfg, wl)
+		return nil, nil
+	}
+	client, err := atlas.New(clientConfig(cfg, creds, env.Logger))
+	if err != nil {
+		return nil, &ConfigError{Path: cfg.Path, Msg: err.Error()}
+	}
+	r := &runState{cfg: cfg, env: env, wh: wh, client: client, plan: plan, sum: &Summary{
+		RunID: newRunID(env.Now()), Snapshot: opts.Snapshot, DomainsTotal: len(wl.Domains),
+		Watchlist: wl, CreditsRemaining: -1,
+	}}
+	return r.sum, r.execute(ctx)
+}
+
+func (e Env) withDefaults() Env {
+	if e.Now == nil {
+		e.Now = time.Now
+	}
+	if e.Logger == nil {
+		e.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if e.Stdout == nil {
+		e.Stdout = io.Discard
+	}
+	if e.Stderr == nil {
+		e.Stderr = io.Discard
+	}
+	if e.ProgressEvery == 0 {
+		e.ProgressEvery = 5 * time.Second
+	}
+	return e
+}
+
+func newRunID(now time.Time) string {
+	b := make([]byte, 3)
+	_, _ = rand.Read(b)
+	return now.UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b)
+}
+
+func (r *runState) execute(ctx context.Context) error {
+	started := r.env.Now().UTC()
+	// Bookkeeping and loads must commit even when ctx is cancelled (SIGINT lets the calls
+	// in flight finish and keeps their results).
+	keep := context.WithoutCancel(ctx)
+	if err := r.wh.StartRun(keep, r.record(started, nil, StatusRunning, "")); err != nil {
+		return fmt.Errorf("record run start: %w", err)
+	}
+	r.progress = newProgress(r.env, r.client, r.plan)
+	stopProgress := r.progress.start(ctx)
+	fetchCtx, cancelFetch := context.WithCancel(ctx)
+	r.cancelFetch = cancelFetch
+	stopErr := r.client.FetchAll(fetchCtx, r.plan.Requests, func(res atlas.Result) { r.handle(keep, res) })
+	cancelFetch()
+	stopProgress()
+	if r.storeErr != nil {
+		stopErr = r.storeErr // a storage failure is the cause of the cancellation, not a signal
+	}
+	runErr := r.finish(keep, stopErr)
+	finished := r.env.Now().UTC()
+	r.sum.Duration = finished.Sub(started)
+	msg := ""
+	if runErr != nil {
+		msg = runErr.Error()
+	}
+	if err := r.wh.FinishRun(keep, r.record(started, &finished, r.sum.Status, msg)); err != nil && runErr == nil {
+		runErr = fmt.Errorf("record run end: %w", err)
+	}
+	return runErr
+}
+
+// handle lands one result: a body is stored (and its domain loaded when complete), a failure
+// is recorded in fetch_errors. A storage failure stops the run.
+func (r *runState) handle(ctx context.Context, res atlas.Result) {
+	r.progress.finished(res)
+	if res.Err != nil {
+		r.recordFailure(ctx, res)
+		return
+	}
+	if r.storeErr != nil {
+		return
+	}
+	raw := warehouse.Raw{Endpoint: res.Endpoint, Domain: res.Domain, Body: res.Body, FetchedAt: res.FetchedAt}
+	if err := r.wh.Store(ctx, r.plan.Snapshot, raw); err != nil {
+		r.storeErr = fmt.Errorf("store %s %s: %w", res.Endpoint, displayDomain(res.Domain), err)
+		r.env.Logger.Error("store failed; stopping", "domain", res.Domain, "endpoint", string(res.Endpoint), "err", err)
+		r.cancelFetch()
+	}
+}
+
+func (r *runState) recordFailure(ctx context.Context, res atlas.Result) {
+	fe := warehouse.FetchError{
+		RunID: r.sum.RunID, SnapshotMonth: r.plan.Snapshot, Domain: res.Domain, Endpoint: res.Endpoint,
+		Message: res.Err.Error(), OccurredAt: r.env.Now().UTC(),
+	}
+	var ae *atlas.Error
+	if errors.As(res.Err, &ae) {
+		fe.HTTPStatus, fe.Code = ae.Status, ae.Code
+	}
+	r.env.Logger.Warn("fetch failed", "domain", res.Domain, "endpoint", string(res.Endpoint), "status", fe.HTTPStatus, "code", fe.Code, "err", res.Err)
+	if err := r.wh.RecordFetchError(ctx, fe); err != nil && r.storeErr == nil {
+		r.storeErr = fmt.Errorf("record fetch error of %s: %w", displayDomain(res.Domain), err)
+	}
+	if fe.HTTPStatus != 400 {
+		r.sum.Failures = append(r.sum.Failures, fe)
+	}
+}
+
+func displayDomain(d string) string {
+	if d == "" {
+		return "(countries)"
+	}
+	return d
+}
+
+// finish exports Parquet, fills the summary and decides the run's status and error.
+func (r *runState) finish(ctx context.Context, stopErr error) error {
+	stats := r.client.Stats()
+	r.sum.Requests, r.sum.RateLimited = stats.Requests, stats.RateLimited
+	r.sum.CreditsSpent, r.sum.CreditsRemaining = int(stats.CreditsSpent), stats.CreditsRemaining
+	state, err := r.wh.State(ctx, r.plan.Snapshot)
+	if err != nil {
+		r.sum.Status = StatusFailed
+		return fmt.Errorf("read snapshot %s state: %w", r.plan.Snapshot, err)
+	}
+	r.countOutcome(state)
+	if err := r.wh.ExportParquet(ctx, r.plan.Snapshot); err != nil {
+		r.sum.Status = StatusFailed
+		return fmt.Errorf("export Parquet of %s to %s: %w (the DuckDB tables are loaded; `sitewatch rebuild` re-exports)", r.plan.Snapshot, r.cfg.Warehouse.Parquet, err)
+	}
+	r.sum.Status = statusOf(stopErr)
+	if stopErr != nil {
+		return stopErr
+	}
+	if missing := r.sum.DomainsTotal - r.sum.DomainsLoaded - r.sum.DomainsRejected; missing > 0 || !state.CountriesLoaded {
+		r.sum.Status = StatusFailed
+		return fmt.Errorf("%w: %d of %d domains not loaded (see fetch_errors); rerun `sitewatch run --snapshot %s` to fetch only what is missing",
+			ErrIncomplete, missing, r.sum.DomainsTotal, r.plan.Snapshot)
+	}
+	return nil
+}
+
+func (r *runState) countOutcome(state *warehouse.SnapshotState) {
+	r.sum.APIRejections = map[string]string{}
+	for _, d := range r.sum.Watchlist.Domains {
+		if state.Loaded[d] {
+			r.sum.DomainsLoaded++
+		} else if code, ok := state.Rejected[d]; ok {
+			r.sum.DomainsRejected++
+			r.sum.APIRejections[d] = code
+		}
+	}
+}
+
+// statusOf maps the client's stop reason to a run status.
+func statusOf(stopErr error) string {
+	switch {
+	case stopErr == nil:
+		return StatusComplete
+	case isCreditStop(stopErr):
+		return StatusStoppedCredits
+	case errors.Is(stopErr, atlas.ErrUnauthorized):
+		return StatusUnauthorized
+	case errors.Is(stopErr, context.Canceled):
+		return StatusInterrupted
+	default:
+		return StatusFailed
+	}
+}
+
+func isCreditStop(err error) bool {
+	return errors.Is(err, atlas.ErrOutOfCredits) || errors.Is(err, atlas.ErrCreditReserve) || errors.Is(err, atlas.ErrRunBudget)
+}
+
+func (r *runState) record(started time.Time, finished *time.Time, status, msg string) warehouse.RunRecord {
+	rec := warehouse.RunRecord{
+		RunID: r.sum.RunID, SnapshotMonth: r.plan.Snapshot, StartedAt: started, FinishedAt: finished, Status: status,
+		DomainsTotal: r.sum.DomainsTotal, DomainsLoaded: r.sum.DomainsLoaded, DomainsRejected: r.sum.DomainsRejected,
+		Requests: r.sum.Requests, CreditsSpent: r.sum.CreditsSpent, RateLimited: r.sum.RateLimited, Message: msg,
+	}
+	if r.sum.CreditsRemaining >= 0 {
+		left := r.sum.CreditsRemaining
+		rec.CreditsRemaining = &left
+	}
+	return rec
+}
+
+// credentials are the secrets a run needs, read from the environment only.
+type credentials struct {
+	apiKey, marketplaceKey string
+}
+
+func credentialsFrom(cfg *Config, getenv func(string) string, dryRun bool) (credentials, error) {
+	c := credentials{apiKey: getenv(EnvAPIKey), marketplaceKey: getenv(EnvMarketplaceKey)}
+	if dryRun {
+		return c, nil
+	}
+	switch {
+	case cfg.API.Mode == "direct" && c.apiKey == "":
+		return c, &ConfigError{Path: cfg.Path, Msg: fmt.Sprintf("%s is not set: export the API key from the developer console (it is never read from the config file)", EnvAPIKey)}
+	case cfg.API.Mode == "marketplace" && c.marketplaceKey == "":
+		return c, &ConfigError{Path: cfg.Path, Msg: fmt.Sprintf("%s is not set: marketplace mode needs the listing key in the environment", EnvMarketplaceKey)}
+	}
+	return c, nil
+}
+
+func clientConfig(cfg *Config, creds credentials, logger *slog.Logger) atlas.Config {
+	return atlas.Config{
+		BaseURL:          cfg.API.BaseURL,
+		Mode:             atlas.Mode(cfg.API.Mode),
+		APIKey:           creds.apiKey,
+		MarketplaceHost:  cfg.API.MarketplaceHost,
+		MarketplaceKey:   creds.marketplaceKey,
+		RateLimit:        cfg.API.RateLimit,
+		MinCredits:       cfg.API.MinCredits,
+		MaxCreditsPerRun: cfg.API.MaxCreditsPerRun,
+		Timeout:          cfg.API.Timeout.Duration,
+		Logger:           logger,
+	}
+}

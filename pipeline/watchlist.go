@@ -1,0 +1,139 @@
+package pipeline
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strings"
+
+	"golang.org/x/net/idna"
+)
+
+// Watchlist is the config's domains after normalization: what will be fetched, and what was
+// rewritten, collapsed or rejected on the way (shown by `validate` and the run summary).
+type Watchlist struct {
+	Domains    []string    // normalized, unique, in config order
+	Rewritten  []Rewrite   // entries whose normalized form differs from the input
+	Duplicates []Rewrite   // entries collapsed into an earlier one
+	Rejected   []Rejection // entries that are not host names; never sent
+}
+
+// Rewrite records an input entry and the domain it became.
+type Rewrite struct {
+	Input  string
+	Domain string
+	Line   int
+}
+
+// Rejection records an entry that is not a host name and why.
+type Rejection struct {
+	Input  string
+	Reason string
+	Line   int
+}
+
+// NewWatchlist normalizes every entry of cfg.Domains.
+func NewWatchlist(cfg *Config) *Watchlist {
+	wl := &Watchlist{}
+	seen := map[string]bool{}
+	for i, input := range cfg.Domains {
+		line := cfg.DomainLine(i)
+		domain, err := NormalizeDomain(input)
+		switch {
+		case err != nil:
+			wl.Rejected = append(wl.Rejected, Rejection{Input: input, Reason: err.Error(), Line: line})
+		case seen[domain]:
+			wl.Duplicates = append(wl.Duplicates, Rewrite{Input: input, Domain: domain, Line: line})
+		default:
+			seen[domain] = true
+			wl.Domains = append(wl.Domains, domain)
+			if domain != input {
+				wl.Rewritten = append(wl.Rewritten, Rewrite{Input: input, Domain: domain, Line: line})
+			}
+		}
+	}
+	return wl
+}
+
+// ErrNotHostName is wrapped by every NormalizeDomain rejection.
+var ErrNotHostName = errors.New("not a host name")
+
+// idnaProfile converts IDN to punycode and enforces the host name rules (letters, digits,
+// hyphens; label lengths) that a registrable web domain must follow.
+var idnaProfile = idna.New(
+	idna.MapForLookup(),
+	idna.BidiRule(),
+	idna.ValidateLabels(true),
+	idna.StrictDomainName(true),
+	idna.VerifyDNSLength(true),
+)
+
+// NormalizeDomain turns a watchlist entry into the domain sent to the API: lower case; scheme,
+// userinfo, port, path, query, fragment and trailing dot removed; a leading "www." removed;
+// IDN to punycode. It refuses anything that is not a host name (IP addresses, markup,
+// spaces, empty or invalid labels) with an error wrapping ErrNotHostName.
+func NormalizeDomain(input string) (string, error) {
+	s := strings.TrimSpace(input)
+	reject := func(why string) (string, error) { return "", fmt.Errorf("%w: %s", ErrNotHostName, why) }
+	switch {
+	case s == "":
+		return reject("empty entry")
+	case strings.ContainsAny(s, "<>\"'`{}|\\^"):
+		return reject("contains markup or quote characters")
+	case strings.ContainsAny(s, " \t\r\n"):
+		return reject("contains spaces")
+	}
+	host, err := hostOf(s)
+	if err != nil {
+		return reject(err.Error())
+	}
+	host = strings.TrimSuffix(host, ".")
+	if ip := net.ParseIP(strings.Trim(host, "[]")); ip != nil {
+		return reject("an IP address; list the site's domain name instead")
+	}
+	ascii, err := idnaProfile.ToASCII(host)
+	if err != nil {
+		return reject("invalid label (" + idnaReason(err) + ")")
+	}
+	ascii = strings.ToLower(ascii)
+	labels := strings.Split(ascii, ".")
+	if len(labels) < 2 {
+		return reject("a single label; a domain needs a dot and a top-level domain, e.g. example.com")
+	}
+	if tld := labels[len(labels)-1]; strings.Trim(tld, "0123456789") == "" {
+		return reject("the top-level domain is numeric")
+	}
+	if labels[0] == "www" && len(labels) > 2 {
+		ascii = strings.Join(labels[1:], ".")
+	}
+	return ascii, nil
+}
+
+// hostOf extracts the host part of an entry written as a URL or a bare host[:port][/path].
+func hostOf(s string) (string, error) {
+	raw := s
+	if !strings.Contains(s, "://") {
+		raw = "//" + s
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "", errors.New("not parseable as a URL or host name")
+	}
+	if u.Scheme != "" && u.Scheme != "http" && u.Scheme != "https" {
+		return "", fmt.Errorf("scheme %q is not http or https", u.Scheme)
+	}
+	host := u.Hostname()
+	if host == "" {
+		return "", errors.New("no host name")
+	}
+	return host, nil
+}
+
+func idnaReason(err error) string {
+	msg := err.Error()
+	if i := strings.LastIndex(msg, ": "); i >= 0 && i+2 < len(msg) {
+		return msg[i+2:]
+	}
+	return msg
+}

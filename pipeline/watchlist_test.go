@@ -1,0 +1,76 @@
+package pipeline
+
+import (
+	"errors"
+	"testing"
+)
+
+func TestNormalizeDomain(t *testing.T) {
+	ok := []struct{ name, in, want string }{
+		{"Plain", "example.com", "example.com"},
+		{"UpperCase", "Example.COM", "example.com"},
+		{"Scheme", "https://example.com", "example.com"},
+		{"SchemePathQueryFragment", "https://www.example.org/pricing?x=1#top", "example.org"},
+		{"Userinfo", "http://user:pw@example.com/", "example.com"},
+		{"Port", "example.com:8443", "example.com"},
+		{"TrailingDot", "example.com.", "example.com"},
+		{"LeadingWWW", "www.example.com", "example.com"},
+		{"WWWOnlyLabelKept", "www.com", "www.com"},
+		{"Subdomain", "blog.example.co.uk", "blog.example.co.uk"},
+		{"IDN", "bücher.de", "xn--bcher-kva.de"},
+		{"IDNUpper", "https://BÜCHER.de/x", "xn--bcher-kva.de"},
+		{"Punycode", "xn--bcher-kva.de", "xn--bcher-kva.de"},
+		{"Spaces trimmed", "  example.com  ", "example.com"},
+	}
+	for _, tc := range ok {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := NormalizeDomain(tc.in)
+			if err != nil || got != tc.want {
+				t.Fatalf("NormalizeDomain(%q) = %q, %v; want %q", tc.in, got, err, tc.want)
+			}
+		})
+	}
+	bad := []struct{ name, in string }{
+		{"Empty", ""},
+		{"Blank", "   "},
+		{"IPv4", "192.168.0.1"},
+		{"IPv4URL", "http://10.0.0.1:8080/x"},
+		{"IPv6", "[::1]"},
+		{"IPv6URL", "http://[2001:db8::1]/"},
+		{"Markup", "<script>alert(1)</script>"},
+		{"Quote", `exa"mple.com`},
+		{"SQL", "example.com'; DROP TABLE sites; --"},
+		{"InnerSpace", "exa mple.com"},
+		{"EmptyLabel", "example..com"},
+		{"LeadingDot", ".example.com"},
+		{"Underscore", "my_site.com"},
+		{"LeadingHyphen", "-example.com"},
+		{"SingleLabel", "localhost"},
+		{"LongLabel", "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.com"},
+		{"NumericTLD", "1.2.3.4.5"},
+		{"FTPScheme", "ftp://example.com"},
+		{"Semicolon", "exa;mple.com"},
+	}
+	for _, tc := range bad {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := NormalizeDomain(tc.in)
+			if !errors.Is(err, ErrNotHostName) {
+				t.Fatalf("NormalizeDomain(%q) = %q, %v; want ErrNotHostName", tc.in, got, err)
+			}
+		})
+	}
+}
+
+func TestNewWatchlist(t *testing.T) {
+	cfg := &Config{Domains: []string{"example.com", "https://www.Example.com/", "10.0.0.1", "example.org/x", "example.org"}}
+	wl := NewWatchlist(cfg)
+	if got, want := len(wl.Domains), 2; got != want {
+		t.Fatalf("domains = %v, want %d", wl.Domains, want)
+	}
+	if wl.Domains[0] != "example.com" || wl.Domains[1] != "example.org" {
+		t.Errorf("domains = %v", wl.Domains)
+	}
+	if len(wl.Duplicates) != 2 || len(wl.Rejected) != 1 || len(wl.Rewritten) != 1 {
+		t.Errorf("duplicates %v rejected %v rewritten %v", wl.Duplicates, wl.Rejected, wl.Rewritten)
+	}
+}
