@@ -346,6 +346,9 @@ func (g *Generator) overview(domain, requestURL string) schema.SiteOverview {
 					sh = left * r.Float64()
 				}
 				sh = round(sh, 4)
+				if sh <= 0 {
+					break
+				}
 				left -= sh
 				geo = append(geo, schema.GeoShare{CountryCode: code, Share: ptr(sh)})
 			}

@@ -253,22 +253,22 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	q := &request{start: time.Now()}
 	defer h.log(r, q)
 
-	// Hang and latency; a request whose client left or whose server is closing is dropped
-	// without a response.
-	if d := h.opts.Faults.Hang; d > 0 && !h.sleep(r.Context(), d) {
+	// Hang and latency; a request whose client left is dropped without a response, and so is
+	// a hanging request when the server closes (a request in its latency is completed).
+	if d := h.opts.Faults.Hang; d > 0 && !h.sleep(r.Context(), d, h.done) {
 		h.count(q, 0)
 		panic(http.ErrAbortHandler)
 	}
-	if d := h.latency(); d > 0 && !h.sleep(r.Context(), d) {
+	if d := h.latency(); d > 0 && !h.sleep(r.Context(), d, nil) {
 		h.count(q, 0)
 		panic(http.ErrAbortHandler)
 	}
 
 	// 1. Request body limit (edge proxy).
 	if r.ContentLength > MaxBodyBytes || readBody(r.Body) > MaxBodyBytes {
-		h.fail(w, q, http.StatusRequestEntityTooLarge, map[string]any{
-			"error":   "Payload Too Large",
-			"message": fmt.Sprintf("The request body exceeds the limit of %d bytes (10 MB). These endpoints take no body: send a GET without one.", MaxBodyBytes),
+		h.fail(w, q, http.StatusRequestEntityTooLarge, gatewayError{
+			Error:   "Payload Too Large",
+			Message: fmt.Sprintf("The request body exceeds the limit of %d bytes (10 MB). These endpoints take no body: send a GET without one.", MaxBodyBytes),
 		})
 		return
 	}
@@ -284,10 +284,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rel = p
 	default:
 		first := strings.SplitN(strings.TrimPrefix(p, "/"), "/", 2)[0]
-		h.fail(w, q, http.StatusNotFound, map[string]any{
-			"error":             "Not Found",
-			"message":           fmt.Sprintf("No service is mounted at /%s. This gateway serves /%s; see the documentation.", first, Service),
-			"documentation_url": DocumentationURL,
+		h.fail(w, q, http.StatusNotFound, gatewayError{
+			Error:            "Not Found",
+			Message:          fmt.Sprintf("No service is mounted at /%s. This gateway serves /%s; see the documentation.", first, Service),
+			DocumentationURL: DocumentationURL,
 		})
 		return
 	}
@@ -321,19 +321,19 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	case http.StatusPaymentRequired:
 		q.cost = 1
-		h.fail(w, q, http.StatusPaymentRequired, map[string]any{
-			"error":            "Payment Required",
-			"message":          fmt.Sprintf("Insufficient credits: this call costs 1 credit and the balance is %d. Top up in the developer console.", q.remaining),
-			"service":          Service,
-			"remainingBalance": q.remaining,
+		h.fail(w, q, http.StatusPaymentRequired, gatewayError{
+			Error:            "Payment Required",
+			Message:          fmt.Sprintf("Insufficient credits: this call costs 1 credit and the balance is %d. Top up in the developer console.", q.remaining),
+			Service:          Service,
+			RemainingBalance: &q.remaining,
 		})
 		return
 	case http.StatusForbidden: // marketplace monthly quota exhausted
 		q.rateLeft = 0
-		h.fail(w, q, http.StatusTooManyRequests, map[string]any{
-			"error":   "Too Many Requests",
-			"message": fmt.Sprintf("The monthly quota of %d requests of this marketplace plan is exhausted; it resets at the start of next month.", h.opts.MarketplaceQuota),
-			"service": Service,
+		h.fail(w, q, http.StatusTooManyRequests, gatewayError{
+			Error:   "Too Many Requests",
+			Message: fmt.Sprintf("The monthly quota of %d requests of this marketplace plan is exhausted; it resets at the start of next month.", h.opts.MarketplaceQuota),
+			Service: Service,
 		})
 		return
 	}
@@ -356,10 +356,10 @@ type upstreamAnswer struct {
 
 func (h *Handler) upstream(r *http.Request, q *request) upstreamAnswer {
 	if q.endpoint == "" {
-		return upstreamAnswer{http.StatusNotFound, map[string]any{"detail": "Not Found"}}
+		return upstreamAnswer{http.StatusNotFound, detailError{"Not Found"}}
 	}
 	if r.Method != http.MethodGet {
-		return upstreamAnswer{http.StatusMethodNotAllowed, map[string]any{"detail": "Method Not Allowed"}}
+		return upstreamAnswer{http.StatusMethodNotAllowed, detailError{"Method Not Allowed"}}
 	}
 	if q.endpoint != EndpointCountries {
 		raw := r.URL.Query().Get("url")
@@ -378,40 +378,76 @@ func (h *Handler) upstream(r *http.Request, q *request) upstreamAnswer {
 	if f := h.opts.FailRate; f > 0 && rand.Float64() < f {
 		switch rand.IntN(3) {
 		case 0:
-			return upstreamAnswer{http.StatusInternalServerError, map[string]any{
-				"error": "Internal Server Error", "message": "An unexpected error occurred while processing the request. Retry later."}}
+			return upstreamAnswer{http.StatusInternalServerError, gatewayError{Error: "Internal Server Error", Message: "An unexpected error occurred while processing the request. Retry later."}}
 		case 1:
-			return upstreamAnswer{http.StatusBadGateway, map[string]any{
-				"messages": "Bad Gateway", "info": "The upstream service is unreachable. Credits for this request have been refunded."}}
+			return upstreamAnswer{http.StatusBadGateway, proxyError{"Bad Gateway", "The upstream service is unreachable. Credits for this request have been refunded."}}
 		default:
-			return upstreamAnswer{http.StatusGatewayTimeout, map[string]any{
-				"messages": "Gateway Timeout", "info": "The upstream service did not answer in time. Credits for this request have been refunded."}}
+			return upstreamAnswer{http.StatusGatewayTimeout, proxyError{"Gateway Timeout", "The upstream service did not answer in time. Credits for this request have been refunded."}}
 		}
 	}
 	return upstreamAnswer{status: http.StatusOK}
 }
 
-func validationBody(code, msg string, rejected *string) map[string]any {
-	e := map[string]any{
-		"code":           code,
-		"message":        msg,
-		"target":         "url",
-		"rejected_value": nil,
-		"timestamp":      time.Now().UTC().Format("2006-01-02T15:04:05.000Z"),
-	}
-	body := map[string]any{"status": "error", "error": e}
+// gatewayError is the flat gateway error body {error, message, service} and its variants.
+type gatewayError struct {
+	Error            string `json:"error"`
+	Message          string `json:"message"`
+	Service          string `json:"service,omitempty"`
+	RemainingBalance *int64 `json:"remainingBalance,omitempty"`
+	DocumentationURL string `json:"documentation_url,omitempty"`
+}
+
+// detailError is the upstream's {detail} body of 404 and 405.
+type detailError struct {
+	Detail string `json:"detail"`
+}
+
+// proxyError is the {messages, info} body of 502 and 504.
+type proxyError struct {
+	Messages string `json:"messages"`
+	Info     string `json:"info"`
+}
+
+// validationError is the nested 400 body.
+type validationError struct {
+	Status string          `json:"status"`
+	Error  validationInner `json:"error"`
+	Meta   *struct {
+		Request struct {
+			URL string `json:"url"`
+		} `json:"request"`
+	} `json:"meta,omitempty"`
+}
+
+type validationInner struct {
+	Code          string  `json:"code"`
+	Message       string  `json:"message"`
+	Target        string  `json:"target"`
+	RejectedValue *string `json:"rejected_value"`
+	Timestamp     string  `json:"timestamp"`
+}
+
+func validationBody(code, msg string, rejected *string) validationError {
+	v := validationError{Status: "error", Error: validationInner{
+		Code: code, Message: msg, Target: "url", RejectedValue: rejected,
+		Timestamp: time.Now().UTC().Format("2006-01-02T15:04:05.000Z"),
+	}}
 	if rejected != nil {
-		e["rejected_value"] = *rejected
-		body["meta"] = map[string]any{"request": map[string]any{"url": *rejected}}
+		v.Meta = &struct {
+			Request struct {
+				URL string `json:"url"`
+			} `json:"request"`
+		}{}
+		v.Meta.Request.URL = *rejected
 	}
-	return body
+	return v
 }
 
 // authenticate checks the API key (direct) or the marketplace headers and optional bearer
 // key, answering 401 itself when they fail.
 func (h *Handler) authenticate(w http.ResponseWriter, r *http.Request, q *request) bool {
 	deny := func(msg string) bool {
-		h.fail(w, q, http.StatusUnauthorized, map[string]any{"error": "Unauthorized", "message": msg, "service": Service})
+		h.fail(w, q, http.StatusUnauthorized, gatewayError{Error: "Unauthorized", Message: msg, Service: Service})
 		return false
 	}
 	const invalid = "The API key is invalid or missing. Check the key in the developer console and send it as 'Authorization: Bearer <API_KEY>' or 'X-API-Key: <API_KEY>'."
@@ -530,10 +566,10 @@ func (h *Handler) balanceLocked(q *request) {
 }
 
 func (h *Handler) tooMany(w http.ResponseWriter, q *request) {
-	h.fail(w, q, http.StatusTooManyRequests, map[string]any{
-		"error":   "Too Many Requests",
-		"message": fmt.Sprintf("Rate limit of %d requests per second exceeded for this key. Wait for Retry-After seconds and slow down.", h.rate.Load()),
-		"service": Service,
+	h.fail(w, q, http.StatusTooManyRequests, gatewayError{
+		Error:   "Too Many Requests",
+		Message: fmt.Sprintf("Rate limit of %d requests per second exceeded for this key. Wait for Retry-After seconds and slow down.", h.rate.Load()),
+		Service: Service,
 	})
 }
 
@@ -723,8 +759,8 @@ func (h *Handler) latency() time.Duration {
 	return lo + rand.N(hi-lo+1)
 }
 
-// sleep waits d; it returns false if the client went away or the server is closing.
-func (h *Handler) sleep(ctx context.Context, d time.Duration) bool {
+// sleep waits d; it returns false if the client went away or stop was closed.
+func (h *Handler) sleep(ctx context.Context, d time.Duration, stop <-chan struct{}) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
@@ -732,7 +768,7 @@ func (h *Handler) sleep(ctx context.Context, d time.Duration) bool {
 		return true
 	case <-ctx.Done():
 		return false
-	case <-h.done:
+	case <-stop:
 		return false
 	}
 }
@@ -746,7 +782,7 @@ func readBody(b io.Reader) int64 {
 	return n
 }
 
-// close stops sleeping requests.
+// close wakes requests hanging on Faults.Hang.
 func (h *Handler) close() { h.stop.Do(func() { close(h.done) }) }
 
 var _ http.Handler = (*Handler)(nil)

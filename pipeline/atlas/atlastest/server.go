@@ -60,8 +60,8 @@ func (s *Server) Client() *http.Client {
 	return &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
 }
 
-// Shutdown stops accepting connections, wakes requests sleeping on latency or Hang (they are
-// dropped), and waits for in-flight requests until ctx ends. It returns ctx's error if the
+// Shutdown stops accepting connections, drops requests hanging on Faults.Hang, and waits for
+// the other in-flight requests until ctx ends. It returns ctx's error if the
 // wait was cut short.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.Handler.close()
