@@ -95,7 +95,7 @@ func (c *Client) attempt(ctx context.Context, req Request) outcome {
 	resp, err := c.hc.Do(hreq)
 	at := time.Now().UTC()
 	if err != nil {
-		c.observe(nil, 0, sentAt)
+		c.observe(nil, 0, sentAt, nil)
 		e := c.newError(req, 0, "", "")
 		switch {
 		case ctx.Err() != nil:
@@ -110,10 +110,21 @@ func (c *Client) attempt(ctx context.Context, req Request) outcome {
 		return outcome{sent: true, kind: outcomeTransient, at: at, err: e}
 	}
 	defer resp.Body.Close()
-	c.observe(resp.Header, resp.StatusCode, sentAt)
+	out := c.answer(ctx, actx, req, hreq, resp, at)
 	c.log.Debug("atlas answer", "endpoint", req.Endpoint, "domain", req.Domain, "status", resp.StatusCode,
 		"latency", time.Since(sentAt))
+	// Release the reservation, record the headers and (for a stop reason) stop, in one
+	// step, so no other call can start on a balance a fatal answer reported.
+	var stopErr error
+	if out.kind == outcomeFatal {
+		stopErr = out.err
+	}
+	c.observe(resp.Header, resp.StatusCode, sentAt, stopErr)
+	return out
+}
 
+// answer reads and classifies an HTTP answer.
+func (c *Client) answer(ctx, actx context.Context, req Request, hreq *http.Request, resp *http.Response, at time.Time) outcome {
 	if resp.StatusCode == http.StatusOK {
 		return c.readOK(ctx, actx, req, resp, at)
 	}
@@ -145,6 +156,12 @@ func (c *Client) attempt(ctx context.Context, req Request) outcome {
 	case s >= 300 && s < 400:
 		e.Message = fmt.Sprintf("GET %s was redirected to %q", c.redactedPath(hreq.URL), c.redact.Replace(resp.Header.Get("Location")))
 		e.Err = ErrMisconfigured
+		return outcome{sent: true, kind: outcomeFatal, at: at, err: e}
+	case s == http.StatusTooManyRequests && c.cfg.Mode == ModeMarketplace &&
+		strings.TrimSpace(resp.Header.Get("X-Ratelimit-Requests-Remaining")) == "0":
+		// The listing's monthly quota is used up: waiting seconds will not help.
+		e.Message = strings.TrimSuffix("marketplace monthly quota exhausted: "+e.Message, ": ")
+		e.Err = ErrOutOfCredits
 		return outcome{sent: true, kind: outcomeFatal, at: at, err: e}
 	case s == http.StatusTooManyRequests:
 		d := c.retryAfter(resp.Header.Get("Retry-After"))
@@ -222,18 +239,26 @@ func (c *Client) setHeaders(r *http.Request) {
 	}
 }
 
-// observe releases the attempt's credit reservation and records what the answer's headers
-// say: credits charged and remaining, marketplace quota, and the server's rate limit.
-// h is nil when no answer arrived.
-func (c *Client) observe(h http.Header, status int, sentAt time.Time) {
+// observe releases the attempt's credit reservation, stops the client if stopErr is set,
+// and records what the answer's headers say: credits charged and remaining, marketplace
+// quota, and the server's rate limit. h is nil when no answer arrived.
+func (c *Client) observe(h http.Header, status int, sentAt time.Time, stopErr error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	defer c.broadcastLocked()
 	c.inflight--
+	if stopErr != nil {
+		c.stopLocked(stopErr)
+	}
 	if h == nil {
+		c.stats.Unanswered++
 		return
 	}
 	c.seenResponse = true
+	if stopErr != nil && status != http.StatusPaymentRequired {
+		// A 401, 404, ... carries no trustworthy balance (the gateway did not look it up).
+		return
+	}
 	if status == http.StatusOK {
 		cost := int64(1) // the spec: every successful call costs 1 credit
 		if v, ok := headerInt(h, "X-Gateway-Credit-Cost"); ok && v >= 0 {

@@ -135,6 +135,9 @@ type Stats struct {
 	CreditsRemaining int64   // last known X-Gateway-Remaining-Credits; -1 unknown
 	QuotaRemaining   int64   // last known x-ratelimit-requests-remaining (marketplace); -1 unknown
 	RateLimit        float64 // the requests/second the bucket runs at now
+	// Unanswered counts attempts that got no answer (time-outs, resets before the headers).
+	// The server may have charged them, so the run cap counts them as spent.
+	Unanswered int64
 }
 
 // Client calls the API. Its methods are safe for concurrent use.
@@ -301,6 +304,11 @@ func (c *Client) FetchAll(ctx context.Context, reqs []Request, handle func(Resul
 	}
 	if err := ctx.Err(); err != nil {
 		return err
+	}
+	for _, r := range reqs {
+		if _, err := c.requestURL(r); err != nil {
+			return err
+		}
 	}
 	workers := min(c.concurrency, len(reqs))
 	jobs := make(chan Request)
@@ -488,7 +496,7 @@ func (c *Client) admissibleLocked() (wait bool, err error) {
 		}
 		return false, stop
 	}
-	if lim := c.cfg.MaxCreditsPerRun; lim > 0 && c.stats.CreditsSpent+c.inflight+1 > lim {
+	if lim := c.cfg.MaxCreditsPerRun; lim > 0 && c.stats.CreditsSpent+c.stats.Unanswered+c.inflight+1 > lim {
 		return blocked(&Error{Op: "start", Message: fmt.Sprintf("%d of %d credits spent this run", c.stats.CreditsSpent, lim), Err: ErrRunBudget})
 	}
 	if c.remaining >= 0 && c.remaining-c.inflight-1 < c.cfg.MinCredits {
