@@ -1,0 +1,157 @@
+package warehouse
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/apache/arrow/go/v17/arrow"
+
+	"sitewatch/schema"
+)
+
+// inTx runs fn inside one transaction on the load connection, holding the write lock. It
+// commits when fn returns nil and rolls back otherwise (also when ctx is cancelled), so a
+// failure or crash leaves the database as it was before.
+func (w *Warehouse) inTx(ctx context.Context, fn func(ctx context.Context) error) error {
+	if w.opts.ReadOnly {
+		return errors.New("the warehouse is open read-only")
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.load == nil {
+		return errors.New("the warehouse is closed")
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	// BEGIN, COMMIT and ROLLBACK run without ctx: go-duckdb may report a cancelled context for
+	// a statement that completed, which would leave the transaction state unknown.
+	if _, err := w.load.ExecContext(context.Background(), "BEGIN TRANSACTION"); err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	err := fn(ctx)
+	if err == nil && ctx.Err() != nil {
+		err = ctx.Err()
+	}
+	if err != nil {
+		if _, rerr := w.load.ExecContext(context.Background(), "ROLLBACK"); rerr != nil {
+			return errors.Join(err, fmt.Errorf("rollback: %w", rerr))
+		}
+		return err
+	}
+	// COMMIT is not interruptible: a cancelled context must not report a commit that DuckDB
+	// completed as failed.
+	if _, err := w.load.ExecContext(context.Background(), "COMMIT"); err != nil {
+		// A failed COMMIT may leave the transaction open; end it.
+		_, _ = w.load.ExecContext(context.Background(), "ROLLBACK")
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+// insertRecord appends rec to table on the load connection, inside the caller's transaction:
+// it registers rec as a view, runs INSERT … SELECT, and drops the view before releasing the
+// stream (a committed view would crash the process on a later query; see
+// shared/notes/duckdb-arrow-go.md traps 1–3). rec is not released.
+func (w *Warehouse) insertRecord(ctx context.Context, t schema.Table, rec arrow.Record) error {
+	if rec.NumRows() == 0 {
+		return nil
+	}
+	view := "sitewatch_arrow_" + t.Name
+	rdr := newOnceReader(rec)
+	defer rdr.drop()
+	release, err := w.ar.RegisterView(rdr, view)
+	if err != nil {
+		return fmt.Errorf("insert into %s: register Arrow view: %w", t.Name, err)
+	}
+	cols := quotedColumns(t)
+	_, err = w.load.ExecContext(ctx, fmt.Sprintf(`INSERT INTO %s (%s) SELECT %s FROM %s`, t.Name, cols, cols, view))
+	// Drop even when the insert failed; in an aborted transaction the drop fails too, and the
+	// caller's rollback removes the view.
+	_, derr := w.load.ExecContext(context.Background(), `DROP VIEW IF EXISTS `+view)
+	release()
+	if err != nil {
+		return fmt.Errorf("insert into %s: %w", t.Name, err)
+	}
+	if derr != nil {
+		return fmt.Errorf("insert into %s: drop Arrow view: %w", t.Name, derr)
+	}
+	return nil
+}
+
+func quotedColumns(t schema.Table) string {
+	names := t.ColumnNames()
+	for i, n := range names {
+		names[i] = `"` + n + `"`
+	}
+	return strings.Join(names, ", ")
+}
+
+// onceReader is an array.RecordReader over one record that releases the record as soon as
+// the consumer moves past it. DuckDB 1.1 never calls the exported stream's release, so a
+// reader that kept its last record until Release would leak it (trap 3); drop frees whatever
+// is left if the consumer stopped early.
+type onceReader struct {
+	refs   atomic.Int64
+	schema *arrow.Schema
+	mu     sync.Mutex
+	next   arrow.Record
+	cur    arrow.Record
+}
+
+func newOnceReader(rec arrow.Record) *onceReader {
+	rec.Retain()
+	r := &onceReader{schema: rec.Schema(), next: rec}
+	r.refs.Store(1)
+	return r
+}
+
+func (r *onceReader) Retain() { r.refs.Add(1) }
+
+func (r *onceReader) Release() {
+	if r.refs.Add(-1) == 0 {
+		r.drop()
+	}
+}
+
+func (r *onceReader) Schema() *arrow.Schema { return r.schema }
+
+func (r *onceReader) Next() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.cur != nil {
+		r.cur.Release()
+		r.cur = nil
+	}
+	if r.next == nil {
+		return false
+	}
+	r.cur, r.next = r.next, nil
+	return true
+}
+
+func (r *onceReader) Record() arrow.Record {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.cur
+}
+
+func (r *onceReader) Err() error { return nil }
+
+// drop releases the records not yet released; safe to call more than once.
+func (r *onceReader) drop() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.cur != nil {
+		r.cur.Release()
+		r.cur = nil
+	}
+	if r.next != nil {
+		r.next.Release()
+		r.next = nil
+	}
+}

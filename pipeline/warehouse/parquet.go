@@ -1,0 +1,138 @@
+package warehouse
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"sitewatch/schema"
+)
+
+// parquetFile is the one file of each partition (and of countries/). Publishing a partition
+// is a rename(2) of a finished, fsynced staging file over it, which is atomic: a reader sees
+// the old file or the new one, never a partial file or a mix of both.
+const parquetFile = "data_0.parquet"
+
+// Staging files are hidden (".") and end in ".tmp", so neither the `*.parquet` glob of
+// DuckDB nor Spark/pyarrow (which skip "." and "_" files) ever reads them.
+const stagingSuffix = ".tmp"
+
+// ExportParquet writes every snapshot table's partition <parquet>/<table>/snapshot_month=M/
+// (zstd) and <parquet>/countries/, each staged and renamed into place (fsync before rename).
+// Re-export replaces a partition whole and never touches other months; a reader never sees a
+// partial file or a mix. The snapshot_month column lives in the path (Hive partitioning), not
+// in the file. The tables are read in one transaction, so the files agree with each other.
+func (w *Warehouse) ExportParquet(ctx context.Context, snapshot string) error {
+	if err := checkSnapshot(snapshot); err != nil {
+		return fmt.Errorf("export Parquet: %w", err)
+	}
+	if w.opts.ParquetDir == "" {
+		return errors.New("export Parquet: warehouse.parquet is empty: set the Parquet directory in the config")
+	}
+	err := w.inTx(ctx, func(ctx context.Context) error {
+		for _, t := range schema.SnapshotTables {
+			dir := filepath.Join(w.opts.ParquetDir, t.Name, "snapshot_month="+snapshot)
+			query := fmt.Sprintf(`SELECT * EXCLUDE (snapshot_month) FROM %s WHERE snapshot_month = '%s' ORDER BY domain`, t.Name, snapshot)
+			if err := w.copyParquet(ctx, query, dir); err != nil {
+				return fmt.Errorf("%s: %w", t.Name, err)
+			}
+		}
+		dir := filepath.Join(w.opts.ParquetDir, schema.TableCountries)
+		if err := w.copyParquet(ctx, `SELECT * FROM countries ORDER BY alpha2`, dir); err != nil {
+			return fmt.Errorf("countries: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("export Parquet of snapshot %s to %s: %w", snapshot, w.opts.ParquetDir, err)
+	}
+	return nil
+}
+
+// copyParquet writes query's rows to dir/data_0.parquet through a staging file in dir.
+func (w *Warehouse) copyParquet(ctx context.Context, query, dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	var rnd [8]byte
+	if _, err := rand.Read(rnd[:]); err != nil {
+		return err
+	}
+	stage := filepath.Join(dir, "."+parquetFile+"."+hex.EncodeToString(rnd[:])+stagingSuffix)
+	final := filepath.Join(dir, parquetFile)
+	// COPY takes no parameters for its target; the path is quoted as an SQL literal.
+	copySQL := fmt.Sprintf(`COPY (%s) TO %s (FORMAT PARQUET, COMPRESSION zstd)`, query, sqlString(stage))
+	if _, err := w.load.ExecContext(ctx, copySQL); err != nil {
+		os.Remove(stage)
+		return err
+	}
+	if err := syncFile(stage); err != nil {
+		os.Remove(stage)
+		return err
+	}
+	if err := os.Rename(stage, final); err != nil {
+		os.Remove(stage)
+		return err
+	}
+	if err := syncFile(dir); err != nil {
+		return err
+	}
+	// A partition written by another tool may hold more files; the partition is ours whole.
+	others, _ := filepath.Glob(filepath.Join(dir, "*.parquet"))
+	for _, o := range others {
+		if filepath.Base(o) != parquetFile {
+			if err := os.Remove(o); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// sqlString quotes s as an SQL string literal.
+func sqlString(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", "''") + "'"
+}
+
+func syncFile(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("fsync %s: %w", path, err)
+	}
+	return nil
+}
+
+// cleanStaging removes the staging files a crashed export left under dir.
+func cleanStaging(dir string, log *slog.Logger) error {
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		name := d.Name()
+		if !d.IsDir() && strings.HasPrefix(name, ".") && strings.HasSuffix(name, stagingSuffix) {
+			log.Info("removing Parquet staging leftover of an interrupted export", "file", path)
+			if err := os.Remove(path); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("clean Parquet staging files under %s: %w", dir, err)
+	}
+	return nil
+}

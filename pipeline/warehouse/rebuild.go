@@ -1,0 +1,225 @@
+package warehouse
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/apache/arrow/go/v17/arrow"
+
+	"sitewatch/schema"
+)
+
+// Rebuild re-derives every derived table, the countries table and the Parquet tree from
+// raw_responses, for one snapshot or, with "", every stored snapshot. It calls no API. Each
+// snapshot is replaced in one transaction. A domain whose stored bodies no longer flatten is
+// skipped with a warning (it stays unloaded, so the next run refetches it). It returns the
+// number of domains loaded.
+func (w *Warehouse) Rebuild(ctx context.Context, snapshot string) (domains int, err error) {
+	var snapshots []string
+	if snapshot != "" {
+		if err := checkSnapshot(snapshot); err != nil {
+			return 0, fmt.Errorf("rebuild: %w", err)
+		}
+		snapshots = []string{snapshot}
+	} else {
+		err := queryEach(ctx, w.db, `SELECT DISTINCT snapshot_month FROM raw_responses ORDER BY 1`, nil, func(rows *sql.Rows) error {
+			var s string
+			snapshots = append(snapshots, s)
+			return rows.Scan(&snapshots[len(snapshots)-1])
+		})
+		if err != nil {
+			return 0, fmt.Errorf("rebuild: list snapshots: %w", err)
+		}
+	}
+	if err := w.rebuildCountries(ctx); err != nil {
+		return 0, fmt.Errorf("rebuild: %w", err)
+	}
+	for _, s := range snapshots {
+		n, err := w.rebuildTables(ctx, s)
+		domains += n
+		if err != nil {
+			return domains, fmt.Errorf("rebuild snapshot %s: %w", s, err)
+		}
+		if w.opts.ParquetDir != "" {
+			if err := w.ExportParquet(ctx, s); err != nil {
+				return domains, fmt.Errorf("rebuild snapshot %s: %w", s, err)
+			}
+		}
+		w.log.Info("rebuilt snapshot from raw responses", "snapshot", s, "domains", n)
+	}
+	return domains, nil
+}
+
+// rebuildCountries reloads countries from the newest stored country-metadata response.
+func (w *Warehouse) rebuildCountries(ctx context.Context) error {
+	var body string
+	err := w.db.QueryRowContext(ctx, `SELECT body FROM raw_responses WHERE endpoint = 'country-metadata'
+		ORDER BY snapshot_month DESC, fetched_at DESC LIMIT 1`).Scan(&body)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read stored country-metadata: %w", err)
+	}
+	cm, err := schema.DecodeCountries([]byte(body))
+	if err != nil {
+		return fmt.Errorf("stored country-metadata: %w", err)
+	}
+	return w.inTx(ctx, func(ctx context.Context) error { return w.replaceCountries(ctx, cm) })
+}
+
+// rebuildTables replaces every derived row of snapshot, in one transaction, by flattening the
+// stored bodies in bounded batches: a reader pages through raw_responses (BatchDomains domains
+// at a time, on its own connection), two workers decode and flatten pages into Arrow records,
+// and this goroutine inserts them. Memory is bounded by a few pages, whatever the number of
+// domains.
+func (w *Warehouse) rebuildTables(ctx context.Context, snapshot string) (int, error) {
+	var loaded atomic.Int64
+	err := w.inTx(ctx, func(ctx context.Context) error {
+		for _, t := range schema.SnapshotTables {
+			if _, err := w.load.ExecContext(ctx, `DELETE FROM `+t.Name+` WHERE snapshot_month = ?`, snapshot); err != nil {
+				return fmt.Errorf("clear %s: %w", t.Name, err)
+			}
+		}
+		var domains []string
+		err := queryEach(ctx, w.load, `SELECT domain FROM raw_responses
+			WHERE snapshot_month = ? AND endpoint IN ('site-overview', 'site-similar')
+			GROUP BY domain HAVING count(DISTINCT endpoint) = 2 ORDER BY domain`, []any{snapshot},
+			func(rows *sql.Rows) error {
+				var d string
+				err := rows.Scan(&d)
+				domains = append(domains, d)
+				return err
+			})
+		if err != nil {
+			return fmt.Errorf("list stored domains: %w", err)
+		}
+		return w.loadStream(ctx, snapshot, domains, &loaded)
+	})
+	return int(loaded.Load()), err
+}
+
+// loadStream runs the read → flatten → insert pipeline over domains (sorted) inside the
+// caller's transaction.
+func (w *Warehouse) loadStream(ctx context.Context, snapshot string, domains []string, loaded *atomic.Int64) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	pages := make(chan []*rawDomain, 1)
+	records := make(chan []arrow.Record, 1)
+
+	var readErr error
+	go func() {
+		defer close(pages)
+		readErr = w.readPages(ctx, snapshot, domains, pages)
+	}()
+
+	const workers = 2
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			batch := schema.NewBatch(w.mem)
+			defer batch.Release()
+			for page := range pages {
+				if ctx.Err() != nil {
+					continue
+				}
+				for _, d := range page {
+					if err := d.addTo(batch, snapshot); err != nil {
+						w.log.Warn("rebuild: skipping a domain whose stored response does not flatten; the next run refetches it",
+							"snapshot", snapshot, "domain", d.domain, "err", err)
+						continue
+					}
+				}
+				n := batch.Domains()
+				recs := batch.NewRecords()
+				select {
+				case records <- recs:
+					loaded.Add(int64(n))
+				case <-ctx.Done():
+					release(recs)
+				}
+			}
+		}()
+	}
+	go func() {
+		wg.Wait()
+		close(records)
+	}()
+
+	var insertErr error
+	for recs := range records {
+		if insertErr == nil {
+			for i, rec := range recs {
+				if err := w.insertRecord(ctx, schema.SnapshotTables[i], rec); err != nil {
+					insertErr = err
+					cancel()
+					break
+				}
+			}
+		}
+		release(recs)
+	}
+	if insertErr != nil {
+		return insertErr
+	}
+	if readErr != nil {
+		return readErr
+	}
+	return ctx.Err()
+}
+
+func release(recs []arrow.Record) {
+	for _, r := range recs {
+		r.Release()
+	}
+}
+
+// readPages sends the stored bodies of domains, BatchDomains at a time. It reads on a pool
+// connection, not the load connection, so it runs alongside the inserts.
+func (w *Warehouse) readPages(ctx context.Context, snapshot string, domains []string, out chan<- []*rawDomain) error {
+	size := w.opts.BatchDomains
+	for start := 0; start < len(domains); start += size {
+		end := min(start+size, len(domains))
+		byDomain := make(map[string]*rawDomain, end-start)
+		page := make([]*rawDomain, 0, end-start)
+		err := queryEach(ctx, w.db, `SELECT domain, endpoint, fetched_at, body FROM raw_responses
+			WHERE snapshot_month = ? AND endpoint IN ('site-overview', 'site-similar') AND domain BETWEEN ? AND ?`,
+			[]any{snapshot, domains[start], domains[end-1]}, func(rows *sql.Rows) error {
+				var domain, endpoint, body string
+				var fetched time.Time
+				if err := rows.Scan(&domain, &endpoint, &fetched, &body); err != nil {
+					return err
+				}
+				p := byDomain[domain]
+				if p == nil {
+					p = &rawDomain{domain: domain}
+					byDomain[domain] = p
+					page = append(page, p)
+				}
+				p.set(schema.Endpoint(endpoint), fetched, body)
+				return nil
+			})
+		if err != nil {
+			return fmt.Errorf("read stored responses: %w", err)
+		}
+		complete := page[:0]
+		for _, p := range page {
+			if p.hasOverview && p.hasSi {
+				complete = append(complete, p)
+			}
+		}
+		select {
+		case out <- complete:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}

@@ -1,0 +1,144 @@
+package warehouse
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+
+	"sitewatch/schema"
+)
+
+// RunRecord is one row of the runs table.
+type RunRecord struct {
+	RunID, SnapshotMonth string
+	StartedAt            time.Time
+	FinishedAt           *time.Time
+	Status               string // running | complete | stopped_credits | failed | unauthorized | interrupted
+
+	DomainsTotal, DomainsLoaded, DomainsRejected, Requests, CreditsSpent, RateLimited int
+	CreditsRemaining                                                                  *int64
+	Message                                                                           string
+}
+
+// FetchError is one row of fetch_errors: a domain and endpoint that failed in a run.
+type FetchError struct {
+	RunID, SnapshotMonth, Domain string
+	Endpoint                     schema.Endpoint
+	HTTPStatus                   int
+	Code, Message                string
+	OccurredAt                   time.Time
+}
+
+func utcPtr(t *time.Time) any {
+	if t == nil {
+		return nil
+	}
+	return t.UTC()
+}
+
+func int64Ptr(v *int64) any {
+	if v == nil {
+		return nil
+	}
+	return *v
+}
+
+// StartRun inserts r into runs.
+func (w *Warehouse) StartRun(ctx context.Context, r RunRecord) error {
+	err := w.inTx(ctx, func(ctx context.Context) error {
+		_, err := w.load.ExecContext(ctx, `INSERT INTO runs (run_id, snapshot_month, started_at, finished_at, status,
+			domains_total, domains_loaded, domains_rejected, requests, credits_spent, credits_remaining, rate_limited, message)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			r.RunID, r.SnapshotMonth, r.StartedAt.UTC(), utcPtr(r.FinishedAt), r.Status,
+			r.DomainsTotal, r.DomainsLoaded, r.DomainsRejected, r.Requests, r.CreditsSpent, int64Ptr(r.CreditsRemaining), r.RateLimited, r.Message)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("record start of run %s: %w", r.RunID, err)
+	}
+	return nil
+}
+
+// FinishRun updates the runs row of r.RunID with every field of r but StartedAt. It fails
+// when no such run was started.
+func (w *Warehouse) FinishRun(ctx context.Context, r RunRecord) error {
+	err := w.inTx(ctx, func(ctx context.Context) error {
+		res, err := w.load.ExecContext(ctx, `UPDATE runs SET snapshot_month = ?, finished_at = ?, status = ?,
+			domains_total = ?, domains_loaded = ?, domains_rejected = ?, requests = ?, credits_spent = ?,
+			credits_remaining = ?, rate_limited = ?, message = ? WHERE run_id = ?`,
+			r.SnapshotMonth, utcPtr(r.FinishedAt), r.Status, r.DomainsTotal, r.DomainsLoaded, r.DomainsRejected,
+			r.Requests, r.CreditsSpent, int64Ptr(r.CreditsRemaining), r.RateLimited, r.Message, r.RunID)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err == nil && n == 0 {
+			return fmt.Errorf("no run %q was started", r.RunID)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("record end of run %s: %w", r.RunID, err)
+	}
+	return nil
+}
+
+// Runs returns up to limit runs (limit <= 0: all), newest first.
+func (w *Warehouse) Runs(ctx context.Context, limit int) ([]RunRecord, error) {
+	q := `SELECT run_id, snapshot_month, started_at, finished_at, status, domains_total, domains_loaded,
+		domains_rejected, requests, credits_spent, credits_remaining, rate_limited, message
+		FROM runs ORDER BY started_at DESC, run_id DESC`
+	var args []any
+	if limit > 0 {
+		q += ` LIMIT ?`
+		args = append(args, limit)
+	}
+	var out []RunRecord
+	err := queryEach(ctx, w.db, q, args, func(rows *sql.Rows) error {
+		var r RunRecord
+		var finished sql.NullTime
+		var total, loaded, rejected, requests, spent, limited sql.NullInt64
+		var remaining sql.NullInt64
+		var msg sql.NullString
+		if err := rows.Scan(&r.RunID, &r.SnapshotMonth, &r.StartedAt, &finished, &r.Status, &total, &loaded,
+			&rejected, &requests, &spent, &remaining, &limited, &msg); err != nil {
+			return err
+		}
+		r.StartedAt = r.StartedAt.UTC()
+		if finished.Valid {
+			t := finished.Time.UTC()
+			r.FinishedAt = &t
+		}
+		r.DomainsTotal, r.DomainsLoaded, r.DomainsRejected = int(total.Int64), int(loaded.Int64), int(rejected.Int64)
+		r.Requests, r.CreditsSpent, r.RateLimited = int(requests.Int64), int(spent.Int64), int(limited.Int64)
+		if remaining.Valid {
+			v := remaining.Int64
+			r.CreditsRemaining = &v
+		}
+		r.Message = msg.String
+		out = append(out, r)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read runs: %w", err)
+	}
+	return out, nil
+}
+
+// RecordFetchError inserts e into fetch_errors (OccurredAt zero: now).
+func (w *Warehouse) RecordFetchError(ctx context.Context, e FetchError) error {
+	at := e.OccurredAt
+	if at.IsZero() {
+		at = time.Now()
+	}
+	err := w.inTx(ctx, func(ctx context.Context) error {
+		_, err := w.load.ExecContext(ctx, `INSERT INTO fetch_errors (run_id, snapshot_month, domain, endpoint, http_status, code, message, occurred_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+			e.RunID, e.SnapshotMonth, e.Domain, string(e.Endpoint), e.HTTPStatus, e.Code, e.Message, at.UTC())
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("record fetch error of %s %s: %w", e.Domain, e.Endpoint, err)
+	}
+	return nil
+}

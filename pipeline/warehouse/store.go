@@ -1,0 +1,282 @@
+package warehouse
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"regexp"
+	"time"
+
+	"sitewatch/schema"
+)
+
+// Raw is one successful API response to land. Domain is "" for country-metadata.
+type Raw struct {
+	Endpoint  schema.Endpoint
+	Domain    string
+	Body      []byte
+	FetchedAt time.Time
+}
+
+// SnapshotState is what a snapshot already holds, for resuming a run.
+type SnapshotState struct {
+	Stored          map[string]map[schema.Endpoint]bool // domain -> endpoints whose raw body is stored for this snapshot
+	Loaded          map[string]bool                     // domains whose rows are in the derived tables
+	CountriesLoaded bool                                // country-metadata stored for this snapshot
+	Rejected        map[string]string                   // domain -> error code of its latest 400 in this snapshot (from fetch_errors)
+}
+
+var snapshotRE = regexp.MustCompile(`^[0-9]{4}-(0[1-9]|1[0-2])$`)
+
+func checkSnapshot(snapshot string) error {
+	if !snapshotRE.MatchString(snapshot) {
+		return fmt.Errorf("snapshot %q is not a month YYYY-MM (e.g. 2026-01)", snapshot)
+	}
+	return nil
+}
+
+// State returns what snapshot holds: stored raw bodies, loaded domains, countries and
+// rejected domains.
+func (w *Warehouse) State(ctx context.Context, snapshot string) (*SnapshotState, error) {
+	if err := checkSnapshot(snapshot); err != nil {
+		return nil, fmt.Errorf("state: %w", err)
+	}
+	st := &SnapshotState{
+		Stored:   map[string]map[schema.Endpoint]bool{},
+		Loaded:   map[string]bool{},
+		Rejected: map[string]string{},
+	}
+	err := queryEach(ctx, w.db, `SELECT domain, endpoint FROM raw_responses WHERE snapshot_month = ?`,
+		[]any{snapshot}, func(rows *sql.Rows) error {
+			var domain, endpoint string
+			if err := rows.Scan(&domain, &endpoint); err != nil {
+				return err
+			}
+			if schema.Endpoint(endpoint) == schema.EndpointCountries {
+				st.CountriesLoaded = true
+				return nil
+			}
+			if st.Stored[domain] == nil {
+				st.Stored[domain] = map[schema.Endpoint]bool{}
+			}
+			st.Stored[domain][schema.Endpoint(endpoint)] = true
+			return nil
+		})
+	if err == nil {
+		err = queryEach(ctx, w.db, `SELECT domain FROM sites WHERE snapshot_month = ?`,
+			[]any{snapshot}, func(rows *sql.Rows) error {
+				var domain string
+				if err := rows.Scan(&domain); err != nil {
+					return err
+				}
+				st.Loaded[domain] = true
+				return nil
+			})
+	}
+	if err == nil {
+		err = queryEach(ctx, w.db, `SELECT domain, arg_max(coalesce(code, ''), occurred_at) FROM fetch_errors
+			WHERE snapshot_month = ? AND http_status = 400 GROUP BY domain`,
+			[]any{snapshot}, func(rows *sql.Rows) error {
+				var domain, code string
+				if err := rows.Scan(&domain, &code); err != nil {
+					return err
+				}
+				st.Rejected[domain] = code
+				return nil
+			})
+	}
+	if err != nil {
+		return nil, fmt.Errorf("state of snapshot %s: %w", snapshot, err)
+	}
+	return st, nil
+}
+
+// Store lands one successful response. In one transaction it replaces the raw row for
+// (snapshot, domain, endpoint) and, when the domain then has both site-overview and
+// site-similar stored, flattens both and replaces all of that (snapshot, domain)'s rows in
+// every derived table. For country-metadata it replaces the countries table. A failure or
+// crash mid-call leaves the database as before. A body that does not decode, or that holds a
+// malformed date (*schema.FlattenError), is refused and nothing is written.
+func (w *Warehouse) Store(ctx context.Context, snapshot string, raw Raw) error {
+	if err := checkSnapshot(snapshot); err != nil {
+		return fmt.Errorf("store: %w", err)
+	}
+	what := raw.Domain
+	if what == "" {
+		what = string(raw.Endpoint)
+	}
+	switch raw.Endpoint {
+	case schema.EndpointCountries:
+		if raw.Domain != "" {
+			return fmt.Errorf("store %s: country-metadata has no domain, got %q", what, raw.Domain)
+		}
+		cm, err := schema.DecodeCountries(raw.Body)
+		if err != nil {
+			return fmt.Errorf("store %s (snapshot %s): %w", what, snapshot, err)
+		}
+		err = w.inTx(ctx, func(ctx context.Context) error {
+			if err := w.putRaw(ctx, snapshot, raw); err != nil {
+				return err
+			}
+			return w.replaceCountries(ctx, cm)
+		})
+		if err != nil {
+			return fmt.Errorf("store %s (snapshot %s): %w", what, snapshot, err)
+		}
+		return nil
+	case schema.EndpointOverview, schema.EndpointSimilar:
+		if raw.Domain == "" {
+			return fmt.Errorf("store %s: the domain is empty", raw.Endpoint)
+		}
+		if err := schema.Validate(raw.Endpoint, raw.Body); err != nil {
+			return fmt.Errorf("store %s (snapshot %s): %w", what, snapshot, err)
+		}
+	default:
+		return fmt.Errorf("store %s: unknown endpoint %q", what, raw.Endpoint)
+	}
+	err := w.inTx(ctx, func(ctx context.Context) error {
+		if err := w.putRaw(ctx, snapshot, raw); err != nil {
+			return err
+		}
+		pair, err := w.rawPair(ctx, snapshot, raw.Domain)
+		if err != nil || pair == nil {
+			return err
+		}
+		batch := schema.NewBatch(w.mem)
+		defer batch.Release()
+		if err := pair.addTo(batch, snapshot); err != nil {
+			return err
+		}
+		if err := w.deleteDerived(ctx, snapshot, raw.Domain); err != nil {
+			return err
+		}
+		return w.insertBatch(ctx, batch)
+	})
+	if err != nil {
+		return fmt.Errorf("store %s %s (snapshot %s): %w", what, raw.Endpoint, snapshot, err)
+	}
+	return nil
+}
+
+func (w *Warehouse) putRaw(ctx context.Context, snapshot string, raw Raw) error {
+	if _, err := w.load.ExecContext(ctx, `DELETE FROM raw_responses WHERE snapshot_month = ? AND domain = ? AND endpoint = ?`,
+		snapshot, raw.Domain, string(raw.Endpoint)); err != nil {
+		return fmt.Errorf("replace raw response: %w", err)
+	}
+	fetched := raw.FetchedAt
+	if fetched.IsZero() {
+		fetched = time.Now()
+	}
+	if _, err := w.load.ExecContext(ctx, `INSERT INTO raw_responses (snapshot_month, domain, endpoint, fetched_at, body) VALUES (?, ?, ?, ?, ?)`,
+		snapshot, raw.Domain, string(raw.Endpoint), fetched.UTC(), string(raw.Body)); err != nil {
+		return fmt.Errorf("store raw response: %w", err)
+	}
+	return nil
+}
+
+// rawDomain holds one domain's two stored bodies.
+type rawDomain struct {
+	domain             string
+	overview, similar  []byte
+	overviewFetchedAt  time.Time
+	hasOverview, hasSi bool
+}
+
+// rawPair reads the domain's stored bodies on the load connection (inside the transaction);
+// nil when one of the two is not stored yet.
+func (w *Warehouse) rawPair(ctx context.Context, snapshot, domain string) (*rawDomain, error) {
+	p := &rawDomain{domain: domain}
+	err := queryEach(ctx, w.load, `SELECT endpoint, fetched_at, body FROM raw_responses
+		WHERE snapshot_month = ? AND domain = ? AND endpoint IN ('site-overview', 'site-similar')`,
+		[]any{snapshot, domain}, func(rows *sql.Rows) error {
+			var endpoint, body string
+			var fetched time.Time
+			if err := rows.Scan(&endpoint, &fetched, &body); err != nil {
+				return err
+			}
+			p.set(schema.Endpoint(endpoint), fetched, body)
+			return nil
+		})
+	if err != nil {
+		return nil, fmt.Errorf("read raw responses: %w", err)
+	}
+	if !p.hasOverview || !p.hasSi {
+		return nil, nil
+	}
+	return p, nil
+}
+
+func (p *rawDomain) set(endpoint schema.Endpoint, fetched time.Time, body string) {
+	switch endpoint {
+	case schema.EndpointOverview:
+		p.overview, p.overviewFetchedAt, p.hasOverview = []byte(body), fetched, true
+	case schema.EndpointSimilar:
+		p.similar, p.hasSi = []byte(body), true
+	}
+}
+
+// addTo decodes both bodies and flattens them into batch.
+func (p *rawDomain) addTo(batch *schema.Batch, snapshot string) error {
+	ov, err := schema.DecodeOverview(p.overview)
+	if err != nil {
+		return fmt.Errorf("%s: %w", p.domain, err)
+	}
+	sim, err := schema.DecodeSimilar(p.similar)
+	if err != nil {
+		return fmt.Errorf("%s: %w", p.domain, err)
+	}
+	return batch.Add(snapshot, p.domain, p.overviewFetchedAt, ov, sim)
+}
+
+func (w *Warehouse) deleteDerived(ctx context.Context, snapshot, domain string) error {
+	for _, t := range schema.SnapshotTables {
+		if _, err := w.load.ExecContext(ctx, `DELETE FROM `+t.Name+` WHERE snapshot_month = ? AND domain = ?`, snapshot, domain); err != nil {
+			return fmt.Errorf("delete %s rows of %s: %w", t.Name, domain, err)
+		}
+	}
+	return nil
+}
+
+// insertBatch turns the batch into records and appends each to its table.
+func (w *Warehouse) insertBatch(ctx context.Context, batch *schema.Batch) error {
+	recs := batch.NewRecords()
+	defer func() {
+		for _, r := range recs {
+			r.Release()
+		}
+	}()
+	for i, rec := range recs {
+		if err := w.insertRecord(ctx, schema.SnapshotTables[i], rec); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (w *Warehouse) replaceCountries(ctx context.Context, cm *schema.CountryMetadata) error {
+	if _, err := w.load.ExecContext(ctx, `DELETE FROM countries`); err != nil {
+		return fmt.Errorf("replace countries: %w", err)
+	}
+	rec := schema.CountriesRecord(w.mem, cm)
+	defer rec.Release()
+	return w.insertRecord(ctx, schema.CountriesTable, rec)
+}
+
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+// queryEach runs query and calls fn for each row.
+func queryEach(ctx context.Context, q querier, query string, args []any, fn func(*sql.Rows) error) error {
+	rows, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := fn(rows); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}

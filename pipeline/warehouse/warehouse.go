@@ -1,0 +1,209 @@
+// Package warehouse is the DuckDB + Parquet adapter of sitewatch: it lands raw API responses,
+// flattens them through Arrow into the contract tables (sql/migrations), replaces a
+// (snapshot, domain) as one unit, exports Hive-partitioned Parquet by staging and rename, and
+// rebuilds everything from the stored raw responses without calling the API.
+package warehouse
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/apache/arrow/go/v17/arrow/memory"
+	"github.com/marcboeker/go-duckdb"
+)
+
+// ErrLocked reports that another process holds the DuckDB file. The wrapping error names the
+// holder and the way out.
+var ErrLocked = errors.New("warehouse file is locked by another process")
+
+// Options configure Open.
+type Options struct {
+	DuckDBPath string // the DuckDB file; parent directories are created
+	ParquetDir string // root of the Parquet tree; "" disables ExportParquet
+	Logger     *slog.Logger
+	// ReadOnly opens the file with access_mode=read_only: no migrations, no writes, and other
+	// read-only processes may share it (but no writer can open it meanwhile).
+	ReadOnly bool
+	// Allocator is used for the Arrow batches (nil: memory.DefaultAllocator). Tests pass a
+	// memory.CheckedAllocator.
+	Allocator memory.Allocator
+	// BatchDomains bounds the domains per Arrow batch on the bulk path (Rebuild); 0 = 1000.
+	BatchDomains int
+}
+
+// Warehouse is an open DuckDB warehouse. Its methods are safe for concurrent use; writes are
+// serialized.
+type Warehouse struct {
+	opts Options
+	log  *slog.Logger
+	mem  memory.Allocator
+	db   *sql.DB
+
+	mu   sync.Mutex // serializes every write: one transaction at a time on load
+	load *sql.Conn  // the connection every write transaction runs on
+	ar   *duckdb.Arrow
+}
+
+// Open creates parent directories, opens DuckDB (read-write holds the file lock), applies
+// Migrate, and removes Parquet staging leftovers of a crashed export. When another process
+// holds the file it returns an error wrapping ErrLocked that names the holder and what to do.
+func Open(ctx context.Context, opts Options) (*Warehouse, error) {
+	if opts.DuckDBPath == "" {
+		return nil, errors.New("open warehouse: warehouse.duckdb is empty: set the DuckDB file path in the config")
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}
+	if opts.BatchDomains <= 0 {
+		opts.BatchDomains = 1000
+	}
+	w := &Warehouse{opts: opts, log: opts.Logger, mem: opts.Allocator}
+	if w.mem == nil {
+		w.mem = memory.DefaultAllocator
+	}
+	if !opts.ReadOnly {
+		if err := os.MkdirAll(filepath.Dir(opts.DuckDBPath), 0o755); err != nil {
+			return nil, fmt.Errorf("open warehouse: create directory of %s: %w", opts.DuckDBPath, err)
+		}
+		if opts.ParquetDir != "" {
+			if err := os.MkdirAll(opts.ParquetDir, 0o755); err != nil {
+				return nil, fmt.Errorf("open warehouse: create Parquet directory %s: %w", opts.ParquetDir, err)
+			}
+		}
+	} else if _, err := os.Stat(opts.DuckDBPath); err != nil {
+		return nil, fmt.Errorf("open warehouse %s read-only: %w (run `sitewatch run` first to create it)", opts.DuckDBPath, err)
+	}
+	dsn := opts.DuckDBPath
+	if opts.ReadOnly {
+		dsn += "?access_mode=read_only"
+	}
+	db, err := sql.Open("duckdb", dsn)
+	if err == nil {
+		err = db.PingContext(ctx)
+		if err != nil {
+			db.Close()
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open warehouse %s: %w", opts.DuckDBPath, lockError(opts.DuckDBPath, err))
+	}
+	w.db = db
+	if !opts.ReadOnly {
+		if err := Migrate(ctx, db); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("open warehouse %s: %w", opts.DuckDBPath, err)
+		}
+	}
+	if err := w.openLoadConn(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open warehouse %s: %w", opts.DuckDBPath, err)
+	}
+	if !opts.ReadOnly && opts.ParquetDir != "" {
+		if err := cleanStaging(opts.ParquetDir, w.log); err != nil {
+			w.Close()
+			return nil, fmt.Errorf("open warehouse: %w", err)
+		}
+	}
+	return w, nil
+}
+
+func (w *Warehouse) openLoadConn(ctx context.Context) error {
+	conn, err := w.db.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("load connection: %w", err)
+	}
+	err = conn.Raw(func(dc any) error {
+		c, ok := dc.(driver.Conn)
+		if !ok {
+			return fmt.Errorf("driver connection is %T, not a driver.Conn", dc)
+		}
+		ar, err := duckdb.NewArrowFromConn(c)
+		w.ar = ar
+		return err
+	})
+	if err != nil {
+		conn.Close()
+		return fmt.Errorf("arrow interface: %w", err)
+	}
+	w.load = conn
+	return nil
+}
+
+// Close closes the database and releases the file lock.
+func (w *Warehouse) Close() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var errs []error
+	if w.load != nil {
+		errs = append(errs, w.load.Close())
+		w.load = nil
+	}
+	if w.db != nil {
+		errs = append(errs, w.db.Close())
+		w.db = nil
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("close warehouse %s: %w", w.opts.DuckDBPath, err)
+	}
+	return nil
+}
+
+// DB is the underlying database, for queries. Write through the Warehouse methods.
+func (w *Warehouse) DB() *sql.DB { return w.db }
+
+var lockHolder = regexp.MustCompile(`Conflicting lock is held in (.*?) \(PID (\d+)\)`)
+
+// lockError translates DuckDB's lock conflict into an error wrapping ErrLocked that says who
+// holds the file and what to do; other errors are returned unchanged.
+func lockError(path string, err error) error {
+	msg := err.Error()
+	if !strings.Contains(msg, "Could not set lock") && !strings.Contains(msg, "Conflicting lock") {
+		return err
+	}
+	holder, pid := "another process", 0
+	if m := lockHolder.FindStringSubmatch(msg); m != nil {
+		holder = m[1]
+		pid, _ = strconv.Atoi(m[2])
+	}
+	who := fmt.Sprintf("%s (PID %d)", holder, pid)
+	if pid == 0 {
+		who = holder
+	}
+	var likely, way string
+	if isSitewatch(holder, pid) {
+		likely = "probably another sitewatch run or command (a scheduled run, or a `sitewatch query` still open)"
+		way = fmt.Sprintf("wait for it to finish or stop it (kill %d), then retry", pid)
+	} else {
+		likely = "probably a tool holding the file open (a BI tool, the duckdb CLI, a notebook)"
+		way = "close it in that tool, then retry; BI tools should read the Parquet tree, or a copy of the DuckDB file, never the live file"
+	}
+	return fmt.Errorf("%w: %s holds %s, %s; %s", ErrLocked, who, path, likely, way)
+}
+
+// isSitewatch guesses whether the holder is a sitewatch process (or this very binary, e.g. a
+// test) from its executable path and /proc.
+func isSitewatch(holder string, pid int) bool {
+	names := []string{filepath.Base(holder)}
+	if pid > 0 {
+		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid)); err == nil {
+			names = append(names, strings.TrimSpace(string(b)))
+		}
+	}
+	self, _ := os.Executable()
+	for _, n := range names {
+		if strings.Contains(n, "sitewatch") || (self != "" && n == filepath.Base(self)) {
+			return true
+		}
+	}
+	return self != "" && holder == self
+}
