@@ -4,13 +4,16 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"io/fs"
 	"path/filepath"
+	"sort"
 	"testing"
 	"time"
 
 	_ "github.com/marcboeker/go-duckdb"
 
 	"sitewatch/pipeline/warehouse"
+	sqlfiles "sitewatch/sql"
 )
 
 // openWarehouse returns a migrated DuckDB file warehouse in a temporary directory.
@@ -177,4 +180,23 @@ func query(t *testing.T, db *sql.DB, q string, args ...any) [][]string {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// openScratch returns an empty in-memory DuckDB (one connection, so views persist).
+func openScratch(t *testing.T) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("duckdb", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.SetMaxOpenConns(1)
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// sqlfilesViews lists sql/views/*.sql in the order warehouse.Migrate applies them.
+func sqlfilesViews() ([]string, error) {
+	names, err := fs.Glob(sqlfiles.FS, "views/*.sql")
+	sort.Strings(names)
+	return names, err
 }
