@@ -124,8 +124,7 @@ func Default(ctx context.Context) (*Dictionary, error) {
 		return nil, fmt.Errorf("data dictionary: open in-memory duckdb: %w", err)
 	}
 	defer db.Close()
-	// One connection: an in-memory database is private to the connection pool's database
-	// instance, and a single connection keeps catalog reads consistent.
+	// One connection is all this needs; the in-memory database lives as long as db.
 	db.SetMaxOpenConns(1)
 	if err := warehouse.Migrate(ctx, db); err != nil {
 		return nil, fmt.Errorf("data dictionary: migrate in-memory duckdb: %w", err)
