@@ -141,7 +141,22 @@ func (g *Generator) encode(endpoint, domain string) cachedBody {
 	return cachedBody{head: b[:i:i], tail: b[i+len(m):]}
 }
 
+// jsonString encodes s as a JSON string exactly as json.Marshal does, without reflection for
+// the common case of plain printable ASCII.
 func jsonString(s string) []byte {
+	plain := true
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			plain = false
+			break
+		}
+	}
+	if plain {
+		b := make([]byte, 0, len(s)+2)
+		b = append(b, '"')
+		b = append(b, s...)
+		return append(b, '"')
+	}
 	b, err := json.Marshal(s)
 	if err != nil {
 		panic(err) // a string always marshals

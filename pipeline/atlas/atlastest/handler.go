@@ -49,8 +49,10 @@ type Handler struct {
 	done chan struct{} // closed by Server.Close: sleeping requests stop sleeping
 	stop sync.Once
 
+	keysMu sync.RWMutex
+	keys   []keyEntry
+
 	mu        sync.Mutex
-	keys      []keyEntry
 	wallets   map[string]*int64
 	windows   map[string]*window
 	quotaUsed int64
@@ -132,7 +134,9 @@ func NewHandler(opts Options) (*Handler, error) {
 func (h *Handler) addKeyLocked(key string, credits int64) {
 	c := credits
 	h.wallets[key] = &c
+	h.keysMu.Lock()
 	h.keys = append(h.keys, keyEntry{sha256.Sum256([]byte(key)), key})
+	h.keysMu.Unlock()
 }
 
 // Generator returns the data generator the handler serves from.
@@ -199,8 +203,8 @@ func (h *Handler) Stats() Stats {
 // visiting every entry whatever matches.
 func (h *Handler) lookupKey(key string) (string, bool) {
 	sum := sha256.Sum256([]byte(key))
-	h.mu.Lock()
-	defer h.mu.Unlock()
+	h.keysMu.RLock()
+	defer h.keysMu.RUnlock()
 	found, ok := "", false
 	for _, e := range h.keys {
 		if subtle.ConstantTimeCompare(sum[:], e.sum[:]) == 1 {
@@ -297,13 +301,13 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !h.authenticate(w, r, q) {
 		return
 	}
-	h.balance(q)
 
 	// 4. Spurious 429 (fault), before any accounting.
 	if f := h.opts.Faults.RateLimited; f > 0 && rand.Float64() < f {
 		secs := int((h.opts.Faults.RetryAfter + time.Second - 1) / time.Second)
 		w.Header()["Retry-After"] = []string{strconv.Itoa(max(1, secs))}
 		q.rateLeft, q.limitWrite = 0, true
+		h.balance(q)
 		h.tooMany(w, q)
 		return
 	}
