@@ -320,6 +320,7 @@ func TestOutOfCreditsMidBatch(t *testing.T) {
 	if !errors.Is(err, ErrOutOfCredits) || !errors.As(err, &e) {
 		t.Fatalf("FetchAll = %v, want an *Error wrapping ErrOutOfCredits", err)
 	}
+	t.Logf("stop error: %v", err)
 	if e.Status != http.StatusPaymentRequired || e.RemainingBalance == nil {
 		t.Errorf("stop error %+v: want status 402 with remainingBalance", e)
 	}
@@ -518,6 +519,7 @@ func TestRejectedRequests(t *testing.T) {
 			if !errors.Is(r.Err, tt.want) || !errors.As(r.Err, &e) {
 				t.Fatalf("Err = %v, want an *Error wrapping %v", r.Err, tt.want)
 			}
+			t.Logf("error: %v", r.Err)
 			if e.Status != http.StatusBadRequest || e.Code != tt.wantCode || e.Message == "" {
 				t.Errorf("got status %d code %q message %q, want 400 %s with a message", e.Status, e.Code, e.Message, tt.wantCode)
 			}
@@ -564,6 +566,7 @@ func TestFatalAnswers(t *testing.T) {
 			} else if !errors.Is(err, tt.want) {
 				t.Fatalf("FetchAll = %v, want %v", err, tt.want)
 			}
+			t.Logf("stop error: %v", err)
 			if tt.wantMsg != "" && !strings.Contains(err.Error(), tt.wantMsg) {
 				t.Errorf("error %q does not say %q", err, tt.wantMsg)
 			}
@@ -582,6 +585,7 @@ func TestTimeouts(t *testing.T) {
 	if !errors.Is(r.Err, ErrServer) || !errors.As(r.Err, &e) {
 		t.Fatalf("Err = %v, want an *Error wrapping ErrServer", r.Err)
 	}
+	t.Logf("error: %v", r.Err)
 	if !strings.Contains(e.Message, "api.timeout") || r.Attempts != 2 {
 		t.Errorf("got %q after %d attempts, want a time-out message after 2", e.Message, r.Attempts)
 	}

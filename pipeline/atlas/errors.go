@@ -83,8 +83,8 @@ func (e *Error) Error() string {
 	if e.RemainingBalance != nil {
 		fmt.Fprintf(&b, " remaining balance %g:", *e.RemainingBalance)
 	}
-	if e.Message != "" {
-		b.WriteString(" " + e.Message + ":")
+	if m := strings.TrimRight(e.Message, ". "); m != "" {
+		b.WriteString(" " + m + ":")
 	}
 	if e.Err != nil {
 		b.WriteString(" " + e.Err.Error())
