@@ -7,7 +7,9 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -63,7 +65,7 @@ func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 	}
 	v, err := time.ParseDuration(s)
 	if err != nil {
-		return fmt.Errorf("%q is not a duration (write e.g. 30s or 1m)", s)
+		return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: %q is not a duration (write e.g. 30s or 1m)", n.Line, s)}}
 	}
 	d.Duration = v
 	return nil
@@ -135,7 +137,7 @@ func ParseConfig(path string, data []byte, getenv func(string) string) (*Config,
 	}
 	cfg := &Config{Path: path}
 	if err := top.Decode(cfg); err != nil {
-		return nil, &ConfigError{Path: path, Msg: yamlMessage(err)}
+		return nil, typeError(path, top, err)
 	}
 	cfg.lines = domainLines(top)
 	cfg.applyDefaults(getenv)
@@ -183,13 +185,50 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-// yamlMessage turns yaml.v3's type errors into one readable line.
-func yamlMessage(err error) string {
+var yamlLine = regexp.MustCompile(`^line (\d+): (.*)$`)
+
+// typeError turns yaml.v3's first type error ("line 3: cannot unmarshal !!str `fast` into
+// float64") into a message naming the key, e.g. "api.rate_limit: `fast` is not a number".
+func typeError(path string, top *yaml.Node, err error) error {
 	var te *yaml.TypeError
-	if errors.As(err, &te) {
-		return strings.Join(te.Errors, "; ")
+	if !errors.As(err, &te) || len(te.Errors) == 0 {
+		return &ConfigError{Path: path, Msg: strings.TrimPrefix(err.Error(), "yaml: ")}
 	}
-	return strings.TrimPrefix(err.Error(), "yaml: ")
+	m := yamlLine.FindStringSubmatch(te.Errors[0])
+	if m == nil {
+		return &ConfigError{Path: path, Msg: te.Errors[0]}
+	}
+	line, _ := strconv.Atoi(m[1])
+	msg := m[2]
+	if i := strings.Index(msg, " into "); i >= 0 {
+		want := map[string]string{"float64": "a number", "int64": "a whole number", "string": "a string", "[]string": "a list of domains"}[msg[i+6:]]
+		if want == "" {
+			want = "of type " + msg[i+6:]
+		}
+		value := msg[strings.LastIndex(msg[:i], " ")+1 : i]
+		msg = fmt.Sprintf("%s is not %s", value, want)
+	}
+	if key := keyAtLine(top, "", line); key != "" {
+		msg = key + ": " + msg
+	}
+	return &ConfigError{Path: path, Line: line, Msg: msg}
+}
+
+// keyAtLine returns the dotted key whose value sits on line, or "".
+func keyAtLine(m *yaml.Node, prefix string, line int) string {
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		k, v := m.Content[i], m.Content[i+1]
+		name := prefix + k.Value
+		if v.Kind == yaml.MappingNode {
+			if found := keyAtLine(v, name+".", line); found != "" {
+				return found
+			}
+		}
+		if v.Line == line || k.Line == line {
+			return name
+		}
+	}
+	return ""
 }
 
 func domainLines(top *yaml.Node) []int {

@@ -215,7 +215,7 @@ func displayDomain(d string) string {
 // finish exports Parquet, fills the summary and decides the run's status and error.
 func (r *runState) finish(ctx context.Context, stopErr error) error {
 	stats := r.client.Stats()
-	r.sum.Requests, r.sum.RateLimited = stats.Requests, stats.RateLimited
+	r.sum.Requests, r.sum.RateLimited = int(stats.Requests), int(stats.RateLimited)
 	r.sum.CreditsSpent, r.sum.CreditsRemaining = int(stats.CreditsSpent), stats.CreditsRemaining
 	state, err := r.wh.State(ctx, r.plan.Snapshot)
 	if err != nil {

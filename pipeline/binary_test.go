@@ -1,0 +1,202 @@
+package pipeline
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"sitewatch/pipeline/atlas/atlastest"
+)
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+// sitewatchBinary builds cmd/sitewatch once per test process: these tests kill and signal a
+// real process, which an in-process run cannot show.
+func sitewatchBinary(t *testing.T) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds and runs the sitewatch binary; skipped in -short")
+	}
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "sitewatch-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "sitewatch")
+		out, err := exec.Command("go", "build", "-o", binPath, "sitewatch/cmd/sitewatch").CombinedOutput()
+		if err != nil {
+			buildErr = err
+			binPath = string(out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatalf("build sitewatch: %v\n%s", buildErr, binPath)
+	}
+	return binPath
+}
+
+// command returns `sitewatch args…` on the harness's config, with its output in buffers.
+func (h *harness) command(args ...string) (*exec.Cmd, *syncBuffer) {
+	h.t.Helper()
+	args = append(args[:1:1], append([]string{"--config", h.cfgPath}, args[1:]...)...)
+	cmd := exec.Command(sitewatchBinary(h.t), args...)
+	cmd.Env = append(os.Environ(), EnvAPIKey+"="+h.key)
+	out := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	return cmd, out
+}
+
+func exitCodeOf(t *testing.T, err error) int {
+	t.Helper()
+	if err == nil {
+		return 0
+	}
+	if ee, ok := err.(*exec.ExitError); ok {
+		return ee.ExitCode()
+	}
+	t.Fatalf("not an exit: %v", err)
+	return -1
+}
+
+func TestKillMinus9ThenResumeEqualsUninterrupted(t *testing.T) {
+	domains := atlastest.Domains(30)
+	slow := atlastest.Options{Seed: 7, LatencyMin: 5 * time.Millisecond, LatencyMax: 40 * time.Millisecond}
+
+	reference := newHarness(t, slow, domains, "")
+	if code := reference.run("run", "--snapshot", testMonth); code != ExitOK {
+		t.Fatalf("reference run exit %d\n%s", code, reference.stdout)
+	}
+	want := dumpTables(t, reference)
+
+	for i := range 3 {
+		h := newHarness(t, slow, domains, "")
+		cmd, out := h.command("run", "--snapshot", testMonth)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Duration(150+rand.IntN(900)) * time.Millisecond)
+		_ = cmd.Process.Kill() // SIGKILL: no chance to clean up
+		_ = cmd.Wait()
+		charged := h.srv.Stats().Charged
+		if code := h.run("run", "--snapshot", testMonth); code != ExitOK {
+			t.Fatalf("kill %d: rerun exit %d\nkilled run:\n%s\nrerun:\n%s%s", i, code, out, h.stdout, h.stderr)
+		}
+		if got := dumpTables(t, h); got != want {
+			t.Errorf("kill %d (after %d credits): tables differ from an uninterrupted run", i, charged)
+		}
+		// Calls answered but not yet committed when the process died are fetched again;
+		// nothing committed is.
+		if got, max := h.srv.Stats().Charged, int64(2*len(domains)+1)+int64(atlasMaxInFlight(200)); got > max {
+			t.Errorf("kill %d: charged %d, more than needed plus what was in flight (%d)", i, got, max)
+		}
+		h.assertNoStaging()
+	}
+}
+
+// atlasMaxInFlight bounds the calls that can be in flight (answered, uncommitted) at a kill.
+func atlasMaxInFlight(rate int) int { return rate*3 + 1 }
+
+func (h *harness) assertNoStaging() {
+	h.t.Helper()
+	_ = filepath.Walk(filepath.Join(h.dir, "data"), func(path string, info os.FileInfo, err error) error {
+		if err == nil && strings.Contains(filepath.Base(path), "staging") {
+			h.t.Errorf("stray staging file left: %s", path)
+		}
+		return nil
+	})
+}
+
+func TestSecondWriterFailsFast(t *testing.T) {
+	h := newHarness(t, atlastest.Options{Rate: 3, LatencyMin: 200 * time.Millisecond, LatencyMax: 300 * time.Millisecond}, atlastest.Domains(20), "  rate_limit: 3\n")
+	first, firstOut := h.command("run", "--snapshot", testMonth)
+	if err := first.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = first.Process.Kill(); _ = first.Wait() }()
+	waitFor(t, 20*time.Second, func() bool { return h.srv.Stats().Requests > 0 })
+	before := h.srv.Stats().Requests
+
+	second, out := h.command("run", "--snapshot", testMonth)
+	start := time.Now()
+	err := second.Run()
+	elapsed := time.Since(start)
+	if code := exitCodeOf(t, err); code != ExitFailed {
+		t.Errorf("second writer exit %d, want 1\n%s", code, out)
+	}
+	if elapsed > 2*time.Second {
+		t.Errorf("second writer took %v to fail, want < 2s", elapsed)
+	}
+	if !strings.Contains(out.String(), "in use") {
+		t.Errorf("second writer's message does not say the warehouse is in use:\n%s", out)
+	}
+	// The first run paces at 3/s; the second must have added nothing on top of it.
+	if extra := h.srv.Stats().Requests - before; extra > int(3*elapsed.Seconds())+3 {
+		t.Errorf("requests grew by %d while the second writer ran: it called the API", extra)
+	}
+	_ = firstOut
+}
+
+func TestScheduleFiresAndStopsOnSIGTERM(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits for a one-minute cron tick")
+	}
+	h := newHarness(t, atlastest.Options{Month: time.Now().UTC().Format("2006-01")}, atlastest.Domains(3), "")
+	cfg, err := os.ReadFile(h.cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(h.cfgPath, bytes.Replace(cfg, []byte(`"0 6 2 * *"`), []byte(`"* * * * *"`), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd, out := h.command("schedule")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill() }()
+	waitFor(t, 75*time.Second, func() bool { return strings.Contains(out.String(), "scheduled run complete") })
+	if !strings.Contains(out.String(), "next run") {
+		t.Errorf("schedule did not log the next run time:\n%s", out)
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if code := exitCodeOf(t, err); code != 0 {
+			t.Errorf("schedule exit %d after SIGTERM, want 0\n%s", code, out)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatalf("schedule did not stop within 15s of SIGTERM\n%s", out)
+	}
+	if got, want := h.srv.Stats().Charged, int64(2*3+1); got != want {
+		t.Errorf("charged %d, want %d", got, want)
+	}
+	if strings.Contains(out.String(), h.key) {
+		t.Errorf("the key leaked into schedule output")
+	}
+}
+
+func waitFor(t *testing.T, limit time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("condition not met within %v", limit)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

@@ -1,0 +1,364 @@
+package pipeline
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"sitewatch/pipeline/atlas/atlastest"
+	"sitewatch/pipeline/warehouse"
+)
+
+const testMonth = "2026-10"
+
+// syncBuffer is a bytes.Buffer safe for the progress goroutine and the test to share.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// harness is one project directory with a config pointing at an in-process simulator.
+type harness struct {
+	t        *testing.T
+	dir      string
+	cfgPath  string
+	srv      *atlastest.Server
+	key      string
+	stdout   *syncBuffer
+	stderr   *syncBuffer
+	extraEnv map[string]string
+}
+
+func newHarness(t *testing.T, opts atlastest.Options, domains []string, apiExtra string) *harness {
+	t.Helper()
+	if opts.Month == "" {
+		opts.Month = testMonth
+	}
+	h := &harness{t: t, dir: t.TempDir(), key: "canary-key-7f3a9c"}
+	if opts.Keys == nil {
+		opts.Keys = map[string]int64{h.key: 10_000}
+	}
+	if opts.Rate == 0 {
+		opts.Rate = 200
+	}
+	h.srv = atlastest.NewServer(opts)
+	t.Cleanup(h.srv.Close)
+	var b strings.Builder
+	fmt.Fprintf(&b, "schedule: \"0 6 2 * *\"\napi:\n  base_url: %s\n  rate_limit: 200\n  timeout: 5s\n%s", h.srv.URL, apiExtra)
+	b.WriteString("warehouse:\n  duckdb: data/w.duckdb\n  parquet: data/parquet\ndomains:\n")
+	for _, d := range domains {
+		fmt.Fprintf(&b, "  - %q\n", d)
+	}
+	h.cfgPath = filepath.Join(h.dir, "domains.yaml")
+	if err := os.WriteFile(h.cfgPath, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+func (h *harness) env() Env {
+	h.stdout, h.stderr = &syncBuffer{}, &syncBuffer{}
+	vars := map[string]string{EnvAPIKey: h.key}
+	for k, v := range h.extraEnv {
+		vars[k] = v
+	}
+	return Env{
+		Getenv: func(k string) string { return vars[k] },
+		Stdout: h.stdout, Stderr: h.stderr,
+		Logger:        slog.New(slog.NewTextHandler(h.stderr, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		ProgressEvery: 50 * time.Millisecond,
+	}
+}
+
+// run runs `sitewatch <args> --config <cfg>` in-process and returns the exit code.
+func (h *harness) run(args ...string) int {
+	h.t.Helper()
+	args = append(args[:1:1], append([]string{"--config", h.cfgPath}, args[1:]...)...)
+	code := Main(context.Background(), args, h.env())
+	h.assertNoKey(h.stdout.String(), "stdout")
+	h.assertNoKey(h.stderr.String(), "stderr/log")
+	return code
+}
+
+func (h *harness) assertNoKey(text, where string) {
+	h.t.Helper()
+	if strings.Contains(text, h.key) {
+		h.t.Fatalf("the API key leaked into %s", where)
+	}
+}
+
+func (h *harness) db() *sql.DB {
+	h.t.Helper()
+	wh, err := warehouse.Open(context.Background(), warehouse.Options{
+		DuckDBPath: filepath.Join(h.dir, "data/w.duckdb"), ParquetDir: filepath.Join(h.dir, "data/parquet"), ReadOnly: true})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.t.Cleanup(func() { wh.Close() })
+	return wh.DB()
+}
+
+func count(t *testing.T, db *sql.DB, query string, args ...any) int {
+	t.Helper()
+	var n int
+	if err := db.QueryRow(query, args...).Scan(&n); err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+	return n
+}
+
+func TestRunComplete(t *testing.T) {
+	domains := atlastest.Domains(8)
+	entries := append([]string{"https://WWW." + domains[0] + "/pricing", "10.0.0.1", "<b>x</b>"}, domains...)
+	h := newHarness(t, atlastest.Options{}, entries, "")
+	if code := h.run("run", "--snapshot", testMonth); code != ExitOK {
+		t.Fatalf("exit %d, want 0\nstdout:\n%s\nstderr:\n%s", code, h.stdout, h.stderr)
+	}
+	out := h.stdout.String()
+	for _, want := range []string{"domains loaded", "8 of 8", `not sent: "10.0.0.1"`, "credits spent", "complete"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("summary lacks %q:\n%s", want, out)
+		}
+	}
+	if got, want := h.srv.Stats().Charged, int64(2*len(domains)+1); got != want {
+		t.Errorf("credits charged = %d, want %d", got, want)
+	}
+	db := h.db()
+	if got := count(t, db, "SELECT count(*) FROM sites WHERE snapshot_month = ?", testMonth); got != len(domains) {
+		t.Errorf("sites rows = %d, want %d", got, len(domains))
+	}
+	if got := count(t, db, "SELECT count(*) FROM runs WHERE status = 'complete' AND credits_spent = ?", 2*len(domains)+1); got != 1 {
+		t.Errorf("runs rows complete with all credits = %d, want 1", got)
+	}
+	for _, table := range []string{"sites", "traffic_history", "similar_sites"} {
+		matches, _ := filepath.Glob(filepath.Join(h.dir, "data/parquet", table, "snapshot_month="+testMonth, "*.parquet"))
+		if len(matches) == 0 {
+			t.Errorf("no Parquet for %s", table)
+		}
+	}
+	h.assertWarehouseHasNoKey()
+
+	// A rerun of a complete snapshot calls nothing and changes nothing.
+	before := dumpTables(t, h)
+	if code := h.run("run", "--snapshot", testMonth); code != ExitOK {
+		t.Fatalf("rerun exit %d\n%s", code, h.stdout)
+	}
+	if got, want := h.srv.Stats().Charged, int64(2*len(domains)+1); got != want {
+		t.Errorf("after rerun credits charged = %d, want %d", got, want)
+	}
+	if after := dumpTables(t, h); after != before {
+		t.Errorf("rerun changed the tables")
+	}
+}
+
+func TestRunOutOfCreditsThenResume(t *testing.T) {
+	domains := atlastest.Domains(10)
+	h := newHarness(t, atlastest.Options{Keys: map[string]int64{"canary-key-7f3a9c": 7}}, domains, "")
+	if code := h.run("run", "--snapshot", testMonth); code != ExitCredits {
+		t.Fatalf("exit %d, want %d (out of credits)\n%s\n%s", code, ExitCredits, h.stdout, h.stderr)
+	}
+	if !strings.Contains(h.stdout.String(), "top up") {
+		t.Errorf("summary does not say what to do:\n%s", h.stdout)
+	}
+	h.srv.SetCredits(h.key, 100)
+	if code := h.run("run", "--snapshot", testMonth); code != ExitOK {
+		t.Fatalf("resume exit %d, want 0\n%s\n%s", code, h.stdout, h.stderr)
+	}
+	if got, want := h.srv.Stats().Charged, int64(2*len(domains)+1); got != want {
+		t.Errorf("total credits charged = %d, want %d (no credit spent twice)", got, want)
+	}
+	db := h.db()
+	if got := count(t, db, "SELECT count(DISTINCT domain) FROM sites"); got != len(domains) {
+		t.Errorf("loaded %d domains, want %d", got, len(domains))
+	}
+	if got := count(t, db, "SELECT count(*) FROM runs WHERE status = 'stopped_credits'"); got != 1 {
+		t.Errorf("runs stopped for credits = %d, want 1", got)
+	}
+}
+
+func TestRunReserveAndCap(t *testing.T) {
+	domains := atlastest.Domains(6)
+	t.Run("MaxCreditsPerRun", func(t *testing.T) {
+		h := newHarness(t, atlastest.Options{}, domains, "  max_credits_per_run: 5\n")
+		if code := h.run("run", "--snapshot", testMonth); code != ExitCredits {
+			t.Fatalf("exit %d, want 3\n%s", code, h.stdout)
+		}
+		if got := h.srv.Stats().Charged; got != 5 {
+			t.Errorf("charged %d, want exactly the cap 5", got)
+		}
+	})
+	t.Run("MinCredits", func(t *testing.T) {
+		h := newHarness(t, atlastest.Options{Keys: map[string]int64{"canary-key-7f3a9c": 20}}, domains, "  min_credits: 15\n")
+		if code := h.run("run", "--snapshot", testMonth); code != ExitCredits {
+			t.Fatalf("exit %d, want 3\n%s", code, h.stdout)
+		}
+		if got := h.srv.Credits(h.key); got != 15 {
+			t.Errorf("credits left %d, want the reserve 15", got)
+		}
+	})
+}
+
+func TestRunUnauthorized(t *testing.T) {
+	h := newHarness(t, atlastest.Options{}, atlastest.Domains(2), "")
+	h.key = "canary-wrong-key-1b2c"
+	if code := h.run("run", "--snapshot", testMonth); code != ExitUnauthorized {
+		t.Fatalf("exit %d, want 4\n%s\n%s", code, h.stdout, h.stderr)
+	}
+	if !strings.Contains(h.stdout.String()+h.stderr.String(), "ATLAS_API_KEY") {
+		t.Errorf("no hint to check ATLAS_API_KEY:\n%s\n%s", h.stdout, h.stderr)
+	}
+}
+
+func TestRunUsageErrorsCallNothing(t *testing.T) {
+	h := newHarness(t, atlastest.Options{}, atlastest.Domains(2), "")
+	tests := []struct {
+		name string
+		args []string
+		env  map[string]string
+	}{
+		{"BadSnapshot", []string{"run", "--snapshot", "2026-13"}, nil},
+		{"UnknownFlag", []string{"run", "--fast"}, nil},
+		{"NoKey", []string{"run"}, map[string]string{EnvAPIKey: ""}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h.extraEnv = tc.env
+			if code := h.run(tc.args...); code != ExitUsage {
+				t.Fatalf("exit %d, want 2\n%s", code, h.stderr)
+			}
+		})
+	}
+	h.extraEnv = nil
+	if got := h.srv.Stats().Requests; got != 0 {
+		t.Errorf("simulator saw %d requests, want 0", got)
+	}
+}
+
+func TestDryRunCallsNothing(t *testing.T) {
+	h := newHarness(t, atlastest.Options{}, atlastest.Domains(4), "  max_credits_per_run: 3\n")
+	if code := h.run("run", "--snapshot", testMonth, "--dry-run"); code != ExitOK {
+		t.Fatalf("exit %d\n%s", code, h.stderr)
+	}
+	out := h.stdout.String()
+	for _, want := range []string{"calls", "9", "will stop after 3 calls"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("dry run output lacks %q:\n%s", want, out)
+		}
+	}
+	if got := h.srv.Stats().Requests; got != 0 {
+		t.Errorf("dry run made %d requests", got)
+	}
+}
+
+func TestValidate(t *testing.T) {
+	h := newHarness(t, atlastest.Options{}, []string{"Example.com", "https://www.example.com/x", "192.168.1.1", "bücher.de"}, "")
+	code := h.run("validate")
+	out := h.stdout.String()
+	if code != ExitUsage {
+		t.Errorf("exit %d, want 2 (a rejected entry)", code)
+	}
+	for _, want := range []string{`"Example.com" -> example.com`, `duplicate`, `"192.168.1.1": not a host name: an IP address`, "xn--bcher-kva.de"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("validate output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestQueryFormats(t *testing.T) {
+	h := newHarness(t, atlastest.Options{}, atlastest.Domains(2), "")
+	if code := h.run("run", "--snapshot", testMonth); code != ExitOK {
+		t.Fatalf("run exit %d\n%s", code, h.stdout)
+	}
+	tests := []struct{ format, want string }{
+		{"table", "(2 rows)"},
+		{"csv", "domain,n\n"},
+		{"json", `"n": 12`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.format, func(t *testing.T) {
+			code := h.run("query", "--format", tc.format, "SELECT domain, count(*) AS n FROM traffic_history GROUP BY domain ORDER BY domain")
+			if code != ExitOK || !strings.Contains(h.stdout.String(), tc.want) {
+				t.Errorf("exit %d, output lacks %q:\n%s%s", code, tc.want, h.stdout, h.stderr)
+			}
+		})
+	}
+	if code := h.run("status"); code != ExitOK || !strings.Contains(h.stdout.String(), "complete") {
+		t.Errorf("status exit %d:\n%s%s", code, h.stdout, h.stderr)
+	}
+}
+
+// dumpTables renders every derived table in a stable order, without load timestamps, so two
+// warehouses can be compared.
+func dumpTables(t *testing.T, h *harness) string {
+	t.Helper()
+	db := h.db()
+	var b strings.Builder
+	for _, table := range []string{"sites", "traffic_history", "sources_share", "geography_share", "keywords",
+		"ai_platforms", "ai_platform_history", "ai_prompts", "similar_sites", "site_tags", "countries"} {
+		cols := "*"
+		if table == "sites" {
+			cols = "* EXCLUDE (fetched_at)" // load time differs between runs by design
+		}
+		rows, err := db.Query(fmt.Sprintf("SELECT %s FROM %s ORDER BY ALL", cols, table))
+		if err != nil {
+			t.Fatalf("dump %s: %v", table, err)
+		}
+		names, _ := rows.Columns()
+		vals := make([]any, len(names))
+		ptrs := make([]any, len(names))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		n := 0
+		for rows.Next() {
+			if err := rows.Scan(ptrs...); err != nil {
+				t.Fatal(err)
+			}
+			fmt.Fprintf(&b, "%s %v\n", table, vals)
+			n++
+		}
+		rows.Close()
+		fmt.Fprintf(&b, "%s: %d rows\n", table, n)
+	}
+	return b.String()
+}
+
+func (h *harness) assertWarehouseHasNoKey() {
+	h.t.Helper()
+	err := filepath.Walk(filepath.Join(h.dir, "data"), func(path string, info os.FileInfo, err error) error {
+		if err != nil || info.IsDir() {
+			return err
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		if bytes.Contains(data, []byte(h.key)) {
+			h.t.Errorf("the API key is in %s", path)
+		}
+		return nil
+	})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+}
