@@ -28,8 +28,8 @@
 //     bearer gives 401 saying a bearer key is required; a bearer key, when sent, must be
 //     valid and its wallet is charged as well.
 //  5. Faults.RateLimited: a spurious 429 with Retry-After from Faults.RetryAfter.
-//  6. Per-key rate: a fixed one-second window (aligned to wall-clock seconds) of
-//     X-RateLimit-Limit requests; beyond it 429 {error, message, service} with Retry-After: 1
+//  6. Per-key rate: a fixed one-second window (aligned to wall-clock seconds, by the
+//     request's arrival time, before Hang and latency) of X-RateLimit-Limit requests; beyond it 429 {error, message, service} with Retry-After: 1
 //     and X-RateLimit-Remaining: 0. Every authenticated request that gets this far counts,
 //     whatever its final status. A marketplace call without a bearer key is limited per
 //     listing.

@@ -64,9 +64,12 @@ type keyEntry struct {
 	key string
 }
 
+// window counts requests per wall-clock second of their arrival. Requests are accounted
+// after their latency, so out of order; four slots cover arrivals up to three seconds old,
+// and an older arrival (its second long over) is not counted.
 type window struct {
-	sec   int64
-	count int
+	sec   [4]int64
+	count [4]int
 }
 
 // Stats counts what the simulator answered. Charged equals the number of charged calls: every
@@ -504,7 +507,7 @@ func (h *Handler) authenticate(w http.ResponseWriter, r *http.Request, q *reques
 // when the request may proceed, 429 for the rate, 403 for an exhausted quota (answered as
 // 429) or 402 for an empty wallet.
 func (h *Handler) account(q *request, success bool) int {
-	now := time.Now().Unix()
+	now := q.start.Unix() // a gateway counts the rate when a request arrives, before the upstream's latency
 	limit := int(h.rate.Load())
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -513,18 +516,23 @@ func (h *Handler) account(q *request, success bool) int {
 		win = &window{}
 		h.windows[q.rateKey] = win
 	}
-	if win.sec != now {
-		win.sec, win.count = now, 0
+	i := now & 3
+	if now > win.sec[i] {
+		win.sec[i], win.count[i] = now, 0
 	}
+	stale := now < win.sec[i]
 	wallet := h.wallets[q.key]
 	h.balanceLocked(q)
 	q.limitWrite = true
-	if win.count >= limit {
+	if !stale && win.count[i] >= limit {
 		q.rateLeft = 0
 		return http.StatusTooManyRequests
 	}
-	win.count++
-	q.rateLeft = limit - win.count
+	q.rateLeft = limit
+	if !stale {
+		win.count[i]++
+		q.rateLeft = limit - win.count[i]
+	}
 	if q.market && q.quotaLeft <= 0 {
 		return http.StatusForbidden
 	}
