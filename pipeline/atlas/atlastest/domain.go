@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"golang.org/x/net/idna"
 )
@@ -26,6 +27,9 @@ func NormalizeDomain(raw string) (string, error) {
 	}
 	if len(raw) > maxURLLen {
 		return "", fmt.Errorf("longer than %d characters", maxURLLen)
+	}
+	if !utf8.ValidString(raw) {
+		return "", errors.New("is not valid UTF-8")
 	}
 	for _, c := range raw {
 		switch {
@@ -76,6 +80,10 @@ func NormalizeDomain(raw string) (string, error) {
 	ascii = strings.ToLower(ascii)
 	if err := checkHostname(ascii); err != nil {
 		return "", err
+	}
+	// Punycode labels must decode to a valid name (xn--zz is not).
+	if again, err := idnaProfile.ToASCII(ascii); err != nil || again != ascii {
+		return "", errors.New("contains an invalid punycode (xn--) label")
 	}
 	if strings.HasPrefix(ascii, "www.") && strings.Count(ascii, ".") >= 2 {
 		ascii = ascii[4:]
