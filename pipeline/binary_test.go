@@ -125,7 +125,10 @@ func TestSecondWriterFailsFast(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = first.Process.Kill(); _ = first.Wait() }()
-	waitFor(t, 20*time.Second, func() bool { return h.srv.Stats().Requests > 0 })
+	waitFor(t, 20*time.Second, func() bool { return h.srv.Stats().Requests > 0 || first.ProcessState != nil })
+	if h.srv.Stats().Requests == 0 {
+		t.Fatalf("the first run made no request:\n%s", firstOut)
+	}
 	before := h.srv.Stats().Requests
 
 	second, out := h.command("run", "--snapshot", testMonth)
@@ -138,14 +141,13 @@ func TestSecondWriterFailsFast(t *testing.T) {
 	if elapsed > 2*time.Second {
 		t.Errorf("second writer took %v to fail, want < 2s", elapsed)
 	}
-	if !strings.Contains(out.String(), "in use") {
+	if !strings.Contains(out.String(), "locked by another process") {
 		t.Errorf("second writer's message does not say the warehouse is in use:\n%s", out)
 	}
 	// The first run paces at 3/s; the second must have added nothing on top of it.
 	if extra := h.srv.Stats().Requests - before; extra > int(3*elapsed.Seconds())+3 {
 		t.Errorf("requests grew by %d while the second writer ran: it called the API", extra)
 	}
-	_ = firstOut
 }
 
 func TestScheduleFiresAndStopsOnSIGTERM(t *testing.T) {

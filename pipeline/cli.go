@@ -199,7 +199,7 @@ func openWarehouse(ctx context.Context, cfg *Config, env Env, readOnly bool) (*w
 	}
 	wh, err := warehouse.Open(ctx, warehouse.Options{DuckDBPath: cfg.Warehouse.DuckDB, ParquetDir: cfg.Warehouse.Parquet, Logger: env.Logger, ReadOnly: readOnly})
 	if err != nil {
-		return nil, fmt.Errorf("open warehouse: %w", err)
+		return nil, err // the warehouse names the file and the holder
 	}
 	return wh, nil
 }

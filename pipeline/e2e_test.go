@@ -64,7 +64,10 @@ func newHarness(t *testing.T, opts atlastest.Options, domains []string, apiExtra
 	h.srv = atlastest.NewServer(opts)
 	t.Cleanup(h.srv.Close)
 	var b strings.Builder
-	fmt.Fprintf(&b, "schedule: \"0 6 2 * *\"\napi:\n  base_url: %s\n  rate_limit: 200\n  timeout: 5s\n%s", h.srv.URL, apiExtra)
+	if !strings.Contains(apiExtra, "rate_limit:") {
+		apiExtra += "  rate_limit: 200\n"
+	}
+	fmt.Fprintf(&b, "schedule: \"0 6 2 * *\"\napi:\n  base_url: %s\n  timeout: 5s\n%s", h.srv.URL, apiExtra)
 	b.WriteString("warehouse:\n  duckdb: data/w.duckdb\n  parquet: data/parquet\ndomains:\n")
 	for _, d := range domains {
 		fmt.Fprintf(&b, "  - %q\n", d)

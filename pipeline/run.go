@@ -89,7 +89,7 @@ func Run(ctx context.Context, cfg *Config, opts RunOptions, env Env) (*Summary, 
 	}
 	wh, err := warehouse.Open(ctx, warehouse.Options{DuckDBPath: cfg.Warehouse.DuckDB, ParquetDir: cfg.Warehouse.Parquet, Logger: env.Logger})
 	if err != nil {
-		return nil, fmt.Errorf("open warehouse: %w", err)
+		return nil, err // the warehouse names the file and the holder
 	}
 	defer wh.Close()
 	state, err := wh.State(ctx, opts.Snapshot)
