@@ -3,6 +3,7 @@ package atlastest_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"regexp"
@@ -394,6 +395,31 @@ func TestCountriesMatchIsoCodes(t *testing.T) {
 	for _, s := range src.List {
 		if g := got[s.Alpha2]; g.Name != s.Name || g.Alpha3 != s.Alpha3 || g.Numeric != s.Numeric {
 			t.Errorf("%s: embedded %+v, iso-codes %+v", s.Alpha2, g, s)
+		}
+	}
+}
+
+// TestGeneratesEverywhere generates both bodies for many domains, seeds and months: no panic,
+// and every body decodes.
+func TestGeneratesEverywhere(t *testing.T) {
+	n := 1500
+	if testing.Short() {
+		n = 300
+	}
+	domains := atlastest.Domains(n)
+	for _, seed := range []int64{1, 2, 3, 42, -7} {
+		for _, month := range []string{"2024-01", "2025-06", testMonth} {
+			t.Run(fmt.Sprintf("seed%d/%s", seed, month), func(t *testing.T) {
+				g := atlastest.NewGenerator(seed, month)
+				for _, d := range domains {
+					if _, err := schema.DecodeOverview(g.OverviewBody(d)); err != nil {
+						t.Fatalf("%s overview: %v", d, err)
+					}
+					if _, err := schema.DecodeSimilar(g.SimilarBody(d)); err != nil {
+						t.Fatalf("%s similar: %v", d, err)
+					}
+				}
+			})
 		}
 	}
 }

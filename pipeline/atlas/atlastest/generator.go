@@ -369,7 +369,10 @@ func (g *Generator) overview(domain, requestURL string) schema.SiteOverview {
 			}
 			code = pickCountry(r)
 		}
-		sort.SliceStable(geo[1:], func(i, j int) bool { return *geo[1+i].Share > *geo[1+j].Share })
+		if len(geo) > 2 {
+			rest := geo[1:]
+			sort.SliceStable(rest, func(i, j int) bool { return *rest[i].Share > *rest[j].Share })
+		}
 	}
 
 	// Keywords: volume falls with position; CPC sometimes null.
