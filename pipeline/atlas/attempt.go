@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
-	"golang.org/x/time/rate"
 
 	"sitewatch/schema"
 )
@@ -280,7 +279,7 @@ func (c *Client) observe(h http.Header, status int, sentAt time.Time, stopErr er
 			if want := min(v, c.cfg.RateLimit); want != c.limit {
 				c.log.Info("atlas rate limit changed", "from", c.limit, "to", want, "server_limit", v, "configured", c.cfg.RateLimit)
 				c.limit = want
-				c.limiter.SetLimit(rate.Limit(want))
+				c.limiter.SetLimit(bucketRate(want))
 			}
 		}
 	}
