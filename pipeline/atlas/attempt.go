@@ -186,11 +186,6 @@ func (c *Client) readOK(ctx, actx context.Context, req Request, resp *http.Respo
 	e := c.newError(req, resp.StatusCode, "", "")
 	e.Err = ErrServer
 	ct := resp.Header.Get("Content-Type")
-	if mt, _, err := mime.ParseMediaType(ct); err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
-		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
-		e.Message = fmt.Sprintf("200 answer with content type %q instead of JSON (a proxy or error page?)", ct)
-		return outcome{sent: true, kind: outcomeTransient, at: at, err: e}
-	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBodyBytes+1))
 	at = time.Now().UTC()
 	switch {
@@ -207,16 +202,37 @@ func (c *Client) readOK(ctx, actx context.Context, req Request, resp *http.Respo
 		e.Message = fmt.Sprintf("body larger than %d bytes", maxBodyBytes)
 		return outcome{sent: true, kind: outcomeTransient, at: at, err: e}
 	}
+	jsonType := isJSONType(ct)
 	if err := schema.Validate(req.Endpoint, body); err != nil {
+		if !jsonType {
+			e.Message = fmt.Sprintf("200 answer with content type %q instead of JSON (a proxy or error page?)", ct)
+			return outcome{sent: true, kind: outcomeTransient, at: at, err: e}
+		}
 		if errors.Is(err, schema.ErrLegacyV1) {
 			// The sentinel already says what happened and what to do.
 			e.Err = schema.ErrLegacyV1
 			return outcome{sent: true, kind: outcomeFatal, at: at, err: e}
 		}
 		e.Message = "malformed 200 body: " + c.redact.Replace(err.Error())
+		if isDrift(err) {
+			// Well-formed JSON of the wrong shape comes back the same on every try: a retry
+			// would only spend another credit.
+			e.Err = ErrSchemaDrift
+			return outcome{sent: true, kind: outcomePermanent, at: at, err: e}
+		}
 		return outcome{sent: true, kind: outcomeTransient, at: at, err: e}
 	}
+	if !jsonType {
+		// The credit is spent and the body is a valid v2 answer: keep it rather than pay again.
+		c.log.Warn("200 answer with a non-JSON content type but a valid body; kept",
+			"endpoint", string(req.Endpoint), "domain", req.Domain, "content_type", ct)
+	}
 	return outcome{sent: true, kind: outcomeOK, body: body, at: at}
+}
+
+func isJSONType(ct string) bool {
+	mt, _, err := mime.ParseMediaType(ct)
+	return err == nil && (mt == "application/json" || strings.HasSuffix(mt, "+json"))
 }
 
 func (c *Client) setHeaders(r *http.Request) {
@@ -387,4 +403,11 @@ func (c *Client) redactedPath(u *url.URL) string {
 	v := *u
 	v.RawQuery = ""
 	return c.redact.Replace(v.Redacted())
+}
+
+// isDrift tells a body that parsed but does not fit the v2 schema (a field of another type, a
+// status other than "success") from one that was cut short or is not JSON at all.
+func isDrift(err error) bool {
+	var typeErr *json.UnmarshalTypeError
+	return errors.As(err, &typeErr) || errors.Is(err, schema.ErrNotSuccess)
 }

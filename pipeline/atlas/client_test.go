@@ -619,11 +619,12 @@ func TestBroken200(t *testing.T) {
 	tests := []struct {
 		name   string
 		faults atlastest.Faults
+		retry  bool // false: the body is usable, so keeping it saves a credit
 	}{
-		{"Reset", atlastest.Faults{Reset: 0.4}},
-		{"Truncated", atlastest.Faults{Truncated: 0.4}},
-		{"HTML200", atlastest.Faults{HTML200: 0.4}},
-		{"WrongContentType", atlastest.Faults{WrongContentType: 0.4}},
+		{"Reset", atlastest.Faults{Reset: 0.4}, true},
+		{"Truncated", atlastest.Faults{Truncated: 0.4}, true},
+		{"HTML200", atlastest.Faults{HTML200: 0.4}, true},
+		{"WrongContentType", atlastest.Faults{WrongContentType: 0.4}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -643,8 +644,11 @@ func TestBroken200(t *testing.T) {
 				}
 			}
 			st, ss := c.Stats(), srv.Stats()
-			if st.Retries == 0 {
+			if tt.retry && st.Retries == 0 {
 				t.Fatalf("no retries: the fault was not injected")
+			}
+			if !tt.retry && (st.Retries != 0 || ss.Broken == 0) {
+				t.Fatalf("retries %d, broken answers %d: want a kept body and no retry", st.Retries, ss.Broken)
 			}
 			// Broken 200s are charged: the client's count must match the server's.
 			if got, want := st.CreditsSpent, int64(ss.Charged); got != want {
@@ -713,5 +717,23 @@ func TestConfigPrintsNoKey(t *testing.T) {
 	slog.New(slog.NewJSONHandler(&logs, nil)).Info("config", "cfg", cfg)
 	for _, s := range []string{fmt.Sprint(cfg), fmt.Sprintf("%+v", cfg), fmt.Sprintf("%#v", cfg), fmt.Sprintf("%v", &cfg), logs.String()} {
 		assertNoKey(t, "printed config", s)
+	}
+}
+
+func TestSchemaDriftIsNotRetried(t *testing.T) {
+	srv := newServer(t, atlastest.Options{Faults: atlastest.Faults{Drift: 1}})
+	c := newClient(t, srv, Config{MaxAttempts: 6})
+	reqs := domainReqs(3)
+	got, err := run(t, context.Background(), c, reqs, nil)
+	if err != nil {
+		t.Fatalf("FetchAll: %v", err)
+	}
+	for _, r := range got {
+		if !errors.Is(r.Err, ErrSchemaDrift) {
+			t.Errorf("%s: Err = %v, want ErrSchemaDrift", r.Domain, r.Err)
+		}
+	}
+	if st := c.Stats(); st.Retries != 0 || st.CreditsSpent != int64(len(reqs)) {
+		t.Errorf("retries %d, credits %d: a drifted body must cost one credit, not be refetched", st.Retries, st.CreditsSpent)
 	}
 }

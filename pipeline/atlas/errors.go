@@ -32,6 +32,11 @@ var (
 	ErrInvalidDomain = errors.New("the API rejected the domain as invalid (400 INVALID_DOMAIN); fix or remove it in the watchlist")
 	// ErrMissingParameter: 400 MISSING_PARAMETER; the url parameter was empty.
 	ErrMissingParameter = errors.New("the API says the url parameter is missing (400 MISSING_PARAMETER); the domain is empty")
+	// ErrSchemaDrift: a 200 body that is valid JSON but not the v2 shape (a field of another
+	// type, status not "success"); permanent for this request, never retried (it was charged).
+	ErrSchemaDrift = errors.New("the API answered with a body that does not match the v2 response schema; " +
+		"it was not retried (the same body would come back); report it, or rerun after upgrading sitewatch")
+
 	// ErrBadRequest: any other 400; permanent for this request, never retried.
 	ErrBadRequest = errors.New("the API rejected the request (400)")
 	// ErrMisconfigured: 404, 405, 413 or a redirect, which a correct client never sees.

@@ -49,7 +49,7 @@
 //
 // Only a 200 is charged, one credit from the key's wallet (and, on the marketplace, one unit
 // of the monthly quota). Never charged: 400, 401, 402, 404, 405, 413, 429 (real or injected),
-// 500, 502 and 504. A 200 damaged by Faults.Reset, Truncated, HTML200 or WrongContentType IS
+// 500, 502 and 504. A 200 damaged by Faults.Reset, Truncated, HTML200, WrongContentType or Drift IS
 // charged: the real gateway charged it before the body broke. Stats.Charged therefore equals
 // Stats.OK + Stats.Broken and the sum of Stats.Fetches, so a test can assert "credits charged
 // = calls needed". X-Gateway-Credit-Cost is 1 on a charged 200 and on a 402 (the price that

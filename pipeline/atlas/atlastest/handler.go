@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -647,7 +648,7 @@ func (h *Handler) success(w http.ResponseWriter, q *request) {
 	hd := w.Header()
 	f := h.opts.Faults
 	fault := ""
-	if f.Reset+f.Truncated+f.HTML200+f.WrongContentType > 0 {
+	if f.Reset+f.Truncated+f.HTML200+f.WrongContentType+f.Drift > 0 {
 		x := rand.Float64()
 		switch {
 		case x < f.Reset:
@@ -658,6 +659,8 @@ func (h *Handler) success(w http.ResponseWriter, q *request) {
 			fault = "html"
 		case x < f.Reset+f.Truncated+f.HTML200+f.WrongContentType:
 			fault = "content-type"
+		case x < f.Reset+f.Truncated+f.HTML200+f.WrongContentType+f.Drift:
+			fault = "drift"
 		}
 	}
 	q.broken = fault != ""
@@ -673,11 +676,31 @@ func (h *Handler) success(w http.ResponseWriter, q *request) {
 		body = []byte(htmlErrorPage)
 	case "content-type":
 		hd["Content-Type"] = []string{"text/plain; charset=utf-8"}
+	case "drift":
+		body = driftBody(q.endpoint, body)
 	}
 	hd["Content-Length"] = []string{strconv.Itoa(len(body))}
 	h.count(q, http.StatusOK)
 	w.WriteHeader(http.StatusOK)
 	w.Write(body)
+}
+
+// driftBody returns body with its main array replaced by a string: well-formed JSON that no
+// longer fits the v2 schema, as an upstream change of shape would look.
+func driftBody(endpoint string, body []byte) []byte {
+	var m map[string]any
+	if err := json.Unmarshal(body, &m); err != nil {
+		return body
+	}
+	switch endpoint {
+	case EndpointCountries:
+		m["countries"] = "unavailable"
+	case EndpointSimilar:
+		m["similar_sites"] = "unavailable"
+	default:
+		m["traffic"] = map[string]any{"history": "unavailable"}
+	}
+	return mustMarshal(m)
 }
 
 // reset sends the headers (announcing the whole body) and half the body, then cuts the

@@ -56,6 +56,9 @@ type Faults struct {
 	HTML200 float64
 	// WrongContentType is the fraction of 200s sent as text/plain, body otherwise valid (charged).
 	WrongContentType float64
+	// Drift is the fraction of 200s whose body is well-formed JSON with a field of the wrong
+	// type (an array replaced by a string), as an unannounced schema change (charged).
+	Drift float64
 	// Hang, if > 0, makes every request sleep this long first (to exceed client timeouts).
 	Hang time.Duration
 }
@@ -106,14 +109,15 @@ func (o Options) validate() error {
 	}{
 		{"fail rate", o.FailRate}, {"rate-limited fault", f.RateLimited}, {"reset fault", f.Reset},
 		{"truncated fault", f.Truncated}, {"HTML 200 fault", f.HTML200}, {"wrong content type fault", f.WrongContentType},
+		{"drift fault", f.Drift},
 	}
 	for _, x := range fr {
 		if !(x.v >= 0 && x.v <= 1) {
 			errs = append(errs, fmt.Errorf("%s %v is not a fraction between 0 and 1", x.name, x.v))
 		}
 	}
-	if s := f.Reset + f.Truncated + f.HTML200 + f.WrongContentType; s > 1+1e-9 {
-		errs = append(errs, fmt.Errorf("the 200 faults (reset, truncated, HTML, content type) sum to %v, more than 1", s))
+	if s := f.Reset + f.Truncated + f.HTML200 + f.WrongContentType + f.Drift; s > 1+1e-9 {
+		errs = append(errs, fmt.Errorf("the 200 faults (reset, truncated, HTML, content type, drift) sum to %v, more than 1", s))
 	}
 	if f.RetryAfter < 0 || f.Hang < 0 {
 		errs = append(errs, errors.New("fault durations are negative"))
