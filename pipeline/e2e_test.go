@@ -365,3 +365,21 @@ func (h *harness) assertWarehouseHasNoKey() {
 		h.t.Fatal(err)
 	}
 }
+
+func TestRunStopsWhenUpstreamKeepsFailing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits out the client's retry backoff")
+	}
+	h := newHarness(t, atlastest.Options{FailRate: 1}, atlastest.Domains(30), "  rate_limit: 20\n")
+	start := time.Now()
+	if code := h.run("run", "--snapshot", testMonth); code != ExitFailed {
+		t.Fatalf("exit %d, want 1\n%s", code, h.stdout)
+	}
+	if !strings.Contains(h.stdout.String(), "calls in a row failed") {
+		t.Errorf("summary does not say the API keeps failing:\n%s", h.stdout)
+	}
+	if got := h.srv.Stats().Charged; got != 0 {
+		t.Errorf("charged %d for failed calls, want 0", got)
+	}
+	t.Logf("stopped after %v and %d requests", time.Since(start).Round(time.Second), h.srv.Stats().Requests)
+}

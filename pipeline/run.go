@@ -72,7 +72,8 @@ type runState struct {
 	client      *atlas.Client
 	plan        *Plan
 	sum         *Summary
-	storeErr    error
+	storeErr    error // the first storage failure, or ErrUpstreamFailing: either stops the fetch
+	failStreak  int
 	cancelFetch context.CancelFunc
 	progress    *progress
 }
@@ -176,6 +177,7 @@ func (r *runState) handle(ctx context.Context, res atlas.Result) {
 		r.recordFailure(ctx, res)
 		return
 	}
+	r.failStreak = 0
 	if r.storeErr != nil {
 		return
 	}
@@ -200,10 +202,23 @@ func (r *runState) recordFailure(ctx context.Context, res atlas.Result) {
 	if err := r.wh.RecordFetchError(ctx, fe); err != nil && r.storeErr == nil {
 		r.storeErr = fmt.Errorf("record fetch error of %s: %w", displayDomain(res.Domain), err)
 	}
-	if fe.HTTPStatus != 400 {
-		r.sum.Failures = append(r.sum.Failures, fe)
+	if fe.HTTPStatus == 400 {
+		return
+	}
+	r.sum.Failures = append(r.sum.Failures, fe)
+	// Each failed call already went through its retries; many in a row means the upstream is
+	// down, and going on would only burn time (and, for broken 200s, credits).
+	if r.failStreak++; r.failStreak >= maxFailStreak && r.storeErr == nil {
+		r.storeErr = fmt.Errorf("%w: %d calls in a row failed after their retries (last: %v); try again later", ErrUpstreamFailing, r.failStreak, res.Err)
+		r.cancelFetch()
 	}
 }
+
+// maxFailStreak is how many calls in a row may fail (after retries) before the run stops.
+const maxFailStreak = 10
+
+// ErrUpstreamFailing stops a run whose calls keep failing.
+var ErrUpstreamFailing = errors.New("the API keeps failing")
 
 func displayDomain(d string) string {
 	if d == "" {
