@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
 	"time"
 
@@ -195,4 +196,41 @@ func validateRecord(rows int64, cols []arrow.Array) error {
 		}
 	}
 	return nil
+}
+
+// TestDecodeFastEqualsStd checks that the fast decoders give the same values as the standard
+// ones on every fixture, and the same errors on bad bodies.
+func TestDecodeFastEqualsStd(t *testing.T) {
+	for _, name := range []string{"full", "missing", "nulls", "objnull", "baddate"} {
+		t.Run(name, func(t *testing.T) {
+			body := readFixture(t, "overview_"+name+".json")
+			want, err1 := DecodeOverview(body)
+			got, err2 := DecodeOverviewFast(body)
+			if err1 != nil || err2 != nil {
+				t.Fatal(err1, err2)
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("overview: fast %+v, std %+v", got, want)
+			}
+			if name == "baddate" {
+				return
+			}
+			body = readFixture(t, "similar_"+name+".json")
+			wantS, err1 := DecodeSimilar(body)
+			gotS, err2 := DecodeSimilarFast(body)
+			if err1 != nil || err2 != nil {
+				t.Fatal(err1, err2)
+			}
+			if !reflect.DeepEqual(gotS, wantS) {
+				t.Errorf("similar: fast %+v, std %+v", gotS, wantS)
+			}
+		})
+	}
+	for _, body := range []string{`{"success": true, "sourceSite": "x"}`, `{"status": "error"}`, `[1]`, `{"status": "success", "traffic": 5}`} {
+		_, want := DecodeOverview([]byte(body))
+		_, got := DecodeOverviewFast([]byte(body))
+		if want == nil || got == nil || got.Error() != want.Error() {
+			t.Errorf("%s: fast error %v, std error %v", body, got, want)
+		}
+	}
 }

@@ -1,15 +1,17 @@
 package warehouse
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow/go/v17/arrow/array"
 
 	"sitewatch/schema"
 )
@@ -57,16 +59,21 @@ func (w *Warehouse) Rebuild(ctx context.Context, snapshot string) (domains int, 
 
 // rebuildCountries reloads countries from the newest stored country-metadata response.
 func (w *Warehouse) rebuildCountries(ctx context.Context) error {
-	var body string
-	err := w.db.QueryRowContext(ctx, `SELECT body FROM raw_responses WHERE endpoint = 'country-metadata'
-		ORDER BY snapshot_month DESC, fetched_at DESC LIMIT 1`).Scan(&body)
+	var stored []byte
+	var encoding string
+	err := w.db.QueryRowContext(ctx, `SELECT body, body_encoding FROM raw_responses WHERE endpoint = 'country-metadata'
+		ORDER BY snapshot_month DESC, fetched_at DESC LIMIT 1`).Scan(&stored, &encoding)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("read stored country-metadata: %w", err)
 	}
-	cm, err := schema.DecodeCountries([]byte(body))
+	body, err := decompressBody(stored, encoding)
+	if err != nil {
+		return fmt.Errorf("stored country-metadata: %w", err)
+	}
+	cm, err := schema.DecodeCountries(body)
 	if err != nil {
 		return fmt.Errorf("stored country-metadata: %w", err)
 	}
@@ -181,45 +188,79 @@ func release(recs []arrow.Record) {
 	}
 }
 
-// readPages sends the stored bodies of domains, BatchDomains at a time. It reads on a pool
-// connection, not the load connection, so it runs alongside the inserts.
+// readDomains bounds the domains one query of raw_responses reads. DuckDB 1.1 stores bodies
+// over a few KB as overflow strings and pins about 120 KB of buffer per body it reads in a
+// vector, so reading 1000 domains (2000 bodies) at once needs about 250 MB of its memory.
+const readDomains = 200
+
+// readPages sends the stored bodies of domains, BatchDomains at a time. It reads through
+// Arrow on its own connection (read), not the load connection, so it runs alongside the
+// inserts; Arrow results avoid database/sql's per-value conversion, and every string is
+// copied before its record is released (it points into DuckDB's memory).
 func (w *Warehouse) readPages(ctx context.Context, snapshot string, domains []string, out chan<- []*rawDomain) error {
 	size := w.opts.BatchDomains
 	for start := 0; start < len(domains); start += size {
 		end := min(start+size, len(domains))
-		byDomain := make(map[string]*rawDomain, end-start)
-		page := make([]*rawDomain, 0, end-start)
-		err := queryEach(ctx, w.db, `SELECT domain, endpoint, fetched_at, body FROM raw_responses
-			WHERE snapshot_month = ? AND endpoint IN ('site-overview', 'site-similar') AND domain BETWEEN ? AND ?`,
-			[]any{snapshot, domains[start], domains[end-1]}, func(rows *sql.Rows) error {
-				var domain, endpoint, body string
-				var fetched time.Time
-				if err := rows.Scan(&domain, &endpoint, &fetched, &body); err != nil {
-					return err
-				}
-				p := byDomain[domain]
-				if p == nil {
-					p = &rawDomain{domain: domain}
-					byDomain[domain] = p
-					page = append(page, p)
-				}
-				p.set(schema.Endpoint(endpoint), fetched, body)
-				return nil
-			})
-		if err != nil {
-			return fmt.Errorf("read stored responses: %w", err)
-		}
-		complete := page[:0]
-		for _, p := range page {
-			if p.hasOverview && p.hasSi {
-				complete = append(complete, p)
+		var page []*rawDomain
+		for from := start; from < end; from += readDomains {
+			to := min(from+readDomains, end)
+			part, err := w.readPage(ctx, snapshot, domains[from], domains[to-1], to-from)
+			if err != nil {
+				return fmt.Errorf("read stored responses: %w", err)
 			}
+			page = append(page, part...)
 		}
 		select {
-		case out <- complete:
+		case out <- page:
 		case <-ctx.Done():
 			return ctx.Err()
 		}
 	}
 	return nil
+}
+
+// readPage returns the domains between first and last (inclusive) with both bodies stored.
+func (w *Warehouse) readPage(ctx context.Context, snapshot, first, last string, sizeHint int) ([]*rawDomain, error) {
+	rdr, err := w.readAr.QueryContext(ctx, `SELECT domain, endpoint, fetched_at, body, body_encoding FROM raw_responses
+		WHERE snapshot_month = ? AND endpoint IN ('site-overview', 'site-similar') AND domain BETWEEN ? AND ?`,
+		snapshot, first, last)
+	if err != nil {
+		return nil, err
+	}
+	defer rdr.Release()
+	byDomain := make(map[string]*rawDomain, sizeHint)
+	page := make([]*rawDomain, 0, sizeHint)
+	for rdr.Next() {
+		rec := rdr.Record()
+		domainCol, ok1 := rec.Column(0).(*array.String)
+		endpointCol, ok2 := rec.Column(1).(*array.String)
+		fetchedCol, ok3 := rec.Column(2).(*array.Timestamp)
+		bodyCol, ok4 := rec.Column(3).(*array.Binary)
+		encodingCol, ok5 := rec.Column(4).(*array.String)
+		if !ok1 || !ok2 || !ok3 || !ok4 || !ok5 {
+			return nil, fmt.Errorf("unexpected Arrow types of raw_responses: %s", rec.Schema())
+		}
+		unit := fetchedCol.DataType().(*arrow.TimestampType).Unit
+		for i := range int(rec.NumRows()) {
+			domain := domainCol.Value(i)
+			p := byDomain[domain]
+			if p == nil {
+				p = &rawDomain{domain: strings.Clone(domain)}
+				byDomain[p.domain] = p
+				page = append(page, p)
+			}
+			fetched := fetchedCol.Value(i).ToTime(unit)
+			p.set(schema.Endpoint(endpointCol.Value(i)), fetched, bytes.Clone(bodyCol.Value(i)), strings.Clone(encodingCol.Value(i)))
+		}
+	}
+	if err := rdr.Err(); err != nil {
+		return nil, err
+	}
+	complete := page[:0]
+	for _, p := range page {
+		if p.hasOverview && p.hasSi {
+			complete = append(complete, p)
+		}
+	}
+	return complete, nil
 }

@@ -167,34 +167,53 @@ func (w *Warehouse) putRaw(ctx context.Context, snapshot string, raw Raw) error 
 	if fetched.IsZero() {
 		fetched = time.Now()
 	}
-	if _, err := w.load.ExecContext(ctx, `INSERT INTO raw_responses (snapshot_month, domain, endpoint, fetched_at, body) VALUES (?, ?, ?, ?, ?)`,
-		snapshot, raw.Domain, string(raw.Endpoint), fetched.UTC(), string(raw.Body)); err != nil {
+	body, encoding := compressBody(raw.Body)
+	if _, err := w.load.ExecContext(ctx, `INSERT INTO raw_responses (snapshot_month, domain, endpoint, fetched_at, body, body_encoding) VALUES (?, ?, ?, ?, ?, ?)`,
+		snapshot, raw.Domain, string(raw.Endpoint), fetched.UTC(), body, encoding); err != nil {
 		return fmt.Errorf("store raw response: %w", err)
 	}
 	return nil
 }
 
-// rawDomain holds one domain's two stored bodies.
+// RawBody returns a stored response body as received (decompressed), or an error wrapping
+// sql.ErrNoRows when none is stored. domain is "" for country-metadata.
+func (w *Warehouse) RawBody(ctx context.Context, snapshot, domain string, endpoint schema.Endpoint) ([]byte, error) {
+	var stored []byte
+	var encoding string
+	err := w.db.QueryRowContext(ctx, `SELECT body, body_encoding FROM raw_responses WHERE snapshot_month = ? AND domain = ? AND endpoint = ?`,
+		snapshot, domain, string(endpoint)).Scan(&stored, &encoding)
+	if err == nil {
+		var body []byte
+		if body, err = decompressBody(stored, encoding); err == nil {
+			return body, nil
+		}
+	}
+	return nil, fmt.Errorf("stored %s response of %q in snapshot %s: %w", endpoint, domain, snapshot, err)
+}
+
+// rawDomain holds one domain's two stored bodies, as stored (compressed).
 type rawDomain struct {
-	domain             string
-	overview, similar  []byte
-	overviewFetchedAt  time.Time
-	hasOverview, hasSi bool
+	domain                            string
+	overview, similar                 []byte
+	overviewEncoding, similarEncoding string
+	overviewFetchedAt                 time.Time
+	hasOverview, hasSi                bool
 }
 
 // rawPair reads the domain's stored bodies on the load connection (inside the transaction);
 // nil when one of the two is not stored yet.
 func (w *Warehouse) rawPair(ctx context.Context, snapshot, domain string) (*rawDomain, error) {
 	p := &rawDomain{domain: domain}
-	err := queryEach(ctx, w.load, `SELECT endpoint, fetched_at, body FROM raw_responses
+	err := queryEach(ctx, w.load, `SELECT endpoint, fetched_at, body, body_encoding FROM raw_responses
 		WHERE snapshot_month = ? AND domain = ? AND endpoint IN ('site-overview', 'site-similar')`,
 		[]any{snapshot, domain}, func(rows *sql.Rows) error {
-			var endpoint, body string
+			var endpoint, encoding string
+			var body []byte
 			var fetched time.Time
-			if err := rows.Scan(&endpoint, &fetched, &body); err != nil {
+			if err := rows.Scan(&endpoint, &fetched, &body, &encoding); err != nil {
 				return err
 			}
-			p.set(schema.Endpoint(endpoint), fetched, body)
+			p.set(schema.Endpoint(endpoint), fetched, body, encoding)
 			return nil
 		})
 	if err != nil {
@@ -206,22 +225,29 @@ func (w *Warehouse) rawPair(ctx context.Context, snapshot, domain string) (*rawD
 	return p, nil
 }
 
-func (p *rawDomain) set(endpoint schema.Endpoint, fetched time.Time, body string) {
+func (p *rawDomain) set(endpoint schema.Endpoint, fetched time.Time, body []byte, encoding string) {
 	switch endpoint {
 	case schema.EndpointOverview:
-		p.overview, p.overviewFetchedAt, p.hasOverview = []byte(body), fetched, true
+		p.overview, p.overviewEncoding, p.overviewFetchedAt, p.hasOverview = body, encoding, fetched.UTC(), true
 	case schema.EndpointSimilar:
-		p.similar, p.hasSi = []byte(body), true
+		p.similar, p.similarEncoding, p.hasSi = body, encoding, true
 	}
 }
 
 // addTo decodes both bodies and flattens them into batch.
 func (p *rawDomain) addTo(batch *schema.Batch, snapshot string) error {
-	ov, err := schema.DecodeOverview(p.overview)
+	body, err := decompressBody(p.overview, p.overviewEncoding)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", p.domain, schema.EndpointOverview, err)
+	}
+	ov, err := schema.DecodeOverviewFast(body)
 	if err != nil {
 		return fmt.Errorf("%s: %w", p.domain, err)
 	}
-	sim, err := schema.DecodeSimilar(p.similar)
+	if body, err = decompressBody(p.similar, p.similarEncoding); err != nil {
+		return fmt.Errorf("%s %s: %w", p.domain, schema.EndpointSimilar, err)
+	}
+	sim, err := schema.DecodeSimilarFast(body)
 	if err != nil {
 		return fmt.Errorf("%s: %w", p.domain, err)
 	}

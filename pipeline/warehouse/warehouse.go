@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -39,7 +40,16 @@ type Options struct {
 	Allocator memory.Allocator
 	// BatchDomains bounds the domains per Arrow batch on the bulk path (Rebuild); 0 = 1000.
 	BatchDomains int
+	// MemoryLimit is DuckDB's memory_limit ("" = DefaultMemoryLimit). DuckDB otherwise keeps
+	// every block it read cached up to 80% of RAM, so a rebuild's peak memory would grow with
+	// the warehouse; beyond the limit it evicts cached blocks and spills to <file>.tmp/.
+	MemoryLimit string
 }
+
+// DefaultMemoryLimit is DuckDB's memory_limit unless Options.MemoryLimit is set.
+const DefaultMemoryLimit = "512MB"
+
+var memoryLimitRE = regexp.MustCompile(`^[0-9]+(\.[0-9]+)?\s*[KMGT]i?B$`)
 
 // Warehouse is an open DuckDB warehouse. Its methods are safe for concurrent use; writes are
 // serialized.
@@ -52,6 +62,9 @@ type Warehouse struct {
 	mu   sync.Mutex // serializes every write: one transaction at a time on load
 	load *sql.Conn  // the connection every write transaction runs on
 	ar   *duckdb.Arrow
+	// read is a second connection for streaming raw bodies during a rebuild (under mu).
+	read   *sql.Conn
+	readAr *duckdb.Arrow
 }
 
 // Open creates parent directories, opens DuckDB (read-write holds the file lock), applies
@@ -83,10 +96,17 @@ func Open(ctx context.Context, opts Options) (*Warehouse, error) {
 	} else if _, err := os.Stat(opts.DuckDBPath); err != nil {
 		return nil, fmt.Errorf("open warehouse %s read-only: %w (run `sitewatch run` first to create it)", opts.DuckDBPath, err)
 	}
-	dsn := opts.DuckDBPath
-	if opts.ReadOnly {
-		dsn += "?access_mode=read_only"
+	if opts.MemoryLimit == "" {
+		opts.MemoryLimit = DefaultMemoryLimit
 	}
+	if !memoryLimitRE.MatchString(opts.MemoryLimit) {
+		return nil, fmt.Errorf("open warehouse: memory limit %q is not a size like 512MB or 2GB", opts.MemoryLimit)
+	}
+	params := url.Values{"memory_limit": {opts.MemoryLimit}}
+	if opts.ReadOnly {
+		params.Set("access_mode", "read_only")
+	}
+	dsn := opts.DuckDBPath + "?" + params.Encode()
 	db, err := sql.Open("duckdb", dsn)
 	if err == nil {
 		err = db.PingContext(ctx)
@@ -105,7 +125,7 @@ func Open(ctx context.Context, opts Options) (*Warehouse, error) {
 		}
 	}
 	if err := w.openLoadConn(ctx); err != nil {
-		db.Close()
+		w.Close()
 		return nil, fmt.Errorf("open warehouse %s: %w", opts.DuckDBPath, err)
 	}
 	if !opts.ReadOnly && opts.ParquetDir != "" {
@@ -118,25 +138,36 @@ func Open(ctx context.Context, opts Options) (*Warehouse, error) {
 }
 
 func (w *Warehouse) openLoadConn(ctx context.Context) error {
-	conn, err := w.db.Conn(ctx)
-	if err != nil {
+	var err error
+	if w.load, w.ar, err = w.arrowConn(ctx); err != nil {
 		return fmt.Errorf("load connection: %w", err)
 	}
+	if w.read, w.readAr, err = w.arrowConn(ctx); err != nil {
+		return fmt.Errorf("read connection: %w", err)
+	}
+	return nil
+}
+
+// arrowConn takes a dedicated connection from the pool with its Arrow interface.
+func (w *Warehouse) arrowConn(ctx context.Context) (*sql.Conn, *duckdb.Arrow, error) {
+	conn, err := w.db.Conn(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	var ar *duckdb.Arrow
 	err = conn.Raw(func(dc any) error {
 		c, ok := dc.(driver.Conn)
 		if !ok {
 			return fmt.Errorf("driver connection is %T, not a driver.Conn", dc)
 		}
-		ar, err := duckdb.NewArrowFromConn(c)
-		w.ar = ar
+		ar, err = duckdb.NewArrowFromConn(c)
 		return err
 	})
 	if err != nil {
 		conn.Close()
-		return fmt.Errorf("arrow interface: %w", err)
+		return nil, nil, fmt.Errorf("arrow interface: %w", err)
 	}
-	w.load = conn
-	return nil
+	return conn, ar, nil
 }
 
 // Close closes the database and releases the file lock.
@@ -144,9 +175,11 @@ func (w *Warehouse) Close() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	var errs []error
-	if w.load != nil {
-		errs = append(errs, w.load.Close())
-		w.load = nil
+	for _, c := range []**sql.Conn{&w.load, &w.read} {
+		if *c != nil {
+			errs = append(errs, (*c).Close())
+			*c = nil
+		}
 	}
 	if w.db != nil {
 		errs = append(errs, w.db.Close())

@@ -3,6 +3,7 @@ package warehouse
 import (
 	"bufio"
 	"context"
+	"database/sql"
 	"errors"
 	"flag"
 	"fmt"
@@ -91,12 +92,25 @@ func TestStoreVerbatimStrings(t *testing.T) {
 	if title != *ov.Website.Title || desc != *ov.Website.Description {
 		t.Errorf("got %q / %q, want %q / %q", title, desc, *ov.Website.Title, *ov.Website.Description)
 	}
-	var body string
-	if err := w.DB().QueryRow(`SELECT body FROM raw_responses WHERE domain = 'example.com' AND endpoint = 'site-overview'`).Scan(&body); err != nil {
-		t.Fatal(err)
+	for _, tt := range []struct {
+		domain   string
+		endpoint schema.Endpoint
+		fixture  string
+	}{
+		{"example.com", schema.EndpointOverview, "overview_full.json"},
+		{"nulls.example", schema.EndpointSimilar, "similar_nulls.json"},
+		{"", schema.EndpointCountries, "countries.json"},
+	} {
+		body, err := w.RawBody(context.Background(), snap, tt.domain, tt.endpoint)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(body) != string(fixture(t, tt.fixture)) {
+			t.Errorf("stored %s body of %q differs from the response body", tt.endpoint, tt.domain)
+		}
 	}
-	if body != string(fixture(t, "overview_full.json")) {
-		t.Error("raw body differs from the response body")
+	if _, err := w.RawBody(context.Background(), snap, "nope.example", schema.EndpointOverview); !errors.Is(err, sql.ErrNoRows) {
+		t.Errorf("RawBody of a domain never stored: %v, want sql.ErrNoRows", err)
 	}
 }
 

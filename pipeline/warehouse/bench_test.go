@@ -1,0 +1,219 @@
+package warehouse
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestDuckDBPathAgrees loads generated responses both ways — our decode → Arrow path and
+// DuckDB's read_json + UNNEST reference — and checks they give the same rows, so the
+// benchmark compares like with like (and the flattener agrees with an independent mapping).
+func TestDuckDBPathAgrees(t *testing.T) {
+	w := testWarehouse(t, "")
+	ctx := context.Background()
+	prefix := filepath.Join(t.TempDir(), "bench_")
+	if _, err := storeGenerated(ctx, w, snap, 300, prefix); err != nil {
+		t.Fatal(err)
+	}
+	n, err := w.Rebuild(ctx, snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != 300 {
+		t.Fatalf("Rebuild loaded %d domains, want 300", n)
+	}
+	ours := dumpTables(t, w.DB(), "")
+	if err := duckdbJSONLoad(ctx, w, snap, prefix); err != nil {
+		t.Fatal(err)
+	}
+	theirs := dumpTables(t, w.DB(), "")
+	if ours != theirs {
+		o, d := strings.Split(ours, "\n"), strings.Split(theirs, "\n")
+		for i := range min(len(o), len(d)) {
+			if o[i] != d[i] {
+				t.Fatalf("line %d differs:\n ours   %s\n duckdb %s", i+1, o[i], d[i])
+			}
+		}
+		t.Fatalf("dumps differ in length: %d vs %d lines", len(o), len(d))
+	}
+	for _, tab := range allTables()[:len(allTables())-1] {
+		if count(t, w.DB(), `SELECT count(*) FROM `+tab.Name) == 0 && tab.Name != "countries" {
+			t.Errorf("generated data left %s empty: the comparison would not cover it", tab.Name)
+		}
+	}
+}
+
+func median(d []time.Duration) time.Duration {
+	s := append([]time.Duration(nil), d...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	return s[len(s)/2]
+}
+
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
+		return v
+	}
+	return def
+}
+
+// BenchmarkLoad loads SITEWATCH_BENCH_DOMAINS (default 10,000) domains of stored responses
+// into every table — our path (Rebuild's read → decode → Arrow → INSERT) and DuckDB's own
+// read_json + UNNEST path on the same bodies, alternately, 3 times each — and exports Parquet.
+// It reports medians: rows/s of each path, ratio = ours/duckdb time (target <= 0.6), and
+// Parquet export seconds.
+func BenchmarkLoad(b *testing.B) {
+	n := envInt("SITEWATCH_BENCH_DOMAINS", 10000)
+	ctx := context.Background()
+	dir := b.TempDir()
+	w, err := Open(ctx, Options{DuckDBPath: filepath.Join(dir, "bench.duckdb"), ParquetDir: filepath.Join(dir, "parquet")})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer w.Close()
+	prefix := filepath.Join(dir, "bench_")
+	bytes, err := storeGenerated(ctx, w, snap, n, prefix)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for range b.N {
+		var ours, duck, pq []time.Duration
+		var rows int
+		for range 3 {
+			start := time.Now()
+			loaded, err := w.rebuildTables(ctx, snap)
+			if err != nil {
+				b.Fatal(err)
+			}
+			ours = append(ours, time.Since(start))
+			if loaded != n {
+				b.Fatalf("loaded %d domains, want %d", loaded, n)
+			}
+			rows = totalRows(b, w)
+
+			start = time.Now()
+			if err := w.ExportParquet(ctx, snap); err != nil {
+				b.Fatal(err)
+			}
+			pq = append(pq, time.Since(start))
+
+			start = time.Now()
+			if err := duckdbJSONLoad(ctx, w, snap, prefix); err != nil {
+				b.Fatal(err)
+			}
+			duck = append(duck, time.Since(start))
+			if got := totalRows(b, w); got != rows {
+				b.Fatalf("DuckDB path loaded %d rows, ours %d", got, rows)
+			}
+		}
+		mo, md, mp := median(ours), median(duck), median(pq)
+		b.ReportMetric(float64(rows)/mo.Seconds(), "rows/s")
+		b.ReportMetric(float64(rows)/md.Seconds(), "duckdb_rows/s")
+		b.ReportMetric(mo.Seconds()/md.Seconds(), "ratio_vs_duckdb")
+		b.ReportMetric(float64(rows)/(mo+mp).Seconds(), "rows/s_with_parquet")
+		b.ReportMetric(mp.Seconds(), "parquet_s")
+		b.Logf("%d domains, %d rows, %.0f MB of JSON: ours %v, DuckDB read_json %v (ratio %.2f), Parquet %v (medians of 3)",
+			n, rows, float64(bytes)/1e6, mo.Round(time.Millisecond), md.Round(time.Millisecond), mo.Seconds()/md.Seconds(), mp.Round(time.Millisecond))
+	}
+}
+
+func totalRows(tb testing.TB, w *Warehouse) int {
+	tb.Helper()
+	var sum int
+	for _, tab := range allTables()[:len(allTables())-1] {
+		var c int
+		if err := w.DB().QueryRow(`SELECT count(*) FROM `+tab.Name+` WHERE snapshot_month = ?`, snap).Scan(&c); err != nil {
+			tb.Fatal(err)
+		}
+		sum += c
+	}
+	return sum
+}
+
+// TestBenchChild is not a test: it is the child process of BenchmarkPeakRSS.
+// SITEWATCH_BENCH_CHILD=prepare:<n>:<path> stores n generated domains;
+// SITEWATCH_BENCH_CHILD=rebuild:<n>:<path> rebuilds every table and Parquet from them and
+// prints "maxrss <KiB>".
+func TestBenchChild(t *testing.T) {
+	spec := os.Getenv("SITEWATCH_BENCH_CHILD")
+	if spec == "" {
+		t.Skip("child process of BenchmarkPeakRSS")
+	}
+	parts := strings.SplitN(spec, ":", 3)
+	n, _ := strconv.Atoi(parts[1])
+	path := parts[2]
+	ctx := context.Background()
+	w, err := Open(ctx, Options{DuckDBPath: path, ParquetDir: filepath.Join(filepath.Dir(path), "parquet"), MemoryLimit: os.Getenv("SITEWATCH_BENCH_MEMLIMIT")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	switch parts[0] {
+	case "prepare":
+		if _, err := storeGenerated(ctx, w, snap, n, ""); err != nil {
+			t.Fatal(err)
+		}
+	case "rebuild":
+		got, err := w.Rebuild(ctx, snap)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != n {
+			t.Fatalf("rebuilt %d domains, want %d", got, n)
+		}
+		var ru syscall.Rusage
+		if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+			t.Fatal(err)
+		}
+		fmt.Printf("maxrss %d\n", ru.Maxrss)
+	}
+}
+
+// BenchmarkPeakRSS measures the peak RSS of a Rebuild (every table and Parquet) of 10× more
+// domains relative to fewer, each in a fresh child process: by default 2,000 vs 20,000
+// domains; with SITEWATCH_BENCH_100K=1, 10,000 vs 100,000 (slower: about a minute to prepare).
+// Target: rss_ratio <= 1.5 (bounded batches, streaming).
+func BenchmarkPeakRSS(b *testing.B) {
+	small, large := 2000, 20000
+	if os.Getenv("SITEWATCH_BENCH_100K") != "" {
+		small, large = 10000, 100000
+	}
+	run := func(mode string, n int, path string) string {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestBenchChild$", "-test.v")
+		cmd.Env = append(os.Environ(), fmt.Sprintf("SITEWATCH_BENCH_CHILD=%s:%d:%s", mode, n, path))
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			b.Fatalf("child %s %d: %v\n%s", mode, n, err, out)
+		}
+		return string(out)
+	}
+	for range b.N {
+		rss := map[int]float64{}
+		for _, n := range []int{small, large} {
+			path := filepath.Join(b.TempDir(), "rss.duckdb")
+			run("prepare", n, path)
+			out := run("rebuild", n, path)
+			i := strings.Index(out, "maxrss ")
+			if i < 0 {
+				b.Fatalf("child printed no maxrss:\n%s", out)
+			}
+			kib, err := strconv.ParseFloat(strings.Fields(out[i+len("maxrss "):])[0], 64)
+			if err != nil {
+				b.Fatal(err)
+			}
+			rss[n] = kib / 1024
+		}
+		b.ReportMetric(rss[small], fmt.Sprintf("MB_peak_%dk", small/1000))
+		b.ReportMetric(rss[large], fmt.Sprintf("MB_peak_%dk", large/1000))
+		b.ReportMetric(rss[large]/rss[small], "rss_ratio")
+	}
+}
