@@ -1,0 +1,1127 @@
+package pipeline
+
+// Reliability and security tests of issue 7: injected faults, schema drift, storage faults
+// (disk full, read-only directory, a BI tool holding the file), TLS and secrets. They run the
+// real pipeline in-process (or the built binary) over loopback HTTP against atlastest.
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"sitewatch/pipeline/atlas"
+	"sitewatch/pipeline/atlas/atlastest"
+	"sitewatch/pipeline/warehouse"
+	"sitewatch/schema"
+)
+
+// canaryKey is the harness's API key; it must never appear in any output or file.
+const canaryKey = "canary-key-7f3a9c"
+
+// longTests reports whether the long variants run (SITEWATCH_LONG=1, `make test-long`).
+func longTests() bool { return os.Getenv("SITEWATCH_LONG") == "1" }
+
+// tableKeys is the natural key of every table: no two rows may share one.
+var tableKeys = map[string]string{
+	"sites":               "snapshot_month, domain",
+	"traffic_history":     "snapshot_month, domain, month",
+	"sources_share":       "snapshot_month, domain, channel",
+	"geography_share":     "snapshot_month, domain, country_code",
+	"keywords":            "snapshot_month, domain, position",
+	"ai_platforms":        "snapshot_month, domain, platform",
+	"ai_platform_history": "snapshot_month, domain, platform, month",
+	"ai_prompts":          "snapshot_month, domain, position",
+	"similar_sites":       "snapshot_month, domain, position",
+	"site_tags":           "snapshot_month, domain, tag",
+	"countries":           "alpha2",
+	"raw_responses":       "snapshot_month, domain, endpoint",
+}
+
+// withDB opens the harness's warehouse read-only, calls fn and closes it at once, so that a
+// child process can take the write lock afterwards.
+func withDB(t *testing.T, h *harness, fn func(db *sql.DB)) {
+	t.Helper()
+	wh, err := warehouse.Open(context.Background(), warehouse.Options{
+		DuckDBPath: filepath.Join(h.dir, "data/w.duckdb"), ParquetDir: filepath.Join(h.dir, "data/parquet"), ReadOnly: true})
+	if err != nil {
+		t.Fatalf("the warehouse does not open: %v", err)
+	}
+	defer wh.Close()
+	fn(wh.DB())
+}
+
+// assertNoDuplicates fails for every table holding two rows with the same natural key.
+func assertNoDuplicates(t *testing.T, db *sql.DB) {
+	t.Helper()
+	for table, key := range tableKeys {
+		q := fmt.Sprintf("SELECT count(*) FROM (SELECT %s FROM %s GROUP BY ALL HAVING count(*) > 1)", key, table)
+		if n := count(t, db, q); n != 0 {
+			t.Errorf("%s: %d keys (%s) with duplicate rows", table, n, key)
+		}
+	}
+}
+
+// assertAllLoaded fails unless every domain has its sites row in the snapshot.
+func assertAllLoaded(t *testing.T, db *sql.DB, domains []string) {
+	t.Helper()
+	loaded := map[string]bool{}
+	rows, err := db.Query("SELECT domain FROM sites WHERE snapshot_month = ?", testMonth)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var d string
+		if err := rows.Scan(&d); err != nil {
+			t.Fatal(err)
+		}
+		loaded[d] = true
+	}
+	var lost []string
+	for _, d := range domains {
+		if !loaded[d] {
+			lost = append(lost, d)
+		}
+	}
+	if len(lost) > 0 {
+		t.Errorf("%d of %d domains lost (not in sites): %v", len(lost), len(domains), lost)
+	}
+	if len(loaded) != len(domains) {
+		t.Errorf("sites holds %d domains, want %d", len(loaded), len(domains))
+	}
+}
+
+// assertFetchedOnce checks the simulator's books for a completed snapshot of n domains:
+// every needed call was charged, each (operation, domain) has at least one charged fetch,
+// and every credit beyond 2n+1 is explained by a broken 200 that had to be fetched again.
+// With refetchAll, every broken 200 was refetched: exactly one intact body per call.
+func assertFetchedOnce(t *testing.T, st atlastest.Stats, domains []string, refetchAll bool) {
+	t.Helper()
+	need := int64(2*len(domains) + 1)
+	if st.Charged != int64(st.OK+st.Broken) {
+		t.Errorf("simulator books: charged %d != OK %d + broken %d", st.Charged, st.OK, st.Broken)
+	}
+	if len(st.Fetches) != int(need) {
+		t.Errorf("%d distinct calls charged, want %d", len(st.Fetches), need)
+	}
+	for _, d := range domains {
+		for _, ep := range []string{atlastest.EndpointOverview, atlastest.EndpointSimilar} {
+			if st.Fetches[atlastest.Fetch{Endpoint: ep, Domain: d}] == 0 {
+				t.Errorf("%s %s was never charged, yet the domain is loaded?", ep, d)
+			}
+		}
+	}
+	if st.Charged < need {
+		t.Errorf("charged %d credits, fewer than the %d calls needed", st.Charged, need)
+	}
+	if extra := st.Charged - need; extra > int64(st.Broken) {
+		t.Errorf("charged %d credits = %d needed + %d extra, but only %d broken 200s explain a refetch: something loaded was fetched twice",
+			st.Charged, need, extra, st.Broken)
+	}
+	if refetchAll {
+		if int64(st.OK) != need {
+			t.Errorf("%d intact 200s, want exactly %d (one per needed call; more means a loaded body was fetched twice)", st.OK, need)
+		}
+		if st.Charged != need+int64(st.Broken) {
+			t.Errorf("charged %d, want %d needed + %d broken refetched", st.Charged, need, st.Broken)
+		}
+	}
+}
+
+// referenceDumps caches the tables of an uninterrupted, fault-free run per (seed, n domains).
+var referenceDumps struct {
+	sync.Mutex
+	m map[string]string
+}
+
+func referenceDump(t *testing.T, seed int64, domains []string) string {
+	t.Helper()
+	referenceDumps.Lock()
+	defer referenceDumps.Unlock()
+	k := fmt.Sprint(seed, domains)
+	if d, ok := referenceDumps.m[k]; ok {
+		return d
+	}
+	h := newHarness(t, atlastest.Options{Seed: seed}, domains, "")
+	if code := h.run("run", "--snapshot", testMonth); code != ExitOK {
+		t.Fatalf("reference run exit %d\n%s%s", code, h.stdout, h.stderr)
+	}
+	d := dumpTables(t, h)
+	if referenceDumps.m == nil {
+		referenceDumps.m = map[string]string{}
+	}
+	referenceDumps.m[k] = d
+	return d
+}
+
+// runToCompletion reruns `sitewatch run` until it exits 0, at most maxRuns times; every
+// stop must be an exit code in allowed. It returns the exit codes seen.
+func runToCompletion(t *testing.T, h *harness, maxRuns int, allowed ...int) []int {
+	t.Helper()
+	var codes []int
+	for i := 0; i < maxRuns; i++ {
+		code := h.run("run", "--snapshot", testMonth)
+		codes = append(codes, code)
+		if code == ExitOK {
+			return codes
+		}
+		ok := false
+		for _, a := range allowed {
+			ok = ok || code == a
+		}
+		if !ok {
+			t.Fatalf("run %d: exit %d, want 0 or one of %v\nstdout:\n%s\nstderr (tail):\n%s", i+1, code, allowed, h.stdout, tail(h.stderr.String(), 3000))
+		}
+	}
+	t.Fatalf("not complete after %d runs (exit codes %v)\nlast stdout:\n%s", maxRuns, codes, h.stdout)
+	return codes
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return "…" + s[len(s)-n:]
+	}
+	return s
+}
+
+// setConfig replaces old by new in the harness's config file.
+func (h *harness) setConfig(old, new string) {
+	h.t.Helper()
+	b, err := os.ReadFile(h.cfgPath)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if !bytes.Contains(b, []byte(old)) {
+		h.t.Fatalf("config lacks %q", old)
+	}
+	if err := os.WriteFile(h.cfgPath, bytes.Replace(b, []byte(old), []byte(new), 1), 0o644); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// TestFaultsLoseNothing runs a snapshot through each injected fault: every run completes or
+// stops with exit 1 and a rerun completes; no domain is lost, no row duplicated, the tables
+// equal a fault-free run's, credits charged are exactly the calls needed (plus the broken
+// 200s that had to be fetched again), and the key appears in no output or file.
+func TestFaultsLoseNothing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits out retry backoff and Retry-After pauses")
+	}
+	const seed = 11
+	domains := atlastest.Domains(12)
+	tests := []struct {
+		name   string
+		faults atlastest.Faults
+		fail   float64
+		// refetchAll: every broken 200 must have been fetched again (its body was unusable).
+		refetchAll bool
+		domains    []string
+	}{
+		{name: "FailRate", fail: 0.4, refetchAll: true},
+		{name: "Reset", faults: atlastest.Faults{Reset: 0.3}, refetchAll: true},
+		{name: "Truncated", faults: atlastest.Faults{Truncated: 0.3}, refetchAll: true},
+		{name: "HTML200", faults: atlastest.Faults{HTML200: 0.3}, refetchAll: true},
+		// A valid body with a wrong content type may be kept (its credit is spent) or
+		// refetched; either way nothing intact is fetched twice.
+		{name: "WrongContentType", faults: atlastest.Faults{WrongContentType: 0.3}},
+		{name: "All200Faults", faults: atlastest.Faults{Reset: 0.1, Truncated: 0.1, HTML200: 0.1, WrongContentType: 0.1}},
+		{name: "RateLimitStorm", faults: atlastest.Faults{RateLimited: 0.3, RetryAfter: 3 * time.Second}, refetchAll: true, domains: domains[:5]},
+		{name: "Mixed", fail: 0.1, faults: atlastest.Faults{RateLimited: 0.05, Reset: 0.05, Truncated: 0.05, HTML200: 0.05}, refetchAll: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ds := tc.domains
+			if ds == nil {
+				ds = domains
+			}
+			want := referenceDump(t, seed, ds)
+			h := newHarness(t, atlastest.Options{Seed: seed, FailRate: tc.fail, Faults: tc.faults}, ds, "")
+			start := time.Now()
+			codes := runToCompletion(t, h, 5, ExitFailed)
+			st := h.srv.Stats()
+			t.Logf("%s: exit codes %v in %v; simulator: %d requests, %d charged, %d OK, %d broken, by status %v",
+				tc.name, codes, time.Since(start).Round(100*time.Millisecond), st.Requests, st.Charged, st.OK, st.Broken, st.ByStatus)
+			if tc.name == "RateLimitStorm" && st.ByStatus[429] == 0 {
+				t.Errorf("no 429 was served: the storm did not happen")
+			}
+			assertFetchedOnce(t, st, ds, tc.refetchAll)
+			withDB(t, h, func(db *sql.DB) {
+				assertAllLoaded(t, db, ds)
+				assertNoDuplicates(t, db)
+				if got := count(t, db, "SELECT coalesce(sum(credits_spent), 0)::INTEGER FROM runs"); int64(got) != st.Charged {
+					t.Errorf("runs.credits_spent sums to %d, simulator charged %d", got, st.Charged)
+				}
+			})
+			if got := dumpTables(t, h); got != want {
+				t.Errorf("tables differ from a fault-free run's")
+			}
+			h.assertWarehouseHasNoKey()
+			h.assertNoStaging()
+		})
+	}
+}
+
+// TestHangAboveClientTimeout: every request hangs longer than api.timeout. The run gives up
+// with exit 1 and a message naming the time-out, is charged nothing, and a rerun against a
+// healthy gateway completes.
+func TestHangAboveClientTimeout(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits out the client's retry backoff")
+	}
+	t.Parallel()
+	domains := atlastest.Domains(2)
+	h := newHarness(t, atlastest.Options{Faults: atlastest.Faults{Hang: 2 * time.Second}}, domains, "")
+	h.setConfig("timeout: 5s", "timeout: 300ms")
+	start := time.Now()
+	code := h.run("run", "--snapshot", testMonth)
+	elapsed := time.Since(start)
+	if code != ExitFailed {
+		t.Fatalf("exit %d, want 1\n%s", code, h.stdout)
+	}
+	out := h.stdout.String()
+	if !strings.Contains(out, "300ms") || !strings.Contains(out, "api.timeout") {
+		t.Errorf("summary does not name the time-out (300ms, api.timeout):\n%s", out)
+	}
+	if !strings.Contains(out, "rerun") {
+		t.Errorf("summary does not say a rerun resumes:\n%s", out)
+	}
+	if got := h.srv.Stats().Charged; got != 0 {
+		t.Errorf("hung requests charged %d credits, want 0", got)
+	}
+	t.Logf("gave up after %v, %d requests", elapsed.Round(100*time.Millisecond), h.srv.Stats().Requests)
+
+	healthy := atlastest.NewServer(atlastest.Options{Month: testMonth, Rate: 200, Keys: map[string]int64{canaryKey: 100}})
+	t.Cleanup(healthy.Close)
+	h.extraEnv = map[string]string{EnvBaseURL: healthy.URL}
+	if code := h.run("run", "--snapshot", testMonth); code != ExitOK {
+		t.Fatalf("rerun on a healthy gateway: exit %d\n%s", code, h.stdout)
+	}
+	assertFetchedOnce(t, healthy.Stats(), domains, true)
+	withDB(t, h, func(db *sql.DB) {
+		assertAllLoaded(t, db, domains)
+		assertNoDuplicates(t, db)
+		if n := count(t, db, "SELECT count(*) FROM fetch_errors WHERE message LIKE '%api.timeout%'"); n == 0 {
+			t.Errorf("fetch_errors does not record the time-outs")
+		}
+	})
+	h.assertWarehouseHasNoKey()
+}
+
+// mutatingServer serves an atlastest handler over loopback HTTP with its 200 bodies passed
+// through mutate: schema drift and hostile strings the generator never produces.
+type mutatingServer struct {
+	*httptest.Server
+	sim *atlastest.Handler
+}
+
+func newMutatingServer(t *testing.T, opts atlastest.Options, mutate func(endpoint, domain string, body []byte) []byte) *mutatingServer {
+	t.Helper()
+	if opts.Month == "" {
+		opts.Month = testMonth
+	}
+	if opts.Keys == nil {
+		opts.Keys = map[string]int64{canaryKey: 10_000}
+	}
+	if opts.Rate == 0 {
+		opts.Rate = 200
+	}
+	sim, err := atlastest.NewHandler(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &mutatingServer{sim: sim}
+	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec := httptest.NewRecorder()
+		sim.ServeHTTP(rec, r)
+		body := rec.Body.Bytes()
+		if rec.Code == http.StatusOK {
+			endpoint := strings.TrimPrefix(r.URL.Path, "/atlas/")
+			domain, _ := atlastest.NormalizeDomain(r.URL.Query().Get("url"))
+			body = mutate(endpoint, domain, body)
+		}
+		for k, v := range rec.Header() {
+			w.Header()[k] = v
+		}
+		w.Header().Set("Content-Length", fmt.Sprint(len(body)))
+		w.WriteHeader(rec.Code)
+		_, _ = w.Write(body)
+	}))
+	t.Cleanup(s.Close)
+	return s
+}
+
+// editJSON decodes body, applies edit to the object and encodes it again.
+func editJSON(t *testing.T, body []byte, edit func(m map[string]any)) []byte {
+	var m map[string]any
+	if err := json.Unmarshal(body, &m); err != nil {
+		t.Errorf("simulator body is not JSON: %v", err)
+		return body
+	}
+	edit(m)
+	out, err := json.Marshal(m)
+	if err != nil {
+		t.Errorf("re-encode: %v", err)
+		return body
+	}
+	return out
+}
+
+func obj(m map[string]any, key string) map[string]any {
+	v, _ := m[key].(map[string]any)
+	if v == nil {
+		v = map[string]any{}
+		m[key] = v
+	}
+	return v
+}
+
+// TestSchemaDrift serves drifted bodies for one domain through the whole pipeline: missing
+// or null objects load as NULLs (no child rows), extra fields are ignored, a wrong type or a
+// malformed date is a clear per-domain error that costs one credit per run (never retried),
+// and the other domains load regardless. Nothing panics.
+func TestSchemaDrift(t *testing.T) {
+	const seed = 5
+	domains := atlastest.Domains(6)
+	drifted := domains[2]
+	tests := []struct {
+		name   string
+		mutate func(t *testing.T, endpoint string, body []byte) []byte
+		// loads: the drifted domain loads (NULLs); otherwise it fails with an error naming want.
+		loads bool
+		want  string
+		check func(t *testing.T, db *sql.DB)
+	}{
+		{
+			name:  "MissingObjects",
+			loads: true,
+			mutate: func(t *testing.T, endpoint string, body []byte) []byte {
+				return editJSON(t, body, func(m map[string]any) {
+					for _, k := range []string{"website", "rankings", "traffic", "seo", "ai_referrals", "similar_sites"} {
+						delete(m, k)
+					}
+					delete(obj(m, "meta"), "snapshot_date")
+				})
+			},
+			check: checkNullSite(drifted),
+		},
+		{
+			name:  "NullObjects",
+			loads: true,
+			mutate: func(t *testing.T, endpoint string, body []byte) []byte {
+				return editJSON(t, body, func(m map[string]any) {
+					for _, k := range []string{"website", "rankings", "traffic", "seo", "ai_referrals", "similar_sites"} {
+						m[k] = nil
+					}
+					obj(m, "meta")["snapshot_date"] = nil
+				})
+			},
+			check: checkNullSite(drifted),
+		},
+		{
+			name:  "ExtraFields",
+			loads: true,
+			mutate: func(t *testing.T, endpoint string, body []byte) []byte {
+				return editJSON(t, body, func(m map[string]any) {
+					m["v3_preview"] = map[string]any{"nested": []any{1, "two", nil}}
+					obj(m, "website")["brand_new_field"] = "x"
+					obj(obj(m, "rankings"), "global")["percentile"] = 99.5
+				})
+			},
+			check: func(t *testing.T, db *sql.DB) {
+				if n := count(t, db, "SELECT count(*) FROM sites WHERE domain = ? AND title IS NOT NULL", drifted); n != 1 {
+					t.Errorf("extra fields lost the known ones: %d titled rows for %s", n, drifted)
+				}
+			},
+		},
+		{
+			name: "WrongTypes",
+			mutate: func(t *testing.T, endpoint string, body []byte) []byte {
+				if endpoint != atlastest.EndpointOverview {
+					return body
+				}
+				return editJSON(t, body, func(m map[string]any) {
+					obj(obj(m, "rankings"), "global")["rank"] = "12th"
+				})
+			},
+			want: "rank",
+		},
+		{
+			name: "MalformedDate",
+			mutate: func(t *testing.T, endpoint string, body []byte) []byte {
+				if endpoint != atlastest.EndpointOverview {
+					return body
+				}
+				return editJSON(t, body, func(m map[string]any) { obj(m, "meta")["snapshot_date"] = "01/10/2026" })
+			},
+			want: "snapshot_date",
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := newMutatingServer(t, atlastest.Options{Seed: seed}, func(endpoint, domain string, body []byte) []byte {
+				if domain != drifted {
+					return body
+				}
+				return tc.mutate(t, endpoint, body)
+			})
+			h := newHarness(t, atlastest.Options{Seed: seed}, domains, "")
+			h.extraEnv = map[string]string{EnvBaseURL: srv.URL}
+			code := h.run("run", "--snapshot", testMonth)
+			st := srv.sim.Stats()
+			others := make([]string, 0, len(domains))
+			for _, d := range domains {
+				if d != drifted {
+					others = append(others, d)
+				}
+			}
+			if tc.loads {
+				if code != ExitOK {
+					t.Fatalf("exit %d, want 0\n%s\n%s", code, h.stdout, tail(h.stderr.String(), 2000))
+				}
+				assertFetchedOnce(t, st, domains, true)
+				withDB(t, h, func(db *sql.DB) {
+					assertAllLoaded(t, db, domains)
+					assertNoDuplicates(t, db)
+					tc.check(t, db)
+				})
+				return
+			}
+			if code != ExitFailed {
+				t.Errorf("exit %d, want 1 (the drifted domain is not loaded)\n%s", code, h.stdout)
+			}
+			out := h.stdout.String()
+			t.Logf("first run, exit %d:\n%s", code, out)
+			if !strings.Contains(out, drifted) || !strings.Contains(out, tc.want) {
+				t.Errorf("summary does not name the domain %s and the field %q:\n%s", drifted, tc.want, out)
+			}
+			withDB(t, h, func(db *sql.DB) {
+				assertAllLoaded(t, db, others)
+				assertNoDuplicates(t, db)
+				if n := count(t, db, "SELECT count(*) FROM fetch_errors WHERE domain = ? AND message LIKE ?", drifted, "%"+tc.want+"%"); n == 0 {
+					t.Errorf("fetch_errors has no row for %s naming %q", drifted, tc.want)
+				}
+			})
+			ov := atlastest.Fetch{Endpoint: atlastest.EndpointOverview, Domain: drifted}
+			if got := st.Fetches[ov]; got != 1 {
+				t.Errorf("the drifted body was charged %d times in one run, want 1 (retrying it only spends credits)", got)
+			}
+			// A rerun may try the drifted call once more, and nothing else.
+			before := srv.sim.Stats().Charged
+			code = h.run("run", "--snapshot", testMonth)
+			if code != ExitFailed {
+				t.Errorf("rerun exit %d, want 1\n%s", code, h.stdout)
+			}
+			if extra := srv.sim.Stats().Charged - before; extra > 1 {
+				t.Errorf("rerun charged %d credits, want at most 1 (only the drifted call)", extra)
+			}
+			h.assertWarehouseHasNoKey()
+		})
+	}
+}
+
+// checkNullSite asserts the domain has its sites row with NULL metrics and no child rows.
+func checkNullSite(domain string) func(t *testing.T, db *sql.DB) {
+	return func(t *testing.T, db *sql.DB) {
+		t.Helper()
+		var title, snapshotDate sql.NullString
+		var rank sql.NullInt64
+		var ppv, total sql.NullFloat64
+		err := db.QueryRow(`SELECT title, snapshot_date::VARCHAR, global_rank, pages_per_visit, total_visits FROM sites WHERE domain = ?`, domain).
+			Scan(&title, &snapshotDate, &rank, &ppv, &total)
+		if err != nil {
+			t.Fatalf("sites row of %s: %v", domain, err)
+		}
+		if title.Valid || snapshotDate.Valid || rank.Valid || ppv.Valid || total.Valid {
+			t.Errorf("missing metrics are not NULL: title %v, snapshot_date %v, global_rank %v, pages_per_visit %v, total_visits %v",
+				title, snapshotDate, rank, ppv, total)
+		}
+		for _, table := range []string{"traffic_history", "sources_share", "geography_share", "keywords", "ai_platforms", "ai_prompts", "similar_sites"} {
+			if n := count(t, db, "SELECT count(*) FROM "+table+" WHERE domain = ?", domain); n != 0 {
+				t.Errorf("%s has %d rows for %s, whose objects were missing", table, n, domain)
+			}
+		}
+	}
+}
+
+// TestLegacyV1Gateway: a gateway serving the retired v1 contract stops the run at its first
+// answer with exit 1 and a message saying what to change; one credit is spent, nothing panics,
+// nothing is loaded.
+func TestLegacyV1Gateway(t *testing.T) {
+	domains := atlastest.Domains(5)
+	h := newHarness(t, atlastest.Options{Legacy: true}, domains, "")
+	if code := h.run("run", "--snapshot", testMonth); code != ExitFailed {
+		t.Fatalf("exit %d, want 1\n%s", code, h.stdout)
+	}
+	out := h.stdout.String() + h.stderr.String()
+	if !strings.Contains(out, "legacy v1") || !strings.Contains(out, "api.base_url") {
+		t.Errorf("no message naming the legacy v1 contract and api.base_url:\n%s", h.stdout)
+	}
+	if got := h.srv.Stats().Charged; got != 1 {
+		t.Errorf("charged %d, want 1 (the first legacy answer stops the run)", got)
+	}
+	withDB(t, h, func(db *sql.DB) {
+		if n := count(t, db, "SELECT count(*) FROM sites"); n != 0 {
+			t.Errorf("%d sites rows loaded from legacy bodies", n)
+		}
+	})
+}
+
+// hostile are strings that would break SQL built by pasting: quotes, semicolons, comments.
+var hostile = []string{
+	`it's`, `'; DROP TABLE sites; --`, `a"b`, `x'); DELETE FROM keywords; --`, `--`, `/* c */`, `back\slash`, `ʼunicodeʼ ; 'q'`,
+}
+
+// TestAPIStringsLoadVerbatim serves keywords, prompts, titles, descriptions and tags made of
+// quotes, semicolons and comment markers (the generator never makes these, so a wrapper edits
+// its bodies) and checks the warehouse and Parquet hold them exactly as sent. Watchlist entries
+// with the same characters are refused before sending and reported verbatim.
+func TestAPIStringsLoadVerbatim(t *testing.T) {
+	domains := atlastest.Domains(3)
+	target := domains[1]
+	srv := newMutatingServer(t, atlastest.Options{}, func(endpoint, domain string, body []byte) []byte {
+		if domain != target {
+			return body
+		}
+		return editJSON(t, body, func(m map[string]any) {
+			switch endpoint {
+			case atlastest.EndpointOverview:
+				w := obj(m, "website")
+				w["title"], w["description"] = hostile[1], hostile[3]
+				var kws []any
+				for i, s := range hostile {
+					kws = append(kws, map[string]any{"keyword": s, "search_volume": 100 + i, "cpc_usd": nil, "estimated_value_usd": 1.5})
+				}
+				obj(m, "seo")["top_keywords"] = kws
+				prompts := make([]any, len(hostile))
+				for i, s := range hostile {
+					prompts[i] = s
+				}
+				obj(m, "ai_referrals")["top_prompts"] = prompts
+			case atlastest.EndpointSimilar:
+				tags := make([]any, len(hostile))
+				for i, s := range hostile {
+					tags[i] = s
+				}
+				obj(m, "website")["tags"] = tags
+			}
+		})
+	})
+	entries := append([]string{"example.com'; DROP TABLE sites; --", `"quoted".com`, "https://" + domains[0] + "/it's;--"}, domains...)
+	h := newHarness(t, atlastest.Options{}, entries, "")
+	h.extraEnv = map[string]string{EnvBaseURL: srv.URL}
+	if code := h.run("run", "--snapshot", testMonth); code != ExitOK {
+		t.Fatalf("exit %d\n%s\n%s", code, h.stdout, tail(h.stderr.String(), 2000))
+	}
+	out := h.stdout.String()
+	for _, want := range []string{`not sent: "example.com'; DROP TABLE sites; --"`, `not sent: "\"quoted\".com"`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("summary lacks %s:\n%s", want, out)
+		}
+	}
+	withDB(t, h, func(db *sql.DB) {
+		assertAllLoaded(t, db, domains) // the URL entry with ' and ; in its path loads as its host
+		assertNoDuplicates(t, db)
+		checkVerbatim(t, db, target, "")
+		pq := filepath.Join(h.dir, "data/parquet")
+		checkVerbatim(t, db, target, pq)
+	})
+}
+
+// checkVerbatim compares the hostile strings with what the warehouse (or, with a Parquet root,
+// the Parquet tree) holds for domain.
+func checkVerbatim(t *testing.T, db *sql.DB, domain, parquetRoot string) {
+	t.Helper()
+	from := func(table string) string {
+		if parquetRoot == "" {
+			return table
+		}
+		return fmt.Sprintf("read_parquet('%s/%s/*/*.parquet', hive_partitioning = true)", parquetRoot, table)
+	}
+	list := func(q string) []string {
+		rows, err := db.Query(q, domain)
+		if err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		defer rows.Close()
+		var out []string
+		for rows.Next() {
+			var s string
+			if err := rows.Scan(&s); err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, s)
+		}
+		return out
+	}
+	where := "source " + parquetRoot
+	if parquetRoot == "" {
+		where = "DuckDB"
+	}
+	for _, c := range []struct{ name, q string }{
+		{"keywords", "SELECT keyword FROM " + from("keywords") + " WHERE domain = ? ORDER BY position"},
+		{"ai_prompts", "SELECT prompt FROM " + from("ai_prompts") + " WHERE domain = ? ORDER BY position"},
+	} {
+		if got := list(c.q); fmt.Sprintf("%q", got) != fmt.Sprintf("%q", hostile) {
+			t.Errorf("%s %s = %q, want %q", where, c.name, got, hostile)
+		}
+	}
+	tags := list("SELECT tag FROM " + from("site_tags") + " WHERE domain = ? ORDER BY tag")
+	if len(tags) != len(hostile) {
+		t.Errorf("%s site_tags = %q, want the %d hostile tags", where, tags, len(hostile))
+	}
+	got := list("SELECT title || '|' || description FROM " + from("sites") + " WHERE domain = ?")
+	if want := hostile[1] + "|" + hostile[3]; len(got) != 1 || got[0] != want {
+		t.Errorf("%s sites title|description = %q, want %q", where, got, want)
+	}
+}
+
+// TestStoreCraftedStringsVerbatim lands a crafted body with hostile strings through
+// warehouse.Store directly (the layer every path goes through) and reads them back.
+func TestStoreCraftedStringsVerbatim(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	wh, err := warehouse.Open(ctx, warehouse.Options{DuckDBPath: filepath.Join(dir, "w.duckdb"), ParquetDir: filepath.Join(dir, "pq")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer wh.Close()
+	gen := atlastest.NewGenerator(1, testMonth)
+	domain := "crafted.example"
+	ov := editJSON(t, gen.OverviewBody(domain), func(m map[string]any) {
+		kws := []any{}
+		for _, s := range hostile {
+			kws = append(kws, map[string]any{"keyword": s, "search_volume": 1, "estimated_value_usd": 2})
+		}
+		obj(m, "seo")["top_keywords"] = kws
+		p := make([]any, len(hostile))
+		for i, s := range hostile {
+			p[i] = s
+		}
+		obj(m, "ai_referrals")["top_prompts"] = p
+		w := obj(m, "website")
+		w["title"], w["description"] = hostile[1], hostile[3]
+	})
+	sim := editJSON(t, gen.SimilarBody(domain), func(m map[string]any) {
+		tags := make([]any, len(hostile))
+		for i, s := range hostile {
+			tags[i] = s
+		}
+		obj(m, "website")["tags"] = tags
+	})
+	for _, raw := range []warehouse.Raw{
+		{Endpoint: schema.EndpointOverview, Domain: domain, Body: ov, FetchedAt: time.Now()},
+		{Endpoint: schema.EndpointSimilar, Domain: domain, Body: sim, FetchedAt: time.Now()},
+	} {
+		if err := wh.Store(ctx, testMonth, raw); err != nil {
+			t.Fatalf("store %s: %v", raw.Endpoint, err)
+		}
+	}
+	if err := wh.ExportParquet(ctx, testMonth); err != nil {
+		t.Fatal(err)
+	}
+	checkVerbatim(t, wh.DB(), domain, "")
+	checkVerbatim(t, wh.DB(), domain, filepath.Join(dir, "pq"))
+	if n := count(t, wh.DB(), "SELECT count(*) FROM information_schema.tables WHERE table_name IN ('sites', 'keywords')"); n != 2 {
+		t.Errorf("tables are gone: %d of 2", n)
+	}
+}
+
+// TestTLSVerification: a gateway with a self-signed certificate is refused (exit 1, a message
+// about the certificate, nothing charged); the client works once the test's CA is trusted
+// through atlas.Config.HTTPClient.
+func TestTLSVerification(t *testing.T) {
+	sim, err := atlastest.NewHandler(atlastest.Options{Month: testMonth, Rate: 200, Keys: map[string]int64{canaryKey: 100}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewUnstartedServer(sim)
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0) // the refused handshakes are expected
+	srv.StartTLS()
+	defer srv.Close()
+
+	t.Run("SelfSignedRefused", func(t *testing.T) {
+		if testing.Short() {
+			t.Skip("waits out the client's retry backoff")
+		}
+		h := newHarness(t, atlastest.Options{}, atlastest.Domains(1), "")
+		h.extraEnv = map[string]string{EnvBaseURL: srv.URL}
+		start := time.Now()
+		code := h.run("run", "--snapshot", testMonth)
+		if code != ExitFailed {
+			t.Fatalf("exit %d, want 1\n%s", code, h.stdout)
+		}
+		if out := h.stdout.String(); !strings.Contains(out, "certificate") {
+			t.Errorf("summary does not say the certificate was refused:\n%s", out)
+		}
+		if got := sim.Stats().Requests; got != 0 {
+			t.Errorf("the gateway answered %d HTTP requests over an unverified connection", got)
+		}
+		t.Logf("refused after %v", time.Since(start).Round(100*time.Millisecond))
+	})
+	t.Run("TrustedCAWorks", func(t *testing.T) {
+		c, err := atlas.New(atlas.Config{BaseURL: srv.URL, APIKey: canaryKey, RateLimit: 50, HTTPClient: srv.Client()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res := c.Fetch(context.Background(), atlas.Request{Endpoint: schema.EndpointOverview, Domain: "example.com"})
+		if res.Err != nil {
+			t.Fatalf("fetch over TLS with the CA trusted: %v", res.Err)
+		}
+		if _, err := schema.DecodeOverview(res.Body); err != nil {
+			t.Errorf("body: %v", err)
+		}
+	})
+	t.Run("DefaultClientVerifies", func(t *testing.T) {
+		c, err := atlas.New(atlas.Config{BaseURL: srv.URL, APIKey: canaryKey, MaxAttempts: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res := c.Fetch(context.Background(), atlas.Request{Endpoint: schema.EndpointCountries})
+		var ce *tls.CertificateVerificationError
+		if res.Err == nil {
+			t.Fatal("the default client accepted a self-signed certificate")
+		}
+		if !strings.Contains(res.Err.Error(), "certificate") && !errors.As(res.Err, &ce) {
+			t.Errorf("error does not name the certificate: %v", res.Err)
+		}
+		if strings.Contains(res.Err.Error(), canaryKey) {
+			t.Errorf("the key leaked into the TLS error")
+		}
+	})
+}
+
+// TestNoTLSVerificationDisabled scans the module's non-test Go source: nothing may set
+// InsecureSkipVerify (TLS verification is never disabled, not even behind a flag).
+func TestNoTLSVerificationDisabled(t *testing.T) {
+	root := filepath.Join("..")
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == ".git" || d.Name() == "testdata" || d.Name() == "node_modules") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		if bytes.Contains(b, []byte("InsecureSkipVerify")) {
+			t.Errorf("%s mentions InsecureSkipVerify: TLS verification must never be disabled", path)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestKeyInConfigRefused: an API key written into domains.yaml (under any of the names a user
+// might try, or inside base_url) is refused with exit 2 and a message pointing to
+// ATLAS_API_KEY; the key's value is never echoed and nothing is called.
+func TestKeyInConfigRefused(t *testing.T) {
+	const secret = "canary-secret-in-yaml-91c2"
+	tests := []struct{ name, api, top string }{
+		{"APIKey", "  api_key: " + secret + "\n", ""},
+		{"Token", "  token: " + secret + "\n", ""},
+		{"Authorization", "  authorization: Bearer " + secret + "\n", ""},
+		{"XAPIKey", "  x-api-key: " + secret + "\n", ""},
+		{"TopLevelKey", "", "api_key: " + secret + "\n"},
+		{"TopLevelUpperCase", "", "API_KEY: " + secret + "\n"},
+		{"MarketplaceKey", "  marketplace_key: " + secret + "\n", ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, atlastest.Options{}, atlastest.Domains(1), tc.api)
+			if tc.top != "" {
+				h.setConfig("warehouse:\n", tc.top+"warehouse:\n")
+			}
+			code := h.run("run", "--snapshot", testMonth)
+			out := h.stdout.String() + h.stderr.String()
+			if code != ExitUsage {
+				t.Errorf("exit %d, want 2\n%s", code, out)
+			}
+			wantEnv := EnvAPIKey
+			if tc.name == "MarketplaceKey" {
+				wantEnv = EnvMarketplaceKey
+			}
+			if !strings.Contains(out, wantEnv) {
+				t.Errorf("message does not point to %s:\n%s", wantEnv, out)
+			}
+			if strings.Contains(out, secret) {
+				t.Errorf("the key from the config was echoed:\n%s", out)
+			}
+			if got := h.srv.Stats().Requests; got != 0 {
+				t.Errorf("%d requests made with a key in the config", got)
+			}
+		})
+	}
+	t.Run("InBaseURL", func(t *testing.T) {
+		for _, u := range []string{"https://user:" + secret + "@gateway.example", "https://gateway.example/?api_key=" + secret} {
+			_, err := ParseConfig("domains.yaml", []byte("api:\n  base_url: "+u+"\ndomains: [example.com]\n"), func(string) string { return "" })
+			var ce *ConfigError
+			if !errors.As(err, &ce) {
+				t.Errorf("base_url %s: err %v, want a *ConfigError", strings.ReplaceAll(u, secret, "SECRET"), err)
+				continue
+			}
+			if strings.Contains(err.Error(), secret) {
+				t.Errorf("the error echoes the secret: %v", err)
+			}
+		}
+	})
+}
+
+// TestHelperHoldDuckDB is not a test: run as a child process (SITEWATCH_HOLD_DUCKDB=<file>),
+// it opens the DuckDB file read-only, as a BI tool does, prints "holding", and keeps it open
+// until its stdin closes.
+func TestHelperHoldDuckDB(t *testing.T) {
+	path := os.Getenv("SITEWATCH_HOLD_DUCKDB")
+	if path == "" {
+		t.Skip("helper process for TestBIToolHoldingTheFile")
+	}
+	db, err := sql.Open("duckdb", path+"?access_mode=read_only")
+	if err == nil {
+		err = db.Ping()
+	}
+	if err != nil {
+		fmt.Println("hold failed:", err)
+		os.Exit(1)
+	}
+	var n int
+	_ = db.QueryRow("SELECT count(*) FROM sites").Scan(&n)
+	fmt.Println("holding")
+	_, _ = io.Copy(io.Discard, os.Stdin)
+	db.Close()
+	os.Exit(0)
+}
+
+// TestBIToolHoldingTheFile: while another process (a BI tool) holds the DuckDB file open,
+// `sitewatch run` fails fast with exit 1, names the holder as a tool holding the file and says
+// what to do (close it; point BI tools at Parquet), having called nothing and lost nothing.
+func TestBIToolHoldingTheFile(t *testing.T) {
+	domains := atlastest.Domains(3)
+	h := newHarness(t, atlastest.Options{}, domains, "")
+	if code := h.run("run", "--snapshot", testMonth); code != ExitOK {
+		t.Fatalf("first run exit %d\n%s", code, h.stdout)
+	}
+	want := dumpTablesClosed(t, h)
+	holder := exec.Command(os.Args[0], "-test.run=^TestHelperHoldDuckDB$")
+	holder.Env = append(os.Environ(), "SITEWATCH_HOLD_DUCKDB="+filepath.Join(h.dir, "data/w.duckdb"))
+	stdin, err := holder.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	holderOut := &syncBuffer{}
+	holder.Stdout, holder.Stderr = holderOut, holderOut
+	if err := holder.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { stdin.Close(); _ = holder.Wait() }()
+	waitFor(t, 30*time.Second, func() bool {
+		return strings.Contains(holderOut.String(), "holding") || strings.Contains(holderOut.String(), "fail")
+	})
+	if !strings.Contains(holderOut.String(), "holding") {
+		t.Fatalf("the helper could not hold the file:\n%s", holderOut)
+	}
+
+	cmd, out := h.command("run", "--snapshot", testMonth, "--refresh")
+	before := h.srv.Stats().Requests
+	start := time.Now()
+	code := exitCodeOf(t, cmd.Run())
+	elapsed := time.Since(start)
+	if code != ExitFailed {
+		t.Errorf("exit %d, want 1\n%s", code, out)
+	}
+	if elapsed > 5*time.Second {
+		t.Errorf("took %v to fail, want a fast failure", elapsed)
+	}
+	msg := out.String()
+	for _, want := range []string{"locked by another process", fmt.Sprintf("PID %d", holder.Process.Pid), "BI tool", "Parquet"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("message lacks %q:\n%s", want, msg)
+		}
+	}
+	if strings.Contains(msg, "another sitewatch") {
+		t.Errorf("message blames another sitewatch run for a BI tool's hold:\n%s", msg)
+	}
+	if strings.Contains(msg, h.key) {
+		t.Errorf("the key leaked into the output")
+	}
+	if got := h.srv.Stats().Requests - before; got != 0 {
+		t.Errorf("%d API requests made while the warehouse was held", got)
+	}
+	stdin.Close()
+	_ = holder.Wait()
+	if got := dumpTablesClosed(t, h); got != want {
+		t.Errorf("tables changed after the refused run")
+	}
+}
+
+// dumpTablesClosed is dumpTables on a fresh read-only handle closed before it returns.
+func dumpTablesClosed(t *testing.T, h *harness) string {
+	t.Helper()
+	sub := &harness{t: t, dir: h.dir}
+	var out string
+	// dumpTables registers the handle's Close on t; run it in a subtest so it closes now.
+	t.Run("dump", func(t *testing.T) {
+		sub.t = t
+		out = dumpTables(t, sub)
+	})
+	return out
+}
+
+// TestDiskFull runs the built binary with a file-size limit (ulimit -f) just above the current
+// warehouse, so DuckDB cannot grow its file: the run fails with exit 1 and a message naming the
+// storage failure, the database still opens with everything committed before, and a rerun
+// without the limit completes and equals an uninterrupted run.
+func TestDiskFull(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("uses ulimit -f (RLIMIT_FSIZE) semantics of Linux")
+	}
+	const seed = 3
+	domains := atlastest.Domains(40)
+	want := referenceDump(t, seed, domains)
+	h := newHarness(t, atlastest.Options{Seed: seed}, domains[:4], "")
+	if code := h.run("run", "--snapshot", testMonth); code != ExitOK {
+		t.Fatalf("first run exit %d\n%s", code, h.stdout)
+	}
+	// Now the full watchlist, with the warehouse file unable to grow.
+	b, _ := os.ReadFile(h.cfgPath)
+	var extra strings.Builder
+	for _, d := range domains[4:] {
+		fmt.Fprintf(&extra, "  - %q\n", d)
+	}
+	if err := os.WriteFile(h.cfgPath, append(b, extra.String()...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	db := filepath.Join(h.dir, "data/w.duckdb")
+	fi, err := os.Stat(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// bash's ulimit -f counts 1024-byte blocks (dash's 512).
+	blocks := fi.Size()/1024 + 64
+	bin := sitewatchBinary(t)
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("needs bash for ulimit -f")
+	}
+	cmd := exec.Command(bash, "-c", fmt.Sprintf(`ulimit -f %d && exec "$0" "$@"`, blocks), bin, "run", "--config", h.cfgPath, "--snapshot", testMonth)
+	cmd.Env = append(os.Environ(), EnvAPIKey+"="+h.key)
+	out := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	code := exitCodeOf(t, cmd.Run())
+	msg := out.String()
+	t.Logf("limited run: exit %d, %d bytes of output", code, len(msg))
+	if code != ExitFailed {
+		t.Errorf("exit %d under a full disk, want 1\n%s", code, tail(msg, 3000))
+	}
+	if !strings.Contains(strings.ToLower(msg), "file too large") && !strings.Contains(strings.ToLower(msg), "no space") &&
+		!strings.Contains(strings.ToLower(msg), "write") {
+		t.Errorf("message does not name the storage failure:\n%s", tail(msg, 3000))
+	}
+	if strings.Contains(msg, h.key) {
+		t.Errorf("the key leaked into the output")
+	}
+	withDB(t, h, func(db *sql.DB) {
+		assertNoDuplicates(t, db)
+		if n := count(t, db, "SELECT count(*) FROM sites WHERE domain IN (?, ?, ?, ?)", domains[0], domains[1], domains[2], domains[3]); n != 4 {
+			t.Errorf("%d of the 4 domains committed before the full disk remain", n)
+		}
+	})
+	if code := h.run("run", "--snapshot", testMonth); code != ExitOK {
+		t.Fatalf("rerun without the limit: exit %d\n%s\n%s", code, h.stdout, tail(h.stderr.String(), 2000))
+	}
+	if got := dumpTablesClosed(t, h); got != want {
+		t.Errorf("after the full disk and a rerun, tables differ from an uninterrupted run's")
+	}
+	h.assertNoStaging()
+}
+
+// TestReadOnlyDataDirectory: with the data directory and its files read-only, `sitewatch run`
+// fails with exit 1 and a message naming the file and the permission problem, and nothing
+// committed is lost. Tests usually run as root, which ignores file modes, so the binary runs
+// as the unprivileged user nobody (uid 65534) then.
+func TestReadOnlyDataDirectory(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("needs Unix permissions and, as root, setuid to nobody")
+	}
+	domains := atlastest.Domains(3)
+	h := newHarness(t, atlastest.Options{}, domains, "")
+	if code := h.run("run", "--snapshot", testMonth); code != ExitOK {
+		t.Fatalf("first run exit %d\n%s", code, h.stdout)
+	}
+	before := dumpTablesClosed(t, h)
+	bin := sitewatchBinary(t)
+	data := filepath.Join(h.dir, "data")
+	// Everything readable by all, nothing writable under data/.
+	for _, p := range []string{filepath.Dir(bin), h.dir, filepath.Dir(h.dir)} {
+		_ = os.Chmod(p, 0o755)
+	}
+	_ = os.Chmod(h.cfgPath, 0o644)
+	err := filepath.WalkDir(data, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			return os.Chmod(path, 0o555)
+		}
+		return os.Chmod(path, 0o444)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = filepath.WalkDir(data, func(path string, d fs.DirEntry, err error) error {
+			if err == nil {
+				_ = os.Chmod(path, 0o755)
+			}
+			return nil
+		})
+	})
+	cmd := exec.Command(bin, "run", "--config", h.cfgPath, "--snapshot", testMonth, "--refresh")
+	cmd.Env = append(os.Environ(), EnvAPIKey+"="+h.key, "HOME="+h.dir)
+	if os.Geteuid() == 0 {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	}
+	out := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	code := exitCodeOf(t, cmd.Run())
+	msg := out.String()
+	if code != ExitFailed {
+		t.Errorf("exit %d on a read-only data directory, want 1\n%s", code, msg)
+	}
+	if !strings.Contains(msg, "w.duckdb") || !(strings.Contains(strings.ToLower(msg), "permission") || strings.Contains(strings.ToLower(msg), "read-only")) {
+		t.Errorf("message does not name the file and the permission problem:\n%s", msg)
+	}
+	if strings.Contains(msg, h.key) {
+		t.Errorf("the key leaked into the output")
+	}
+	if got := h.srv.Stats().Charged; got != int64(2*len(domains)+1) {
+		t.Errorf("charged %d, want %d: the refused run must call nothing", got, 2*len(domains)+1)
+	}
+	if got := dumpTablesClosed(t, h); got != before {
+		t.Errorf("tables changed on a read-only directory")
+	}
+}
