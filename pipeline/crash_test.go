@@ -136,9 +136,9 @@ func compareSets(t *testing.T, db *sql.DB, name, a, b string) {
 func TestCrashKillMinus9DuringParquetExport(t *testing.T) {
 	sitewatchBinary(t)
 	ctx := context.Background()
-	nDomains := 1500
+	nDomains := 2000
 	if longTests() {
-		nDomains = 4000
+		nDomains = 5000
 	}
 	h := newHarness(t, atlastest.Options{}, atlastest.Domains(1), "")
 	dbPath := filepath.Join(h.dir, "data/w.duckdb")
@@ -153,7 +153,11 @@ func TestCrashKillMinus9DuringParquetExport(t *testing.T) {
 	if err := wh.Store(ctx, testMonth, warehouse.Raw{Endpoint: schema.EndpointCountries, Body: gen.CountriesBody(), FetchedAt: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
-	for _, d := range atlastest.Domains(nDomains) {
+	// 50 distinct domains through Store, then their stored responses copied under other names
+	// (raw_responses.domain is what a rebuild loads them as) up to nDomains, and a rebuild.
+	const distinct = 50
+	base := atlastest.Domains(distinct)
+	for _, d := range base {
 		for _, raw := range []warehouse.Raw{
 			{Endpoint: schema.EndpointOverview, Domain: d, Body: gen.OverviewBody(d), FetchedAt: time.Now()},
 			{Endpoint: schema.EndpointSimilar, Domain: d, Body: gen.SimilarBody(d), FetchedAt: time.Now()},
@@ -162,6 +166,14 @@ func TestCrashKillMinus9DuringParquetExport(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+	}
+	copies := nDomains/distinct - 1
+	if _, err := wh.DB().ExecContext(ctx, `INSERT INTO raw_responses SELECT r.* REPLACE ('copy' || c.i || '-' || r.domain AS domain)
+		FROM raw_responses r, range(1, ?) c(i) WHERE r.domain <> ''`, copies+1); err != nil {
+		t.Fatalf("copy stored responses: %v", err)
+	}
+	if n, err := wh.Rebuild(ctx, testMonth); err != nil || n != nDomains {
+		t.Fatalf("rebuild of the stored snapshot: %d domains, %v; want %d", n, err, nDomains)
 	}
 	// Mark every derived row, then export: the "old" tree differs from a rebuild's in every
 	// partition.
@@ -175,9 +187,11 @@ func TestCrashKillMinus9DuringParquetExport(t *testing.T) {
 			t.Fatalf("%s: %v", q, err)
 		}
 	}
+	exportStart := time.Now()
 	if err := wh.ExportParquet(ctx, testMonth); err != nil {
 		t.Fatal(err)
 	}
+	exportTook := time.Since(exportStart)
 	if err := wh.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -210,16 +224,18 @@ func TestCrashKillMinus9DuringParquetExport(t *testing.T) {
 			t.Fatalf("%s: the old export equals the rebuild's; the test could not tell them apart", dir)
 		}
 	}
-	t.Logf("uninterrupted rebuild: %v", full.Round(10*time.Millisecond))
+	t.Logf("uninterrupted rebuild: %v, of which the export about %v", full.Round(10*time.Millisecond), exportTook.Round(10*time.Millisecond))
+	// The export is the last part of a rebuild; aim most kill points at it.
+	exportFrom := max(0, 1-1.5*float64(exportTook)/float64(full))
 
 	n := killPoints()
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 11))
 	mixedRuns := 0
 	for i := range n {
-		// Most points in the last 40% of the rebuild, where the export runs; some earlier.
-		frac := 0.6 + 0.45*(float64(i)+rng.Float64())/float64(n)
+		// Most points where the export runs; every fourth one earlier, in the rebuild proper.
+		frac := exportFrom + (1.05-exportFrom)*(float64(i)+rng.Float64())/float64(n)
 		if i%4 == 3 {
-			frac = rng.Float64() * 0.6
+			frac = rng.Float64() * exportFrom
 		}
 		at := time.Duration(frac * float64(full))
 		restore()
