@@ -152,7 +152,7 @@ func TestBenchChild(t *testing.T) {
 	n, _ := strconv.Atoi(parts[1])
 	path := parts[2]
 	ctx := context.Background()
-	w, err := Open(ctx, Options{DuckDBPath: path, ParquetDir: filepath.Join(filepath.Dir(path), "parquet"), MemoryLimit: os.Getenv("SITEWATCH_BENCH_MEMLIMIT")})
+	w, err := Open(ctx, Options{DuckDBPath: path, ParquetDir: filepath.Join(filepath.Dir(path), "parquet"), BulkMemoryLimit: os.Getenv("SITEWATCH_BENCH_MEMLIMIT")})
 	if err != nil {
 		t.Fatal(err)
 	}

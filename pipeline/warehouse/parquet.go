@@ -37,6 +37,12 @@ func (w *Warehouse) ExportParquet(ctx context.Context, snapshot string) error {
 		return errors.New("export Parquet: warehouse.parquet is empty: set the Parquet directory in the config")
 	}
 	err := w.inTx(ctx, func(ctx context.Context) error {
+		// Without insertion order the Parquet writer streams row groups instead of buffering
+		// them to keep order, so the export's memory does not grow with the table.
+		if err := w.unordered(ctx); err != nil {
+			return err
+		}
+		defer w.ordered()
 		for _, t := range schema.SnapshotTables {
 			dir := filepath.Join(w.opts.ParquetDir, t.Name, "snapshot_month="+snapshot)
 			// No ORDER BY: sorting a whole partition would make the export's memory grow with
@@ -70,7 +76,7 @@ func (w *Warehouse) copyParquet(ctx context.Context, query, dir string) error {
 	stage := filepath.Join(dir, "."+parquetFile+"."+hex.EncodeToString(rnd[:])+stagingSuffix)
 	final := filepath.Join(dir, parquetFile)
 	// COPY takes no parameters for its target; the path is quoted as an SQL literal.
-	copySQL := fmt.Sprintf(`COPY (%s) TO %s (FORMAT PARQUET, COMPRESSION zstd)`, query, sqlString(stage))
+	copySQL := fmt.Sprintf(`COPY (%s) TO %s (FORMAT PARQUET, COMPRESSION zstd, ROW_GROUP_SIZE 16384)`, query, sqlString(stage))
 	if _, err := w.load.ExecContext(ctx, copySQL); err != nil {
 		os.Remove(stage)
 		return err
@@ -137,4 +143,20 @@ func cleanStaging(dir string, log *slog.Logger) error {
 		return fmt.Errorf("clean Parquet staging files under %s: %w", dir, err)
 	}
 	return nil
+}
+
+// unordered sets preserve_insertion_order=false (a global DuckDB setting) for a bulk
+// operation; ordered restores the default. Queries without ORDER BY have no guaranteed order
+// anyway.
+func (w *Warehouse) unordered(ctx context.Context) error {
+	if _, err := w.load.ExecContext(ctx, `SET preserve_insertion_order = false`); err != nil {
+		return fmt.Errorf("set preserve_insertion_order: %w", err)
+	}
+	return nil
+}
+
+func (w *Warehouse) ordered() {
+	if _, err := w.load.ExecContext(context.Background(), `RESET preserve_insertion_order`); err != nil {
+		w.log.Warn("reset preserve_insertion_order", "err", err)
+	}
 }

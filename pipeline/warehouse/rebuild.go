@@ -38,6 +38,11 @@ func (w *Warehouse) Rebuild(ctx context.Context, snapshot string) (domains int, 
 			return 0, fmt.Errorf("rebuild: list snapshots: %w", err)
 		}
 	}
+	restore, err := w.setMemoryLimit(ctx, w.opts.BulkMemoryLimit)
+	if err != nil {
+		return 0, fmt.Errorf("rebuild: %w", err)
+	}
+	defer restore()
 	if err := w.rebuildCountries(ctx); err != nil {
 		return 0, fmt.Errorf("rebuild: %w", err)
 	}
@@ -55,6 +60,27 @@ func (w *Warehouse) Rebuild(ctx context.Context, snapshot string) (domains int, 
 		w.log.Info("rebuilt snapshot from raw responses", "snapshot", s, "domains", n)
 	}
 	return domains, nil
+}
+
+// setMemoryLimit sets DuckDB's (global) memory_limit and returns a function restoring the
+// previous value.
+func (w *Warehouse) setMemoryLimit(ctx context.Context, limit string) (restore func(), err error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var prev string
+	if err := w.load.QueryRowContext(ctx, `SELECT current_setting('memory_limit')`).Scan(&prev); err != nil {
+		return nil, fmt.Errorf("read memory_limit: %w", err)
+	}
+	if _, err := w.load.ExecContext(ctx, `SET memory_limit = `+sqlString(limit)); err != nil {
+		return nil, fmt.Errorf("set memory_limit to %s: %w", limit, err)
+	}
+	return func() {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		if _, err := w.load.ExecContext(context.Background(), `SET memory_limit = `+sqlString(prev)); err != nil {
+			w.log.Warn("restore DuckDB memory_limit after rebuild", "memory_limit", prev, "err", err)
+		}
+	}, nil
 }
 
 // rebuildCountries reloads countries from the newest stored country-metadata response.
@@ -88,6 +114,10 @@ func (w *Warehouse) rebuildCountries(ctx context.Context) error {
 func (w *Warehouse) rebuildTables(ctx context.Context, snapshot string) (int, error) {
 	var loaded atomic.Int64
 	err := w.inTx(ctx, func(ctx context.Context) error {
+		if err := w.unordered(ctx); err != nil {
+			return err
+		}
+		defer w.ordered()
 		for _, t := range schema.SnapshotTables {
 			if _, err := w.load.ExecContext(ctx, `DELETE FROM `+t.Name+` WHERE snapshot_month = ?`, snapshot); err != nil {
 				return fmt.Errorf("clear %s: %w", t.Name, err)

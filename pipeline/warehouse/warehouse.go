@@ -40,14 +40,18 @@ type Options struct {
 	Allocator memory.Allocator
 	// BatchDomains bounds the domains per Arrow batch on the bulk path (Rebuild); 0 = 1000.
 	BatchDomains int
-	// MemoryLimit is DuckDB's memory_limit ("" = DefaultMemoryLimit). DuckDB otherwise keeps
-	// every block it read cached up to 80% of RAM, so a rebuild's peak memory would grow with
-	// the warehouse; beyond the limit it evicts cached blocks and spills to <file>.tmp/.
+	// MemoryLimit is DuckDB's memory_limit, e.g. "2GB" ("" = DuckDB's default, 80% of RAM).
 	MemoryLimit string
+	// BulkMemoryLimit is DuckDB's memory_limit while Rebuild runs ("" = DefaultBulkMemoryLimit).
+	// DuckDB otherwise keeps the blocks it reads and writes cached up to MemoryLimit, so a
+	// rebuild's peak memory would grow with the warehouse; beyond the limit it evicts cached
+	// blocks and spills to <file>.tmp/.
+	BulkMemoryLimit string
 }
 
-// DefaultMemoryLimit is DuckDB's memory_limit unless Options.MemoryLimit is set.
-const DefaultMemoryLimit = "512MB"
+// DefaultBulkMemoryLimit is DuckDB's memory_limit during Rebuild unless
+// Options.BulkMemoryLimit is set.
+const DefaultBulkMemoryLimit = "160MB"
 
 var memoryLimitRE = regexp.MustCompile(`^[0-9]+(\.[0-9]+)?\s*[KMGT]i?B$`)
 
@@ -96,17 +100,26 @@ func Open(ctx context.Context, opts Options) (*Warehouse, error) {
 	} else if _, err := os.Stat(opts.DuckDBPath); err != nil {
 		return nil, fmt.Errorf("open warehouse %s read-only: %w (run `sitewatch run` first to create it)", opts.DuckDBPath, err)
 	}
-	if opts.MemoryLimit == "" {
-		opts.MemoryLimit = DefaultMemoryLimit
+	if opts.BulkMemoryLimit == "" {
+		opts.BulkMemoryLimit = DefaultBulkMemoryLimit
 	}
-	if !memoryLimitRE.MatchString(opts.MemoryLimit) {
-		return nil, fmt.Errorf("open warehouse: memory limit %q is not a size like 512MB or 2GB", opts.MemoryLimit)
+	for _, l := range []string{opts.MemoryLimit, opts.BulkMemoryLimit} {
+		if l != "" && !memoryLimitRE.MatchString(l) {
+			return nil, fmt.Errorf("open warehouse: memory limit %q is not a size like 512MB or 2GB", l)
+		}
 	}
-	params := url.Values{"memory_limit": {opts.MemoryLimit}}
+	w.opts = opts
+	params := url.Values{}
+	if opts.MemoryLimit != "" {
+		params.Set("memory_limit", opts.MemoryLimit)
+	}
 	if opts.ReadOnly {
 		params.Set("access_mode", "read_only")
 	}
-	dsn := opts.DuckDBPath + "?" + params.Encode()
+	dsn := opts.DuckDBPath
+	if len(params) > 0 {
+		dsn += "?" + params.Encode()
+	}
 	db, err := sql.Open("duckdb", dsn)
 	if err == nil {
 		err = db.PingContext(ctx)
