@@ -1129,3 +1129,39 @@ func TestReadOnlyDataDirectory(t *testing.T) {
 		t.Errorf("tables changed on a read-only directory")
 	}
 }
+
+// TestStoreInvalidUTF8String lands a body whose title holds a byte that is not UTF-8 (the
+// client accepts it: encoding/json reads it as U+FFFD): Store must load it, and the warehouse
+// must hold what the client validated, not a different string.
+func TestStoreInvalidUTF8String(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	wh, err := warehouse.Open(ctx, warehouse.Options{DuckDBPath: filepath.Join(dir, "w.duckdb"), ParquetDir: filepath.Join(dir, "pq")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer wh.Close()
+	gen := atlastest.NewGenerator(1, testMonth)
+	domain := "bytes.example"
+	ov := editJSON(t, gen.OverviewBody(domain), func(m map[string]any) { obj(m, "website")["title"] = "TITLE_MARK" })
+	ov = bytes.Replace(ov, []byte("TITLE_MARK"), []byte("caf\xe9 \x92"), 1)
+	if err := schema.Validate(schema.EndpointOverview, ov); err != nil {
+		t.Fatalf("the client's check refuses the body: %v", err)
+	}
+	std, _ := schema.DecodeOverview(ov)
+	for _, raw := range []warehouse.Raw{
+		{Endpoint: schema.EndpointOverview, Domain: domain, Body: ov, FetchedAt: time.Now()},
+		{Endpoint: schema.EndpointSimilar, Domain: domain, Body: gen.SimilarBody(domain), FetchedAt: time.Now()},
+	} {
+		if err := wh.Store(ctx, testMonth, raw); err != nil {
+			t.Fatalf("store %s with a non-UTF-8 byte in a string: %v", raw.Endpoint, err)
+		}
+	}
+	var got string
+	if err := wh.DB().QueryRow("SELECT title FROM sites WHERE domain = ?", domain).Scan(&got); err != nil {
+		t.Fatal(err)
+	}
+	if want := *std.Website.Title; got != want {
+		t.Errorf("title = %q, want %q (as encoding/json, which validated the body, reads it)", got, want)
+	}
+}

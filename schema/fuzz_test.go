@@ -2,6 +2,7 @@ package schema
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -49,7 +50,7 @@ func FuzzDecode(f *testing.F) {
 				t.Fatalf("DecodeOverview accepts the body, DecodeOverviewFast does not: %v", err)
 			}
 			if !reflect.DeepEqual(fast, ov) {
-				t.Fatalf("DecodeOverviewFast differs from DecodeOverview:\nfast %+v\nstd  %+v", fast, ov)
+				t.Fatalf("DecodeOverviewFast differs from DecodeOverview:\nfast %q\nstd  %q", fmt.Sprintf("%+v", *fast), fmt.Sprintf("%+v", *ov))
 			}
 		} else {
 			_, _ = DecodeOverviewFast(body)
@@ -60,7 +61,7 @@ func FuzzDecode(f *testing.F) {
 				t.Fatalf("DecodeSimilar accepts the body, DecodeSimilarFast does not: %v", err)
 			}
 			if !reflect.DeepEqual(fast, sim) {
-				t.Fatalf("DecodeSimilarFast differs from DecodeSimilar:\nfast %+v\nstd  %+v", fast, sim)
+				t.Fatalf("DecodeSimilarFast differs from DecodeSimilar:\nfast %q\nstd  %q", fmt.Sprintf("%+v", *fast), fmt.Sprintf("%+v", *sim))
 			}
 		} else {
 			_, _ = DecodeSimilarFast(body)
