@@ -1,0 +1,126 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"sitewatch/pipeline/atlas/atlastest"
+	"sitewatch/pipeline/warehouse"
+)
+
+// BenchmarkSoak runs a 5,000-domain snapshot (SITEWATCH_SOAK_DOMAINS overrides) in-process
+// through atlastest at a high rate with a fault mix: 5% spurious 429 (Retry-After 1 s) and a
+// 3% fail rate, which the simulator splits evenly into 500, 502 and 504 (1% each: 2% 502/504,
+// 1% 500). It reruns until the snapshot is complete and fails unless every domain is loaded,
+// no row is duplicated and the credits charged are exactly 2 x domains + 1. It reports the
+// duration, domains/s, the 429 share and the process's peak RSS.
+//
+//	go test -run '^$' -bench BenchmarkSoak -benchtime 1x -timeout 60m ./pipeline/
+func BenchmarkSoak(b *testing.B) {
+	n := 5000
+	if s := os.Getenv("SITEWATCH_SOAK_DOMAINS"); s != "" {
+		v, err := strconv.Atoi(s)
+		if err != nil || v < 1 {
+			b.Fatalf("SITEWATCH_SOAK_DOMAINS=%q is not a positive number", s)
+		}
+		n = v
+	}
+	const rate = 1000
+	domains := atlastest.Domains(n)
+	for i := 0; i < b.N; i++ {
+		srv := atlastest.NewServer(atlastest.Options{
+			Month: testMonth, Rate: rate, Keys: map[string]int64{canaryKey: int64(4 * n)},
+			LatencyMin: time.Millisecond, LatencyMax: 5 * time.Millisecond,
+			FailRate: 0.03, Faults: atlastest.Faults{RateLimited: 0.05},
+		})
+		dir := b.TempDir()
+		var cfg strings.Builder
+		fmt.Fprintf(&cfg, "api:\n  base_url: %s\n  rate_limit: %d\n  timeout: 10s\nwarehouse:\n  duckdb: data/w.duckdb\n  parquet: data/parquet\ndomains:\n", srv.URL, rate)
+		for _, d := range domains {
+			fmt.Fprintf(&cfg, "  - %s\n", d)
+		}
+		path := filepath.Join(dir, "domains.yaml")
+		if err := os.WriteFile(path, []byte(cfg.String()), 0o644); err != nil {
+			b.Fatal(err)
+		}
+		getenv := func(k string) string {
+			if k == EnvAPIKey {
+				return canaryKey
+			}
+			return ""
+		}
+		c, err := LoadConfig(path, getenv)
+		if err != nil {
+			b.Fatal(err)
+		}
+		log := &syncBuffer{}
+		env := Env{Getenv: getenv, Stdout: log, Stderr: log}
+		b.ResetTimer()
+		start := time.Now()
+		var runs []string
+		for run := 1; ; run++ {
+			sum, err := Run(context.Background(), c, RunOptions{Snapshot: testMonth}, env)
+			if sum != nil {
+				runs = append(runs, fmt.Sprintf("%s %d/%d", sum.Status, sum.DomainsLoaded, sum.DomainsTotal))
+			}
+			if err == nil {
+				break
+			}
+			if ExitCode(err) != ExitFailed || run == 3 {
+				b.Fatalf("run %d: %v (exit %d); runs %v", run, err, ExitCode(err), runs)
+			}
+		}
+		elapsed := time.Since(start)
+		b.StopTimer()
+		st := srv.Stats()
+		srv.Close()
+
+		wh, err := warehouse.Open(context.Background(), warehouse.Options{DuckDBPath: c.Warehouse.DuckDB, ParquetDir: c.Warehouse.Parquet, ReadOnly: true})
+		if err != nil {
+			b.Fatal(err)
+		}
+		db := wh.DB()
+		var loaded, dups int
+		if err := db.QueryRow("SELECT count(DISTINCT domain) FROM sites WHERE snapshot_month = ?", testMonth).Scan(&loaded); err != nil {
+			b.Fatal(err)
+		}
+		for table, key := range tableKeys {
+			var d int
+			q := fmt.Sprintf("SELECT count(*) FROM (SELECT %s FROM %s GROUP BY ALL HAVING count(*) > 1)", key, table)
+			if err := db.QueryRow(q).Scan(&d); err != nil {
+				b.Fatal(err)
+			}
+			dups += d
+		}
+		wh.Close()
+		if loaded != n {
+			b.Errorf("loaded %d of %d domains", loaded, n)
+		}
+		if dups != 0 {
+			b.Errorf("%d duplicate keys", dups)
+		}
+		if want := int64(2*n + 1); st.Charged != want {
+			b.Errorf("charged %d credits, want 2 x %d + 1 = %d", st.Charged, n, want)
+		}
+		if strings.Contains(log.String(), canaryKey) {
+			b.Errorf("the key leaked into the output")
+		}
+		var ru syscall.Rusage
+		_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+		b.ReportMetric(elapsed.Seconds(), "s/snapshot")
+		b.ReportMetric(float64(n)/elapsed.Seconds(), "domains/s")
+		b.ReportMetric(float64(ru.Maxrss)/1024, "peak-RSS-MB")
+		b.ReportMetric(float64(st.ByStatus[429])/float64(st.Requests), "429-share")
+		b.ReportMetric(float64(st.ByStatus[500]+st.ByStatus[502]+st.ByStatus[504])/float64(st.Requests), "5xx-share")
+		b.ReportMetric(float64(st.Charged)/float64(2*n+1), "charged/needed")
+		b.Logf("%d domains: %v, runs %v, %d requests (%v), charged %d, peak RSS %d MB",
+			n, elapsed.Round(100*time.Millisecond), runs, st.Requests, st.ByStatus, st.Charged, ru.Maxrss/1024)
+	}
+}
