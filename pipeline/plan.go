@@ -46,12 +46,12 @@ func BuildPlan(snapshot string, domains []string, state *warehouse.SnapshotState
 	}
 	for _, d := range domains {
 		if !refresh {
-			if _, rejected := state.Rejected[d]; rejected {
-				p.RejectedByAPI[d] = true
-				continue
-			}
 			if state.Loaded[d] {
 				p.Loaded++
+				continue
+			}
+			if _, rejected := state.Rejected[d]; rejected {
+				p.RejectedByAPI[d] = true
 				continue
 			}
 		}

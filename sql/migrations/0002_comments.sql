@@ -13,7 +13,8 @@ COMMENT ON COLUMN raw_responses.snapshot_month IS 'Snapshot the response belongs
 COMMENT ON COLUMN raw_responses.domain IS 'Normalized watchlist domain; empty string for country-metadata.';
 COMMENT ON COLUMN raw_responses.endpoint IS 'Operation called: site-overview, site-similar or country-metadata.';
 COMMENT ON COLUMN raw_responses.fetched_at IS 'When the response was received (TIMESTAMP, UTC).';
-COMMENT ON COLUMN raw_responses.body IS 'Response body (JSON text) exactly as received.';
+COMMENT ON COLUMN raw_responses.body IS 'Response body exactly as received, compressed as body_encoding says (BLOB); sitewatch rebuild and Warehouse.RawBody decompress it.';
+COMMENT ON COLUMN raw_responses.body_encoding IS 'Compression of body: zstd (the default) or identity (stored as received).';
 
 COMMENT ON TABLE sites IS 'One row per snapshot and watchlist domain: the site overview (and similar-sites header) flattened. Traffic figures are estimates unless is_data_from_ga is true.';
 COMMENT ON COLUMN sites.snapshot_month IS 'Snapshot (YYYY-MM): the month the run fetched for.';
