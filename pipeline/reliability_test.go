@@ -243,7 +243,7 @@ func TestFaultsLoseNothing(t *testing.T) {
 		// refetched; either way nothing intact is fetched twice.
 		{name: "WrongContentType", faults: atlastest.Faults{WrongContentType: 0.3}},
 		{name: "All200Faults", faults: atlastest.Faults{Reset: 0.1, Truncated: 0.1, HTML200: 0.1, WrongContentType: 0.1}},
-		{name: "RateLimitStorm", faults: atlastest.Faults{RateLimited: 0.3, RetryAfter: 3 * time.Second}, refetchAll: true, domains: domains[:5]},
+		{name: "RateLimitStorm", faults: atlastest.Faults{RateLimited: 0.5, RetryAfter: 3 * time.Second}, refetchAll: true, domains: domains[:5]},
 		{name: "Mixed", fail: 0.1, faults: atlastest.Faults{RateLimited: 0.05, Reset: 0.05, Truncated: 0.05, HTML200: 0.05}, refetchAll: true},
 	}
 	for _, tc := range tests {
@@ -260,8 +260,14 @@ func TestFaultsLoseNothing(t *testing.T) {
 			st := h.srv.Stats()
 			t.Logf("%s: exit codes %v in %v; simulator: %d requests, %d charged, %d OK, %d broken, by status %v",
 				tc.name, codes, time.Since(start).Round(100*time.Millisecond), st.Requests, st.Charged, st.OK, st.Broken, st.ByStatus)
-			if tc.name == "RateLimitStorm" && st.ByStatus[429] == 0 {
-				t.Errorf("no 429 was served: the storm did not happen")
+			if tc.name == "RateLimitStorm" {
+				if st.ByStatus[429] == 0 {
+					t.Errorf("no 429 was served: the storm did not happen")
+				}
+				// Every 429 pauses all calls for its Retry-After (3 s): the run cannot be faster.
+				if min := 3 * time.Second; time.Since(start) < min {
+					t.Errorf("finished in %v despite a 3 s Retry-After: the pause was not honoured", time.Since(start))
+				}
 			}
 			assertFetchedOnce(t, st, ds, tc.refetchAll)
 			withDB(t, h, func(db *sql.DB) {
@@ -578,6 +584,7 @@ func TestLegacyV1Gateway(t *testing.T) {
 	if got := h.srv.Stats().Charged; got != 1 {
 		t.Errorf("charged %d, want 1 (the first legacy answer stops the run)", got)
 	}
+	h.assertWarehouseHasNoKey()
 	withDB(t, h, func(db *sql.DB) {
 		if n := count(t, db, "SELECT count(*) FROM sites"); n != 0 {
 			t.Errorf("%d sites rows loaded from legacy bodies", n)
@@ -957,6 +964,7 @@ func TestBIToolHoldingTheFile(t *testing.T) {
 		t.Errorf("took %v to fail, want a fast failure", elapsed)
 	}
 	msg := out.String()
+	t.Logf("refused in %v:\n%s", elapsed.Round(time.Millisecond), msg)
 	for _, want := range []string{"locked by another process", fmt.Sprintf("PID %d", holder.Process.Pid), "BI tool", "Parquet"} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("message lacks %q:\n%s", want, msg)
@@ -1113,6 +1121,7 @@ func TestReadOnlyDataDirectory(t *testing.T) {
 	cmd.Stdout, cmd.Stderr = out, out
 	code := exitCodeOf(t, cmd.Run())
 	msg := out.String()
+	t.Logf("exit %d:\n%s", code, msg)
 	if code != ExitFailed {
 		t.Errorf("exit %d on a read-only data directory, want 1\n%s", code, msg)
 	}
