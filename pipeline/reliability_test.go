@@ -1174,3 +1174,40 @@ func TestStoreInvalidUTF8String(t *testing.T) {
 		t.Errorf("title = %q, want %q (as encoding/json, which validated the body, reads it)", got, want)
 	}
 }
+
+// TestDriftFaultNeverRetried: atlastest's Drift fault (well-formed JSON with an array replaced
+// by a string) on a fifth of the answers. A drifted call is a per-domain error charged once:
+// within a run nothing is fetched twice, the intact domains load, and a rerun only retries
+// the drifted calls.
+func TestDriftFaultNeverRetried(t *testing.T) {
+	domains := atlastest.Domains(12)
+	h := newHarness(t, atlastest.Options{Seed: 2, Faults: atlastest.Faults{Drift: 0.2}}, domains, "")
+	code := h.run("run", "--snapshot", testMonth)
+	st := h.srv.Stats()
+	t.Logf("exit %d; %d requests, %d charged, %d drifted", code, st.Requests, st.Charged, st.Broken)
+	if st.Broken == 0 {
+		t.Skip("no answer drifted this time")
+	}
+	if code != ExitFailed {
+		t.Errorf("exit %d with drifted domains, want 1\n%s", code, h.stdout)
+	}
+	for f, n := range st.Fetches {
+		if n > 1 {
+			t.Errorf("%s %q charged %d times in one run: a drifted body was retried", f.Endpoint, f.Domain, n)
+		}
+	}
+	if !strings.Contains(h.stdout.String(), "does not match the v2 response schema") {
+		t.Errorf("summary does not explain the drift:\n%s", h.stdout)
+	}
+	var stored int
+	withDB(t, h, func(db *sql.DB) {
+		assertNoDuplicates(t, db)
+		stored = count(t, db, "SELECT count(*) FROM raw_responses WHERE snapshot_month = ?", testMonth)
+	})
+	before := st.Charged
+	h.run("run", "--snapshot", testMonth)
+	if extra, most := h.srv.Stats().Charged-before, int64(2*len(domains)+1-stored); extra > most {
+		t.Errorf("rerun charged %d, more than the %d calls not stored", extra, most)
+	}
+	h.assertWarehouseHasNoKey()
+}
