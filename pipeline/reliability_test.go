@@ -1037,7 +1037,10 @@ func TestDiskFull(t *testing.T) {
 	if err != nil {
 		t.Skip("needs bash for ulimit -f")
 	}
-	cmd := exec.Command(bash, "-c", fmt.Sprintf(`ulimit -f %d && exec "$0" "$@"`, blocks), bin, "run", "--config", h.cfgPath, "--snapshot", testMonth)
+	// The limit makes the kernel send SIGXFSZ with each refused write. Go ignores it on its own
+	// threads, but on a DuckDB thread it would kill the process; a full disk sends no signal
+	// (ENOSPC), so the signal is ignored from the start, as SIG_IGN survives exec.
+	cmd := exec.Command(bash, "-c", fmt.Sprintf(`trap '' XFSZ && ulimit -f %d && exec "$0" "$@"`, blocks), bin, "run", "--config", h.cfgPath, "--snapshot", testMonth)
 	cmd.Env = append(os.Environ(), EnvAPIKey+"="+h.key)
 	out := &syncBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
