@@ -80,6 +80,9 @@ const (
 	DefaultParquet   = "data/parquet"
 )
 
+// maxRateLimit bounds api.rate_limit: far above any plan, low enough to catch a typo.
+const maxRateLimit = 10000
+
 // knownKeys lists every accepted key, per section; a typo is an error, not silently ignored.
 var knownKeys = map[string][]string{
 	"":          {"schedule", "api", "warehouse", "domains"},
@@ -307,8 +310,8 @@ func (c *Config) validate(top *yaml.Node) error {
 		return bad("api.mode", fmt.Sprintf("%q is not a mode; use direct or marketplace", c.API.Mode))
 	}
 	switch {
-	case c.API.RateLimit < 0:
-		return bad("api.rate_limit", "must be a positive number of requests per second")
+	case !(c.API.RateLimit > 0 && c.API.RateLimit <= maxRateLimit): // also refuses NaN and Inf
+		return bad("api.rate_limit", fmt.Sprintf("must be a number of requests per second above 0 and at most %d", maxRateLimit))
 	case c.API.MinCredits < 0:
 		return bad("api.min_credits", "must be 0 or more")
 	case c.API.MaxCreditsPerRun < 0:

@@ -12,6 +12,7 @@ import (
 
 	"sitewatch/pipeline/atlas"
 	"sitewatch/pipeline/warehouse"
+	"sitewatch/schema"
 )
 
 // Env is what a command reads from and writes to the outside world; tests fill it in.
@@ -174,43 +175,68 @@ func (r *runState) execute(ctx context.Context) error {
 func (r *runState) handle(ctx context.Context, res atlas.Result) {
 	r.progress.finished(res)
 	if res.Err != nil {
-		r.recordFailure(ctx, res)
+		status, code := 0, ""
+		var ae *atlas.Error
+		if errors.As(res.Err, &ae) {
+			status, code = ae.Status, ae.Code
+		}
+		r.recordFailure(ctx, res.Request, status, code, res.Err)
 		return
 	}
-	r.failStreak = 0
 	if r.storeErr != nil {
 		return
 	}
 	raw := warehouse.Raw{Endpoint: res.Endpoint, Domain: res.Domain, Body: res.Body, FetchedAt: res.FetchedAt}
-	if err := r.wh.Store(ctx, r.plan.Snapshot, raw); err != nil {
-		r.storeErr = fmt.Errorf("store %s %s: %w", res.Endpoint, displayDomain(res.Domain), err)
-		r.env.Logger.Error("store failed; stopping", "domain", res.Domain, "endpoint", string(res.Endpoint), "err", err)
-		r.cancelFetch()
+	err := r.wh.Store(ctx, r.plan.Snapshot, raw)
+	switch {
+	case err == nil:
+		r.failStreak = 0
+	case isBodyError(err):
+		// The body decoded but cannot be flattened (a malformed date, say): this domain's
+		// problem, not the warehouse's. Nothing was stored, so a rerun fetches it again.
+		r.recordFailure(ctx, res.Request, 200, CodeMalformedBody, err)
+	default:
+		r.fail(fmt.Errorf("store %s %s: %w", res.Endpoint, displayDomain(res.Domain), err))
 	}
 }
 
-func (r *runState) recordFailure(ctx context.Context, res atlas.Result) {
+// CodeMalformedBody is the fetch_errors code of a 200 body that could not be loaded.
+const CodeMalformedBody = "MALFORMED_BODY"
+
+func isBodyError(err error) bool {
+	var fe *schema.FlattenError
+	var de *schema.DecodeError
+	return errors.As(err, &fe) || errors.As(err, &de)
+}
+
+// fail stops the run for err (the first such error wins): no new call starts.
+func (r *runState) fail(err error) {
+	if r.storeErr != nil {
+		return
+	}
+	r.storeErr = err
+	r.env.Logger.Error("stopping the run", "err", err)
+	r.cancelFetch()
+}
+
+// recordFailure records one failed call in fetch_errors and in the summary.
+func (r *runState) recordFailure(ctx context.Context, req atlas.Request, status int, code string, cause error) {
 	fe := warehouse.FetchError{
-		RunID: r.sum.RunID, SnapshotMonth: r.plan.Snapshot, Domain: res.Domain, Endpoint: res.Endpoint,
-		Message: res.Err.Error(), OccurredAt: r.env.Now().UTC(),
+		RunID: r.sum.RunID, SnapshotMonth: r.plan.Snapshot, Domain: req.Domain, Endpoint: req.Endpoint,
+		HTTPStatus: status, Code: code, Message: cause.Error(), OccurredAt: r.env.Now().UTC(),
 	}
-	var ae *atlas.Error
-	if errors.As(res.Err, &ae) {
-		fe.HTTPStatus, fe.Code = ae.Status, ae.Code
+	r.env.Logger.Warn("call failed", "domain", req.Domain, "endpoint", string(req.Endpoint), "status", status, "code", code, "err", cause)
+	if err := r.wh.RecordFetchError(ctx, fe); err != nil {
+		r.fail(fmt.Errorf("record the failure of %s %s: %w", req.Endpoint, displayDomain(req.Domain), err))
 	}
-	r.env.Logger.Warn("fetch failed", "domain", res.Domain, "endpoint", string(res.Endpoint), "status", fe.HTTPStatus, "code", fe.Code, "err", res.Err)
-	if err := r.wh.RecordFetchError(ctx, fe); err != nil && r.storeErr == nil {
-		r.storeErr = fmt.Errorf("record fetch error of %s: %w", displayDomain(res.Domain), err)
-	}
-	if fe.HTTPStatus == 400 {
+	if status == 400 {
 		return
 	}
 	r.sum.Failures = append(r.sum.Failures, fe)
 	// Each failed call already went through its retries; many in a row means the upstream is
 	// down, and going on would only burn time (and, for broken 200s, credits).
-	if r.failStreak++; r.failStreak >= maxFailStreak && r.storeErr == nil {
-		r.storeErr = fmt.Errorf("%w: %d calls in a row failed after their retries (last: %v); try again later", ErrUpstreamFailing, r.failStreak, res.Err)
-		r.cancelFetch()
+	if r.failStreak++; r.failStreak >= maxFailStreak {
+		r.fail(fmt.Errorf("%w: %d calls in a row failed after their retries (last: %v); try again later", ErrUpstreamFailing, r.failStreak, cause))
 	}
 }
 

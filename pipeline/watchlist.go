@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/url"
 	"strings"
+	"unicode/utf8"
 
 	"golang.org/x/net/idna"
 )
@@ -83,6 +84,8 @@ func NormalizeDomain(input string) (string, error) {
 		return reject("contains markup or quote characters")
 	case strings.ContainsAny(s, " \t\r\n"):
 		return reject("contains spaces")
+	case !utf8.ValidString(s):
+		return reject("not valid UTF-8")
 	}
 	host, err := hostOf(s)
 	if err != nil {
@@ -97,6 +100,10 @@ func NormalizeDomain(input string) (string, error) {
 		return reject("invalid label (" + idnaReason(err) + ")")
 	}
 	ascii = strings.ToLower(ascii)
+	if _, err := idnaProfile.ToASCII(ascii); err != nil {
+		// The punycode form must itself be valid, or normalizing twice would disagree.
+		return reject("invalid label (" + idnaReason(err) + ")")
+	}
 	labels := strings.Split(ascii, ".")
 	if len(labels) < 2 {
 		return reject("a single label; a domain needs a dot and a top-level domain, e.g. example.com")
@@ -104,10 +111,11 @@ func NormalizeDomain(input string) (string, error) {
 	if tld := labels[len(labels)-1]; strings.Trim(tld, "0123456789") == "" {
 		return reject("the top-level domain is numeric")
 	}
-	if labels[0] == "www" && len(labels) > 2 {
-		ascii = strings.Join(labels[1:], ".")
+	// Strip every leading www. (not only one), so normalizing is idempotent.
+	for labels[0] == "www" && len(labels) > 2 {
+		labels = labels[1:]
 	}
-	return ascii, nil
+	return strings.Join(labels, "."), nil
 }
 
 // hostOf extracts the host part of an entry written as a URL or a bare host[:port][/path].
