@@ -383,3 +383,50 @@ func TestRunStopsWhenUpstreamKeepsFailing(t *testing.T) {
 	}
 	t.Logf("stopped after %v and %d requests", time.Since(start).Round(time.Second), h.srv.Stats().Requests)
 }
+
+func TestRebuildReportSchemaCommands(t *testing.T) {
+	h := newHarness(t, atlastest.Options{}, atlastest.Domains(4), "")
+	if code := h.run("run", "--snapshot", testMonth); code != ExitOK {
+		t.Fatalf("run exit %d\n%s", code, h.stdout)
+	}
+	before := dumpTables(t, h)
+	requests := h.srv.Stats().Requests
+
+	t.Run("Rebuild", func(t *testing.T) {
+		if code := h.run("rebuild", "--snapshot", testMonth); code != ExitOK {
+			t.Fatalf("rebuild exit %d\n%s%s", code, h.stdout, h.stderr)
+		}
+		if !strings.Contains(h.stdout.String(), "4 domains, 0 API calls") {
+			t.Errorf("rebuild output: %s", h.stdout)
+		}
+		if got := dumpTables(t, h); got != before {
+			t.Errorf("rebuild changed the tables")
+		}
+		if got := h.srv.Stats().Requests; got != requests {
+			t.Errorf("rebuild made %d API calls", got-requests)
+		}
+	})
+	t.Run("Report", func(t *testing.T) {
+		out := filepath.Join(h.dir, "report.html")
+		if code := h.run("report", "--snapshot", testMonth, "--out", out); code != ExitOK {
+			t.Fatalf("report exit %d\n%s%s", code, h.stdout, h.stderr)
+		}
+		html, err := os.ReadFile(out)
+		if err != nil || !bytes.Contains(html, []byte("<svg")) {
+			t.Errorf("report %s: %v, has a chart: %v", out, err, bytes.Contains(html, []byte("<svg")))
+		}
+		if code := h.run("report", "--snapshot", "2001-01", "--out", out+".2"); code != ExitFailed {
+			t.Errorf("report of an empty snapshot: exit %d, want 1", code)
+		}
+	})
+	t.Run("Schema", func(t *testing.T) {
+		if code := Main(context.Background(), []string{"schema"}, h.env()); code != ExitOK {
+			t.Fatalf("schema exit %d\n%s", code, h.stderr)
+		}
+		for _, want := range []string{"traffic_monthly", "share_pct", "sources_share"} {
+			if !strings.Contains(h.stdout.String(), want) {
+				t.Errorf("schema output lacks %q", want)
+			}
+		}
+	})
+}
