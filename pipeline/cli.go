@@ -316,5 +316,8 @@ func writeFileAtomic(path string, write func(io.Writer) error) error {
 	if err := tmp.Close(); err != nil {
 		return err
 	}
+	if err := os.Chmod(tmp.Name(), 0o644); err != nil { // CreateTemp makes it 0600
+		return err
+	}
 	return os.Rename(tmp.Name(), path)
 }
