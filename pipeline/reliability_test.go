@@ -281,7 +281,7 @@ func TestFaultsLoseNothing(t *testing.T) {
 				t.Errorf("tables differ from a fault-free run's")
 			}
 			h.assertWarehouseHasNoKey()
-			h.assertNoStaging()
+			assertNoStagingFiles(t, h)
 		})
 	}
 }
@@ -1071,7 +1071,7 @@ func TestDiskFull(t *testing.T) {
 	if got := dumpTablesClosed(t, h); got != want {
 		t.Errorf("after the full disk and a rerun, tables differ from an uninterrupted run's")
 	}
-	h.assertNoStaging()
+	assertNoStagingFiles(t, h)
 }
 
 // TestReadOnlyDataDirectory: with the data directory and its files read-only, `sitewatch run`
