@@ -225,7 +225,7 @@ func TestCrashKillMinus9DuringParquetExport(t *testing.T) {
 		}
 	}
 	t.Logf("uninterrupted rebuild: %v, of which the export about %v", full.Round(10*time.Millisecond), exportTook.Round(10*time.Millisecond))
-	// The export is the last part of a rebuild; aim most kill points at it.
+	// The export is the last part of a rebuild.
 	exportFrom := max(0, 1-1.5*float64(exportTook)/float64(full))
 
 	n := killPoints()
@@ -233,17 +233,32 @@ func TestCrashKillMinus9DuringParquetExport(t *testing.T) {
 	mixedRuns := 0
 	for i := range n {
 		// Most points where the export runs; every fourth one earlier, in the rebuild proper.
-		frac := exportFrom + (1.05-exportFrom)*(float64(i)+rng.Float64())/float64(n)
-		if i%4 == 3 {
-			frac = rng.Float64() * exportFrom
-		}
-		at := time.Duration(frac * float64(full))
 		restore()
 		cmd, out := h.command("rebuild", "--snapshot", testMonth)
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(at)
+		var at time.Duration
+		what := "during the export"
+		if i%4 == 3 {
+			// Every fourth point before the export, in the rebuild's transaction.
+			at = time.Duration(rng.Float64() * exportFrom * float64(full))
+			what = "before the export"
+			time.Sleep(at)
+		} else {
+			// The others a random moment after the first staging file appears, i.e. while
+			// the export writes and renames its files.
+			began := time.Now()
+			for time.Since(began) < 30*time.Second {
+				if staged, _ := filepath.Glob(filepath.Join(pq, "*", "*", ".*.tmp")); len(staged) > 0 {
+					break
+				}
+				time.Sleep(500 * time.Microsecond)
+			}
+			time.Sleep(time.Duration(rng.Float64() * 1.2 * float64(exportTook)))
+			at = time.Since(began)
+		}
+		frac := float64(at) / float64(full)
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
 		got := partitionDumps(t, pq)
@@ -265,8 +280,8 @@ func TestCrashKillMinus9DuringParquetExport(t *testing.T) {
 			mixedRuns++
 		}
 		staged, _ := filepath.Glob(filepath.Join(pq, "*", "*", ".*.tmp"))
-		t.Logf("kill at %v (%.0f%% of a rebuild): %d partitions old, %d new, %d staging files left; output: %q",
-			at.Round(time.Millisecond), frac*100, nOld, nNew, len(staged), tail(out.String(), 120))
+		t.Logf("kill %s at %v (%.0f%% of a rebuild): %d partitions old, %d new, %d staging files left; output: %q",
+			what, at.Round(time.Millisecond), frac*100, nOld, nNew, len(staged), tail(out.String(), 120))
 		// The database opens after the kill, and a rebuild then completes to the new tree with
 		// no staging file left.
 		withDB(t, h, func(db *sql.DB) {})
