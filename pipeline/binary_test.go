@@ -111,7 +111,8 @@ func atlasMaxInFlight(rate int) int { return rate*3 + 1 }
 func (h *harness) assertNoStaging() {
 	h.t.Helper()
 	_ = filepath.Walk(filepath.Join(h.dir, "data"), func(path string, info os.FileInfo, err error) error {
-		if err == nil && strings.Contains(filepath.Base(path), "staging") {
+		name := filepath.Base(path)
+		if err == nil && (strings.Contains(name, "staging") || strings.HasSuffix(name, ".tmp")) {
 			h.t.Errorf("stray staging file left: %s", path)
 		}
 		return nil
