@@ -20,6 +20,10 @@ test:
 test-short:
 	$(GO) test -short $(PKGS)
 
+# The long variants too (SITEWATCH_LONG=1: more kill points, longer fuzz-free soaks).
+test-long:
+	SITEWATCH_LONG=1 $(GO) test -race -timeout 80m $(PKGS)
+
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 60m $(PKGS)
 
