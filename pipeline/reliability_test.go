@@ -766,9 +766,6 @@ func TestTLSVerification(t *testing.T) {
 	defer srv.Close()
 
 	t.Run("SelfSignedRefused", func(t *testing.T) {
-		if testing.Short() {
-			t.Skip("waits out the client's retry backoff")
-		}
 		h := newHarness(t, atlastest.Options{}, atlastest.Domains(1), "")
 		h.extraEnv = map[string]string{EnvBaseURL: srv.URL}
 		start := time.Now()
@@ -782,7 +779,12 @@ func TestTLSVerification(t *testing.T) {
 		if got := sim.Stats().Requests; got != 0 {
 			t.Errorf("the gateway answered %d HTTP requests over an unverified connection", got)
 		}
-		t.Logf("refused after %v", time.Since(start).Round(100*time.Millisecond))
+		if elapsed := time.Since(start); elapsed > 5*time.Second {
+			t.Errorf("refused after %v: an untrusted certificate must stop the run at once, not be retried", elapsed)
+		}
+		if out := h.stdout.String(); !strings.Contains(out, "not trusted") {
+			t.Errorf("summary does not say what to do about the certificate:\n%s", out)
+		}
 	})
 	t.Run("TrustedCAWorks", func(t *testing.T) {
 		c, err := atlas.New(atlas.Config{BaseURL: srv.URL, APIKey: canaryKey, RateLimit: 50, HTTPClient: srv.Client()})

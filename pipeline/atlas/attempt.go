@@ -2,6 +2,8 @@ package atlas
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -94,8 +96,14 @@ func (c *Client) attempt(ctx context.Context, req Request) outcome {
 	resp, err := c.hc.Do(hreq)
 	at := time.Now().UTC()
 	if err != nil {
-		c.observe(nil, 0, sentAt, nil)
 		e := c.newError(req, 0, "", "")
+		if isCertificateError(err) {
+			// Retrying cannot make an untrusted certificate trusted: stop at once.
+			e.Message, e.Err = c.transportMessage(err), ErrUntrustedCertificate
+			c.observe(nil, 0, sentAt, e)
+			return outcome{sent: true, kind: outcomeFatal, at: at, err: e}
+		}
+		c.observe(nil, 0, sentAt, nil)
 		switch {
 		case ctx.Err() != nil:
 			return outcome{sent: true, kind: outcomeCanceled, at: at,
@@ -410,4 +418,14 @@ func (c *Client) redactedPath(u *url.URL) string {
 func isDrift(err error) bool {
 	var typeErr *json.UnmarshalTypeError
 	return errors.As(err, &typeErr) || errors.Is(err, schema.ErrNotSuccess)
+}
+
+// isCertificateError tells a TLS certificate the client does not trust (unknown authority,
+// wrong host name, expired) from a transient network failure.
+func isCertificateError(err error) bool {
+	var verr *tls.CertificateVerificationError
+	var unknown x509.UnknownAuthorityError
+	var host x509.HostnameError
+	var invalid x509.CertificateInvalidError
+	return errors.As(err, &verr) || errors.As(err, &unknown) || errors.As(err, &host) || errors.As(err, &invalid)
 }

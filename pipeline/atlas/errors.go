@@ -41,6 +41,10 @@ var (
 	ErrBadRequest = errors.New("the API rejected the request (400)")
 	// ErrMisconfigured: 404, 405, 413 or a redirect, which a correct client never sees.
 	ErrMisconfigured = errors.New("the API address does not serve this operation: api.base_url or api.mode is likely wrong (direct mode adds /atlas to base_url; marketplace mode does not)")
+	// ErrUntrustedCertificate: the server's TLS certificate failed verification; fatal
+	// (verification is never disabled).
+	ErrUntrustedCertificate = errors.New("the API server's TLS certificate is not trusted: check api.base_url, " +
+		"or install the issuing CA in the system trust store (TLS verification is never disabled)")
 	// ErrServer: 5xx answers, time-outs, connection failures or broken 200 bodies that
 	// persisted through every allowed attempt.
 	ErrServer = errors.New("server or network failure persisted after retries; rerun later to resume")
@@ -102,9 +106,9 @@ func (e *Error) Unwrap() error { return e.Err }
 
 // IsStop reports whether err is a reason to stop starting requests (as opposed to a
 // failure of one request): out of credits, reserve, run budget, unauthorized,
-// misconfigured or a legacy v1 body.
+// misconfigured, an untrusted certificate or a legacy v1 body.
 func IsStop(err error) bool {
-	for _, s := range []error{ErrOutOfCredits, ErrCreditReserve, ErrRunBudget, ErrUnauthorized, ErrMisconfigured, schema.ErrLegacyV1} {
+	for _, s := range []error{ErrOutOfCredits, ErrCreditReserve, ErrRunBudget, ErrUnauthorized, ErrMisconfigured, ErrUntrustedCertificate, schema.ErrLegacyV1} {
 		if errors.Is(err, s) {
 			return true
 		}
