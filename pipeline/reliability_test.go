@@ -1133,6 +1133,9 @@ func TestReadOnlyDataDirectory(t *testing.T) {
 	if !strings.Contains(msg, "w.duckdb") || !(strings.Contains(strings.ToLower(msg), "permission") || strings.Contains(strings.ToLower(msg), "read-only")) {
 		t.Errorf("message does not name the file and the permission problem:\n%s", msg)
 	}
+	if !strings.Contains(msg, "fix the permissions") {
+		t.Errorf("message does not say what to do:\n%s", msg)
+	}
 	if strings.Contains(msg, h.key) {
 		t.Errorf("the key leaked into the output")
 	}

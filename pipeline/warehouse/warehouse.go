@@ -213,6 +213,12 @@ var lockHolder = regexp.MustCompile(`Conflicting lock is held in (.*?) \(PID (\d
 // holds the file and what to do; other errors are returned unchanged.
 func lockError(path string, err error) error {
 	msg := err.Error()
+	switch {
+	case strings.Contains(msg, "Permission denied"), strings.Contains(msg, "Read-only file system"):
+		return fmt.Errorf("%w: this user cannot write %s or its directory; fix the permissions, or point warehouse.duckdb at a writable path", err, path)
+	case strings.Contains(msg, "No space left"), strings.Contains(msg, "File too large"):
+		return fmt.Errorf("%w: free disk space for %s (or raise the file size limit), then rerun; nothing committed is lost", err, path)
+	}
 	if !strings.Contains(msg, "Could not set lock") && !strings.Contains(msg, "Conflicting lock") {
 		return err
 	}
