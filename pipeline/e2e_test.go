@@ -430,3 +430,31 @@ func TestRebuildReportSchemaCommands(t *testing.T) {
 		}
 	})
 }
+
+func TestRunMarketplaceMode(t *testing.T) {
+	const host, marketKey = "intel.example", "canary-market-5e6f"
+	for _, requireBearer := range []bool{false, true} {
+		t.Run(fmt.Sprintf("RequireBearer=%v", requireBearer), func(t *testing.T) {
+			domains := atlastest.Domains(3)
+			h := newHarness(t, atlastest.Options{MarketplaceHost: host, MarketplaceKey: marketKey, MarketplaceRequireBearer: requireBearer},
+				domains, "  mode: marketplace\n  marketplace_host: "+host+"\n")
+			h.extraEnv = map[string]string{EnvMarketplaceKey: marketKey}
+			if code := h.run("run", "--snapshot", testMonth); code != ExitOK {
+				t.Fatalf("exit %d\n%s%s", code, h.stdout, h.stderr)
+			}
+			if strings.Contains(h.stdout.String()+h.stderr.String(), marketKey) {
+				t.Errorf("the marketplace key leaked into the output")
+			}
+			if got := count(t, h.db(), "SELECT count(*) FROM sites"); got != len(domains) {
+				t.Errorf("sites rows = %d, want %d", got, len(domains))
+			}
+		})
+	}
+	t.Run("MissingMarketplaceKey", func(t *testing.T) {
+		h := newHarness(t, atlastest.Options{MarketplaceHost: host, MarketplaceKey: marketKey}, atlastest.Domains(1),
+			"  mode: marketplace\n  marketplace_host: "+host+"\n")
+		if code := h.run("run", "--snapshot", testMonth); code != ExitUsage || !strings.Contains(h.stderr.String(), EnvMarketplaceKey) {
+			t.Errorf("exit %d, want 2 naming %s\n%s", code, EnvMarketplaceKey, h.stderr)
+		}
+	})
+}
