@@ -76,10 +76,12 @@ type commonFlags struct {
 	fs       *flag.FlagSet
 	config   string
 	snapshot string
+	argsHint string       // the message when the positional arguments are wrong
+	check    func() error // validates the command's own flags before anything is opened
 }
 
 func newFlags(name string, env Env, withSnapshot bool) *commonFlags {
-	f := &commonFlags{fs: flag.NewFlagSet("sitewatch "+name, flag.ContinueOnError)}
+	f := &commonFlags{fs: flag.NewFlagSet("sitewatch "+name, flag.ContinueOnError), check: func() error { return nil }}
 	f.fs.SetOutput(env.Stderr)
 	f.fs.StringVar(&f.config, "config", "domains.yaml", "the config file")
 	if withSnapshot {
@@ -88,13 +90,20 @@ func newFlags(name string, env Env, withSnapshot bool) *commonFlags {
 	return f
 }
 
-// parse parses args, checks the snapshot month and loads the config.
-func (f *commonFlags) parse(args []string, env Env, maxArgs int) (*Config, error) {
+// parse parses args (expecting nargs positional ones), checks the snapshot month and the
+// command's own flags, and loads the config.
+func (f *commonFlags) parse(args []string, env Env, nargs int) (*Config, error) {
 	if err := f.fs.Parse(args); err != nil {
 		return nil, &UsageError{Msg: err.Error()}
 	}
-	if f.fs.NArg() > maxArgs {
-		return nil, &UsageError{Msg: fmt.Sprintf("unexpected arguments: %s", strings.Join(f.fs.Args()[maxArgs:], " "))}
+	switch {
+	case f.fs.NArg() != nargs && f.argsHint != "":
+		return nil, &UsageError{Msg: f.argsHint}
+	case f.fs.NArg() > nargs:
+		return nil, &UsageError{Msg: fmt.Sprintf("unexpected arguments: %s", strings.Join(f.fs.Args()[nargs:], " "))}
+	}
+	if err := f.check(); err != nil {
+		return nil, err
 	}
 	if f.snapshot != "" {
 		if _, err := time.Parse("2006-01", f.snapshot); err != nil {
@@ -138,11 +147,7 @@ func cmdSchedule(ctx context.Context, args []string, env Env) error {
 func cmdRebuild(ctx context.Context, args []string, env Env) error {
 	f := newFlags("rebuild", env, true)
 	all := f.fs.Bool("all", false, "rebuild every snapshot")
-	cfg, err := f.parse(args, env, 0)
-	if err != nil {
-		return err
-	}
-	wh, err := openWarehouse(ctx, cfg, env, false)
+	cfg, wh, err := f.parseAndOpen(ctx, args, env, 0, false)
 	if err != nil {
 		return err
 	}
@@ -191,6 +196,17 @@ func cmdValidate(_ context.Context, args []string, env Env) error {
 	return nil
 }
 
+// parseAndOpen parses args, loads the config and opens its warehouse: the first steps of every
+// command that reads or rebuilds the warehouse.
+func (f *commonFlags) parseAndOpen(ctx context.Context, args []string, env Env, nargs int, readOnly bool) (*Config, *warehouse.Warehouse, error) {
+	cfg, err := f.parse(args, env, nargs)
+	if err != nil {
+		return nil, nil, err
+	}
+	wh, err := openWarehouse(ctx, cfg, env, readOnly)
+	return cfg, wh, err
+}
+
 func openWarehouse(ctx context.Context, cfg *Config, env Env, readOnly bool) (*warehouse.Warehouse, error) {
 	if readOnly {
 		if _, err := os.Stat(cfg.Warehouse.DuckDB); errors.Is(err, os.ErrNotExist) {
@@ -207,11 +223,7 @@ func openWarehouse(ctx context.Context, cfg *Config, env Env, readOnly bool) (*w
 func cmdStatus(ctx context.Context, args []string, env Env) error {
 	f := newFlags("status", env, false)
 	limit := f.fs.Int("limit", 10, "how many recent runs to show")
-	cfg, err := f.parse(args, env, 0)
-	if err != nil {
-		return err
-	}
-	wh, err := openWarehouse(ctx, cfg, env, true)
+	_, wh, err := f.parseAndOpen(ctx, args, env, 0, true)
 	if err != nil {
 		return err
 	}
@@ -226,40 +238,31 @@ func cmdStatus(ctx context.Context, args []string, env Env) error {
 func cmdQuery(ctx context.Context, args []string, env Env) error {
 	f := newFlags("query", env, false)
 	format := f.fs.String("format", "table", "output format: table, csv or json")
-	cfg, err := f.parse(args, env, 1)
-	if err != nil {
-		return err
-	}
-	if f.fs.NArg() != 1 {
-		return &UsageError{Msg: "query needs one SQL argument, e.g. sitewatch query 'SELECT * FROM latest_sites'"}
-	}
-	out, err := newFormatter(*format, env.Stdout)
-	if err != nil {
-		return err
-	}
-	wh, err := openWarehouse(ctx, cfg, env, true)
+	f.argsHint = "query needs one SQL argument, e.g. sitewatch query 'SELECT * FROM latest_sites'"
+	f.check = func() error { _, err := newFormatter(*format, io.Discard); return err }
+	_, wh, err := f.parseAndOpen(ctx, args, env, 1, true)
 	if err != nil {
 		return err
 	}
 	defer wh.Close()
+	out, err := newFormatter(*format, env.Stdout)
+	if err != nil {
+		return err
+	}
 	return runQuery(ctx, wh.DB(), f.fs.Arg(0), out)
 }
 
 func cmdReport(ctx context.Context, args []string, env Env) error {
 	f := newFlags("report", env, true)
 	out := f.fs.String("out", "", "the HTML file to write (default report-YYYY-MM.html)")
-	cfg, err := f.parse(args, env, 0)
-	if err != nil {
-		return err
-	}
-	if *out == "" {
-		*out = "report-" + f.snapshot + ".html"
-	}
-	wh, err := openWarehouse(ctx, cfg, env, true)
+	_, wh, err := f.parseAndOpen(ctx, args, env, 0, true)
 	if err != nil {
 		return err
 	}
 	defer wh.Close()
+	if *out == "" {
+		*out = "report-" + f.snapshot + ".html"
+	}
 	err = writeFileAtomic(*out, func(w io.Writer) error { return report.Write(ctx, wh.DB(), f.snapshot, w) })
 	if err != nil {
 		return fmt.Errorf("report %s: %w", f.snapshot, err)
