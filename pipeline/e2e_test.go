@@ -458,3 +458,28 @@ func TestRunMarketplaceMode(t *testing.T) {
 		}
 	})
 }
+
+// TestInterruptKeepsAnsweredCalls: a signal (ctx cancelled) stops new calls, lets the ones in
+// flight finish and stores them, so the rerun pays only for what was never answered.
+func TestInterruptKeepsAnsweredCalls(t *testing.T) {
+	domains := atlastest.Domains(20)
+	h := newHarness(t, atlastest.Options{LatencyMin: 150 * time.Millisecond, LatencyMax: 300 * time.Millisecond}, domains, "  rate_limit: 20\n")
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		waitFor(t, 10*time.Second, func() bool { return h.srv.Stats().Requests >= 10 })
+		cancel()
+	}()
+	code := Main(ctx, []string{"run", "--config", h.cfgPath, "--snapshot", testMonth}, h.env())
+	if code != ExitFailed || !strings.Contains(h.stdout.String(), StatusInterrupted) {
+		t.Fatalf("exit %d, want 1 and status %s\n%s", code, StatusInterrupted, h.stdout)
+	}
+	if strings.Contains(h.stdout.String(), "failed: ") {
+		t.Errorf("calls in flight were cut instead of finished:\n%s", h.stdout)
+	}
+	if code := h.run("run", "--snapshot", testMonth); code != ExitOK {
+		t.Fatalf("rerun exit %d\n%s", code, h.stdout)
+	}
+	if got, want := h.srv.Stats().Charged, int64(2*len(domains)+1); got != want {
+		t.Errorf("charged %d over both runs, want %d: an answered call was thrown away", got, want)
+	}
+}

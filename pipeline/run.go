@@ -67,16 +67,15 @@ type Summary struct {
 
 // runState is one run in progress.
 type runState struct {
-	cfg         *Config
-	env         Env
-	wh          *warehouse.Warehouse
-	client      *atlas.Client
-	plan        *Plan
-	sum         *Summary
-	storeErr    error // the first storage failure, or ErrUpstreamFailing: either stops the fetch
-	failStreak  int
-	cancelFetch context.CancelFunc
-	progress    *progress
+	cfg        *Config
+	env        Env
+	wh         *warehouse.Warehouse
+	client     *atlas.Client
+	plan       *Plan
+	sum        *Summary
+	stopCause  error // the first storage failure, or ErrUpstreamFailing: either stops the fetch
+	failStreak int
+	progress   *progress
 }
 
 // Run fetches and loads one snapshot of the watchlist, resuming where an earlier run of the
@@ -149,13 +148,16 @@ func (r *runState) execute(ctx context.Context) error {
 	}
 	r.progress = newProgress(r.env, r.client, r.plan)
 	stopProgress := r.progress.start(ctx)
-	fetchCtx, cancelFetch := context.WithCancel(ctx)
-	r.cancelFetch = cancelFetch
-	stopErr := r.client.FetchAll(fetchCtx, r.plan.Requests, func(res atlas.Result) { r.handle(keep, res) })
-	cancelFetch()
+	// A signal stops new calls; the calls in flight finish and their results are stored, so
+	// no answered (charged) call is thrown away.
+	stopOnSignal := context.AfterFunc(ctx, func() {
+		r.client.Stop(fmt.Errorf("interrupted by a signal: %w", context.Canceled))
+	})
+	stopErr := r.client.FetchAll(keep, r.plan.Requests, func(res atlas.Result) { r.handle(keep, res) })
+	stopOnSignal()
 	stopProgress()
-	if r.storeErr != nil {
-		stopErr = r.storeErr // a storage failure is the cause of the cancellation, not a signal
+	if r.stopCause != nil {
+		stopErr = r.stopCause // the cause of the stop, even if a signal or a 402 came too
 	}
 	runErr := r.finish(keep, stopErr)
 	finished := r.env.Now().UTC()
@@ -183,9 +185,8 @@ func (r *runState) handle(ctx context.Context, res atlas.Result) {
 		r.recordFailure(ctx, res.Request, status, code, res.Err)
 		return
 	}
-	if r.storeErr != nil {
-		return
-	}
+	// Even after a storage failure stopped the run, later answers are still offered to the
+	// warehouse: they are paid for, and the failure may have been passing.
 	raw := warehouse.Raw{Endpoint: res.Endpoint, Domain: res.Domain, Body: res.Body, FetchedAt: res.FetchedAt}
 	err := r.wh.Store(ctx, r.plan.Snapshot, raw)
 	switch {
@@ -211,12 +212,12 @@ func isBodyError(err error) bool {
 
 // fail stops the run for err (the first such error wins): no new call starts.
 func (r *runState) fail(err error) {
-	if r.storeErr != nil {
+	if r.stopCause != nil {
 		return
 	}
-	r.storeErr = err
+	r.stopCause = err
 	r.env.Logger.Error("stopping the run", "err", err)
-	r.cancelFetch()
+	r.client.Stop(err)
 }
 
 // recordFailure records one failed call in fetch_errors and in the summary.

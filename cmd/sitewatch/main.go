@@ -15,6 +15,9 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// The first signal stops gracefully (calls in flight finish and are stored); restoring
+	// the default handling lets a second one end the process at once.
+	context.AfterFunc(ctx, stop)
 	fi, _ := os.Stderr.Stat()
 	env := pipeline.Env{
 		Getenv:     os.Getenv,

@@ -417,8 +417,11 @@ func (c *Client) Fetch(ctx context.Context, req Request) Result {
 			d := bo.NextBackOff()
 			c.log.Warn("atlas retrying", "endpoint", req.Endpoint, "domain", req.Domain,
 				"attempt", res.Attempts, "backoff", d, "error", last.Error())
-			if err := sleep(ctx, d); err != nil {
-				res.Err = fmt.Errorf("atlas fetch %s %q: %w", req.Endpoint, req.Domain, err)
+			select {
+			case <-time.After(d):
+			case <-c.stopCh: // the next attempt returns the stop reason
+			case <-ctx.Done():
+				res.Err = fmt.Errorf("atlas fetch %s %q: %w", req.Endpoint, req.Domain, ctx.Err())
 				return res
 			}
 		}
@@ -430,6 +433,11 @@ func (c *Client) count(f func(*Stats)) {
 	f(&c.stats)
 	c.mu.Unlock()
 }
+
+// Stop makes the client start no new attempt: calls in flight finish and FetchAll hands
+// their results over, then returns reason. A request waiting out a retry backoff gives up.
+// The first stop reason wins (a 402 met earlier is not overwritten).
+func (c *Client) Stop(reason error) { c.stop(reason) }
 
 // stop records the first stop reason and wakes everything that waits.
 func (c *Client) stop(err error) {
