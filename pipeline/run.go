@@ -176,6 +176,9 @@ func (r *runState) execute(ctx context.Context) error {
 // is recorded in fetch_errors. A storage failure stops the run.
 func (r *runState) handle(ctx context.Context, res atlas.Result) {
 	r.progress.finished(res)
+	if res.Err != nil && (atlas.IsStop(res.Err) || errors.Is(res.Err, context.Canceled)) {
+		return // the run's own stop, summarized by its status; not a failure of this call
+	}
 	if res.Err != nil {
 		status, code := 0, ""
 		var ae *atlas.Error

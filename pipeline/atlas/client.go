@@ -417,11 +417,9 @@ func (c *Client) Fetch(ctx context.Context, req Request) Result {
 			d := bo.NextBackOff()
 			c.log.Warn("atlas retrying", "endpoint", req.Endpoint, "domain", req.Domain,
 				"attempt", res.Attempts, "backoff", d, "error", last.Error())
-			select {
-			case <-time.After(d):
-			case <-c.stopCh: // the next attempt returns the stop reason
-			case <-ctx.Done():
-				res.Err = fmt.Errorf("atlas fetch %s %q: %w", req.Endpoint, req.Domain, ctx.Err())
+			if err := c.sleep(ctx, d); err != nil {
+				res.Err = fmt.Errorf("atlas fetch %s %q: gave up after %d attempts (last: %s): %w",
+					req.Endpoint, req.Domain, res.Attempts, last.Error(), err)
 				return res
 			}
 		}
@@ -544,7 +542,7 @@ func (c *Client) waitTurn(ctx context.Context) error {
 			return stopErr
 		}
 		if d := time.Until(until); d > 0 {
-			if err := sleep(ctx, d); err != nil {
+			if err := c.sleep(ctx, d); err != nil {
 				return err
 			}
 			continue
@@ -586,7 +584,7 @@ func (c *Client) pause(d time.Duration) {
 	}
 }
 
-func sleep(ctx context.Context, d time.Duration) error {
+func (c *Client) sleep(ctx context.Context, d time.Duration) error {
 	if d <= 0 {
 		return ctx.Err()
 	}
@@ -597,5 +595,7 @@ func sleep(ctx context.Context, d time.Duration) error {
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
+	case <-c.stopCh: // a stop (a signal, a 402) must not wait out a long Retry-After
+		return c.Err()
 	}
 }
