@@ -17,6 +17,7 @@ type Plan struct {
 	Loaded        int             // domains already loaded in this snapshot (skipped unless --refresh)
 	RejectedByAPI map[string]bool // domains the API answered 400 earlier in this snapshot (skipped unless --refresh)
 	HalfLoaded    int             // domains with one of their two responses stored
+	Unloadable    int             // domains with both responses stored that cannot be loaded (skipped unless --refresh)
 	Countries     bool            // country-metadata still to fetch
 	Requests      []atlas.Request // in order: countries first, then both endpoints of each domain in turn
 }
@@ -56,6 +57,10 @@ func BuildPlan(snapshot string, domains []string, state *warehouse.SnapshotState
 			}
 		}
 		stored := state.Stored[d]
+		if !refresh && stored[schema.EndpointOverview] && stored[schema.EndpointSimilar] {
+			p.Unloadable++ // both bodies paid for but not loadable: fetching again buys the same
+			continue
+		}
 		missing := 0
 		for _, ep := range schema.DomainEndpoints {
 			if refresh || !stored[ep] {
@@ -80,6 +85,7 @@ func (p *Plan) Print(w io.Writer, cfg *Config, wl *Watchlist) {
 		{"duplicates collapsed", fmt.Sprint(len(wl.Duplicates))},
 		{"already loaded", fmt.Sprint(p.Loaded)},
 		{"rejected by the API earlier", fmt.Sprint(len(p.RejectedByAPI))},
+		{"stored but not loadable", fmt.Sprint(p.Unloadable)},
 		{"domains to fetch", fmt.Sprintf("%d (%d half-loaded: only the missing call)", p.PendingDomains(), p.HalfLoaded)},
 		{"country-metadata", map[bool]string{true: "to fetch (1 call)", false: "already loaded"}[p.Countries]},
 		{"calls", fmt.Sprint(len(p.Requests))},
@@ -112,4 +118,15 @@ func printRows(w io.Writer, rows [][2]string) {
 	for _, r := range rows {
 		fmt.Fprintf(w, "  %s%s  %s\n", r[0], strings.Repeat(" ", width-len(r[0])), r[1])
 	}
+}
+
+// unloadable lists the watchlist domains whose two responses are stored but not loaded.
+func unloadable(domains []string, state *warehouse.SnapshotState) []string {
+	var out []string
+	for _, d := range domains {
+		if st := state.Stored[d]; st[schema.EndpointOverview] && st[schema.EndpointSimilar] && !state.Loaded[d] {
+			out = append(out, d)
+		}
+	}
+	return out
 }

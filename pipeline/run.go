@@ -196,9 +196,12 @@ func (r *runState) handle(ctx context.Context, res atlas.Result) {
 	case err == nil:
 		r.failStreak = 0
 	case isBodyError(err):
-		// The body decoded but cannot be flattened (a malformed date, say): this domain's
-		// problem, not the warehouse's. Nothing was stored, so a rerun fetches it again.
-		r.recordFailure(ctx, res.Request, 200, CodeMalformedBody, err)
+		// The body cannot be loaded (a malformed date, say): this domain's problem, not the
+		// warehouse's. A pair that decodes is kept raw (*warehouse.UnloadableError), so no
+		// rerun pays for the same body again.
+		req := res.Request
+		req.Endpoint = blamedEndpoint(err, req.Endpoint)
+		r.recordFailure(ctx, req, 200, CodeMalformedBody, err)
 	default:
 		r.fail(fmt.Errorf("store %s %s: %w", res.Endpoint, displayDomain(res.Domain), err))
 	}
@@ -206,6 +209,20 @@ func (r *runState) handle(ctx context.Context, res atlas.Result) {
 
 // CodeMalformedBody is the fetch_errors code of a 200 body that could not be loaded.
 const CodeMalformedBody = "MALFORMED_BODY"
+
+// blamedEndpoint names the endpoint whose body a load error is about: a domain is flattened
+// when its second body arrives, which need not be the faulty one.
+func blamedEndpoint(err error, arrived schema.Endpoint) schema.Endpoint {
+	var de *schema.DecodeError
+	var fe *schema.FlattenError
+	switch {
+	case errors.As(err, &de):
+		return de.Endpoint
+	case errors.As(err, &fe):
+		return schema.EndpointOverview // every date the flattener parses is in the overview
+	}
+	return arrived
+}
 
 func isBodyError(err error) bool {
 	var fe *schema.FlattenError
@@ -275,6 +292,11 @@ func (r *runState) finish(ctx context.Context, stopErr error) error {
 	r.sum.Status = statusOf(stopErr)
 	if stopErr != nil {
 		return stopErr
+	}
+	if n := len(unloadable(r.sum.Watchlist.Domains, state)); n > 0 {
+		r.sum.Status = StatusFailed
+		return fmt.Errorf("%w: %d domains hold responses that cannot be loaded (fetch_errors code %s); a rerun will not pay for them again: "+
+			"`sitewatch run --refresh` refetches them, `sitewatch rebuild` loads them after an upgrade", ErrIncomplete, n, CodeMalformedBody)
 	}
 	if missing := r.sum.DomainsTotal - r.sum.DomainsLoaded - r.sum.DomainsRejected; missing > 0 || !state.CountriesLoaded {
 		r.sum.Status = StatusFailed

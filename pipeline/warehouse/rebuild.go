@@ -169,7 +169,7 @@ func (w *Warehouse) loadStream(ctx context.Context, snapshot string, domains []s
 				}
 				for _, d := range page {
 					if err := d.addTo(batch, snapshot); err != nil {
-						w.log.Warn("rebuild: skipping a domain whose stored response does not flatten; the next run refetches it",
+						w.log.Warn("rebuild: skipping a domain whose stored response does not flatten; `sitewatch run --refresh` refetches it",
 							"snapshot", snapshot, "domain", d.domain, "err", err)
 						continue
 					}

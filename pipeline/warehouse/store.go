@@ -3,6 +3,7 @@ package warehouse
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"regexp"
 	"time"
@@ -95,8 +96,9 @@ func (w *Warehouse) State(ctx context.Context, snapshot string) (*SnapshotState,
 // (snapshot, domain, endpoint) and, when the domain then has both site-overview and
 // site-similar stored, flattens both and replaces all of that (snapshot, domain)'s rows in
 // every derived table. For country-metadata it replaces the countries table. A failure or
-// crash mid-call leaves the database as before. A body that does not decode, or that holds a
-// malformed date (*schema.FlattenError), is refused and nothing is written.
+// crash mid-call leaves the database as before. A body that does not decode is refused and
+// nothing is written; a pair that decodes but cannot be flattened (a malformed date) is kept
+// raw, with no derived rows, and Store returns an *UnloadableError.
 func (w *Warehouse) Store(ctx context.Context, snapshot string, raw Raw) error {
 	if err := checkSnapshot(snapshot); err != nil {
 		return fmt.Errorf("store: %w", err)
@@ -134,6 +136,7 @@ func (w *Warehouse) Store(ctx context.Context, snapshot string, raw Raw) error {
 	default:
 		return fmt.Errorf("store %s: unknown endpoint %q", what, raw.Endpoint)
 	}
+	var unloadable *UnloadableError
 	err := w.inTx(ctx, func(ctx context.Context) error {
 		if err := w.putRaw(ctx, snapshot, raw); err != nil {
 			return err
@@ -144,10 +147,16 @@ func (w *Warehouse) Store(ctx context.Context, snapshot string, raw Raw) error {
 		}
 		batch := schema.NewBatch(w.mem)
 		defer batch.Release()
-		if err := pair.addTo(batch, snapshot); err != nil {
+		if err := w.deleteDerived(ctx, snapshot, raw.Domain); err != nil {
 			return err
 		}
-		if err := w.deleteDerived(ctx, snapshot, raw.Domain); err != nil {
+		if err := pair.addTo(batch, snapshot); err != nil {
+			if isBodyError(err) {
+				// Keep the paid-for body (so no run refetches it) but no rows: the domain
+				// is "stored, not loaded" until a fixed sitewatch rebuilds it.
+				unloadable = &UnloadableError{Domain: raw.Domain, Err: err}
+				return nil
+			}
 			return err
 		}
 		return w.insertBatch(ctx, batch)
@@ -155,7 +164,31 @@ func (w *Warehouse) Store(ctx context.Context, snapshot string, raw Raw) error {
 	if err != nil {
 		return fmt.Errorf("store %s %s (snapshot %s): %w", what, raw.Endpoint, snapshot, err)
 	}
+	if unloadable != nil {
+		return unloadable
+	}
 	return nil
+}
+
+// UnloadableError reports a domain whose stored responses decode but cannot be flattened
+// (a malformed date, say). Its bodies are kept in raw_responses and its rows removed; a run
+// does not fetch it again (that would cost credits for the same body), `run --refresh` does,
+// and `rebuild` loads it once the flattening copes.
+type UnloadableError struct {
+	Domain string
+	Err    error // a *schema.FlattenError or *schema.DecodeError
+}
+
+func (e *UnloadableError) Error() string {
+	return fmt.Sprintf("%s: stored, but its response cannot be loaded: %v", e.Domain, e.Err)
+}
+
+func (e *UnloadableError) Unwrap() error { return e.Err }
+
+func isBodyError(err error) bool {
+	var fe *schema.FlattenError
+	var de *schema.DecodeError
+	return errors.As(err, &fe) || errors.As(err, &de)
 }
 
 func (w *Warehouse) putRaw(ctx context.Context, snapshot string, raw Raw) error {

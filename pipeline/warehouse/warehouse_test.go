@@ -175,13 +175,44 @@ func TestStoreOneEndpointLoadsNothing(t *testing.T) {
 	}
 }
 
+// TestStoreKeepsUnloadable: a pair that decodes but cannot be flattened keeps its paid-for
+// bodies, has no derived rows, and loads once a good body replaces the bad one.
+func TestStoreKeepsUnloadable(t *testing.T) {
+	w := testWarehouse(t, "")
+	ctx := context.Background()
+	if err := w.Store(ctx, snap, Raw{Endpoint: schema.EndpointSimilar, Domain: "example.com", Body: fixture(t, "similar_full.json"), FetchedAt: fetchedAt}); err != nil {
+		t.Fatal(err)
+	}
+	err := w.Store(ctx, snap, Raw{Endpoint: schema.EndpointOverview, Domain: "example.com", Body: fixture(t, "overview_baddate.json"), FetchedAt: fetchedAt})
+	var ue *UnloadableError
+	var fe *schema.FlattenError
+	if !errors.As(err, &ue) || !errors.As(err, &fe) || !strings.Contains(err.Error(), `traffic.history[1].month is "2026-13-01"`) {
+		t.Fatalf("Store error = %v, want an *UnloadableError naming the bad month", err)
+	}
+	st, err := w.State(ctx, snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !st.Stored["example.com"][schema.EndpointOverview] || !st.Stored["example.com"][schema.EndpointSimilar] || st.Loaded["example.com"] {
+		t.Errorf("Stored = %v, Loaded = %v: want both bodies kept and the domain not loaded", st.Stored, st.Loaded)
+	}
+	if got := count(t, w.DB(), `SELECT count(*) FROM sites`); got != 0 {
+		t.Errorf("sites has %d rows for an unloadable domain, want 0", got)
+	}
+	if err := w.Store(ctx, snap, Raw{Endpoint: schema.EndpointOverview, Domain: "example.com", Body: fixture(t, "overview_full.json"), FetchedAt: fetchedAt}); err != nil {
+		t.Fatal(err)
+	}
+	if got := count(t, w.DB(), `SELECT count(*) FROM sites`); got != 1 {
+		t.Errorf("sites has %d rows after a good body, want 1", got)
+	}
+}
+
 func TestStoreRefuses(t *testing.T) {
 	tests := []struct {
 		name    string
 		raw     Raw
 		wantErr string
 	}{
-		{"MalformedDate", Raw{Endpoint: schema.EndpointOverview, Domain: "example.com"}, `traffic.history[1].month is "2026-13-01"`},
 		{"LegacyV1", Raw{Endpoint: schema.EndpointSimilar, Domain: "example.com",
 			Body: []byte(`{"success": true, "sourceSite": "example.com", "similarSites": []}`)}, "legacy v1"},
 		{"NotJSON", Raw{Endpoint: schema.EndpointSimilar, Domain: "example.com", Body: []byte(`<html>`)}, "not a JSON object"},
@@ -196,11 +227,7 @@ func TestStoreRefuses(t *testing.T) {
 				t.Fatal(err)
 			}
 			before := dumpTables(t, w.DB(), "") + fmt.Sprint(queryRows(t, w.DB(), `SELECT * FROM raw_responses ORDER BY ALL`))
-			raw := tt.raw
-			if raw.Body == nil {
-				raw.Body = fixture(t, "overview_baddate.json")
-			}
-			err := w.Store(ctx, snap, raw)
+			err := w.Store(ctx, snap, tt.raw)
 			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 				t.Fatalf("Store error = %v, want one containing %q", err, tt.wantErr)
 			}
