@@ -230,6 +230,9 @@ func TestRunUnauthorized(t *testing.T) {
 	if !strings.Contains(h.stdout.String()+h.stderr.String(), "ATLAS_API_KEY") {
 		t.Errorf("no hint to check ATLAS_API_KEY:\n%s\n%s", h.stdout, h.stderr)
 	}
+	if parts, _ := filepath.Glob(filepath.Join(h.dir, "data/parquet/*/snapshot_month=*")); len(parts) != 0 {
+		t.Errorf("a run that loaded nothing published empty partitions: %v", parts)
+	}
 }
 
 func TestRunUsageErrorsCallNothing(t *testing.T) {
@@ -270,6 +273,9 @@ func TestDryRunCallsNothing(t *testing.T) {
 	}
 	if got := h.srv.Stats().Requests; got != 0 {
 		t.Errorf("dry run made %d requests", got)
+	}
+	if _, err := os.Stat(filepath.Join(h.dir, "data")); !os.IsNotExist(err) {
+		t.Errorf("dry run created the warehouse (stat: %v); it must only read", err)
 	}
 }
 
@@ -404,6 +410,9 @@ func TestRebuildReportSchemaCommands(t *testing.T) {
 		}
 		if got := h.srv.Stats().Requests; got != requests {
 			t.Errorf("rebuild made %d API calls", got-requests)
+		}
+		if code := h.run("rebuild", "--snapshot", "2001-01"); code != ExitFailed || !strings.Contains(h.stderr.String(), "no stored responses") {
+			t.Errorf("rebuild of a month never run: exit %d, want 1 saying so\n%s", code, h.stderr)
 		}
 	})
 	t.Run("Report", func(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"time"
 
 	"sitewatch/pipeline/atlas"
@@ -84,7 +85,10 @@ type runState struct {
 func Run(ctx context.Context, cfg *Config, opts RunOptions, env Env) (*Summary, error) {
 	env = env.withDefaults()
 	wl := NewWatchlist(cfg)
-	creds, err := credentialsFrom(cfg, env.Getenv, opts.DryRun)
+	if opts.DryRun {
+		return nil, dryRun(ctx, cfg, wl, opts, env)
+	}
+	creds, err := credentialsFrom(cfg, env.Getenv, false)
 	if err != nil {
 		return nil, err
 	}
@@ -98,10 +102,6 @@ func Run(ctx context.Context, cfg *Config, opts RunOptions, env Env) (*Summary, 
 		return nil, fmt.Errorf("read snapshot %s state: %w", opts.Snapshot, err)
 	}
 	plan := BuildPlan(opts.Snapshot, wl.Domains, state, opts.Refresh)
-	if opts.DryRun {
-		plan.Print(env.Stdout, cfg, wl)
-		return nil, nil
-	}
 	client, err := atlas.New(clientConfig(cfg, creds, env.Logger))
 	if err != nil {
 		return nil, &ConfigError{Path: cfg.Path, Msg: err.Error()}
@@ -111,6 +111,24 @@ func Run(ctx context.Context, cfg *Config, opts RunOptions, env Env) (*Summary, 
 		Watchlist: wl, CreditsRemaining: -1,
 	}}
 	return r.sum, r.execute(ctx)
+}
+
+// dryRun prints the plan. It reads the warehouse read-only (and treats a missing one as
+// empty), so it creates nothing and works while a BI tool reads the file.
+func dryRun(ctx context.Context, cfg *Config, wl *Watchlist, opts RunOptions, env Env) error {
+	state := &warehouse.SnapshotState{}
+	if _, err := os.Stat(cfg.Warehouse.DuckDB); err == nil {
+		wh, err := warehouse.Open(ctx, warehouse.Options{DuckDBPath: cfg.Warehouse.DuckDB, Logger: env.Logger, ReadOnly: true})
+		if err != nil {
+			return err
+		}
+		defer wh.Close()
+		if state, err = wh.State(ctx, opts.Snapshot); err != nil {
+			return fmt.Errorf("read snapshot %s state: %w", opts.Snapshot, err)
+		}
+	}
+	BuildPlan(opts.Snapshot, wl.Domains, state, opts.Refresh).Print(env.Stdout, cfg, wl)
+	return nil
 }
 
 func (e Env) withDefaults() Env {
@@ -285,7 +303,10 @@ func (r *runState) finish(ctx context.Context, stopErr error) error {
 		return fmt.Errorf("read snapshot %s state: %w", r.plan.Snapshot, err)
 	}
 	r.countOutcome(state)
-	if err := r.wh.ExportParquet(ctx, r.plan.Snapshot); err != nil {
+	if len(state.Stored) == 0 && !state.CountriesLoaded {
+		// Nothing of this snapshot is stored (a 401, an unreachable API): an export would
+		// only publish empty partitions.
+	} else if err := r.wh.ExportParquet(ctx, r.plan.Snapshot); err != nil {
 		r.sum.Status = StatusFailed
 		return fmt.Errorf("export Parquet of %s to %s: %w (the DuckDB tables are loaded; `sitewatch rebuild` re-exports)", r.plan.Snapshot, r.cfg.Warehouse.Parquet, err)
 	}

@@ -27,6 +27,13 @@ func (w *Warehouse) Rebuild(ctx context.Context, snapshot string) (domains int, 
 		if err := checkSnapshot(snapshot); err != nil {
 			return 0, fmt.Errorf("rebuild: %w", err)
 		}
+		var stored int
+		if err := w.db.QueryRowContext(ctx, `SELECT count(*) FROM raw_responses WHERE snapshot_month = ?`, snapshot).Scan(&stored); err != nil {
+			return 0, fmt.Errorf("rebuild: %w", err)
+		}
+		if stored == 0 {
+			return 0, fmt.Errorf("rebuild: no stored responses for snapshot %s (see `sitewatch status` for the snapshots run so far)", snapshot)
+		}
 		snapshots = []string{snapshot}
 	} else {
 		err := queryEach(ctx, w.db, `SELECT DISTINCT snapshot_month FROM raw_responses ORDER BY 1`, nil, func(rows *sql.Rows) error {
