@@ -35,6 +35,8 @@ type Config struct {
 	Domains   []string        `yaml:"domains"`
 	// lines maps each domains[i] to its line in the file, for messages.
 	lines []int
+	// baseURLFromEnv says API.BaseURL came from ATLAS_BASE_URL, so messages blame it.
+	baseURLFromEnv bool
 }
 
 // APIConfig is the api section of domains.yaml.
@@ -271,7 +273,7 @@ func (c *Config) applyDefaults(getenv func(string) string) {
 		c.Schedule = DefaultSchedule
 	}
 	if v := getenv(EnvBaseURL); v != "" {
-		c.API.BaseURL = v
+		c.API.BaseURL, c.baseURLFromEnv = v, true
 	}
 	if c.API.Mode == "" {
 		c.API.Mode = "direct"
@@ -298,6 +300,9 @@ func (c *Config) validate(top *yaml.Node) error {
 		return bad("schedule", fmt.Sprintf("%q is not a 5-field cron expression (minute hour day-of-month month day-of-week, e.g. %q)", c.Schedule, DefaultSchedule))
 	}
 	if err := validateBaseURL(c.API.BaseURL); err != nil {
+		if c.baseURLFromEnv {
+			return &ConfigError{Path: c.Path, Msg: fmt.Sprintf("%s (which overrides api.base_url): %v", EnvBaseURL, err)}
+		}
 		return bad("api.base_url", err.Error())
 	}
 	switch c.API.Mode {

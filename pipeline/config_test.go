@@ -111,6 +111,14 @@ func TestParseConfigErrors(t *testing.T) {
 	}
 }
 
+func TestBadBaseURLFromEnvironmentBlamesIt(t *testing.T) {
+	_, err := ParseConfig("domains.yaml", []byte("api:\n  base_url: https://g.example\ndomains: [a.com]\n"), env(EnvBaseURL, "ftp://h"))
+	var ce *ConfigError
+	if !errors.As(err, &ce) || ce.Line != 0 || !strings.Contains(err.Error(), EnvBaseURL) {
+		t.Fatalf("err = %v: want a *ConfigError naming %s, not a line of the file", err, EnvBaseURL)
+	}
+}
+
 func TestConfigErrorNeverEchoesCredentials(t *testing.T) {
 	_, err := ParseConfig("domains.yaml", []byte("api:\n  base_url: https://user:canary-secret@g.example/?key=canary-secret\ndomains: [a.com]\n"), env())
 	if err == nil || strings.Contains(err.Error(), "canary-secret") {

@@ -183,6 +183,11 @@ func TestRunOutOfCreditsThenResume(t *testing.T) {
 	if !strings.Contains(h.stdout.String(), "top up") {
 		t.Errorf("summary does not say what to do:\n%s", h.stdout)
 	}
+	withDB(t, h, func(db *sql.DB) {
+		if got := count(t, db, "SELECT count(*) FROM countries"); got != 249 {
+			t.Errorf("countries = %d after a credit stop, want 249 (country-metadata goes first)", got)
+		}
+	})
 	h.srv.SetCredits(h.key, 100)
 	if code := h.run("run", "--snapshot", testMonth); code != ExitOK {
 		t.Fatalf("resume exit %d, want 0\n%s\n%s", code, h.stdout, h.stderr)

@@ -171,7 +171,7 @@ func (r *runState) execute(ctx context.Context) error {
 	stopOnSignal := context.AfterFunc(ctx, func() {
 		r.client.Stop(fmt.Errorf("interrupted by a signal: %w", context.Canceled))
 	})
-	stopErr := r.client.FetchAll(keep, r.plan.Requests, func(res atlas.Result) { r.handle(keep, res) })
+	stopErr := r.fetch(keep)
 	stopOnSignal()
 	stopProgress()
 	if r.stopCause != nil {
@@ -188,6 +188,21 @@ func (r *runState) execute(ctx context.Context) error {
 		runErr = fmt.Errorf("record run end: %w", err)
 	}
 	return runErr
+}
+
+// fetch runs the plan's calls. country-metadata goes alone first: concurrent workers would
+// otherwise send calls in any order, and a run stopped for credits should not lack the
+// countries every report joins to.
+func (r *runState) fetch(ctx context.Context) error {
+	handle := func(res atlas.Result) { r.handle(ctx, res) }
+	reqs := r.plan.Requests
+	if r.plan.Countries && len(reqs) > 1 {
+		if err := r.client.FetchAll(ctx, reqs[:1], handle); err != nil {
+			return err
+		}
+		reqs = reqs[1:]
+	}
+	return r.client.FetchAll(ctx, reqs, handle)
 }
 
 // handle lands one result: a body is stored (and its domain loaded when complete), a failure
