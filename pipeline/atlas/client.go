@@ -506,6 +506,10 @@ func (c *Client) admissibleLocked() (wait bool, err error) {
 		return blocked(&Error{Op: "start", Message: fmt.Sprintf("%d of %d credits spent this run", c.stats.CreditsSpent, lim), Err: ErrRunBudget})
 	}
 	if c.remaining >= 0 && c.remaining-c.inflight-1 < c.cfg.MinCredits {
+		if c.cfg.MinCredits == 0 {
+			// No reserve to lower: the wallet is simply empty.
+			return blocked(&Error{Op: "start", Message: "the wallet has no credits left (X-Gateway-Remaining-Credits: 0); top it up", Err: ErrOutOfCredits})
+		}
 		return blocked(&Error{Op: "start", Message: fmt.Sprintf("%d credits remain, reserve is %d", c.remaining, c.cfg.MinCredits), Err: ErrCreditReserve})
 	}
 	if c.quota >= 0 && c.quota-c.inflight-1 < c.cfg.MinCredits {

@@ -360,7 +360,7 @@ func TestStopsBeforeCredits(t *testing.T) {
 		wantCharged int
 	}{
 		{"ReserveStop", 20, Config{MinCredits: 5}, ErrCreditReserve, 15},
-		{"ReserveFromFirstCall", 3, Config{}, ErrCreditReserve, 3},
+		{"EmptyWalletWithoutA402", 3, Config{}, ErrOutOfCredits, 3},
 		{"RunBudget", 100, Config{MaxCreditsPerRun: 7}, ErrRunBudget, 7},
 		{"BudgetTighterThanReserve", 100, Config{MaxCreditsPerRun: 4, MinCredits: 90}, ErrRunBudget, 4},
 	}
