@@ -288,6 +288,7 @@ func (c *Client) observe(h http.Header, status int, sentAt time.Time, stopErr er
 			cost = v
 		}
 		c.stats.CreditsSpent += cost
+		c.recoverLocked()
 	}
 	// Answers may arrive out of order; the lowest balance seen is the freshest (and the
 	// safe one), so a stale answer never raises the known balance.
@@ -303,7 +304,7 @@ func (c *Client) observe(h http.Header, status int, sentAt time.Time, stopErr er
 			if want := min(v, c.cfg.RateLimit); want != c.limit {
 				c.log.Info("atlas rate limit changed", "from", c.limit, "to", want, "server_limit", v, "configured", c.cfg.RateLimit)
 				c.limit = want
-				c.limiter.SetLimit(bucketRate(want))
+				c.limiter.SetLimit(bucketRate(want * c.slow))
 			}
 		}
 	}

@@ -71,9 +71,13 @@ type Config struct {
 	Timeout          time.Duration // per HTTP attempt; 0 => DefaultTimeout
 	// Concurrency is the most requests in flight; 0 => ceil(3*RateLimit)+1, enough to keep
 	// the bucket full when calls take up to about 3 s.
-	Concurrency   int
-	MaxAttempts   int           // HTTP attempts per request; 0 => DefaultMaxAttempts
-	MaxRetryAfter time.Duration // cap on an honoured Retry-After; 0 => DefaultMaxRetryAfter
+	Concurrency int
+	MaxAttempts int // HTTP attempts per request, 429s not counted; 0 => DefaultMaxAttempts
+	// MaxRateLimited bounds the 429 answers one request takes before it gives up
+	// (ErrRateLimited); 0 => DefaultMaxRateLimited. 429s are free and every call waits out
+	// their Retry-After together, so the bound is looser than MaxAttempts.
+	MaxRateLimited int
+	MaxRetryAfter  time.Duration // cap on an honoured Retry-After; 0 => DefaultMaxRetryAfter
 	// RetryInitial and RetryMax shape the exponential backoff of 5xx, time-outs, resets and
 	// broken bodies (0 => DefaultRetryInitial, DefaultRetryMax). Jitter is ±50%.
 	RetryInitial time.Duration
@@ -134,7 +138,8 @@ type Stats struct {
 	CreditsSpent     int64   // credits charged (200 answers, from X-Gateway-Credit-Cost)
 	CreditsRemaining int64   // last known X-Gateway-Remaining-Credits; -1 unknown
 	QuotaRemaining   int64   // last known x-ratelimit-requests-remaining (marketplace); -1 unknown
-	RateLimit        float64 // the requests/second the bucket runs at now
+	RateLimit        float64 // min(api.rate_limit, the server's X-RateLimit-Limit)
+	PacedRate        float64 // the requests/second the bucket runs at now: below RateLimit after 429s
 	// Unanswered counts attempts that got no answer (time-outs, resets before the headers).
 	// The server may have charged them, so the run cap counts them as spent.
 	Unanswered int64
@@ -161,7 +166,8 @@ type Client struct {
 	seenResponse bool          // an HTTP answer has arrived
 	remaining    int64         // -1 unknown
 	quota        int64         // -1 unknown
-	limit        float64       // current bucket rate
+	limit        float64       // current bucket rate before slowing: min(config, server header)
+	slow         float64       // fraction of limit the bucket runs at, below 1 after 429s
 	limitFrom    time.Time     // send time of the attempt whose header set limit
 	pausedUntil  time.Time     // no attempt starts before this (after a 429)
 	stopErr      error
@@ -210,6 +216,9 @@ func New(cfg Config) (*Client, error) {
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = DefaultTimeout
 	}
+	if cfg.MaxRateLimited <= 0 {
+		cfg.MaxRateLimited = DefaultMaxRateLimited
+	}
 	if cfg.MaxAttempts <= 0 {
 		cfg.MaxAttempts = DefaultMaxAttempts
 	}
@@ -254,6 +263,7 @@ func New(cfg Config) (*Client, error) {
 		remaining:   -1,
 		quota:       -1,
 		limit:       cfg.RateLimit,
+		slow:        1,
 	}
 	c.stats.CreditsRemaining, c.stats.QuotaRemaining = -1, -1
 	return c, nil
@@ -281,6 +291,7 @@ func (c *Client) Stats() Stats {
 	defer c.mu.Unlock()
 	s := c.stats
 	s.CreditsRemaining, s.QuotaRemaining, s.RateLimit = c.remaining, c.quota, c.limit
+	s.PacedRate = c.limit * c.slow
 	return s
 }
 
@@ -365,8 +376,9 @@ func (c *Client) Fetch(ctx context.Context, req Request) Result {
 	res := Result{Request: req}
 	bo := c.newBackoff()
 	var last *Error
+	limited := 0 // attempts answered 429: they cost nothing, so they get their own, larger bound
 	for {
-		if res.Attempts >= c.cfg.MaxAttempts && last != nil {
+		if (res.Attempts-limited >= c.cfg.MaxAttempts || limited >= c.cfg.MaxRateLimited) && last != nil {
 			res.Err = last
 			c.log.Warn("atlas request failed after retries", "endpoint", req.Endpoint, "domain", req.Domain,
 				"attempts", res.Attempts, "status", last.Status, "error", last.Error())
@@ -409,9 +421,10 @@ func (c *Client) Fetch(ctx context.Context, req Request) Result {
 		case outcomeRateLimited:
 			// The pause was already set for everyone; the next turn waits for it.
 			last = out.err.(*Error)
+			limited++
 		case outcomeTransient:
 			last = out.err.(*Error)
-			if res.Attempts >= c.cfg.MaxAttempts {
+			if res.Attempts-limited >= c.cfg.MaxAttempts {
 				continue
 			}
 			d := bo.NextBackOff()
@@ -570,6 +583,9 @@ func (c *Client) waitTurn(ctx context.Context) error {
 	}
 }
 
+// DefaultMaxRateLimited is Config.MaxRateLimited's default.
+const DefaultMaxRateLimited = 20
+
 // paceFactor keeps the bucket a hair under the limit. Gateways count requests in fixed
 // one-second windows; at exactly the limit, a few milliseconds of send jitter at a window
 // edge put limit+1 requests in one window, and the 429's Retry-After then idles every call
@@ -579,13 +595,33 @@ const paceFactor = 0.995
 // bucketRate is the token rate for a requests/second limit.
 func bucketRate(limit float64) rate.Limit { return rate.Limit(limit * paceFactor) }
 
-// pause stops every new attempt until d from now.
+// pause stops every new attempt until d from now (a 429's Retry-After), and slows the bucket:
+// a 429 means the server counts our calls faster than we think we send them.
 func (c *Client) pause(d time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if until := time.Now().Add(d); until.After(c.pausedUntil) {
 		c.pausedUntil = until
 	}
+	c.slow = max(minSlow, c.slow*slowOn429)
+	c.limiter.SetLimit(bucketRate(c.limit * c.slow))
+}
+
+// After a 429 the bucket runs at slowOn429 of its rate (down to minSlow of it), then regains
+// recoverPerOK of the full rate with each charged answer.
+const (
+	slowOn429    = 0.9
+	minSlow      = 0.5
+	recoverPerOK = 0.01
+)
+
+// recoverLocked moves a slowed bucket back towards the full rate after a good answer.
+func (c *Client) recoverLocked() {
+	if c.slow >= 1 {
+		return
+	}
+	c.slow = min(1, c.slow+recoverPerOK)
+	c.limiter.SetLimit(bucketRate(c.limit * c.slow))
 }
 
 func (c *Client) sleep(ctx context.Context, d time.Duration) error {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net/http"
 	"strings"
 	"sync"
@@ -235,7 +236,7 @@ func TestRateLimitedExhausted(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := newServer(t, atlastest.Options{Faults: atlastest.Faults{RateLimited: 1, RetryAfter: time.Second}})
-			c := newClient(t, srv, Config{MaxAttempts: 2, MaxRetryAfter: tt.maxRetryAfter})
+			c := newClient(t, srv, Config{MaxAttempts: 2, MaxRateLimited: 2, MaxRetryAfter: tt.maxRetryAfter})
 			start := time.Now()
 			r := c.Fetch(context.Background(), domainReqs(1)[0])
 			elapsed := time.Since(start)
@@ -255,6 +256,10 @@ func TestRateLimitedExhausted(t *testing.T) {
 			}
 			if c.Err() != nil {
 				t.Errorf("a 429 stopped the client: %v", c.Err())
+			}
+			// Two 429s slow the bucket to 0.9² of the limit; good answers win it back.
+			if st := c.Stats(); math.Abs(st.PacedRate-0.81*st.RateLimit) > 1e-9 {
+				t.Errorf("PacedRate = %v after two 429s, want 0.81 × %v", st.PacedRate, st.RateLimit)
 			}
 		})
 	}
