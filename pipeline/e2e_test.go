@@ -497,3 +497,16 @@ func TestInterruptKeepsAnsweredCalls(t *testing.T) {
 		t.Errorf("charged %d over both runs, want %d: an answered call was thrown away", got, want)
 	}
 }
+
+func TestRunWarnsWhenTheAPIMonthDiffers(t *testing.T) {
+	h := newHarness(t, atlastest.Options{}, atlastest.Domains(2), "")
+	if code := h.run("run", "--snapshot", "2026-09"); code != ExitOK {
+		t.Fatalf("exit %d\n%s", code, h.stdout)
+	}
+	if !strings.Contains(h.stdout.String(), "the API's data is for "+testMonth) {
+		t.Errorf("no note that the data month (%s) differs from the snapshot:\n%s", testMonth, h.stdout)
+	}
+	if code := h.run("run", "--snapshot", testMonth); code != ExitOK || strings.Contains(h.stdout.String(), "note: the API's data") {
+		t.Errorf("exit %d, or a note where the months agree:\n%s", code, h.stdout)
+	}
+}

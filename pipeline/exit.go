@@ -73,6 +73,10 @@ func PrintSummary(w io.Writer, s *Summary, runErr error) {
 		{"credits left", credits},
 		{"duration", s.Duration.Round(100 * time.Millisecond).String()},
 	})
+	if s.DataMonth != "" {
+		fmt.Fprintf(w, "  note: the API's data is for %s (meta.snapshot_date) but is stored as snapshot %s; "+
+			"the API serves only its current month, so pass --snapshot %s unless this is intended\n", s.DataMonth, s.Snapshot, s.DataMonth)
+	}
 	for _, r := range s.Watchlist.Rejected {
 		fmt.Fprintf(w, "  not sent: %q (line %d): %s\n", r.Input, r.Line, r.Reason)
 	}

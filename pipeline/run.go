@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -62,6 +63,7 @@ type Summary struct {
 	CreditsRemaining int64 // -1 unknown
 	Duration         time.Duration
 	Watchlist        *Watchlist
+	DataMonth        string            // the API's snapshot month when it differs from Snapshot, else ""
 	APIRejections    map[string]string // domain -> code
 	Failures         []warehouse.FetchError
 }
@@ -228,6 +230,7 @@ func (r *runState) handle(ctx context.Context, res atlas.Result) {
 	switch {
 	case err == nil:
 		r.failStreak = 0
+		r.checkSnapshotMonth(res)
 	case isBodyError(err):
 		// The body cannot be loaded (a malformed date, say): this domain's problem, not the
 		// warehouse's. A pair that decodes is kept raw (*warehouse.UnloadableError), so no
@@ -237,6 +240,28 @@ func (r *runState) handle(ctx context.Context, res atlas.Result) {
 		r.recordFailure(ctx, req, 200, CodeMalformedBody, err)
 	default:
 		r.fail(fmt.Errorf("store %s %s: %w", res.Endpoint, displayDomain(res.Domain), err))
+	}
+}
+
+// checkSnapshotMonth notes when the API's data month (meta.snapshot_date of an overview)
+// differs from the snapshot the run stores it under: the API serves only its current month,
+// so `--snapshot` of another month, or a run just after a month turns, labels data wrongly.
+func (r *runState) checkSnapshotMonth(res atlas.Result) {
+	if res.Endpoint != schema.EndpointOverview || r.sum.DataMonth != "" {
+		return
+	}
+	var body struct {
+		Meta struct {
+			SnapshotDate string `json:"snapshot_date"`
+		} `json:"meta"`
+	}
+	if json.Unmarshal(res.Body, &body) != nil || len(body.Meta.SnapshotDate) < 7 {
+		return
+	}
+	if month := body.Meta.SnapshotDate[:7]; month != r.plan.Snapshot {
+		r.sum.DataMonth = month
+		r.env.Logger.Warn("the API's data is for another month than this snapshot",
+			"snapshot", r.plan.Snapshot, "api_snapshot_date", body.Meta.SnapshotDate)
 	}
 }
 
