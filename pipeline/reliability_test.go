@@ -703,16 +703,25 @@ func checkVerbatim(t *testing.T, db *sql.DB, domain, parquetRoot string) {
 	}
 }
 
+// tempWarehouse opens a fresh read-write warehouse in t.TempDir(), closed at cleanup, and
+// returns it with its Parquet directory.
+func tempWarehouse(t *testing.T) (*warehouse.Warehouse, string) {
+	t.Helper()
+	dir := t.TempDir()
+	parquet := filepath.Join(dir, "pq")
+	wh, err := warehouse.Open(context.Background(), warehouse.Options{DuckDBPath: filepath.Join(dir, "w.duckdb"), ParquetDir: parquet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { wh.Close() })
+	return wh, parquet
+}
+
 // TestStoreCraftedStringsVerbatim lands a crafted body with hostile strings through
 // warehouse.Store directly (the layer every path goes through) and reads them back.
 func TestStoreCraftedStringsVerbatim(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	wh, err := warehouse.Open(ctx, warehouse.Options{DuckDBPath: filepath.Join(dir, "w.duckdb"), ParquetDir: filepath.Join(dir, "pq")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer wh.Close()
+	wh, parquet := tempWarehouse(t)
 	gen := atlastest.NewGenerator(1, testMonth)
 	domain := "crafted.example"
 	ov := editJSON(t, gen.OverviewBody(domain), func(m map[string]any) {
@@ -748,7 +757,7 @@ func TestStoreCraftedStringsVerbatim(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkVerbatim(t, wh.DB(), domain, "")
-	checkVerbatim(t, wh.DB(), domain, filepath.Join(dir, "pq"))
+	checkVerbatim(t, wh.DB(), domain, parquet)
 	if n := count(t, wh.DB(), "SELECT count(*) FROM information_schema.tables WHERE table_name IN ('sites', 'keywords')"); n != 2 {
 		t.Errorf("tables are gone: %d of 2", n)
 	}
@@ -1154,12 +1163,7 @@ func TestReadOnlyDataDirectory(t *testing.T) {
 // must hold what the client validated, not a different string.
 func TestStoreInvalidUTF8String(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	wh, err := warehouse.Open(ctx, warehouse.Options{DuckDBPath: filepath.Join(dir, "w.duckdb"), ParquetDir: filepath.Join(dir, "pq")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer wh.Close()
+	wh, _ := tempWarehouse(t)
 	gen := atlastest.NewGenerator(1, testMonth)
 	domain := "bytes.example"
 	ov := editJSON(t, gen.OverviewBody(domain), func(m map[string]any) { obj(m, "website")["title"] = "TITLE_MARK" })
