@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/robfig/cron/v3"
+
 	"sitewatch/pipeline/atlas/atlastest"
 	"sitewatch/pipeline/warehouse"
 )
@@ -508,5 +510,48 @@ func TestRunWarnsWhenTheAPIMonthDiffers(t *testing.T) {
 	}
 	if code := h.run("run", "--snapshot", testMonth); code != ExitOK || strings.Contains(h.stdout.String(), "note: the API's data") {
 		t.Errorf("exit %d, or a note where the months agree:\n%s", code, h.stdout)
+	}
+}
+
+// TestScheduleSignalMidRunCommitsAndReturns: a signal while a scheduled run is fetching lets
+// the calls in flight finish and be stored, and Schedule returns nil (the process exits 0);
+// the next run pays only for what was never answered.
+func TestScheduleSignalMidRunCommitsAndReturns(t *testing.T) {
+	defer func(p func(string) (cron.Schedule, error)) { parseSchedule = p }(parseSchedule)
+	parseSchedule = cron.NewParser(cron.Second | cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow).Parse
+
+	domains := atlastest.Domains(20)
+	month := time.Now().UTC().Format("2006-01")
+	h := newHarness(t, atlastest.Options{Month: month, LatencyMin: 150 * time.Millisecond, LatencyMax: 300 * time.Millisecond},
+		domains, "  rate_limit: 20\n")
+	cfg, err := LoadConfig(h.cfgPath, h.env().Getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Schedule = "* * * * * *" // every second, with the swapped parser
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		waitFor(t, 10*time.Second, func() bool { return h.srv.Stats().Requests >= 10 })
+		cancel()
+	}()
+	done := make(chan error, 1)
+	go func() { done <- Schedule(ctx, cfg, h.env()) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Schedule = %v, want nil after a signal", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("Schedule did not return within 20s of the signal")
+	}
+	charged := h.srv.Stats().Charged
+	if charged == 0 || charged >= int64(2*len(domains)+1) {
+		t.Fatalf("charged %d: the signal did not land mid-run", charged)
+	}
+	if code := h.run("run", "--snapshot", month); code != ExitOK {
+		t.Fatalf("run after the stopped schedule: exit %d\n%s", code, h.stdout)
+	}
+	if got, want := h.srv.Stats().Charged, int64(2*len(domains)+1); got != want {
+		t.Errorf("charged %d over both runs, want %d: a call answered before the signal was thrown away", got, want)
 	}
 }

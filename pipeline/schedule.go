@@ -9,13 +9,17 @@ import (
 	"github.com/robfig/cron/v3"
 )
 
+// parseSchedule parses the config's 5-field expression; tests swap in a seconds parser so a
+// tick comes within a second instead of a minute.
+var parseSchedule = cron.ParseStandard
+
 // Schedule stays up and runs the current month's snapshot on the config's cron schedule (UTC),
 // one run at a time. The config is re-read before each run, so watchlist edits take effect
 // without a restart. When ctx is cancelled (SIGINT/SIGTERM) the run in flight lets its calls
 // finish, commits, and Schedule returns nil.
 func Schedule(ctx context.Context, cfg *Config, env Env) error {
 	env = env.withDefaults()
-	sched, err := cron.ParseStandard(cfg.Schedule)
+	sched, err := parseSchedule(cfg.Schedule)
 	if err != nil {
 		return &ConfigError{Path: cfg.Path, Msg: fmt.Sprintf("schedule %q: %v", cfg.Schedule, err)}
 	}
