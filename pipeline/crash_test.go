@@ -18,6 +18,7 @@ import (
 	"sitewatch/pipeline/atlas/atlastest"
 	"sitewatch/pipeline/warehouse"
 	"sitewatch/schema"
+	"sitewatch/schema/flatten"
 )
 
 // killPoints is how many kill -9 points a crash test tries.
@@ -94,13 +95,13 @@ func TestCrashKillMinus9DuringRun(t *testing.T) {
 // snapshot table and countries against DuckDB, row for row.
 func assertParquetEqualsTables(t *testing.T, db *sql.DB, root string) {
 	t.Helper()
-	tables := append([]schema.Table{}, schema.SnapshotTables...)
+	tables := append([]flatten.Table{}, flatten.SnapshotTables...)
 	for _, tb := range tables {
 		cols := quotedColumnList(tb.ColumnNames())
 		src := fmt.Sprintf("read_parquet('%s/%s/*/*.parquet', hive_partitioning = true, hive_types_autocast = false)", root, tb.Name)
 		compareSets(t, db, tb.Name, fmt.Sprintf("SELECT %s FROM %s", cols, tb.Name), fmt.Sprintf("SELECT %s FROM %s", cols, src))
 	}
-	cols := quotedColumnList(schema.CountriesTable.ColumnNames())
+	cols := quotedColumnList(flatten.CountriesTable.ColumnNames())
 	compareSets(t, db, "countries", "SELECT "+cols+" FROM countries",
 		fmt.Sprintf("SELECT %s FROM read_parquet('%s/countries/*.parquet')", cols, root))
 }

@@ -15,6 +15,7 @@ import (
 	"sitewatch/pipeline/atlas"
 	"sitewatch/pipeline/warehouse"
 	"sitewatch/schema"
+	"sitewatch/schema/flatten"
 )
 
 // Env is what a command reads from and writes to the outside world; tests fill it in.
@@ -272,7 +273,7 @@ const CodeMalformedBody = "MALFORMED_BODY"
 // when its second body arrives, which need not be the faulty one.
 func blamedEndpoint(err error, arrived schema.Endpoint) schema.Endpoint {
 	var de *schema.DecodeError
-	var fe *schema.FlattenError
+	var fe *flatten.FlattenError
 	switch {
 	case errors.As(err, &de):
 		return de.Endpoint
@@ -283,7 +284,7 @@ func blamedEndpoint(err error, arrived schema.Endpoint) schema.Endpoint {
 }
 
 func isBodyError(err error) bool {
-	var fe *schema.FlattenError
+	var fe *flatten.FlattenError
 	var de *schema.DecodeError
 	return errors.As(err, &fe) || errors.As(err, &de)
 }

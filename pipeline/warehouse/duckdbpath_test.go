@@ -13,13 +13,14 @@ import (
 
 	"sitewatch/pipeline/atlas/atlastest"
 	"sitewatch/schema"
+	"sitewatch/schema/flatten"
 )
 
 // This file holds the benchmark's reference path — DuckDB's own read_json + UNNEST into the
 // same tables — and the fixtures both paths load: n generated domains stored in raw_responses
 // and, for read_json, the same bodies as newline-delimited JSON.
 
-var rawTable = schema.Table{Name: "raw_responses", Schema: arrow.NewSchema([]arrow.Field{
+var rawTable = flatten.Table{Name: "raw_responses", Schema: arrow.NewSchema([]arrow.Field{
 	{Name: "snapshot_month", Type: arrow.BinaryTypes.String},
 	{Name: "domain", Type: arrow.BinaryTypes.String},
 	{Name: "endpoint", Type: arrow.BinaryTypes.String},
@@ -100,7 +101,7 @@ func duckdbJSONLoad(ctx context.Context, w *Warehouse, snapshot, ndjsonPrefix st
 		`DROP TABLE IF EXISTS bench_overview`, `DROP TABLE IF EXISTS bench_similar`,
 		read("bench_overview"), read("bench_similar"),
 	}
-	for _, t := range schema.SnapshotTables {
+	for _, t := range flatten.SnapshotTables {
 		stmts = append(stmts, fmt.Sprintf(`DELETE FROM %s WHERE snapshot_month = %s`, t.Name, sqlString(snapshot)))
 	}
 	channels := []string{}

@@ -14,6 +14,7 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/memory"
 
 	"sitewatch/schema"
+	"sitewatch/schema/flatten"
 )
 
 // testWarehouse opens a warehouse in dir (t.TempDir() when ""), with a checked allocator
@@ -83,8 +84,8 @@ func storeFixtures(t *testing.T, w *Warehouse, snapshot string) {
 }
 
 // allTables are the tables the golden dump covers.
-func allTables() []schema.Table {
-	return append(append([]schema.Table(nil), schema.SnapshotTables...), schema.CountriesTable)
+func allTables() []flatten.Table {
+	return append(append([]flatten.Table(nil), flatten.SnapshotTables...), flatten.CountriesTable)
 }
 
 // dumpTables renders every row of every table (sorted) as text, one value per column,
@@ -94,7 +95,7 @@ func dumpTables(t *testing.T, db *sql.DB, where string) string {
 	var sb strings.Builder
 	for _, tab := range allTables() {
 		q := fmt.Sprintf(`SELECT %s FROM %s`, quotedColumns(tab), tab.Name)
-		if where != "" && tab.Name != schema.TableCountries {
+		if where != "" && tab.Name != flatten.TableCountries {
 			q += " WHERE " + where
 		}
 		fmt.Fprintf(&sb, "== %s (%s)\n", tab.Name, strings.Join(tab.ColumnNames(), ", "))

@@ -4,13 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sitewatch/schema/flatten"
 	"strings"
 	"sync"
 	"sync/atomic"
 
 	"github.com/apache/arrow/go/v17/arrow"
-
-	"sitewatch/schema"
 )
 
 // inTx runs fn inside one transaction on the load connection, holding the write lock. It
@@ -57,7 +56,7 @@ func (w *Warehouse) inTx(ctx context.Context, fn func(ctx context.Context) error
 // it registers rec as a view, runs INSERT … SELECT, and drops the view before releasing the
 // stream (a committed view would crash the process on a later query; see
 // shared/notes/duckdb-arrow-go.md traps 1–3). rec is not released.
-func (w *Warehouse) insertRecord(ctx context.Context, t schema.Table, rec arrow.Record) error {
+func (w *Warehouse) insertRecord(ctx context.Context, t flatten.Table, rec arrow.Record) error {
 	if rec.NumRows() == 0 {
 		return nil
 	}
@@ -83,7 +82,7 @@ func (w *Warehouse) insertRecord(ctx context.Context, t schema.Table, rec arrow.
 	return nil
 }
 
-func quotedColumns(t schema.Table) string {
+func quotedColumns(t flatten.Table) string {
 	names := t.ColumnNames()
 	for i, n := range names {
 		names[i] = `"` + n + `"`

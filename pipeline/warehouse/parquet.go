@@ -10,9 +10,8 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sitewatch/schema/flatten"
 	"strings"
-
-	"sitewatch/schema"
 )
 
 // parquetFile is the one file of each partition (and of countries/). Publishing a partition
@@ -43,7 +42,7 @@ func (w *Warehouse) ExportParquet(ctx context.Context, snapshot string) error {
 			return err
 		}
 		defer w.ordered()
-		for _, t := range schema.SnapshotTables {
+		for _, t := range flatten.SnapshotTables {
 			dir := filepath.Join(w.opts.ParquetDir, t.Name, "snapshot_month="+snapshot)
 			// No ORDER BY: sorting a whole partition would make the export's memory grow with
 			// the warehouse. snapshot was checked against ^[0-9]{4}-[0-9]{2}$.
@@ -52,7 +51,7 @@ func (w *Warehouse) ExportParquet(ctx context.Context, snapshot string) error {
 				return fmt.Errorf("%s: %w", t.Name, err)
 			}
 		}
-		dir := filepath.Join(w.opts.ParquetDir, schema.TableCountries)
+		dir := filepath.Join(w.opts.ParquetDir, flatten.TableCountries)
 		if err := w.copyParquet(ctx, `SELECT * FROM countries`, dir); err != nil {
 			return fmt.Errorf("countries: %w", err)
 		}

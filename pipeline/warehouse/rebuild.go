@@ -14,6 +14,7 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/array"
 
 	"sitewatch/schema"
+	"sitewatch/schema/flatten"
 )
 
 // Rebuild re-derives every derived table, the countries table and the Parquet tree from
@@ -125,7 +126,7 @@ func (w *Warehouse) rebuildTables(ctx context.Context, snapshot string) (int, er
 			return err
 		}
 		defer w.ordered()
-		for _, t := range schema.SnapshotTables {
+		for _, t := range flatten.SnapshotTables {
 			if _, err := w.load.ExecContext(ctx, `DELETE FROM `+t.Name+` WHERE snapshot_month = ?`, snapshot); err != nil {
 				return fmt.Errorf("clear %s: %w", t.Name, err)
 			}
@@ -168,7 +169,7 @@ func (w *Warehouse) loadStream(ctx context.Context, snapshot string, domains []s
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			batch := schema.NewBatch(w.mem)
+			batch := flatten.NewBatch(w.mem)
 			defer batch.Release()
 			for page := range pages {
 				if ctx.Err() != nil {
@@ -201,7 +202,7 @@ func (w *Warehouse) loadStream(ctx context.Context, snapshot string, domains []s
 	for recs := range records {
 		if insertErr == nil {
 			for i, rec := range recs {
-				if err := w.insertRecord(ctx, schema.SnapshotTables[i], rec); err != nil {
+				if err := w.insertRecord(ctx, flatten.SnapshotTables[i], rec); err != nil {
 					insertErr = err
 					cancel()
 					break

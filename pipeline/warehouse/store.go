@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"sitewatch/schema"
+	"sitewatch/schema/flatten"
 )
 
 // Raw is one successful API response to land. Domain is "" for country-metadata.
@@ -145,7 +146,7 @@ func (w *Warehouse) Store(ctx context.Context, snapshot string, raw Raw) error {
 		if err != nil || pair == nil {
 			return err
 		}
-		batch := schema.NewBatch(w.mem)
+		batch := flatten.NewBatch(w.mem)
 		defer batch.Release()
 		if err := w.deleteDerived(ctx, snapshot, raw.Domain); err != nil {
 			return err
@@ -176,7 +177,7 @@ func (w *Warehouse) Store(ctx context.Context, snapshot string, raw Raw) error {
 // and `rebuild` loads it once the flattening copes.
 type UnloadableError struct {
 	Domain string
-	Err    error // a *schema.FlattenError or *schema.DecodeError
+	Err    error // a *flatten.FlattenError or *schema.DecodeError
 }
 
 func (e *UnloadableError) Error() string {
@@ -186,7 +187,7 @@ func (e *UnloadableError) Error() string {
 func (e *UnloadableError) Unwrap() error { return e.Err }
 
 func isBodyError(err error) bool {
-	var fe *schema.FlattenError
+	var fe *flatten.FlattenError
 	var de *schema.DecodeError
 	return errors.As(err, &fe) || errors.As(err, &de)
 }
@@ -268,7 +269,7 @@ func (p *rawDomain) set(endpoint schema.Endpoint, fetched time.Time, body []byte
 }
 
 // addTo decodes both bodies and flattens them into batch.
-func (p *rawDomain) addTo(batch *schema.Batch, snapshot string) error {
+func (p *rawDomain) addTo(batch *flatten.Batch, snapshot string) error {
 	body, err := decompressBody(p.overview, p.overviewEncoding)
 	if err != nil {
 		return fmt.Errorf("%s %s: %w", p.domain, schema.EndpointOverview, err)
@@ -288,7 +289,7 @@ func (p *rawDomain) addTo(batch *schema.Batch, snapshot string) error {
 }
 
 func (w *Warehouse) deleteDerived(ctx context.Context, snapshot, domain string) error {
-	for _, t := range schema.SnapshotTables {
+	for _, t := range flatten.SnapshotTables {
 		if _, err := w.load.ExecContext(ctx, `DELETE FROM `+t.Name+` WHERE snapshot_month = ? AND domain = ?`, snapshot, domain); err != nil {
 			return fmt.Errorf("delete %s rows of %s: %w", t.Name, domain, err)
 		}
@@ -297,7 +298,7 @@ func (w *Warehouse) deleteDerived(ctx context.Context, snapshot, domain string) 
 }
 
 // insertBatch turns the batch into records and appends each to its table.
-func (w *Warehouse) insertBatch(ctx context.Context, batch *schema.Batch) error {
+func (w *Warehouse) insertBatch(ctx context.Context, batch *flatten.Batch) error {
 	recs := batch.NewRecords()
 	defer func() {
 		for _, r := range recs {
@@ -305,7 +306,7 @@ func (w *Warehouse) insertBatch(ctx context.Context, batch *schema.Batch) error 
 		}
 	}()
 	for i, rec := range recs {
-		if err := w.insertRecord(ctx, schema.SnapshotTables[i], rec); err != nil {
+		if err := w.insertRecord(ctx, flatten.SnapshotTables[i], rec); err != nil {
 			return err
 		}
 	}
@@ -316,9 +317,9 @@ func (w *Warehouse) replaceCountries(ctx context.Context, cm *schema.CountryMeta
 	if _, err := w.load.ExecContext(ctx, `DELETE FROM countries`); err != nil {
 		return fmt.Errorf("replace countries: %w", err)
 	}
-	rec := schema.CountriesRecord(w.mem, cm)
+	rec := flatten.CountriesRecord(w.mem, cm)
 	defer rec.Release()
-	return w.insertRecord(ctx, schema.CountriesTable, rec)
+	return w.insertRecord(ctx, flatten.CountriesTable, rec)
 }
 
 type querier interface {

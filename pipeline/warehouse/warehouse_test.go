@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"sitewatch/schema"
+	"sitewatch/schema/flatten"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
@@ -185,7 +186,7 @@ func TestStoreKeepsUnloadable(t *testing.T) {
 	}
 	err := w.Store(ctx, snap, Raw{Endpoint: schema.EndpointOverview, Domain: "example.com", Body: fixture(t, "overview_baddate.json"), FetchedAt: fetchedAt})
 	var ue *UnloadableError
-	var fe *schema.FlattenError
+	var fe *flatten.FlattenError
 	if !errors.As(err, &ue) || !errors.As(err, &fe) || !strings.Contains(err.Error(), `traffic.history[1].month is "2026-13-01"`) {
 		t.Fatalf("Store error = %v, want an *UnloadableError naming the bad month", err)
 	}
@@ -324,11 +325,11 @@ func TestStateAndRuns(t *testing.T) {
 }
 
 // parquetEqualsTable checks that the Parquet tree holds exactly the rows of the table.
-func parquetEqualsTable(t *testing.T, w *Warehouse, tab schema.Table) {
+func parquetEqualsTable(t *testing.T, w *Warehouse, tab flatten.Table) {
 	t.Helper()
 	var src string
 	cols := quotedColumns(tab)
-	if tab.Name == schema.TableCountries {
+	if tab.Name == flatten.TableCountries {
 		src = fmt.Sprintf(`read_parquet('%s/countries/*.parquet')`, w.opts.ParquetDir)
 	} else {
 		src = fmt.Sprintf(`read_parquet('%s/%s/*/*.parquet', hive_partitioning = true)`, w.opts.ParquetDir, tab.Name)
@@ -363,7 +364,7 @@ func TestParquet(t *testing.T) {
 			rel, _ := filepath.Rel(w.opts.ParquetDir, f)
 			got = append(got, rel)
 		}
-		if len(got) != 2*len(schema.SnapshotTables)+1 {
+		if len(got) != 2*len(flatten.SnapshotTables)+1 {
 			t.Errorf("files: %v", got)
 		}
 		for _, f := range got {

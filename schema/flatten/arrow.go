@@ -1,6 +1,7 @@
-package schema
+package flatten
 
 import (
+
 	"github.com/apache/arrow/go/v17/arrow"
 )
 

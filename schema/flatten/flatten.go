@@ -1,6 +1,8 @@
-package schema
+package flatten
 
 import (
+	"sitewatch/schema"
+
 	"fmt"
 	"time"
 
@@ -122,15 +124,15 @@ func parseMonth(s string) (arrow.Date32, bool) {
 // null (keyword, platform name, country code, similar domain, tag, prompt) are skipped, since
 // those columns are NOT NULL; positions still count them, so position stays the 1-based index
 // in the response. Tags are deduplicated per domain.
-func (b *Batch) Add(snapshot, domain string, fetchedAt time.Time, ov *SiteOverview, sim *SiteSimilar) error {
+func (b *Batch) Add(snapshot, domain string, fetchedAt time.Time, ov *schema.SiteOverview, sim *schema.SiteSimilar) error {
 	if err := b.parseDates(domain, ov); err != nil {
 		return err
 	}
 	if ov == nil {
-		ov = &SiteOverview{}
+		ov = &schema.SiteOverview{}
 	}
 	if sim == nil {
-		sim = &SiteSimilar{}
+		sim = &schema.SiteSimilar{}
 	}
 	b.addSite(snapshot, domain, fetchedAt, ov, sim)
 	b.addOverviewChildren(snapshot, domain, ov)
@@ -141,7 +143,7 @@ func (b *Batch) Add(snapshot, domain string, fetchedAt time.Time, ov *SiteOvervi
 
 // parseDates checks and converts every date of ov before anything is appended, so a malformed
 // one leaves the batch untouched.
-func (b *Batch) parseDates(domain string, ov *SiteOverview) error {
+func (b *Batch) parseDates(domain string, ov *schema.SiteOverview) error {
 	b.histMonths = b.histMonths[:0]
 	b.platMonths = b.platMonths[:0]
 	if ov == nil {
@@ -180,7 +182,7 @@ func (b *Batch) parseDates(domain string, ov *SiteOverview) error {
 	return nil
 }
 
-func (b *Batch) addSite(snapshot, domain string, fetchedAt time.Time, ov *SiteOverview, sim *SiteSimilar) {
+func (b *Batch) addSite(snapshot, domain string, fetchedAt time.Time, ov *schema.SiteOverview, sim *schema.SiteSimilar) {
 	f := b.b[idxSites].Fields()
 	appendString(f[0], snapshot)
 	appendString(f[1], domain)
@@ -195,24 +197,24 @@ func (b *Batch) addSite(snapshot, domain string, fetchedAt time.Time, ov *SiteOv
 
 	w := ov.Website
 	if w == nil {
-		w = &Website{}
+		w = &schema.Website{}
 	}
 	appendOptString(f[5], w.Title)
 	appendOptString(f[6], w.Description)
-	var cat Category
+	var cat schema.Category
 	if w.Category != nil {
 		cat = *w.Category
 	}
 	appendOptString(f[7], cat.Slug)
 	appendOptString(f[8], cat.Name)
-	var img Images
+	var img schema.Images
 	if w.Images != nil {
 		img = *w.Images
 	}
 	appendOptString(f[9], img.FaviconURL)
 	appendOptString(f[10], img.ScreenshotDesktopURL)
 	appendOptString(f[11], img.ScreenshotMobileURL)
-	var flags Flags
+	var flags schema.Flags
 	if w.Flags != nil {
 		flags = *w.Flags
 	}
@@ -221,7 +223,7 @@ func (b *Batch) addSite(snapshot, domain string, fetchedAt time.Time, ov *SiteOv
 
 	t := ov.Traffic
 	if t == nil {
-		t = &Traffic{}
+		t = &schema.Traffic{}
 	}
 	appendOptBool(f[14], t.IsDataFromGA)
 
@@ -231,7 +233,7 @@ func (b *Batch) addSite(snapshot, domain string, fetchedAt time.Time, ov *SiteOv
 	appendOptInt64(f[17], country.Rank)
 	appendOptInt64(f[18], category.Rank)
 
-	var eng Engagement
+	var eng schema.Engagement
 	if t.Engagement != nil {
 		eng = *t.Engagement
 	}
@@ -240,7 +242,7 @@ func (b *Batch) addSite(snapshot, domain string, fetchedAt time.Time, ov *SiteOv
 	appendOptFloat64(f[21], eng.AverageVisitDurationSeconds)
 	appendOptString(f[22], t.Period)
 
-	var ai AIReferrals
+	var ai schema.AIReferrals
 	if ov.AIReferrals != nil {
 		ai = *ov.AIReferrals
 	}
@@ -259,7 +261,7 @@ func (b *Batch) addSite(snapshot, domain string, fetchedAt time.Time, ov *SiteOv
 	b.rows++
 }
 
-func (b *Batch) addOverviewChildren(snapshot, domain string, ov *SiteOverview) {
+func (b *Batch) addOverviewChildren(snapshot, domain string, ov *schema.SiteOverview) {
 	if t := ov.Traffic; t != nil {
 		f := b.b[idxTrafficHistory].Fields()
 		for i, h := range t.History {
@@ -343,7 +345,7 @@ func (b *Batch) addOverviewChildren(snapshot, domain string, ov *SiteOverview) {
 	}
 }
 
-func (b *Batch) addSimilarChildren(snapshot, domain string, sim *SiteSimilar) {
+func (b *Batch) addSimilarChildren(snapshot, domain string, sim *schema.SiteSimilar) {
 	f := b.b[idxSimilarSites].Fields()
 	for i, s := range sim.SimilarSites {
 		if s.Domain == "" {
@@ -367,7 +369,7 @@ func (b *Batch) addSimilarChildren(snapshot, domain string, sim *SiteSimilar) {
 			total = s.Traffic.TotalVisits
 		}
 		appendOptFloat64(f[12], total)
-		var img Images
+		var img schema.Images
 		if s.Images != nil {
 			img = *s.Images
 		}
@@ -394,7 +396,7 @@ func (b *Batch) addSimilarChildren(snapshot, domain string, sim *SiteSimilar) {
 
 // CountriesRecord flattens a country metadata response into one record of CountriesTable.
 // Entries without an alpha2 code are skipped. The caller releases the record.
-func CountriesRecord(mem memory.Allocator, cm *CountryMetadata) arrow.Record {
+func CountriesRecord(mem memory.Allocator, cm *schema.CountryMetadata) arrow.Record {
 	if mem == nil {
 		mem = memory.DefaultAllocator
 	}
@@ -413,10 +415,10 @@ func CountriesRecord(mem memory.Allocator, cm *CountryMetadata) arrow.Record {
 	return rb.NewRecord()
 }
 
-func ranks(r *Rankings) (GlobalRank, CountryRank, CategoryRank) {
-	var g GlobalRank
-	var c CountryRank
-	var k CategoryRank
+func ranks(r *schema.Rankings) (schema.GlobalRank, schema.CountryRank, schema.CategoryRank) {
+	var g schema.GlobalRank
+	var c schema.CountryRank
+	var k schema.CategoryRank
 	if r == nil {
 		return g, c, k
 	}

@@ -1,6 +1,8 @@
-package schema
+package flatten
 
 import (
+	"sitewatch/schema"
+
 	"errors"
 	"fmt"
 	"os"
@@ -15,20 +17,20 @@ import (
 
 func readFixture(t *testing.T, name string) []byte {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", name))
+	b, err := os.ReadFile(filepath.Join("..", "testdata", name))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return b
 }
 
-func decodePair(t *testing.T, name string) (*SiteOverview, *SiteSimilar) {
+func decodePair(t *testing.T, name string) (*schema.SiteOverview, *schema.SiteSimilar) {
 	t.Helper()
-	ov, err := DecodeOverview(readFixture(t, "overview_"+name+".json"))
+	ov, err := schema.DecodeOverview(readFixture(t, "overview_"+name+".json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	sim, err := DecodeSimilar(readFixture(t, "similar_"+name+".json"))
+	sim, err := schema.DecodeSimilar(readFixture(t, "similar_"+name+".json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,16 +93,16 @@ func TestBatchMalformedDates(t *testing.T) {
 	day := func(s string) *string { return &s }
 	tests := []struct {
 		name     string
-		ov       *SiteOverview
+		ov       *schema.SiteOverview
 		wantPath string
 	}{
-		{"SnapshotDate", &SiteOverview{Meta: OverviewMeta{SnapshotDate: day("2026/11/01")}}, "meta.snapshot_date"},
-		{"EmptySnapshotDate", &SiteOverview{Meta: OverviewMeta{SnapshotDate: day("")}}, "meta.snapshot_date"},
-		{"HistoryMonth", &SiteOverview{Traffic: &Traffic{History: []TrafficPoint{{Month: "2026-08-01"}, {Month: "2026-13-01"}}}}, "traffic.history[1].month"},
-		{"HistoryMissingMonth", &SiteOverview{Traffic: &Traffic{History: []TrafficPoint{{}}}}, "traffic.history[0].month"},
-		{"PlatformMonth", &SiteOverview{AIReferrals: &AIReferrals{Platforms: []AIPlatform{
-			{Name: "a", History: []AIShareMonth{{Month: "2026-09"}}},
-			{Name: "b", History: []AIShareMonth{{Month: "2026-09"}, {Month: "2026-09-01"}}},
+		{"SnapshotDate", &schema.SiteOverview{Meta: schema.OverviewMeta{SnapshotDate: day("2026/11/01")}}, "meta.snapshot_date"},
+		{"EmptySnapshotDate", &schema.SiteOverview{Meta: schema.OverviewMeta{SnapshotDate: day("")}}, "meta.snapshot_date"},
+		{"HistoryMonth", &schema.SiteOverview{Traffic: &schema.Traffic{History: []schema.TrafficPoint{{Month: "2026-08-01"}, {Month: "2026-13-01"}}}}, "traffic.history[1].month"},
+		{"HistoryMissingMonth", &schema.SiteOverview{Traffic: &schema.Traffic{History: []schema.TrafficPoint{{}}}}, "traffic.history[0].month"},
+		{"PlatformMonth", &schema.SiteOverview{AIReferrals: &schema.AIReferrals{Platforms: []schema.AIPlatform{
+			{Name: "a", History: []schema.AIShareMonth{{Month: "2026-09"}}},
+			{Name: "b", History: []schema.AIShareMonth{{Month: "2026-09"}, {Month: "2026-09-01"}}},
 		}}}, "ai_referrals.platforms[1].history[1].month"},
 	}
 	for _, tt := range tests {
@@ -136,7 +138,7 @@ func TestBatchMalformedDates(t *testing.T) {
 }
 
 func TestBatchFixtureWithBadDate(t *testing.T) {
-	ov, err := DecodeOverview(readFixture(t, "overview_baddate.json"))
+	ov, err := schema.DecodeOverview(readFixture(t, "overview_baddate.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +153,7 @@ func TestBatchFixtureWithBadDate(t *testing.T) {
 func TestCountriesRecord(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
-	cm, err := DecodeCountries(readFixture(t, "countries.json"))
+	cm, err := schema.DecodeCountries(readFixture(t, "countries.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,8 +206,8 @@ func TestDecodeFastEqualsStd(t *testing.T) {
 	for _, name := range []string{"full", "missing", "nulls", "objnull", "baddate"} {
 		t.Run(name, func(t *testing.T) {
 			body := readFixture(t, "overview_"+name+".json")
-			want, err1 := DecodeOverview(body)
-			got, err2 := DecodeOverviewFast(body)
+			want, err1 := schema.DecodeOverview(body)
+			got, err2 := schema.DecodeOverviewFast(body)
 			if err1 != nil || err2 != nil {
 				t.Fatal(err1, err2)
 			}
@@ -216,8 +218,8 @@ func TestDecodeFastEqualsStd(t *testing.T) {
 				return
 			}
 			body = readFixture(t, "similar_"+name+".json")
-			wantS, err1 := DecodeSimilar(body)
-			gotS, err2 := DecodeSimilarFast(body)
+			wantS, err1 := schema.DecodeSimilar(body)
+			gotS, err2 := schema.DecodeSimilarFast(body)
 			if err1 != nil || err2 != nil {
 				t.Fatal(err1, err2)
 			}
@@ -227,8 +229,8 @@ func TestDecodeFastEqualsStd(t *testing.T) {
 		})
 	}
 	for _, body := range []string{`{"success": true, "sourceSite": "x"}`, `{"status": "error"}`, `[1]`, `{"status": "success", "traffic": 5}`} {
-		_, want := DecodeOverview([]byte(body))
-		_, got := DecodeOverviewFast([]byte(body))
+		_, want := schema.DecodeOverview([]byte(body))
+		_, got := schema.DecodeOverviewFast([]byte(body))
 		if want == nil || got == nil || got.Error() != want.Error() {
 			t.Errorf("%s: fast error %v, std error %v", body, got, want)
 		}

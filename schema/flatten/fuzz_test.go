@@ -1,6 +1,8 @@
-package schema
+package flatten
 
 import (
+	"sitewatch/schema"
+
 	"errors"
 	"fmt"
 	"os"
@@ -21,7 +23,7 @@ import (
 func FuzzDecode(f *testing.F) {
 	for _, name := range []string{"overview_full.json", "overview_missing.json", "overview_nulls.json", "overview_objnull.json",
 		"overview_baddate.json", "similar_full.json", "similar_missing.json", "similar_nulls.json", "similar_objnull.json", "countries.json"} {
-		b, err := os.ReadFile(filepath.Join("testdata", name))
+		b, err := os.ReadFile(filepath.Join("..", "testdata", name))
 		if err != nil {
 			f.Fatal(err)
 		}
@@ -35,17 +37,17 @@ func FuzzDecode(f *testing.F) {
 		mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 		defer mem.AssertSize(t, 0)
 
-		ov, errOv := DecodeOverview(body)
+		ov, errOv := schema.DecodeOverview(body)
 		checkDecodeErr(t, "DecodeOverview", errOv)
-		sim, errSim := DecodeSimilar(body)
+		sim, errSim := schema.DecodeSimilar(body)
 		checkDecodeErr(t, "DecodeSimilar", errSim)
-		cm, errCm := DecodeCountries(body)
+		cm, errCm := schema.DecodeCountries(body)
 		checkDecodeErr(t, "DecodeCountries", errCm)
 
 		// The warehouse loads with the fast decoders what the client validated with the
 		// standard ones: on every body the standard decoder accepts, they must agree.
 		if errOv == nil {
-			fast, err := DecodeOverviewFast(body)
+			fast, err := schema.DecodeOverviewFast(body)
 			if err != nil {
 				t.Fatalf("DecodeOverview accepts the body, DecodeOverviewFast does not: %v", err)
 			}
@@ -53,10 +55,10 @@ func FuzzDecode(f *testing.F) {
 				t.Fatalf("DecodeOverviewFast differs from DecodeOverview:\nfast %q\nstd  %q", fmt.Sprintf("%+v", *fast), fmt.Sprintf("%+v", *ov))
 			}
 		} else {
-			_, _ = DecodeOverviewFast(body)
+			_, _ = schema.DecodeOverviewFast(body)
 		}
 		if errSim == nil {
-			fast, err := DecodeSimilarFast(body)
+			fast, err := schema.DecodeSimilarFast(body)
 			if err != nil {
 				t.Fatalf("DecodeSimilar accepts the body, DecodeSimilarFast does not: %v", err)
 			}
@@ -64,7 +66,7 @@ func FuzzDecode(f *testing.F) {
 				t.Fatalf("DecodeSimilarFast differs from DecodeSimilar:\nfast %q\nstd  %q", fmt.Sprintf("%+v", *fast), fmt.Sprintf("%+v", *sim))
 			}
 		} else {
-			_, _ = DecodeSimilarFast(body)
+			_, _ = schema.DecodeSimilarFast(body)
 		}
 
 		if ov != nil || sim != nil {
@@ -99,7 +101,7 @@ func FuzzDecode(f *testing.F) {
 
 func checkDecodeErr(t *testing.T, what string, err error) {
 	t.Helper()
-	var de *DecodeError
+	var de *schema.DecodeError
 	if err != nil && !errors.As(err, &de) {
 		t.Fatalf("%s: error %T %v is not a *DecodeError", what, err, err)
 	}
