@@ -1,10 +1,6 @@
 package pipeline
 
 import (
-	"fmt"
-	"io"
-	"strings"
-
 	"sitewatch/pipeline/atlas"
 	"sitewatch/pipeline/warehouse"
 	"sitewatch/schema"
@@ -73,51 +69,6 @@ func BuildPlan(snapshot string, domains []string, state *warehouse.SnapshotState
 		}
 	}
 	return p
-}
-
-// Print writes the plan as a user reads it in --dry-run output.
-func (p *Plan) Print(w io.Writer, cfg *Config, wl *Watchlist) {
-	fmt.Fprintf(w, "snapshot %s — plan (dry run: nothing that costs credits is called)\n", p.Snapshot)
-	rows := [][2]string{
-		{"watchlist entries", fmt.Sprint(len(cfg.Domains))},
-		{"valid domains", fmt.Sprint(p.Domains)},
-		{"rejected before sending", fmt.Sprint(len(wl.Rejected))},
-		{"duplicates collapsed", fmt.Sprint(len(wl.Duplicates))},
-		{"already loaded", fmt.Sprint(p.Loaded)},
-		{"rejected by the API earlier", fmt.Sprint(len(p.RejectedByAPI))},
-		{"stored but not loadable", fmt.Sprint(p.Unloadable)},
-		{"domains to fetch", fmt.Sprintf("%d (%d half-loaded: only the missing call)", p.PendingDomains(), p.HalfLoaded)},
-		{"country-metadata", map[bool]string{true: "to fetch (1 call)", false: "already loaded"}[p.Countries]},
-		{"calls", fmt.Sprint(len(p.Requests))},
-		{"credits (at most)", fmt.Sprint(p.Credits())},
-		{"min_credits reserve", fmt.Sprint(cfg.API.MinCredits)},
-		{"max_credits_per_run", capText(cfg.API.MaxCreditsPerRun)},
-	}
-	printRows(w, rows)
-	if c := cfg.API.MaxCreditsPerRun; c > 0 && int64(p.Credits()) > c {
-		fmt.Fprintf(w, "note: the run will stop after %d calls (max_credits_per_run) with exit code 3; rerun to continue\n", c)
-	}
-	for _, r := range wl.Rejected {
-		fmt.Fprintf(w, "rejected: %q (line %d): %s\n", r.Input, r.Line, r.Reason)
-	}
-}
-
-func capText(n int64) string {
-	if n == 0 {
-		return "0 (no cap)"
-	}
-	return fmt.Sprint(n)
-}
-
-// printRows writes label/value rows with the labels padded to one width.
-func printRows(w io.Writer, rows [][2]string) {
-	width := 0
-	for _, r := range rows {
-		width = max(width, len(r[0]))
-	}
-	for _, r := range rows {
-		fmt.Fprintf(w, "  %s%s  %s\n", r[0], strings.Repeat(" ", width-len(r[0])), r[1])
-	}
 }
 
 // unloadable lists the watchlist domains whose two responses are stored but not loaded.

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"sitewatch/pipeline/atlas"
+	"sitewatch/pipeline/config"
 	"sitewatch/pipeline/warehouse"
 	"sitewatch/schema"
 	"sitewatch/schema/flatten"
@@ -33,7 +34,6 @@ type Env struct {
 // RunOptions are the flags of `sitewatch run`.
 type RunOptions struct {
 	Snapshot string // YYYY-MM
-	DryRun   bool
 	Refresh  bool
 }
 
@@ -63,7 +63,7 @@ type Summary struct {
 	CreditsSpent     int
 	CreditsRemaining int64 // -1 unknown
 	Duration         time.Duration
-	Watchlist        *Watchlist
+	Watchlist        *config.Watchlist
 	DataMonth        string            // the API's snapshot month when it differs from Snapshot, else ""
 	APIRejections    map[string]string // domain -> code
 	Failures         []warehouse.FetchError
@@ -71,7 +71,7 @@ type Summary struct {
 
 // runState is one run in progress.
 type runState struct {
-	cfg        *Config
+	cfg        *config.Config
 	env        Env
 	wh         *warehouse.Warehouse
 	client     *atlas.Client
@@ -85,13 +85,10 @@ type runState struct {
 // Run fetches and loads one snapshot of the watchlist, resuming where an earlier run of the
 // same snapshot stopped. Its error says why the snapshot is not complete; ExitCode maps it to
 // the exit codes of the contract.
-func Run(ctx context.Context, cfg *Config, opts RunOptions, env Env) (*Summary, error) {
-	env = env.withDefaults()
-	wl := NewWatchlist(cfg)
-	if opts.DryRun {
-		return nil, dryRun(ctx, cfg, wl, opts, env)
-	}
-	creds, err := credentialsFrom(cfg, env.Getenv, false)
+func Run(ctx context.Context, cfg *config.Config, opts RunOptions, env Env) (*Summary, error) {
+	env = env.WithDefaults()
+	wl := config.NewWatchlist(cfg)
+	creds, err := CredentialsFrom(cfg, env.Getenv, false)
 	if err != nil {
 		return nil, err
 	}
@@ -107,7 +104,7 @@ func Run(ctx context.Context, cfg *Config, opts RunOptions, env Env) (*Summary, 
 	plan := BuildPlan(opts.Snapshot, wl.Domains, state, opts.Refresh)
 	client, err := atlas.New(clientConfig(cfg, creds, env.Logger))
 	if err != nil {
-		return nil, &ConfigError{Path: cfg.Path, Msg: err.Error()}
+		return nil, &config.Error{Path: cfg.Path, Msg: err.Error()}
 	}
 	r := &runState{cfg: cfg, env: env, wh: wh, client: client, plan: plan, sum: &Summary{
 		RunID: newRunID(env.Now()), Snapshot: opts.Snapshot, DomainsTotal: len(wl.Domains),
@@ -116,25 +113,27 @@ func Run(ctx context.Context, cfg *Config, opts RunOptions, env Env) (*Summary, 
 	return r.sum, r.execute(ctx)
 }
 
-// dryRun prints the plan. It reads the warehouse read-only (and treats a missing one as
-// empty), so it creates nothing and works while a BI tool reads the file.
-func dryRun(ctx context.Context, cfg *Config, wl *Watchlist, opts RunOptions, env Env) error {
+// DryRun returns the plan of a run without calling anything. It reads the warehouse read-only
+// (and treats a missing one as empty), so it creates nothing and works while a BI tool reads
+// the file.
+func DryRun(ctx context.Context, cfg *config.Config, opts RunOptions, env Env) (*Plan, error) {
+	env = env.WithDefaults()
+	wl := config.NewWatchlist(cfg)
 	state := &warehouse.SnapshotState{}
 	if _, err := os.Stat(cfg.Warehouse.DuckDB); err == nil {
 		wh, err := warehouse.Open(ctx, warehouse.Options{DuckDBPath: cfg.Warehouse.DuckDB, Logger: env.Logger, ReadOnly: true})
 		if err != nil {
-			return err
+			return nil, err
 		}
 		defer wh.Close()
 		if state, err = wh.State(ctx, opts.Snapshot); err != nil {
-			return fmt.Errorf("read snapshot %s state: %w", opts.Snapshot, err)
+			return nil, fmt.Errorf("read snapshot %s state: %w", opts.Snapshot, err)
 		}
 	}
-	BuildPlan(opts.Snapshot, wl.Domains, state, opts.Refresh).Print(env.Stdout, cfg, wl)
-	return nil
+	return BuildPlan(opts.Snapshot, wl.Domains, state, opts.Refresh), nil
 }
 
-func (e Env) withDefaults() Env {
+func (e Env) WithDefaults() Env {
 	if e.Now == nil {
 		e.Now = time.Now
 	}
@@ -240,7 +239,7 @@ func (r *runState) handle(ctx context.Context, res atlas.Result) {
 		req.Endpoint = blamedEndpoint(err, req.Endpoint)
 		r.recordFailure(ctx, req, 200, CodeMalformedBody, err)
 	default:
-		r.fail(fmt.Errorf("store %s %s: %w", res.Endpoint, displayDomain(res.Domain), err))
+		r.fail(fmt.Errorf("store %s %s: %w", res.Endpoint, DisplayDomain(res.Domain), err))
 	}
 }
 
@@ -307,7 +306,7 @@ func (r *runState) recordFailure(ctx context.Context, req atlas.Request, status 
 	}
 	r.env.Logger.Warn("call failed", "domain", req.Domain, "endpoint", string(req.Endpoint), "status", status, "code", code, "err", cause)
 	if err := r.wh.RecordFetchError(ctx, fe); err != nil {
-		r.fail(fmt.Errorf("record the failure of %s %s: %w", req.Endpoint, displayDomain(req.Domain), err))
+		r.fail(fmt.Errorf("record the failure of %s %s: %w", req.Endpoint, DisplayDomain(req.Domain), err))
 	}
 	if status == 400 {
 		return
@@ -326,7 +325,7 @@ const maxFailStreak = 10
 // ErrUpstreamFailing stops a run whose calls keep failing.
 var ErrUpstreamFailing = errors.New("the API keeps failing")
 
-func displayDomain(d string) string {
+func DisplayDomain(d string) string {
 	if d == "" {
 		return "(countries)"
 	}
@@ -385,7 +384,7 @@ func statusOf(stopErr error) string {
 	switch {
 	case stopErr == nil:
 		return StatusComplete
-	case isCreditStop(stopErr):
+	case IsCreditStop(stopErr):
 		return StatusStoppedCredits
 	case errors.Is(stopErr, atlas.ErrUnauthorized):
 		return StatusUnauthorized
@@ -396,7 +395,7 @@ func statusOf(stopErr error) string {
 	}
 }
 
-func isCreditStop(err error) bool {
+func IsCreditStop(err error) bool {
 	return errors.Is(err, atlas.ErrOutOfCredits) || errors.Is(err, atlas.ErrCreditReserve) || errors.Is(err, atlas.ErrRunBudget)
 }
 
@@ -418,21 +417,21 @@ type credentials struct {
 	apiKey, marketplaceKey string
 }
 
-func credentialsFrom(cfg *Config, getenv func(string) string, dryRun bool) (credentials, error) {
-	c := credentials{apiKey: getenv(EnvAPIKey), marketplaceKey: getenv(EnvMarketplaceKey)}
+func CredentialsFrom(cfg *config.Config, getenv func(string) string, dryRun bool) (credentials, error) {
+	c := credentials{apiKey: getenv(config.EnvAPIKey), marketplaceKey: getenv(config.EnvMarketplaceKey)}
 	if dryRun {
 		return c, nil
 	}
 	switch {
 	case cfg.API.Mode == "direct" && c.apiKey == "":
-		return c, &ConfigError{Path: cfg.Path, Msg: fmt.Sprintf("%s is not set: export the API key from the developer console (it is never read from the config file)", EnvAPIKey)}
+		return c, &config.Error{Path: cfg.Path, Msg: fmt.Sprintf("%s is not set: export the API key from the developer console (it is never read from the config file)", config.EnvAPIKey)}
 	case cfg.API.Mode == "marketplace" && c.marketplaceKey == "":
-		return c, &ConfigError{Path: cfg.Path, Msg: fmt.Sprintf("%s is not set: marketplace mode needs the listing key in the environment", EnvMarketplaceKey)}
+		return c, &config.Error{Path: cfg.Path, Msg: fmt.Sprintf("%s is not set: marketplace mode needs the listing key in the environment", config.EnvMarketplaceKey)}
 	}
 	return c, nil
 }
 
-func clientConfig(cfg *Config, creds credentials, logger *slog.Logger) atlas.Config {
+func clientConfig(cfg *config.Config, creds credentials, logger *slog.Logger) atlas.Config {
 	return atlas.Config{
 		BaseURL:          cfg.API.BaseURL,
 		Mode:             atlas.Mode(cfg.API.Mode),

@@ -4,24 +4,33 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sitewatch/pipeline/config"
 	"time"
 
 	"github.com/robfig/cron/v3"
 )
 
-// parseSchedule parses the config's 5-field expression; tests swap in a seconds parser so a
-// tick comes within a second instead of a minute.
-var parseSchedule = cron.ParseStandard
+// ScheduleOptions tune Schedule.
+type ScheduleOptions struct {
+	// OnRun is told each run's outcome (the CLI prints the summary); it may be nil.
+	OnRun func(*Summary, error)
+	// Parse parses the config's cron expression (default cron.ParseStandard, 5 fields); tests
+	// pass a seconds parser so a tick comes within a second instead of a minute.
+	Parse func(string) (cron.Schedule, error)
+}
 
 // Schedule stays up and runs the current month's snapshot on the config's cron schedule (UTC),
 // one run at a time. The config is re-read before each run, so watchlist edits take effect
 // without a restart. When ctx is cancelled (SIGINT/SIGTERM) the run in flight lets its calls
 // finish, commits, and Schedule returns nil.
-func Schedule(ctx context.Context, cfg *Config, env Env) error {
-	env = env.withDefaults()
-	sched, err := parseSchedule(cfg.Schedule)
+func Schedule(ctx context.Context, cfg *config.Config, env Env, opts ScheduleOptions) error {
+	env = env.WithDefaults()
+	if opts.Parse == nil {
+		opts.Parse = cron.ParseStandard
+	}
+	sched, err := opts.Parse(cfg.Schedule)
 	if err != nil {
-		return &ConfigError{Path: cfg.Path, Msg: fmt.Sprintf("schedule %q: %v", cfg.Schedule, err)}
+		return &config.Error{Path: cfg.Path, Msg: fmt.Sprintf("schedule %q: %v", cfg.Schedule, err)}
 	}
 	logger := env.Logger
 	c := cron.New(
@@ -29,7 +38,7 @@ func Schedule(ctx context.Context, cfg *Config, env Env) error {
 		cron.WithLogger(cronLogger{logger}),
 		cron.WithChain(cron.Recover(cronLogger{logger}), cron.SkipIfStillRunning(cronLogger{logger})),
 	)
-	c.Schedule(sched, cron.FuncJob(func() { scheduledRun(ctx, cfg.Path, env); logNext(logger, sched, env.Now()) }))
+	c.Schedule(sched, cron.FuncJob(func() { scheduledRun(ctx, cfg.Path, env, opts.OnRun); logNext(logger, sched, env.Now()) }))
 	c.Start()
 	logger.Info("schedule started", "cron", cfg.Schedule, "timezone", "UTC", "config", cfg.Path)
 	logNext(logger, sched, env.Now())
@@ -45,11 +54,11 @@ func logNext(logger *slog.Logger, sched cron.Schedule, now time.Time) {
 }
 
 // scheduledRun runs one snapshot and logs its outcome; errors do not stop the schedule.
-func scheduledRun(ctx context.Context, cfgPath string, env Env) {
+func scheduledRun(ctx context.Context, cfgPath string, env Env, onRun func(*Summary, error)) {
 	if ctx.Err() != nil {
 		return
 	}
-	cfg, err := LoadConfig(cfgPath, env.Getenv)
+	cfg, err := config.Load(cfgPath, env.Getenv)
 	if err != nil {
 		env.Logger.Error("scheduled run skipped: config invalid", "err", err)
 		return
@@ -57,11 +66,11 @@ func scheduledRun(ctx context.Context, cfgPath string, env Env) {
 	snapshot := env.Now().UTC().Format("2006-01")
 	env.Logger.Info("scheduled run starting", "snapshot", snapshot)
 	sum, err := Run(ctx, cfg, RunOptions{Snapshot: snapshot}, env)
-	if sum != nil {
-		PrintSummary(env.Stdout, sum, err)
+	if sum != nil && onRun != nil {
+		onRun(sum, err)
 	}
 	if err != nil {
-		env.Logger.Error("scheduled run ended early", "snapshot", snapshot, "exit_code", ExitCode(err), "err", err)
+		env.Logger.Error("scheduled run ended early", "snapshot", snapshot, "status", statusOf(err), "err", err)
 		return
 	}
 	env.Logger.Info("scheduled run complete", "snapshot", snapshot)

@@ -23,10 +23,10 @@ func main() {
 		Getenv:     os.Getenv,
 		Stdout:     os.Stdout,
 		Stderr:     os.Stderr,
-		Logger:     slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: pipeline.LogLevel(os.Getenv)})),
+		Logger:     slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: LogLevel(os.Getenv)})),
 		IsTerminal: fi != nil && fi.Mode()&os.ModeCharDevice != 0,
 	}
-	code := pipeline.Main(ctx, os.Args[1:], env)
+	code := Main(ctx, os.Args[1:], env)
 	stop()
 	os.Exit(code)
 }

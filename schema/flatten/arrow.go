@@ -1,7 +1,6 @@
 package flatten
 
 import (
-
 	"github.com/apache/arrow/go/v17/arrow"
 )
 

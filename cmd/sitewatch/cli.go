@@ -1,4 +1,4 @@
-package pipeline
+package main
 
 import (
 	"context"
@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"sitewatch/pipeline"
+	"sitewatch/pipeline/config"
 	"sitewatch/pipeline/dictionary"
 	"sitewatch/pipeline/report"
 	"sitewatch/pipeline/warehouse"
@@ -36,8 +38,8 @@ exit codes of run: 0 complete, 1 failed (rerun resumes), 2 bad usage or config,
 
 // Main runs one sitewatch command and returns its exit code. cmd/sitewatch only wires the
 // process (signals, stdio, environment) to it, so tests drive the real program in-process.
-func Main(ctx context.Context, args []string, env Env) int {
-	env = env.withDefaults()
+func Main(ctx context.Context, args []string, env pipeline.Env) int {
+	env = env.WithDefaults()
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		fmt.Fprint(env.Stdout, usage)
 		if len(args) == 0 {
@@ -45,7 +47,7 @@ func Main(ctx context.Context, args []string, env Env) int {
 		}
 		return ExitOK
 	}
-	commands := map[string]func(context.Context, []string, Env) error{
+	commands := map[string]func(context.Context, []string, pipeline.Env) error{
 		"run": cmdRun, "schedule": cmdSchedule, "rebuild": cmdRebuild, "validate": cmdValidate,
 		"status": cmdStatus, "query": cmdQuery, "report": cmdReport, "schema": cmdSchema,
 	}
@@ -80,7 +82,7 @@ type commonFlags struct {
 	check    func() error // validates the command's own flags before anything is opened
 }
 
-func newFlags(name string, env Env, withSnapshot bool) *commonFlags {
+func newFlags(name string, env pipeline.Env, withSnapshot bool) *commonFlags {
 	f := &commonFlags{fs: flag.NewFlagSet("sitewatch "+name, flag.ContinueOnError), check: func() error { return nil }}
 	f.fs.SetOutput(env.Stderr)
 	f.fs.StringVar(&f.config, "config", "domains.yaml", "the config file")
@@ -92,7 +94,7 @@ func newFlags(name string, env Env, withSnapshot bool) *commonFlags {
 
 // parse parses args (expecting nargs positional ones), checks the snapshot month and the
 // command's own flags, and loads the config.
-func (f *commonFlags) parse(args []string, env Env, nargs int) (*Config, error) {
+func (f *commonFlags) parse(args []string, env pipeline.Env, nargs int) (*config.Config, error) {
 	if err := f.fs.Parse(args); err != nil {
 		return nil, &UsageError{Msg: err.Error()}
 	}
@@ -110,10 +112,10 @@ func (f *commonFlags) parse(args []string, env Env, nargs int) (*Config, error) 
 			return nil, &UsageError{Msg: fmt.Sprintf("--snapshot %q is not a month; write YYYY-MM, e.g. %s", f.snapshot, env.Now().UTC().Format("2006-01"))}
 		}
 	}
-	return LoadConfig(f.config, env.Getenv)
+	return config.Load(f.config, env.Getenv)
 }
 
-func cmdRun(ctx context.Context, args []string, env Env) error {
+func cmdRun(ctx context.Context, args []string, env pipeline.Env) error {
 	f := newFlags("run", env, true)
 	dry := f.fs.Bool("dry-run", false, "print the plan and its credit cost; call nothing that costs credits")
 	refresh := f.fs.Bool("refresh", false, "refetch domains already loaded in this snapshot")
@@ -121,7 +123,16 @@ func cmdRun(ctx context.Context, args []string, env Env) error {
 	if err != nil {
 		return err
 	}
-	sum, err := Run(ctx, cfg, RunOptions{Snapshot: f.snapshot, DryRun: *dry, Refresh: *refresh}, env)
+	opts := pipeline.RunOptions{Snapshot: f.snapshot, Refresh: *refresh}
+	if *dry {
+		plan, err := pipeline.DryRun(ctx, cfg, opts, env)
+		if err != nil {
+			return err
+		}
+		printPlan(env.Stdout, plan, cfg, config.NewWatchlist(cfg))
+		return nil
+	}
+	sum, err := pipeline.Run(ctx, cfg, opts, env)
 	if sum == nil {
 		return err
 	}
@@ -132,19 +143,20 @@ func cmdRun(ctx context.Context, args []string, env Env) error {
 	return nil
 }
 
-func cmdSchedule(ctx context.Context, args []string, env Env) error {
+func cmdSchedule(ctx context.Context, args []string, env pipeline.Env) error {
 	f := newFlags("schedule", env, false)
 	cfg, err := f.parse(args, env, 0)
 	if err != nil {
 		return err
 	}
-	if _, err := credentialsFrom(cfg, env.Getenv, false); err != nil {
+	if _, err := pipeline.CredentialsFrom(cfg, env.Getenv, false); err != nil {
 		return err
 	}
-	return Schedule(ctx, cfg, env)
+	onRun := func(sum *pipeline.Summary, err error) { PrintSummary(env.Stdout, sum, err) }
+	return pipeline.Schedule(ctx, cfg, env, pipeline.ScheduleOptions{OnRun: onRun})
 }
 
-func cmdRebuild(ctx context.Context, args []string, env Env) error {
+func cmdRebuild(ctx context.Context, args []string, env pipeline.Env) error {
 	f := newFlags("rebuild", env, true)
 	all := f.fs.Bool("all", false, "rebuild every snapshot")
 	cfg, wh, err := f.parseAndOpen(ctx, args, env, 0, false)
@@ -168,13 +180,13 @@ func cmdRebuild(ctx context.Context, args []string, env Env) error {
 	return nil
 }
 
-func cmdValidate(_ context.Context, args []string, env Env) error {
+func cmdValidate(_ context.Context, args []string, env pipeline.Env) error {
 	f := newFlags("validate", env, false)
 	cfg, err := f.parse(args, env, 0)
 	if err != nil {
 		return err
 	}
-	wl := NewWatchlist(cfg)
+	wl := config.NewWatchlist(cfg)
 	fmt.Fprintf(env.Stdout, "%s: config valid (schedule %q, mode %s, rate_limit %g/s)\n", cfg.Path, cfg.Schedule, cfg.API.Mode, cfg.API.RateLimit)
 	fmt.Fprintf(env.Stdout, "watchlist: %d entries -> %d domains (%d rewritten, %d duplicates collapsed, %d rejected)\n",
 		len(cfg.Domains), len(wl.Domains), len(wl.Rewritten), len(wl.Duplicates), len(wl.Rejected))
@@ -187,18 +199,18 @@ func cmdValidate(_ context.Context, args []string, env Env) error {
 	for _, r := range wl.Rejected {
 		fmt.Fprintf(env.Stdout, "  rejected   line %d: %q: %s\n", r.Line, r.Input, r.Reason)
 	}
-	if env.Getenv(EnvAPIKey) == "" && cfg.API.Mode == "direct" {
-		fmt.Fprintf(env.Stdout, "note: %s is not set; `sitewatch run` will need it\n", EnvAPIKey)
+	if env.Getenv(config.EnvAPIKey) == "" && cfg.API.Mode == "direct" {
+		fmt.Fprintf(env.Stdout, "note: %s is not set; `sitewatch run` will need it\n", config.EnvAPIKey)
 	}
 	if len(wl.Rejected) > 0 {
-		return &ConfigError{Path: cfg.Path, Msg: fmt.Sprintf("%d watchlist entries are not host names and will never be sent; fix or remove them", len(wl.Rejected))}
+		return &config.Error{Path: cfg.Path, Msg: fmt.Sprintf("%d watchlist entries are not host names and will never be sent; fix or remove them", len(wl.Rejected))}
 	}
 	return nil
 }
 
 // parseAndOpen parses args, loads the config and opens its warehouse: the first steps of every
 // command that reads or rebuilds the warehouse.
-func (f *commonFlags) parseAndOpen(ctx context.Context, args []string, env Env, nargs int, readOnly bool) (*Config, *warehouse.Warehouse, error) {
+func (f *commonFlags) parseAndOpen(ctx context.Context, args []string, env pipeline.Env, nargs int, readOnly bool) (*config.Config, *warehouse.Warehouse, error) {
 	cfg, err := f.parse(args, env, nargs)
 	if err != nil {
 		return nil, nil, err
@@ -207,7 +219,7 @@ func (f *commonFlags) parseAndOpen(ctx context.Context, args []string, env Env, 
 	return cfg, wh, err
 }
 
-func openWarehouse(ctx context.Context, cfg *Config, env Env, readOnly bool) (*warehouse.Warehouse, error) {
+func openWarehouse(ctx context.Context, cfg *config.Config, env pipeline.Env, readOnly bool) (*warehouse.Warehouse, error) {
 	if readOnly {
 		if _, err := os.Stat(cfg.Warehouse.DuckDB); errors.Is(err, os.ErrNotExist) {
 			return nil, fmt.Errorf("no warehouse at %s yet: run `sitewatch run` first", cfg.Warehouse.DuckDB)
@@ -220,7 +232,7 @@ func openWarehouse(ctx context.Context, cfg *Config, env Env, readOnly bool) (*w
 	return wh, nil
 }
 
-func cmdStatus(ctx context.Context, args []string, env Env) error {
+func cmdStatus(ctx context.Context, args []string, env pipeline.Env) error {
 	f := newFlags("status", env, false)
 	limit := f.fs.Int("limit", 10, "how many recent runs to show")
 	_, wh, err := f.parseAndOpen(ctx, args, env, 0, true)
@@ -235,7 +247,7 @@ func cmdStatus(ctx context.Context, args []string, env Env) error {
 	return printRuns(env.Stdout, runs)
 }
 
-func cmdQuery(ctx context.Context, args []string, env Env) error {
+func cmdQuery(ctx context.Context, args []string, env pipeline.Env) error {
 	f := newFlags("query", env, false)
 	format := f.fs.String("format", "table", "output format: table, csv or json")
 	f.argsHint = "query needs one SQL argument, e.g. sitewatch query 'SELECT * FROM latest_sites'"
@@ -252,7 +264,7 @@ func cmdQuery(ctx context.Context, args []string, env Env) error {
 	return runQuery(ctx, wh.DB(), f.fs.Arg(0), out)
 }
 
-func cmdReport(ctx context.Context, args []string, env Env) error {
+func cmdReport(ctx context.Context, args []string, env pipeline.Env) error {
 	f := newFlags("report", env, true)
 	out := f.fs.String("out", "", "the HTML file to write (default report-YYYY-MM.html)")
 	_, wh, err := f.parseAndOpen(ctx, args, env, 0, true)
@@ -271,7 +283,7 @@ func cmdReport(ctx context.Context, args []string, env Env) error {
 	return nil
 }
 
-func cmdSchema(ctx context.Context, args []string, env Env) error {
+func cmdSchema(ctx context.Context, args []string, env pipeline.Env) error {
 	fs := flag.NewFlagSet("sitewatch schema", flag.ContinueOnError)
 	fs.SetOutput(env.Stderr)
 	format := fs.String("format", "text", "text or markdown")

@@ -1,4 +1,4 @@
-package pipeline
+package main
 
 import (
 	"bytes"
@@ -15,7 +15,9 @@ import (
 
 	"github.com/robfig/cron/v3"
 
+	"sitewatch/pipeline"
 	"sitewatch/pipeline/atlas/atlastest"
+	"sitewatch/pipeline/config"
 	"sitewatch/pipeline/warehouse"
 )
 
@@ -81,13 +83,13 @@ func newHarness(t *testing.T, opts atlastest.Options, domains []string, apiExtra
 	return h
 }
 
-func (h *harness) env() Env {
+func (h *harness) env() pipeline.Env {
 	h.stdout, h.stderr = &syncBuffer{}, &syncBuffer{}
-	vars := map[string]string{EnvAPIKey: h.key}
+	vars := map[string]string{config.EnvAPIKey: h.key}
 	for k, v := range h.extraEnv {
 		vars[k] = v
 	}
-	return Env{
+	return pipeline.Env{
 		Getenv: func(k string) string { return vars[k] },
 		Stdout: h.stdout, Stderr: h.stderr,
 		Logger:        slog.New(slog.NewTextHandler(h.stderr, &slog.HandlerOptions{Level: slog.LevelDebug})),
@@ -251,7 +253,7 @@ func TestRunUsageErrorsCallNothing(t *testing.T) {
 	}{
 		{"BadSnapshot", []string{"run", "--snapshot", "2026-13"}, nil},
 		{"UnknownFlag", []string{"run", "--fast"}, nil},
-		{"NoKey", []string{"run"}, map[string]string{EnvAPIKey: ""}},
+		{"NoKey", []string{"run"}, map[string]string{config.EnvAPIKey: ""}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -454,7 +456,7 @@ func TestRunMarketplaceMode(t *testing.T) {
 			domains := atlastest.Domains(3)
 			h := newHarness(t, atlastest.Options{MarketplaceHost: host, MarketplaceKey: marketKey, MarketplaceRequireBearer: requireBearer},
 				domains, "  mode: marketplace\n  marketplace_host: "+host+"\n")
-			h.extraEnv = map[string]string{EnvMarketplaceKey: marketKey}
+			h.extraEnv = map[string]string{config.EnvMarketplaceKey: marketKey}
 			if code := h.run("run", "--snapshot", testMonth); code != ExitOK {
 				t.Fatalf("exit %d\n%s%s", code, h.stdout, h.stderr)
 			}
@@ -469,8 +471,8 @@ func TestRunMarketplaceMode(t *testing.T) {
 	t.Run("MissingMarketplaceKey", func(t *testing.T) {
 		h := newHarness(t, atlastest.Options{MarketplaceHost: host, MarketplaceKey: marketKey}, atlastest.Domains(1),
 			"  mode: marketplace\n  marketplace_host: "+host+"\n")
-		if code := h.run("run", "--snapshot", testMonth); code != ExitUsage || !strings.Contains(h.stderr.String(), EnvMarketplaceKey) {
-			t.Errorf("exit %d, want 2 naming %s\n%s", code, EnvMarketplaceKey, h.stderr)
+		if code := h.run("run", "--snapshot", testMonth); code != ExitUsage || !strings.Contains(h.stderr.String(), config.EnvMarketplaceKey) {
+			t.Errorf("exit %d, want 2 naming %s\n%s", code, config.EnvMarketplaceKey, h.stderr)
 		}
 	})
 }
@@ -486,8 +488,8 @@ func TestInterruptKeepsAnsweredCalls(t *testing.T) {
 		cancel()
 	}()
 	code := Main(ctx, []string{"run", "--config", h.cfgPath, "--snapshot", testMonth}, h.env())
-	if code != ExitFailed || !strings.Contains(h.stdout.String(), StatusInterrupted) {
-		t.Fatalf("exit %d, want 1 and status %s\n%s", code, StatusInterrupted, h.stdout)
+	if code != ExitFailed || !strings.Contains(h.stdout.String(), pipeline.StatusInterrupted) {
+		t.Fatalf("exit %d, want 1 and status %s\n%s", code, pipeline.StatusInterrupted, h.stdout)
 	}
 	if strings.Contains(h.stdout.String(), "failed: ") {
 		t.Errorf("calls in flight were cut instead of finished:\n%s", h.stdout)
@@ -517,14 +519,13 @@ func TestRunWarnsWhenTheAPIMonthDiffers(t *testing.T) {
 // the calls in flight finish and be stored, and Schedule returns nil (the process exits 0);
 // the next run pays only for what was never answered.
 func TestScheduleSignalMidRunCommitsAndReturns(t *testing.T) {
-	defer func(p func(string) (cron.Schedule, error)) { parseSchedule = p }(parseSchedule)
-	parseSchedule = cron.NewParser(cron.Second | cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow).Parse
+	secondsParser := cron.NewParser(cron.Second | cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow).Parse
 
 	domains := atlastest.Domains(20)
 	month := time.Now().UTC().Format("2006-01")
 	h := newHarness(t, atlastest.Options{Month: month, LatencyMin: 150 * time.Millisecond, LatencyMax: 300 * time.Millisecond},
 		domains, "  rate_limit: 20\n")
-	cfg, err := LoadConfig(h.cfgPath, h.env().Getenv)
+	cfg, err := config.Load(h.cfgPath, h.env().Getenv)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -535,7 +536,7 @@ func TestScheduleSignalMidRunCommitsAndReturns(t *testing.T) {
 		cancel()
 	}()
 	done := make(chan error, 1)
-	go func() { done <- Schedule(ctx, cfg, h.env()) }()
+	go func() { done <- pipeline.Schedule(ctx, cfg, h.env(), pipeline.ScheduleOptions{Parse: secondsParser}) }()
 	select {
 	case err := <-done:
 		if err != nil {

@@ -1,4 +1,4 @@
-package pipeline
+package config
 
 import (
 	"errors"
@@ -33,7 +33,7 @@ domains:
 `
 
 func TestParseConfigOK(t *testing.T) {
-	cfg, err := ParseConfig("/etc/sitewatch/domains.yaml", []byte(validConfig), env())
+	cfg, err := Parse("/etc/sitewatch/domains.yaml", []byte(validConfig), env())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +55,7 @@ func TestParseConfigOK(t *testing.T) {
 }
 
 func TestParseConfigDefaultsAndEnv(t *testing.T) {
-	cfg, err := ParseConfig("domains.yaml", []byte("domains: [example.com]\n"), env(EnvBaseURL, "http://127.0.0.1:9"))
+	cfg, err := Parse("domains.yaml", []byte("domains: [example.com]\n"), env(EnvBaseURL, "http://127.0.0.1:9"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,10 +93,10 @@ func TestParseConfigErrors(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := ParseConfig("domains.yaml", []byte(tc.text), env())
-			var ce *ConfigError
+			_, err := Parse("domains.yaml", []byte(tc.text), env())
+			var ce *Error
 			if !errors.As(err, &ce) {
-				t.Fatalf("err = %v, want *ConfigError", err)
+				t.Fatalf("err = %v, want *Error", err)
 			}
 			if !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("err = %q, want it to mention %q", err, tc.want)
@@ -104,23 +104,20 @@ func TestParseConfigErrors(t *testing.T) {
 			if tc.line != 0 && ce.Line != tc.line {
 				t.Errorf("line = %d, want %d (%v)", ce.Line, tc.line, err)
 			}
-			if ExitCode(err) != ExitUsage {
-				t.Errorf("ExitCode = %d, want %d", ExitCode(err), ExitUsage)
-			}
 		})
 	}
 }
 
 func TestBadBaseURLFromEnvironmentBlamesIt(t *testing.T) {
-	_, err := ParseConfig("domains.yaml", []byte("api:\n  base_url: https://g.example\ndomains: [a.com]\n"), env(EnvBaseURL, "ftp://h"))
-	var ce *ConfigError
+	_, err := Parse("domains.yaml", []byte("api:\n  base_url: https://g.example\ndomains: [a.com]\n"), env(EnvBaseURL, "ftp://h"))
+	var ce *Error
 	if !errors.As(err, &ce) || ce.Line != 0 || !strings.Contains(err.Error(), EnvBaseURL) {
-		t.Fatalf("err = %v: want a *ConfigError naming %s, not a line of the file", err, EnvBaseURL)
+		t.Fatalf("err = %v: want a *Error naming %s, not a line of the file", err, EnvBaseURL)
 	}
 }
 
 func TestConfigErrorNeverEchoesCredentials(t *testing.T) {
-	_, err := ParseConfig("domains.yaml", []byte("api:\n  base_url: https://user:canary-secret@g.example/?key=canary-secret\ndomains: [a.com]\n"), env())
+	_, err := Parse("domains.yaml", []byte("api:\n  base_url: https://user:canary-secret@g.example/?key=canary-secret\ndomains: [a.com]\n"), env())
 	if err == nil || strings.Contains(err.Error(), "canary-secret") {
 		t.Fatalf("err = %v: want an error without the secret", err)
 	}

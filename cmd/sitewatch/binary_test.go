@@ -1,4 +1,4 @@
-package pipeline
+package main
 
 import (
 	"bytes"
@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"sitewatch/pipeline/atlas/atlastest"
+	"sitewatch/pipeline/config"
 )
 
 var (
@@ -52,7 +53,7 @@ func (h *harness) command(args ...string) (*exec.Cmd, *syncBuffer) {
 	h.t.Helper()
 	args = append(args[:1:1], append([]string{"--config", h.cfgPath}, args[1:]...)...)
 	cmd := exec.Command(sitewatchBinary(h.t), args...)
-	cmd.Env = append(os.Environ(), EnvAPIKey+"="+h.key)
+	cmd.Env = append(os.Environ(), config.EnvAPIKey+"="+h.key)
 	out := &syncBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	return cmd, out

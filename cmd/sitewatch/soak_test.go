@@ -1,4 +1,4 @@
-package pipeline
+package main
 
 import (
 	"context"
@@ -12,7 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"sitewatch/pipeline"
 	"sitewatch/pipeline/atlas/atlastest"
+	"sitewatch/pipeline/config"
 	"sitewatch/pipeline/warehouse"
 )
 
@@ -52,22 +54,22 @@ func BenchmarkSoak(b *testing.B) {
 			b.Fatal(err)
 		}
 		getenv := func(k string) string {
-			if k == EnvAPIKey {
+			if k == config.EnvAPIKey {
 				return canaryKey
 			}
 			return ""
 		}
-		c, err := LoadConfig(path, getenv)
+		c, err := config.Load(path, getenv)
 		if err != nil {
 			b.Fatal(err)
 		}
 		log := &syncBuffer{}
-		env := Env{Getenv: getenv, Stdout: log, Stderr: log}
+		env := pipeline.Env{Getenv: getenv, Stdout: log, Stderr: log}
 		b.ResetTimer()
 		start := time.Now()
 		var runs []string
 		for run := 1; ; run++ {
-			sum, err := Run(context.Background(), c, RunOptions{Snapshot: testMonth}, env)
+			sum, err := pipeline.Run(context.Background(), c, pipeline.RunOptions{Snapshot: testMonth}, env)
 			if sum != nil {
 				runs = append(runs, fmt.Sprintf("%s %d/%d", sum.Status, sum.DomainsLoaded, sum.DomainsTotal))
 			}

@@ -1,4 +1,4 @@
-package pipeline
+package config
 
 import (
 	"bytes"
@@ -8,7 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -99,42 +99,42 @@ var secretKeys = map[string]string{
 	"marketplace_key": EnvMarketplaceKey,
 }
 
-// ConfigError is a problem in domains.yaml; Line is 0 when it concerns the file as a whole.
-type ConfigError struct {
+// Error is a problem in domains.yaml; Line is 0 when it concerns the file as a whole.
+type Error struct {
 	Path string
 	Line int
 	Msg  string
 }
 
-func (e *ConfigError) Error() string {
+func (e *Error) Error() string {
 	if e.Line > 0 {
 		return fmt.Sprintf("%s:%d: %s", e.Path, e.Line, e.Msg)
 	}
 	return fmt.Sprintf("%s: %s", e.Path, e.Msg)
 }
 
-// LoadConfig reads and validates the config file at path, applying the environment
-// (ATLAS_BASE_URL overrides api.base_url). Every error is a *ConfigError or wraps one.
-func LoadConfig(path string, getenv func(string) string) (*Config, error) {
+// Load reads and validates the config file at path, applying the environment
+// (ATLAS_BASE_URL overrides api.base_url). Every error is a *Error or wraps one.
+func Load(path string, getenv func(string) string) (*Config, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
-			return nil, &ConfigError{Path: path, Msg: "config file not found (pass --config FILE, or run from the directory holding domains.yaml)"}
+			return nil, &Error{Path: path, Msg: "config file not found (pass --config FILE, or run from the directory holding domains.yaml)"}
 		}
-		return nil, &ConfigError{Path: path, Msg: err.Error()}
+		return nil, &Error{Path: path, Msg: err.Error()}
 	}
-	return ParseConfig(path, data, getenv)
+	return Parse(path, data, getenv)
 }
 
-// ParseConfig validates config text; path is used for messages and to resolve relative paths.
-func ParseConfig(path string, data []byte, getenv func(string) string) (*Config, error) {
+// Parse validates config text; path is used for messages and to resolve relative paths.
+func Parse(path string, data []byte, getenv func(string) string) (*Config, error) {
 	var root yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&root); err != nil {
-		return nil, &ConfigError{Path: path, Msg: "not valid YAML: " + strings.TrimPrefix(err.Error(), "yaml: ")}
+		return nil, &Error{Path: path, Msg: "not valid YAML: " + strings.TrimPrefix(err.Error(), "yaml: ")}
 	}
 	if len(root.Content) == 0 || root.Content[0].Kind != yaml.MappingNode {
-		return nil, &ConfigError{Path: path, Msg: "expected a mapping with schedule, api, warehouse and domains"}
+		return nil, &Error{Path: path, Msg: "expected a mapping with schedule, api, warehouse and domains"}
 	}
 	top := root.Content[0]
 	if err := checkKeys(path, "", top); err != nil {
@@ -160,18 +160,18 @@ func checkKeys(path, section string, m *yaml.Node) error {
 		k, v := m.Content[i], m.Content[i+1]
 		name := strings.ToLower(k.Value)
 		if env, ok := secretKeys[name]; ok {
-			return &ConfigError{Path: path, Line: k.Line, Msg: fmt.Sprintf("key %q would put a secret in the config file; remove it and set the environment variable %s instead", k.Value, env)}
+			return &Error{Path: path, Line: k.Line, Msg: fmt.Sprintf("key %q would put a secret in the config file; remove it and set the environment variable %s instead", k.Value, env)}
 		}
-		if !contains(known, k.Value) {
+		if !slices.Contains(known, k.Value) {
 			where := "at the top level"
 			if section != "" {
 				where = "under " + section
 			}
-			return &ConfigError{Path: path, Line: k.Line, Msg: fmt.Sprintf("unknown key %q %s (known keys: %s)", k.Value, where, strings.Join(known, ", "))}
+			return &Error{Path: path, Line: k.Line, Msg: fmt.Sprintf("unknown key %q %s (known keys: %s)", k.Value, where, strings.Join(known, ", "))}
 		}
 		if _, isSection := knownKeys[k.Value]; isSection && section == "" {
 			if v.Kind != yaml.MappingNode {
-				return &ConfigError{Path: path, Line: v.Line, Msg: fmt.Sprintf("%s must be a mapping of keys (%s)", k.Value, strings.Join(knownKeys[k.Value], ", "))}
+				return &Error{Path: path, Line: v.Line, Msg: fmt.Sprintf("%s must be a mapping of keys (%s)", k.Value, strings.Join(knownKeys[k.Value], ", "))}
 			}
 			if err := checkKeys(path, k.Value, v); err != nil {
 				return err
@@ -181,15 +181,6 @@ func checkKeys(path, section string, m *yaml.Node) error {
 	return nil
 }
 
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
 var yamlLine = regexp.MustCompile(`^line (\d+): (.*)$`)
 
 // typeError turns yaml.v3's first type error ("line 3: cannot unmarshal !!str `fast` into
@@ -197,11 +188,11 @@ var yamlLine = regexp.MustCompile(`^line (\d+): (.*)$`)
 func typeError(path string, top *yaml.Node, err error) error {
 	var te *yaml.TypeError
 	if !errors.As(err, &te) || len(te.Errors) == 0 {
-		return &ConfigError{Path: path, Msg: strings.TrimPrefix(err.Error(), "yaml: ")}
+		return &Error{Path: path, Msg: strings.TrimPrefix(err.Error(), "yaml: ")}
 	}
 	m := yamlLine.FindStringSubmatch(te.Errors[0])
 	if m == nil {
-		return &ConfigError{Path: path, Msg: te.Errors[0]}
+		return &Error{Path: path, Msg: te.Errors[0]}
 	}
 	line, _ := strconv.Atoi(m[1])
 	msg := m[2]
@@ -216,7 +207,7 @@ func typeError(path string, top *yaml.Node, err error) error {
 	if key := keyAtLine(top, "", line); key != "" {
 		msg = key + ": " + msg
 	}
-	return &ConfigError{Path: path, Line: line, Msg: msg}
+	return &Error{Path: path, Line: line, Msg: msg}
 }
 
 // keyAtLine returns the dotted key whose value sits on line, or "".
@@ -294,14 +285,14 @@ func (c *Config) applyDefaults(getenv func(string) string) {
 
 func (c *Config) validate(top *yaml.Node) error {
 	bad := func(key, msg string) error {
-		return &ConfigError{Path: c.Path, Line: lineOf(top, key), Msg: key + ": " + msg}
+		return &Error{Path: c.Path, Line: lineOf(top, key), Msg: key + ": " + msg}
 	}
 	if _, err := cron.ParseStandard(c.Schedule); err != nil || len(strings.Fields(c.Schedule)) != 5 {
 		return bad("schedule", fmt.Sprintf("%q is not a 5-field cron expression (minute hour day-of-month month day-of-week, e.g. %q)", c.Schedule, DefaultSchedule))
 	}
 	if err := validateBaseURL(c.API.BaseURL); err != nil {
 		if c.baseURLFromEnv {
-			return &ConfigError{Path: c.Path, Msg: fmt.Sprintf("%s (which overrides api.base_url): %v", EnvBaseURL, err)}
+			return &Error{Path: c.Path, Msg: fmt.Sprintf("%s (which overrides api.base_url): %v", EnvBaseURL, err)}
 		}
 		return bad("api.base_url", err.Error())
 	}
@@ -325,7 +316,7 @@ func (c *Config) validate(top *yaml.Node) error {
 		return bad("api.timeout", "must be positive, e.g. 30s")
 	}
 	if len(c.Domains) == 0 {
-		return &ConfigError{Path: c.Path, Line: lineOf(top, "domains"), Msg: "domains: the watchlist is empty; list at least one domain"}
+		return &Error{Path: c.Path, Line: lineOf(top, "domains"), Msg: "domains: the watchlist is empty; list at least one domain"}
 	}
 	return nil
 }
@@ -375,14 +366,4 @@ func (c *Config) DomainLine(i int) int {
 		return c.lines[i]
 	}
 	return 0
-}
-
-// sortedKeys is a helper for stable messages.
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

@@ -1,14 +1,18 @@
-package pipeline
+package main
 
 import (
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
+	"slices"
 	"sort"
 	"time"
 
+	"sitewatch/pipeline"
 	"sitewatch/pipeline/atlas"
+	"sitewatch/pipeline/config"
 )
 
 // Exit codes of `sitewatch run` (shared/CONTRACT.md).
@@ -27,14 +31,14 @@ func (e *UsageError) Error() string { return e.Msg }
 
 // ExitCode maps a command's error to its exit code.
 func ExitCode(err error) int {
-	var ce *ConfigError
+	var ce *config.Error
 	var ue *UsageError
 	switch {
 	case err == nil:
 		return ExitOK
 	case errors.As(err, &ce), errors.As(err, &ue):
 		return ExitUsage
-	case isCreditStop(err):
+	case pipeline.IsCreditStop(err):
 		return ExitCredits
 	case errors.Is(err, atlas.ErrUnauthorized):
 		return ExitUnauthorized
@@ -57,7 +61,7 @@ func advice(err error, snapshot string) string {
 }
 
 // PrintSummary writes the end-of-run table.
-func PrintSummary(w io.Writer, s *Summary, runErr error) {
+func PrintSummary(w io.Writer, s *pipeline.Summary, runErr error) {
 	credits := "unknown"
 	if s.CreditsRemaining >= 0 {
 		credits = fmt.Sprint(s.CreditsRemaining)
@@ -80,7 +84,7 @@ func PrintSummary(w io.Writer, s *Summary, runErr error) {
 	for _, r := range s.Watchlist.Rejected {
 		fmt.Fprintf(w, "  not sent: %q (line %d): %s\n", r.Input, r.Line, r.Reason)
 	}
-	for _, d := range sortedKeys(s.APIRejections) {
+	for _, d := range slices.Sorted(maps.Keys(s.APIRejections)) {
 		fmt.Fprintf(w, "  rejected by the API: %s (%s)\n", d, s.APIRejections[d])
 	}
 	failures := s.Failures
@@ -90,7 +94,7 @@ func PrintSummary(w io.Writer, s *Summary, runErr error) {
 			fmt.Fprintf(w, "  … and %d more failures (SELECT * FROM fetch_errors WHERE run_id = '%s')\n", len(failures)-10, s.RunID)
 			break
 		}
-		fmt.Fprintf(w, "  failed: %s %s: %s\n", displayDomain(f.Domain), f.Endpoint, f.Message)
+		fmt.Fprintf(w, "  failed: %s %s: %s\n", pipeline.DisplayDomain(f.Domain), f.Endpoint, f.Message)
 	}
 	if runErr != nil {
 		fmt.Fprintf(w, "error: %v\n", runErr)

@@ -1,4 +1,4 @@
-package pipeline
+package config
 
 import (
 	"errors"
@@ -59,7 +59,7 @@ func FuzzNormalizeDomain(f *testing.F) {
 	})
 }
 
-// FuzzParseConfig: ParseConfig never panics; every error is a *ConfigError; an accepted config
+// FuzzParseConfig: Parse never panics; every error is a *Error; an accepted config
 // is usable (a known mode, a positive rate and time-out, a watchlist, absolute warehouse paths
 // under the config's directory when relative). Seeds: testdata/fuzz/FuzzParseConfig.
 func FuzzParseConfig(f *testing.F) {
@@ -80,11 +80,11 @@ func FuzzParseConfig(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		path := filepath.FromSlash("/etc/sitewatch/domains.yaml")
-		cfg, err := ParseConfig(path, data, getenv)
+		cfg, err := Parse(path, data, getenv)
 		if err != nil {
-			var ce *ConfigError
+			var ce *Error
 			if !errors.As(err, &ce) {
-				t.Fatalf("error %T %v is not a *ConfigError", err, err)
+				t.Fatalf("error %T %v is not a *Error", err, err)
 			}
 			if ce.Path != path {
 				t.Fatalf("error names %q, want the config path", ce.Path)

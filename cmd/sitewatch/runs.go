@@ -1,4 +1,4 @@
-package pipeline
+package main
 
 import (
 	"fmt"
@@ -6,6 +6,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"sitewatch/pipeline"
 	"sitewatch/pipeline/warehouse"
 )
 
@@ -34,7 +35,7 @@ func printRuns(w io.Writer, runs []warehouse.RunRecord) error {
 		return err
 	}
 	for _, r := range runs {
-		if r.Message != "" && r.Status != StatusComplete {
+		if r.Message != "" && r.Status != pipeline.StatusComplete {
 			fmt.Fprintf(w, "%s: %s\n", r.RunID, r.Message)
 		}
 	}

@@ -1,4 +1,4 @@
-package pipeline
+package main
 
 // Reliability and security tests of issue 7: injected faults, schema drift, storage faults
 // (disk full, read-only directory, a BI tool holding the file), TLS and secrets. They run the
@@ -29,6 +29,7 @@ import (
 
 	"sitewatch/pipeline/atlas"
 	"sitewatch/pipeline/atlas/atlastest"
+	"sitewatch/pipeline/config"
 	"sitewatch/pipeline/warehouse"
 	"sitewatch/schema"
 )
@@ -317,7 +318,7 @@ func TestHangAboveClientTimeout(t *testing.T) {
 
 	healthy := atlastest.NewServer(atlastest.Options{Month: testMonth, Rate: 200, Keys: map[string]int64{canaryKey: 100}})
 	t.Cleanup(healthy.Close)
-	h.extraEnv = map[string]string{EnvBaseURL: healthy.URL}
+	h.extraEnv = map[string]string{config.EnvBaseURL: healthy.URL}
 	if code := h.run("run", "--snapshot", testMonth); code != ExitOK {
 		t.Fatalf("rerun on a healthy gateway: exit %d\n%s", code, h.stdout)
 	}
@@ -490,7 +491,7 @@ func TestSchemaDrift(t *testing.T) {
 				return tc.mutate(t, endpoint, body)
 			})
 			h := newHarness(t, atlastest.Options{Seed: seed}, domains, "")
-			h.extraEnv = map[string]string{EnvBaseURL: srv.URL}
+			h.extraEnv = map[string]string{config.EnvBaseURL: srv.URL}
 			code := h.run("run", "--snapshot", testMonth)
 			st := srv.sim.Stats()
 			others := make([]string, 0, len(domains))
@@ -636,7 +637,7 @@ func TestAPIStringsLoadVerbatim(t *testing.T) {
 	})
 	entries := append([]string{"example.com'; DROP TABLE sites; --", `"quoted".com`, "https://" + domains[0] + "/it's;--"}, domains...)
 	h := newHarness(t, atlastest.Options{}, entries, "")
-	h.extraEnv = map[string]string{EnvBaseURL: srv.URL}
+	h.extraEnv = map[string]string{config.EnvBaseURL: srv.URL}
 	if code := h.run("run", "--snapshot", testMonth); code != ExitOK {
 		t.Fatalf("exit %d\n%s\n%s", code, h.stdout, tail(h.stderr.String(), 2000))
 	}
@@ -778,7 +779,7 @@ func TestTLSVerification(t *testing.T) {
 
 	t.Run("SelfSignedRefused", func(t *testing.T) {
 		h := newHarness(t, atlastest.Options{}, atlastest.Domains(1), "")
-		h.extraEnv = map[string]string{EnvBaseURL: srv.URL}
+		h.extraEnv = map[string]string{config.EnvBaseURL: srv.URL}
 		start := time.Now()
 		code := h.run("run", "--snapshot", testMonth)
 		if code != ExitFailed {
@@ -882,9 +883,9 @@ func TestKeyInConfigRefused(t *testing.T) {
 			if code != ExitUsage {
 				t.Errorf("exit %d, want 2\n%s", code, out)
 			}
-			wantEnv := EnvAPIKey
+			wantEnv := config.EnvAPIKey
 			if tc.name == "MarketplaceKey" {
-				wantEnv = EnvMarketplaceKey
+				wantEnv = config.EnvMarketplaceKey
 			}
 			if !strings.Contains(out, wantEnv) {
 				t.Errorf("message does not point to %s:\n%s", wantEnv, out)
@@ -899,10 +900,10 @@ func TestKeyInConfigRefused(t *testing.T) {
 	}
 	t.Run("InBaseURL", func(t *testing.T) {
 		for _, u := range []string{"https://user:" + secret + "@gateway.example", "https://gateway.example/?api_key=" + secret} {
-			_, err := ParseConfig("domains.yaml", []byte("api:\n  base_url: "+u+"\ndomains: [example.com]\n"), func(string) string { return "" })
-			var ce *ConfigError
+			_, err := config.Parse("domains.yaml", []byte("api:\n  base_url: "+u+"\ndomains: [example.com]\n"), func(string) string { return "" })
+			var ce *config.Error
 			if !errors.As(err, &ce) {
-				t.Errorf("base_url %s: err %v, want a *ConfigError", strings.ReplaceAll(u, secret, "SECRET"), err)
+				t.Errorf("base_url %s: err %v, want a *config.Error", strings.ReplaceAll(u, secret, "SECRET"), err)
 				continue
 			}
 			if strings.Contains(err.Error(), secret) {
@@ -1054,7 +1055,7 @@ func TestDiskFull(t *testing.T) {
 	// threads, but on a DuckDB thread it would kill the process; a full disk sends no signal
 	// (ENOSPC), so the signal is ignored from the start, as SIG_IGN survives exec.
 	cmd := exec.Command(bash, "-c", fmt.Sprintf(`trap '' XFSZ && ulimit -f %d && exec "$0" "$@"`, blocks), bin, "run", "--config", h.cfgPath, "--snapshot", testMonth)
-	cmd.Env = append(os.Environ(), EnvAPIKey+"="+h.key)
+	cmd.Env = append(os.Environ(), config.EnvAPIKey+"="+h.key)
 	out := &syncBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	code := exitCodeOf(t, cmd.Run())
@@ -1129,7 +1130,7 @@ func TestReadOnlyDataDirectory(t *testing.T) {
 		})
 	})
 	cmd := exec.Command(bin, "run", "--config", h.cfgPath, "--snapshot", testMonth, "--refresh")
-	cmd.Env = append(os.Environ(), EnvAPIKey+"="+h.key, "HOME="+h.dir)
+	cmd.Env = append(os.Environ(), config.EnvAPIKey+"="+h.key, "HOME="+h.dir)
 	if os.Geteuid() == 0 {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
 	}

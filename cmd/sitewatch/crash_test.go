@@ -1,4 +1,4 @@
-package pipeline
+package main
 
 // Crash tests of issue 7: kill -9 of the built binary during a run and during a Parquet
 // export. 5 kill points run in `make test`; SITEWATCH_LONG=1 (`make test-long`) runs 20.
