@@ -22,6 +22,7 @@ const (
 	EnvAPIKey         = "ATLAS_API_KEY"
 	EnvBaseURL        = "ATLAS_BASE_URL"
 	EnvMarketplaceKey = "ATLAS_MARKETPLACE_KEY"
+	EnvWebhookURL     = "SITEWATCH_WEBHOOK_URL"
 )
 
 // Config is domains.yaml after validation, with defaults applied and paths made absolute
@@ -32,7 +33,13 @@ type Config struct {
 	Schedule  string          `yaml:"schedule"`
 	API       APIConfig       `yaml:"api"`
 	Warehouse WarehouseConfig `yaml:"warehouse"`
-	Domains   []string        `yaml:"domains"`
+	// RetryEvery is how often `schedule` retries a current month that is not complete.
+	RetryEvery Duration `yaml:"retry_every"`
+	// HealthGrace is how long into a month /healthz tolerates the month not being complete.
+	HealthGrace Duration      `yaml:"health_grace"`
+	Notify      NotifyConfig  `yaml:"notify"`
+	Publish     PublishConfig `yaml:"publish"`
+	Domains     []string      `yaml:"domains"`
 	// lines maps each domains[i] to its line in the file, for messages.
 	lines []int
 	// baseURLFromEnv says API.BaseURL came from ATLAS_BASE_URL, so messages blame it.
@@ -48,12 +55,35 @@ type APIConfig struct {
 	MinCredits       int64    `yaml:"min_credits"`
 	MaxCreditsPerRun int64    `yaml:"max_credits_per_run"`
 	Timeout          Duration `yaml:"timeout"`
+	// AllowInsecureHTTP lets a plain http:// base_url name a non-loopback host (the key then
+	// crosses the network in clear text).
+	AllowInsecureHTTP bool `yaml:"allow_insecure_http"`
+	// MaxWastedCredits bounds the credits a run may spend on charged answers it cannot use
+	// (broken bodies refetched); the run stops when it is reached.
+	MaxWastedCredits int64 `yaml:"max_wasted_credits"`
+	// MaxRateLimitWait bounds the total time a run waits out 429 answers.
+	MaxRateLimitWait Duration `yaml:"max_rate_limit_wait"`
+}
+
+// NotifyConfig is the notify section of domains.yaml.
+type NotifyConfig struct {
+	WebhookURL string `yaml:"webhook_url"` // SITEWATCH_WEBHOOK_URL overrides it
+}
+
+// PublishConfig is the publish section of domains.yaml: where complete months are uploaded.
+type PublishConfig struct {
+	URL       string `yaml:"url"`      // s3://bucket/prefix; empty = no publishing
+	Endpoint  string `yaml:"endpoint"` // S3-compatible services
+	Region    string `yaml:"region"`
+	PathStyle bool   `yaml:"path_style"`
 }
 
 // WarehouseConfig is the warehouse section of domains.yaml.
 type WarehouseConfig struct {
 	DuckDB  string `yaml:"duckdb"`
 	Parquet string `yaml:"parquet"`
+	// MemoryLimit is DuckDB's memory_limit for writing commands (a DuckDB size such as 256MB).
+	MemoryLimit string `yaml:"memory_limit"`
 }
 
 // Duration is a time.Duration written as a Go duration string ("30s") in YAML.
@@ -80,6 +110,12 @@ const (
 	DefaultTimeout   = 30 * time.Second
 	DefaultDuckDB    = "data/sitewatch.duckdb"
 	DefaultParquet   = "data/parquet"
+
+	DefaultRetryEvery       = 6 * time.Hour
+	DefaultHealthGrace      = 72 * time.Hour
+	DefaultMaxWastedCredits = 5
+	DefaultMaxRateLimitWait = 15 * time.Minute
+	DefaultMemoryLimit      = "256MB"
 )
 
 // maxRateLimit bounds api.rate_limit: far above any plan, low enough to catch a typo.
@@ -87,9 +123,11 @@ const maxRateLimit = 10000
 
 // knownKeys lists every accepted key, per section; a typo is an error, not silently ignored.
 var knownKeys = map[string][]string{
-	"":          {"schedule", "api", "warehouse", "domains"},
-	"api":       {"base_url", "mode", "marketplace_host", "rate_limit", "min_credits", "max_credits_per_run", "timeout"},
-	"warehouse": {"duckdb", "parquet"},
+	"":          {"schedule", "api", "warehouse", "retry_every", "health_grace", "notify", "publish", "domains"},
+	"api":       {"base_url", "mode", "marketplace_host", "rate_limit", "min_credits", "max_credits_per_run", "timeout", "allow_insecure_http", "max_wasted_credits", "max_rate_limit_wait"},
+	"warehouse": {"duckdb", "parquet", "memory_limit"},
+	"notify":    {"webhook_url"},
+	"publish":   {"url", "endpoint", "region", "path_style"},
 }
 
 // secretKeys are key names that would put a secret in the file; they are refused.
@@ -280,6 +318,24 @@ func (c *Config) applyDefaults(getenv func(string) string) {
 	}
 	if c.Warehouse.Parquet == "" {
 		c.Warehouse.Parquet = DefaultParquet
+	}
+	if c.Warehouse.MemoryLimit == "" {
+		c.Warehouse.MemoryLimit = DefaultMemoryLimit
+	}
+	if c.RetryEvery.Duration == 0 {
+		c.RetryEvery.Duration = DefaultRetryEvery
+	}
+	if c.HealthGrace.Duration == 0 {
+		c.HealthGrace.Duration = DefaultHealthGrace
+	}
+	if c.API.MaxWastedCredits == 0 {
+		c.API.MaxWastedCredits = DefaultMaxWastedCredits
+	}
+	if c.API.MaxRateLimitWait.Duration == 0 {
+		c.API.MaxRateLimitWait.Duration = DefaultMaxRateLimitWait
+	}
+	if v := getenv(EnvWebhookURL); v != "" {
+		c.Notify.WebhookURL = v
 	}
 }
 
