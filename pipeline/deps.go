@@ -25,7 +25,12 @@ type Fetcher interface {
 // Store is what a run needs of the warehouse.
 type Store interface {
 	State(ctx context.Context, month string) (*warehouse.SnapshotState, error)
+	// Store lands one answer; storage errors may surface at a later Store or at Flush.
 	Store(ctx context.Context, month string, raw warehouse.Raw) error
+	// Flush commits every answer Store accepted.
+	Flush(ctx context.Context) error
+	// RecordCharge records a charged answer that was not stored, for the credit ledger.
+	RecordCharge(ctx context.Context, c warehouse.Charge) error
 	RecordFetchError(ctx context.Context, e warehouse.FetchError) error
 	StartRun(ctx context.Context, r warehouse.RunRecord) error
 	FinishRun(ctx context.Context, r warehouse.RunRecord) error

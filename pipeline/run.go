@@ -148,13 +148,24 @@ func Run(ctx context.Context, cfg *config.Config, opts RunOptions, env Env) (*Su
 	if err != nil {
 		return nil, err // the warehouse names the file and the holder
 	}
-	defer wh.Close()
 	client, err := atlas.New(clientConfig(cfg, creds, env.Logger))
 	if err != nil {
+		wh.Close()
 		return nil, &config.Error{Path: cfg.Path, Msg: err.Error()}
 	}
+	for _, a := range wh.Abandoned() {
+		env.Logger.Warn("a run whose process died was recorded as abandoned", "run_id", a.RunID, "snapshot", a.SnapshotMonth,
+			"domains_loaded", a.DomainsLoaded, "credits_spent", a.CreditsSpent)
+	}
 	r := newRunState(cfg, opts, env, wh, client, wl)
-	return r.sum, r.execute(ctx)
+	runErr := r.execute(ctx)
+	// Closing checkpoints the WAL into the file: a failure (a full disk) leaves the run's work
+	// in the WAL, which the next open replays, but this run must not report success.
+	if err := wh.Close(); err != nil && runErr == nil {
+		r.sum.Status = StatusFailed
+		runErr = fmt.Errorf("close the warehouse %s: %w (the loaded data is in its write-ahead log; free space, then rerun)", cfg.Warehouse.DuckDB, err)
+	}
+	return r.sum, runErr
 }
 
 func newRunState(cfg *config.Config, opts RunOptions, env Env, store Store, client Fetcher, wl *config.Watchlist) *runState {
@@ -406,11 +417,30 @@ func (r *runState) decide(ctx context.Context, res atlas.Result) error {
 		return fmt.Errorf("%w: the API's first answer (%s) names no data month", ErrIncomplete, res.Domain)
 	}
 	r.sum.Snapshot = month
-	if err := r.decideMonth(ctx, month); err != nil || r.mismatch != nil || r.upToDate {
+	if err := r.decideMonth(ctx, month); err != nil {
 		return err
+	}
+	if r.mismatch != nil || r.upToDate {
+		// Its answer is not stored (nothing rewritten), but its credit is on the ledger.
+		r.recordCharge(ctx, res, month, "probe")
+		return nil
 	}
 	r.handle(ctx, res)
 	return nil
+}
+
+// recordCharge puts a charged answer that is not stored on the run_calls ledger, so the
+// run's spend is exact even if its process dies before the end.
+func (r *runState) recordCharge(ctx context.Context, res atlas.Result, month, outcome string) {
+	credits := chargedOf(res)
+	if credits == 0 || month == "" {
+		return
+	}
+	c := warehouse.Charge{RunID: r.sum.RunID, SnapshotMonth: month, Domain: res.Domain, Endpoint: res.Endpoint,
+		Credits: credits, FetchedAt: res.FetchedAt, Outcome: outcome}
+	if err := r.store.RecordCharge(ctx, c); err != nil {
+		r.fail(fmt.Errorf("record the credit of %s %s: %w", res.Endpoint, DisplayDomain(res.Domain), err))
+	}
 }
 
 // decideMonth checks the API's month against --snapshot and the warehouse: another month
@@ -435,6 +465,9 @@ func (r *runState) decideMonth(ctx context.Context, month string) error {
 	}
 	return nil
 }
+
+// chargedOf is the credits the server charged for an answer.
+func chargedOf(res atlas.Result) int64 { return 1 }
 
 // overviewOf returns the decoded site-overview of a successful answer.
 func overviewOf(res atlas.Result) *schema.SiteOverview {
@@ -486,7 +519,8 @@ func (r *runState) handle(ctx context.Context, res atlas.Result) {
 	}
 	// Even after a storage failure stopped the run, later answers are still offered to the
 	// warehouse: they are paid for, and the failure may have been passing.
-	raw := warehouse.Raw{Endpoint: res.Endpoint, Domain: res.Domain, Body: res.Body, FetchedAt: res.FetchedAt}
+	raw := warehouse.Raw{Endpoint: res.Endpoint, Domain: res.Domain, Body: res.Body, FetchedAt: res.FetchedAt,
+		RunID: r.sum.RunID, Credits: chargedOf(res), Refresh: r.opts.Refresh}
 	err := r.store.Store(ctx, month, raw)
 	switch {
 	case err == nil:
@@ -610,6 +644,10 @@ func (r *runState) finish(ctx context.Context, stopErr error) error {
 			r.sum.Status = StatusFailed
 		}
 		return stopErr
+	}
+	if err := r.store.Flush(ctx); err != nil {
+		r.sum.Status = StatusFailed
+		return fmt.Errorf("commit the run's last answers to %s: %w", r.cfg.Warehouse.DuckDB, err)
 	}
 	state, err := r.store.State(ctx, r.months.month)
 	if err != nil {
