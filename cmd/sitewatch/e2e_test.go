@@ -13,8 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/robfig/cron/v3"
-
 	"sitewatch/pipeline"
 	"sitewatch/pipeline/atlas/atlastest"
 	"sitewatch/pipeline/config"
@@ -551,7 +549,6 @@ func TestRunSnapshotOtherMonthExits5(t *testing.T) {
 // the calls in flight finish and be stored, and Schedule returns nil (the process exits 0);
 // the next run pays only for what was never answered.
 func TestScheduleSignalMidRunCommitsAndReturns(t *testing.T) {
-	secondsParser := cron.NewParser(cron.Second | cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow).Parse
 
 	domains := atlastest.Domains(20)
 	month := time.Now().UTC().Format("2006-01")

@@ -11,15 +11,24 @@ import (
 	"sitewatch/pipeline"
 	"sitewatch/pipeline/atlas/atlastest"
 	"sitewatch/pipeline/config"
+
+	"github.com/robfig/cron/v3"
 )
 
+// secondsParser parses 6-field cron expressions (seconds first), so tests tick within seconds.
+var secondsParser = cron.NewParser(cron.Second | cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow).Parse
+
 // scheduleRun starts Schedule on the harness's config in the background and returns a stop
-// function that cancels it and waits for it to return. onRun sees each run's summary.
-func scheduleRun(t *testing.T, h *harness, opts pipeline.ScheduleOptions) (stop func()) {
+// function that cancels it and waits for it to return. A non-empty cronExpr replaces the
+// config's schedule (tests pass 6-field expressions with opts.Parse = secondsParser).
+func scheduleRun(t *testing.T, h *harness, cronExpr string, opts pipeline.ScheduleOptions) (stop func()) {
 	t.Helper()
 	cfg, err := config.Load(h.cfgPath, h.env().Getenv)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if cronExpr != "" {
+		cfg.Schedule = cronExpr
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -68,7 +77,7 @@ func TestScheduleCatchesUpAfterDowntime(t *testing.T) {
 	h := newHarness(t, atlastest.Options{}, domains, "")
 	var runs runLog
 	started := make(chan time.Time, 4)
-	stop := scheduleRun(t, h, pipeline.ScheduleOptions{OnRun: runs.record, Started: func(next time.Time) { started <- next }})
+	stop := scheduleRun(t, h, "", pipeline.ScheduleOptions{OnRun: runs.record, Started: func(next time.Time) { started <- next }})
 	if next := <-started; next.After(time.Now().Add(time.Second)) {
 		t.Fatalf("first wake-up at %s: a missed tick should be caught up at once", next)
 	}
@@ -84,7 +93,7 @@ func TestScheduleCatchesUpAfterDowntime(t *testing.T) {
 
 	// Restarted within the same cycle: nothing to catch up.
 	var again runLog
-	stop = scheduleRun(t, h, pipeline.ScheduleOptions{OnRun: again.record, Started: func(next time.Time) { started <- next }})
+	stop = scheduleRun(t, h, "", pipeline.ScheduleOptions{OnRun: again.record, Started: func(next time.Time) { started <- next }})
 	if next := <-started; next.Before(time.Now().Add(24 * time.Hour)) {
 		t.Errorf("restart wakes at %s: the month is complete since the tick, the next wake-up is the next tick", next)
 	}
@@ -109,7 +118,7 @@ func TestScheduleRetriesAnIncompleteMonth(t *testing.T) {
 			h.srv.SetCredits(h.key, 100)
 		}
 	}}
-	stop := scheduleRun(t, h, pipeline.ScheduleOptions{OnRun: runs.record, RetryEvery: 500 * time.Millisecond})
+	stop := scheduleRun(t, h, "", pipeline.ScheduleOptions{OnRun: runs.record, RetryEvery: 500 * time.Millisecond})
 	waitFor(t, 30*time.Second, func() bool { return len(runs.get()) >= 2 })
 	time.Sleep(1500 * time.Millisecond) // three more retry periods: no further run
 	stop()
