@@ -235,6 +235,7 @@ func (c *Client) acquireBytes(ctx context.Context, n int64) error {
 		c.mu.Lock()
 		if c.heldBytes == 0 || c.heldBytes+n <= c.cfg.MaxInflightBytes {
 			c.heldBytes += n
+			c.peakHeld = max(c.peakHeld, c.heldBytes)
 			c.mu.Unlock()
 			return nil
 		}

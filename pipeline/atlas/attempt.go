@@ -174,6 +174,9 @@ func (t *connTrace) hooks() *httptrace.ClientTrace {
 				set(func() { t.stage = StageDNS })
 			}
 		},
+		// A dial after a write means the transport is retrying a request it sent on a
+		// reused connection the server had already closed: that write reached no one.
+		ConnectStart: func(_, _ string) { set(func() { t.wrote = false }) },
 		ConnectDone: func(_, _ string, err error) {
 			set(func() {
 				if err == nil {

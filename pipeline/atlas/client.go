@@ -240,6 +240,7 @@ type Client struct {
 	limitFrom    time.Time     // send time of the attempt whose header set limit
 	pausedUntil  time.Time     // no attempt starts before this (after a 429)
 	heldBytes    int64         // body bytes held by calls in flight
+	peakHeld     int64         // the most heldBytes has been (tests check the budget with it)
 	stopErr      error
 	stats        Stats
 }
