@@ -104,7 +104,7 @@ func (c *Client) attempt(ctx context.Context, req Request, refetch bool) outcome
 		c.observe(nil, 0, sentAt, &out)
 		return out
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }() // the body was read as far as needed
 	out := c.answer(ctx, actx, req, hreq, resp)
 	c.log.Debug("atlas answer", "endpoint", req.Endpoint, "domain", req.Domain, "status", resp.StatusCode,
 		"latency", c.clock.Now().Sub(sentAt))

@@ -50,7 +50,7 @@ func (c *Client) Probe(ctx context.Context) (Probe, error) {
 		c.count(func(s *Stats) { s.ByStatus[0]++ })
 		return p, c.probeFailure(ctx, req, err, tr)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }() // the body was read as far as needed
 	p.Latency = time.Since(start)
 	c.count(func(s *Stats) { s.ByStatus[resp.StatusCode]++ })
 	p.readHeaders(resp.Header)
