@@ -4,7 +4,6 @@ go 1.26.8
 
 require (
 	github.com/apache/arrow/go/v17 v17.0.0
-	github.com/cenkalti/backoff/v4 v4.3.0
 	github.com/goccy/go-json v0.10.3
 	github.com/klauspost/compress v1.17.9
 	github.com/marcboeker/go-duckdb v1.8.2

@@ -775,15 +775,18 @@ func CredentialsFrom(cfg *config.Config, getenv func(string) string, dryRun bool
 
 func clientConfig(cfg *config.Config, creds credentials, logger *slog.Logger) atlas.Config {
 	return atlas.Config{
-		BaseURL:          cfg.API.BaseURL,
-		Mode:             atlas.Mode(cfg.API.Mode),
-		APIKey:           creds.apiKey,
-		MarketplaceHost:  cfg.API.MarketplaceHost,
-		MarketplaceKey:   creds.marketplaceKey,
-		RateLimit:        cfg.API.RateLimit,
-		MinCredits:       cfg.API.MinCredits,
-		MaxCreditsPerRun: cfg.API.MaxCreditsPerRun,
-		Timeout:          cfg.API.Timeout.Duration,
-		Logger:           logger,
+		BaseURL:           cfg.API.BaseURL,
+		Mode:              atlas.Mode(cfg.API.Mode),
+		APIKey:            creds.apiKey,
+		MarketplaceHost:   cfg.API.MarketplaceHost,
+		MarketplaceKey:    creds.marketplaceKey,
+		RateLimit:         cfg.API.RateLimit,
+		MinCredits:        cfg.API.MinCredits,
+		MaxCreditsPerRun:  cfg.API.MaxCreditsPerRun,
+		Timeout:           cfg.API.Timeout.Duration,
+		AllowInsecureHTTP: cfg.API.AllowInsecureHTTP,
+		MaxWastedCredits:  cfg.API.MaxWastedCredits,
+		MaxRateLimitWait:  cfg.API.MaxRateLimitWait.Duration,
+		Logger:            logger,
 	}
 }

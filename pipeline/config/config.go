@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -15,6 +14,8 @@ import (
 
 	"github.com/robfig/cron/v3"
 	"gopkg.in/yaml.v3"
+
+	"sitewatch/pipeline/atlas"
 )
 
 // Environment variables read by sitewatch. Secrets come only from here, never from the config.
@@ -346,7 +347,8 @@ func (c *Config) validate(top *yaml.Node) error {
 	if _, err := cron.ParseStandard(c.Schedule); err != nil || len(strings.Fields(c.Schedule)) != 5 {
 		return bad("schedule", fmt.Sprintf("%q is not a 5-field cron expression (minute hour day-of-month month day-of-week, e.g. %q)", c.Schedule, DefaultSchedule))
 	}
-	if err := validateBaseURL(c.API.BaseURL); err != nil {
+	// The client's own check, so config and client never disagree on a usable base URL.
+	if err := atlas.CheckBaseURL(c.API.BaseURL, c.API.AllowInsecureHTTP); err != nil {
 		if c.baseURLFromEnv {
 			return &Error{Path: c.Path, Msg: fmt.Sprintf("%s (which overrides api.base_url): %v", EnvBaseURL, err)}
 		}
@@ -375,33 +377,6 @@ func (c *Config) validate(top *yaml.Node) error {
 		return &Error{Path: c.Path, Line: lineOf(top, "domains"), Msg: "domains: the watchlist is empty; list at least one domain"}
 	}
 	return nil
-}
-
-func validateBaseURL(raw string) error {
-	if raw == "" {
-		return fmt.Errorf("not set; set api.base_url or %s to the gateway address", EnvBaseURL)
-	}
-	u, err := url.Parse(raw)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("%q is not an http(s) URL such as https://gateway.example", redactURL(raw))
-	}
-	if u.User != nil {
-		return fmt.Errorf("must not carry credentials (user:password@); set %s instead", EnvAPIKey)
-	}
-	if u.RawQuery != "" || u.Fragment != "" {
-		return fmt.Errorf("%q must not have a query or fragment", redactURL(raw))
-	}
-	return nil
-}
-
-// redactURL drops userinfo and query from a URL so no secret is echoed in a message.
-func redactURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "(unparseable URL)"
-	}
-	u.User, u.RawQuery, u.Fragment = nil, "", ""
-	return u.String()
 }
 
 func (c *Config) resolvePaths() {
