@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -357,37 +356,8 @@ func (r *runState) probe(ctx context.Context, candidate string) error {
 		if r.stopCause != nil {
 			return r.stopCause
 		}
-		// A charged body the client refused (schema drift) still names its month.
-		if month := lenientMonth(answer.Body); month != "" {
-			r.months.month = month
-			r.sum.Snapshot = month
-			return r.decideMonth(ctx, month)
-		}
 	}
 	return fmt.Errorf("%w: no site-overview answer told the API's month (the domains the snapshot lacks failed; see fetch_errors)", ErrIncomplete)
-}
-
-// lenientMonth reads the data month of an overview body that did not decode as a whole.
-func lenientMonth(body []byte) string {
-	var b struct {
-		Meta struct {
-			SnapshotDate *string `json:"snapshot_date"`
-		} `json:"meta"`
-		Traffic struct {
-			Period *string `json:"period"`
-		} `json:"traffic"`
-	}
-	if len(body) == 0 {
-		return ""
-	}
-	_ = json.Unmarshal(body, &b) // a field of another type elsewhere leaves these readable
-	if month, ok := monthOfPeriod(b.Traffic.Period); ok {
-		return month
-	}
-	if month, ok := monthOfDate(b.Meta.SnapshotDate); ok {
-		return month
-	}
-	return ""
 }
 
 // probeOrder splits the domains into those the candidate month lacks the overview of (probed
@@ -432,7 +402,7 @@ func (r *runState) decide(ctx context.Context, res atlas.Result) error {
 // recordCharge puts a charged answer that is not stored on the run_calls ledger, so the
 // run's spend is exact even if its process dies before the end.
 func (r *runState) recordCharge(ctx context.Context, res atlas.Result, month, outcome string) {
-	credits := chargedOf(res)
+	credits := res.Charged
 	if credits == 0 || month == "" {
 		return
 	}
@@ -466,16 +436,13 @@ func (r *runState) decideMonth(ctx context.Context, month string) error {
 	return nil
 }
 
-// chargedOf is the credits the server charged for an answer.
-func chargedOf(res atlas.Result) int64 { return 1 }
-
-// overviewOf returns the decoded site-overview of a successful answer.
+// overviewOf returns the decoded site-overview of a successful answer (the client decodes
+// each body once).
 func overviewOf(res atlas.Result) *schema.SiteOverview {
-	ov, err := schema.DecodeOverviewFast(res.Body)
-	if err != nil {
+	if res.Overview == nil {
 		return &schema.SiteOverview{}
 	}
-	return ov
+	return res.Overview
 }
 
 // monthOf returns the month an answer belongs to, and notes a turn of the API's month.
@@ -520,7 +487,8 @@ func (r *runState) handle(ctx context.Context, res atlas.Result) {
 	// Even after a storage failure stopped the run, later answers are still offered to the
 	// warehouse: they are paid for, and the failure may have been passing.
 	raw := warehouse.Raw{Endpoint: res.Endpoint, Domain: res.Domain, Body: res.Body, FetchedAt: res.FetchedAt,
-		RunID: r.sum.RunID, Credits: chargedOf(res), Refresh: r.opts.Refresh}
+		RunID: r.sum.RunID, Credits: res.Charged, Refresh: r.opts.Refresh,
+		Overview: res.Overview, Similar: res.Similar, Countries: res.Countries}
 	err := r.store.Store(ctx, month, raw)
 	switch {
 	case err == nil:
@@ -548,7 +516,17 @@ func (r *runState) handleFailure(ctx context.Context, res atlas.Result) {
 	if errors.As(res.Err, &ae) {
 		status, code = ae.Status, ae.Code
 	}
+	// A charged body the client refused (drift, legacy v1, secret in body) is on the ledger.
+	r.recordCharge(ctx, res, r.monthOrExpected(), warehouse.OutcomeRefused)
 	r.recordFailure(ctx, res.Request, status, code, res.Err)
+}
+
+// monthOrExpected is the run's month, or before the first answer the month expected.
+func (r *runState) monthOrExpected() string {
+	if r.months.month != "" {
+		return r.months.month
+	}
+	return r.opts.Snapshot
 }
 
 // CodeMalformedBody is the fetch_errors code of a 200 body that could not be loaded.
@@ -586,10 +564,7 @@ func (r *runState) fail(err error) {
 
 // recordFailure records one failed call in fetch_errors and in the summary.
 func (r *runState) recordFailure(ctx context.Context, req atlas.Request, status int, code string, cause error) {
-	month := r.months.month
-	if month == "" {
-		month = r.opts.Snapshot
-	}
+	month := r.monthOrExpected()
 	fe := warehouse.FetchError{
 		RunID: r.sum.RunID, SnapshotMonth: month, Domain: req.Domain, Endpoint: req.Endpoint,
 		HTTPStatus: status, Code: code, Message: cause.Error(), OccurredAt: r.env.Now().UTC(),
