@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strings"
 	"time"
 
 	"sitewatch/pipeline/atlas"
@@ -21,6 +22,7 @@ import (
 // Env is what a command reads from and writes to the outside world; tests fill it in.
 type Env struct {
 	Getenv     func(string) string
+	Stdin      io.Reader // `sitewatch query -` reads SQL from it
 	Stdout     io.Writer
 	Stderr     io.Writer
 	Logger     *slog.Logger
@@ -220,6 +222,9 @@ func (e Env) WithDefaults() Env {
 	}
 	if e.Logger == nil {
 		e.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if e.Stdin == nil {
+		e.Stdin = strings.NewReader("")
 	}
 	if e.Stdout == nil {
 		e.Stdout = io.Discard
@@ -735,17 +740,11 @@ type credentials struct {
 }
 
 func CredentialsFrom(cfg *config.Config, getenv func(string) string, dryRun bool) (credentials, error) {
-	c := credentials{apiKey: getenv(config.EnvAPIKey), marketplaceKey: getenv(config.EnvMarketplaceKey)}
 	if dryRun {
-		return c, nil
+		return credentials{apiKey: getenv(config.EnvAPIKey), marketplaceKey: getenv(config.EnvMarketplaceKey)}, nil
 	}
-	switch {
-	case cfg.API.Mode == "direct" && c.apiKey == "":
-		return c, &config.Error{Path: cfg.Path, Msg: fmt.Sprintf("%s is not set: export the API key from the developer console (it is never read from the config file)", config.EnvAPIKey)}
-	case cfg.API.Mode == "marketplace" && c.marketplaceKey == "":
-		return c, &config.Error{Path: cfg.Path, Msg: fmt.Sprintf("%s is not set: marketplace mode needs the listing key in the environment", config.EnvMarketplaceKey)}
-	}
-	return c, nil
+	c, err := config.CredentialsFrom(cfg, getenv) // refuses a missing or malformed key, never printing it
+	return credentials{apiKey: c.APIKey, marketplaceKey: c.MarketplaceKey}, err
 }
 
 func clientConfig(cfg *config.Config, creds credentials, logger *slog.Logger) atlas.Config {
