@@ -26,7 +26,7 @@ usage:
   sitewatch schedule [--config F]
   sitewatch rebuild  [--config F] [--snapshot YYYY-MM | --all]
   sitewatch validate [--config F]
-  sitewatch status   [--config F] [--limit N]
+  sitewatch status   [--config F] [--limit N] [--format text|json]
   sitewatch query    [--config F] [--format table|csv|json] SQL
   sitewatch report   [--config F] [--snapshot YYYY-MM] [--out FILE]
   sitewatch schema   [--format text|markdown]
@@ -230,21 +230,6 @@ func openWarehouse(ctx context.Context, cfg *config.Config, env pipeline.Env, re
 		return nil, err // the warehouse names the file and the holder
 	}
 	return wh, nil
-}
-
-func cmdStatus(ctx context.Context, args []string, env pipeline.Env) error {
-	f := newFlags("status", env, false)
-	limit := f.fs.Int("limit", 10, "how many recent runs to show")
-	_, wh, err := f.parseAndOpen(ctx, args, env, 0, true)
-	if err != nil {
-		return err
-	}
-	defer wh.Close()
-	runs, err := wh.Runs(ctx, *limit)
-	if err != nil {
-		return fmt.Errorf("read runs: %w", err)
-	}
-	return printRuns(env.Stdout, runs)
 }
 
 func cmdQuery(ctx context.Context, args []string, env pipeline.Env) error {
