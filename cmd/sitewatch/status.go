@@ -230,7 +230,11 @@ func printStatus(w io.Writer, rep *statusReport, now time.Time) error {
 			return err
 		}
 	case "locked":
-		ew.printf("recent runs: not shown while the warehouse is held by another process (%s)\n", rep.WarehouseNote)
+		if rep.Live != nil && rep.Live.Process == "running" {
+			ew.printf("recent runs: not shown while run %s holds the warehouse; they are back when it ends\n", rep.Live.RunID)
+		} else {
+			ew.printf("recent runs: not shown while the warehouse is held by another process: %s\n", rep.WarehouseNote)
+		}
 	default:
 		ew.printf("recent runs: not shown: %s\n", rep.WarehouseNote)
 	}
