@@ -28,6 +28,10 @@ type Options struct {
 // DefaultHealthGrace is the HealthGrace of a zero Options.
 const DefaultHealthGrace = 72 * time.Hour
 
+// Outcomes are the runs.status values a finished run may have; sitewatch_runs_total exports
+// each at 0 from the start. RunFinished takes any other value too.
+var Outcomes = []string{"complete", "up_to_date", "stopped_credits", "unauthorized", "failed", "interrupted", "abandoned"}
+
 // Progress is a run's cumulative counters so far; the Recorder adds the increase since the
 // previous Progress of the same run to its counters.
 type Progress struct {
@@ -93,6 +97,9 @@ func New(opts Options) *Recorder {
 func (r *Recorder) register() {
 	f := promFactory{r.reg}
 	r.runs = f.counterVec("sitewatch_runs_total", "Runs finished, by outcome (the status recorded in the runs table).", "outcome")
+	for _, o := range Outcomes {
+		r.runs.WithLabelValues(o) // exported at 0, so increase() sees the first run of each outcome
+	}
 	r.requests = f.counterVec("sitewatch_requests_total", "HTTP requests to the API, by status code of the answer (code=\"0\": no answer).", "code")
 	r.rateLimited = f.counter("sitewatch_rate_limited_total", "429 (rate limited) answers from the API.")
 	r.retries = f.counter("sitewatch_retries_total", "Request attempts beyond the first (retries after 429, 5xx or network errors).")

@@ -115,6 +115,7 @@ func TestRecorderOverHTTP(t *testing.T) {
 		want   float64
 	}{
 		{"sitewatch_run_in_progress", nil, 1},
+		{"sitewatch_runs_total", []string{"outcome", "stopped_credits"}, 0},
 		{"sitewatch_domains_total", []string{"month", "2026-11"}, 28},
 		{"sitewatch_domains_loaded", []string{"month", "2026-11"}, 5},
 		{"sitewatch_requests_total", []string{"code", "200"}, 10},
