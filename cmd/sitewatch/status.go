@@ -35,7 +35,9 @@ type statusReport struct {
 type liveRun struct {
 	*livestatus.Status
 	// Process is "running" (the run's PID is alive), "gone" (the file says running but the
-	// process died: the next run records it as abandoned) or "finished" (a final file).
+	// process died: the next run records it as abandoned), "stale" (not refreshed for 30 s:
+	// the run is hung or stopped, or it runs on another host that stopped writing) or
+	// "finished" (a final file).
 	Process string `json:"process"`
 }
 
@@ -112,7 +114,7 @@ func collectStatus(ctx context.Context, cfg *config.Config, env pipeline.Env, li
 	rep := &statusReport{Warehouse: cfg.Warehouse.DuckDB, Runs: []runJSON{}, Sections: map[string]any{}}
 	live, liveErr := livestatus.Read(livestatus.Path(cfg.Warehouse.DuckDB))
 	if live != nil {
-		rep.Live = &liveRun{Status: live, Process: processState(live)}
+		rep.Live = &liveRun{Status: live, Process: processState(live, env.Now())}
 	}
 	whErr := readWarehouse(ctx, cfg, env, limit, rep)
 	if whErr == nil {
@@ -128,14 +130,16 @@ func collectStatus(ctx context.Context, cfg *config.Config, env pipeline.Env, li
 	return nil, whErr
 }
 
-func processState(s *livestatus.Status) string {
+func processState(s *livestatus.Status, now time.Time) string {
 	switch {
 	case s.State != livestatus.StateRunning:
 		return "finished"
-	case s.Alive():
-		return "running"
+	case s.OnThisHost() && !s.Alive():
+		return "gone"
+	case s.Stale(now):
+		return "stale"
 	}
-	return "gone"
+	return "running"
 }
 
 // readWarehouse fills the runs, credits and sections of rep from the warehouse, opened
@@ -265,6 +269,9 @@ func printLive(w *errWriter, l *liveRun, now time.Time) {
 		w.printf("live run %s, snapshot %s: its process is gone (%s, last update %s): the run died without finishing; "+
 			"the next `sitewatch run` records it as abandoned and resumes where it stopped\n",
 			l.RunID, l.Month, who, l.UpdatedAt.UTC().Format("2006-01-02 15:04:05 UTC"))
+	case "stale":
+		w.printf("live run %s, snapshot %s: not updated for %s (%s): the run is hung or stopped (SIGSTOP), or its host "+
+			"stopped writing; check that process\n", l.RunID, l.Month, now.Sub(l.UpdatedAt).Round(time.Second), who)
 	default:
 		w.printf("last run %s, snapshot %s: finished, %s (%s, %s)\n", l.RunID, l.Month, l.Outcome, who,
 			l.UpdatedAt.UTC().Format("2006-01-02 15:04:05 UTC"))

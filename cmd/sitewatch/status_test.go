@@ -197,6 +197,15 @@ func TestStatusPIDGone(t *testing.T) {
 	if rep.Credits == nil || rep.Credits.Remaining == nil || rep.Credits.SpentThisMonth < 0 {
 		t.Errorf("JSON credits %+v, want the wallet from the runs table", rep.Credits)
 	}
+
+	// A live PID whose file stopped being refreshed (a hung or SIGSTOPped run).
+	s.PID, s.UpdatedAt = os.Getpid(), time.Now().Add(-2*time.Minute)
+	if err := livestatus.Write(livestatus.Path(filepath.Join(h.dir, "data/w.duckdb")), s); err != nil {
+		t.Fatal(err)
+	}
+	if code := h.run("status"); code != ExitOK || !strings.Contains(h.stdout.String(), "not updated for 2m") {
+		t.Errorf("status of a stale file: exit %d\n%s", code, h.stdout)
+	}
 }
 
 func TestStatusNoRunsYet(t *testing.T) {

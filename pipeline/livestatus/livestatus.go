@@ -100,16 +100,33 @@ func Read(path string) (*Status, error) {
 }
 
 // Alive reports whether the process that wrote s may still be running: true when its PID
-// exists on this host. On another host the PID cannot be checked, so Alive reports true when
-// the file was updated within StaleAfter. A final status is never alive.
+// exists on this host and the machine has not rebooted since the file's last update (after a
+// power cut the PID may belong to another process). On another host the PID cannot be
+// checked, so Alive reports true when the file was updated within StaleAfter. A final status
+// is never alive.
 func (s *Status) Alive() bool {
 	if s == nil || s.State != StateRunning {
 		return false
 	}
-	if host, _ := os.Hostname(); s.Host != "" && host != s.Host {
-		return time.Since(s.UpdatedAt) < StaleAfter
+	if !s.OnThisHost() {
+		return !s.Stale(time.Now())
+	}
+	if boot, ok := bootTime(); ok && boot.After(s.UpdatedAt) {
+		return false
 	}
 	return pidAlive(s.PID)
+}
+
+// OnThisHost reports whether s was written on this machine, where its PID can be checked.
+func (s *Status) OnThisHost() bool {
+	host, _ := os.Hostname()
+	return s.Host == "" || s.Host == host
+}
+
+// Stale reports whether a running file has gone unrefreshed for StaleAfter at now: its run is
+// stopped (SIGSTOP), hung, or dead. A final file is never stale.
+func (s *Status) Stale(now time.Time) bool {
+	return s != nil && s.State == StateRunning && now.Sub(s.UpdatedAt) > StaleAfter
 }
 
 // StaleAfter is how old a running file may be before a reader calls it stale: the run

@@ -81,6 +81,28 @@ func TestPIDGone(t *testing.T) {
 	}
 }
 
+// TestRebootedSinceUpdate: after a power cut the PID in the file may belong to another
+// process; a file last updated before the machine booted is not alive.
+func TestRebootedSinceUpdate(t *testing.T) {
+	boot, ok := bootTime()
+	if !ok {
+		t.Fatal("no btime in /proc/stat")
+	}
+	s := sample()
+	s.PID, s.Host = os.Getpid(), ""
+	s.UpdatedAt = boot.Add(-time.Hour)
+	if s.Alive() {
+		t.Errorf("a file updated before the boot (%v) is alive", boot)
+	}
+	s.UpdatedAt = time.Now()
+	if !s.Alive() {
+		t.Error("a fresh file of this process is not alive")
+	}
+	if s.Stale(time.Now()) || !s.Stale(time.Now().Add(StaleAfter+time.Second)) {
+		t.Error("Stale does not follow StaleAfter")
+	}
+}
+
 func TestOtherHostUsesAge(t *testing.T) {
 	s := sample()
 	s.Host, s.PID = "some-other-host.invalid", 1

@@ -280,6 +280,18 @@ func TestRedact(t *testing.T) {
 	}
 }
 
+func TestTextEscapesMarkup(t *testing.T) {
+	e := event()
+	e.FirstError = `watchlist entry "<b>x</b>" & more`
+	p := newPayload(e)
+	if !strings.Contains(p.Text, "&lt;b&gt;x&lt;/b&gt; &amp; more") {
+		t.Errorf("text %q: <, > and & not escaped for Slack", p.Text)
+	}
+	if p.FirstError != e.FirstError {
+		t.Errorf("first_error = %q, want it as is", p.FirstError)
+	}
+}
+
 func TestTextPerOutcome(t *testing.T) {
 	for outcome, want := range map[string]string{
 		OutcomeUpToDate:       "up to date",

@@ -26,7 +26,7 @@ type payload struct {
 
 func newPayload(e Event) payload {
 	p := payload{
-		Text: Text(e), RunID: e.RunID, Month: e.Month, Outcome: e.Outcome, Loaded: e.Loaded, Total: e.Total,
+		Text: slackEscape.Replace(Text(e)), RunID: e.RunID, Month: e.Month, Outcome: e.Outcome, Loaded: e.Loaded, Total: e.Total,
 		CreditsSpent: e.CreditsSpent, DurationSeconds: math.Round(e.Duration.Seconds()*1000) / 1000,
 		FirstError: e.FirstError, Changes: e.Changes, Host: e.Host,
 	}
@@ -36,6 +36,11 @@ func newPayload(e Event) payload {
 	}
 	return p
 }
+
+// slackEscape escapes what Slack's message format treats as markup (a rejected watchlist entry
+// such as "<b>x</b>" in first_error would otherwise turn into a link or vanish); Mattermost
+// renders the entities as the characters.
+var slackEscape = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
 
 // headlines say what an outcome means to the reader of a chat channel.
 var headlines = map[string]string{
