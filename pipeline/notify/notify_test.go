@@ -284,7 +284,7 @@ func TestTextEscapesMarkup(t *testing.T) {
 	e := event()
 	e.FirstError = `watchlist entry "<b>x</b>" & more`
 	p := newPayload(e)
-	if !strings.Contains(p.Text, "&lt;b&gt;x&lt;/b&gt; &amp; more") {
+	if !strings.Contains(p.Text, `"&lt;b&gt;x&lt;/b&gt;" &amp; more`) {
 		t.Errorf("text %q: <, > and & not escaped for Slack", p.Text)
 	}
 	if p.FirstError != e.FirstError {
