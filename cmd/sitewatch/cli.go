@@ -399,24 +399,8 @@ func cmdValidate(_ context.Context, args []string, env pipeline.Env) error {
 
 var statusHelp = help{
 	summary:  "recent runs: what each loaded, requests, 429s, credits spent and left",
-	usage:    "[--config F] [--limit N]",
-	examples: []string{"sitewatch status", "sitewatch status --limit 3"},
-}
-
-func cmdStatus(ctx context.Context, args []string, env pipeline.Env) error {
-	f := newFlags("status", env, true, false)
-	limit := f.fs.Int("limit", 10, "how many recent runs to show (1 or more)")
-	f.check = func() error { return atLeast("limit", *limit, 1) }
-	_, wh, err := f.parseAndOpen(ctx, args, env, 0, 0, true)
-	if err != nil {
-		return err
-	}
-	defer wh.Close()
-	runs, err := wh.Runs(ctx, *limit)
-	if err != nil {
-		return fmt.Errorf("read runs: %w", err)
-	}
-	return printRuns(env.Stdout, runs)
+	usage:    "[--config F] [--limit N] [--format text|json]",
+	examples: []string{"sitewatch status", "sitewatch status --limit 3", "sitewatch status --format json"},
 }
 
 // atLeast refuses an integer flag below min.

@@ -1,0 +1,309 @@
+package notify
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// secretPath is what Slack puts in a webhook URL: it must never show in a log or error.
+const secretPath = "/services/T0SECRET/B0SECRET/xoxbTOKENvalue"
+
+func event() Event {
+	return Event{RunID: "r-20261102-0600-ab12", Month: "2026-11", Outcome: OutcomeComplete, Loaded: 27, Total: 28,
+		CreditsSpent: 57, CreditsLeft: 443, Duration: 21*time.Second + 400*time.Millisecond,
+		FirstError: "example.org: 400 invalid domain", Changes: "3 movers, 1 new competitor", Host: "etl-1"}
+}
+
+// logBuffer collects log lines; slog's handler may write from any goroutine.
+type logBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func newNotifier(t *testing.T, url string) (*Notifier, *logBuffer) {
+	t.Helper()
+	logs := &logBuffer{}
+	return New(url, slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))), logs
+}
+
+func assertNoSecret(t *testing.T, where, text string) {
+	t.Helper()
+	for _, s := range []string{secretPath, "T0SECRET", "xoxbTOKENvalue"} {
+		if strings.Contains(text, s) {
+			t.Fatalf("the webhook URL's secret %q leaked into %s:\n%s", s, where, text)
+		}
+	}
+}
+
+func TestSendDelivered(t *testing.T) {
+	var got map[string]any
+	var contentType, path string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		contentType, path = r.Header.Get("Content-Type"), r.URL.Path
+		if err := json.NewDecoder(r.Body).Decode(&got); err != nil {
+			t.Errorf("body is not JSON: %v", err)
+		}
+		_, _ = io.WriteString(w, "ok")
+	}))
+	defer srv.Close()
+	n, logs := newNotifier(t, srv.URL+secretPath)
+	if err := n.Send(context.Background(), event()); err != nil {
+		t.Fatalf("Send: %v", err)
+	}
+	if contentType != "application/json" || path != secretPath {
+		t.Errorf("Content-Type %q, path %q; want application/json and the URL's own path", contentType, path)
+	}
+	want := map[string]any{
+		"run_id": "r-20261102-0600-ab12", "month": "2026-11", "outcome": "complete", "loaded": 27.0, "total": 28.0,
+		"credits_spent": 57.0, "credits_left": 443.0, "duration_seconds": 21.4,
+		"first_error": "example.org: 400 invalid domain", "changes": "3 movers, 1 new competitor", "host": "etl-1",
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s = %v (%T), want %v", k, got[k], got[k], v)
+		}
+	}
+	text, _ := got["text"].(string)
+	for _, s := range []string{"sitewatch 2026-11: complete", "27/28 domains", "57 credits spent", "443 left", "21s", "r-20261102-0600-ab12", "changes: 3 movers", "first error: example.org"} {
+		if !strings.Contains(text, s) {
+			t.Errorf("text %q lacks %q", text, s)
+		}
+	}
+	assertNoSecret(t, "the log", logs.String())
+	if !strings.Contains(logs.String(), "target="+srv.URL+"/…") {
+		t.Errorf("the log does not name the target as scheme://host/…:\n%s", logs)
+	}
+}
+
+func TestSendUnknownCreditsIsNull(t *testing.T) {
+	var raw map[string]json.RawMessage
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_ = json.NewDecoder(r.Body).Decode(&raw)
+	}))
+	defer srv.Close()
+	e := event()
+	e.CreditsLeft, e.FirstError, e.Changes = -1, "", ""
+	n, _ := newNotifier(t, srv.URL)
+	if err := n.Send(context.Background(), e); err != nil {
+		t.Fatal(err)
+	}
+	if string(raw["credits_left"]) != "null" {
+		t.Errorf("credits_left = %s, want null when unknown", raw["credits_left"])
+	}
+	for _, k := range []string{"first_error", "changes"} {
+		if _, ok := raw[k]; ok {
+			t.Errorf("%s present though empty", k)
+		}
+	}
+}
+
+func TestSendFailing(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		status       int
+		wantAttempts int32
+		wantInErr    string
+	}{
+		{"ServerError", http.StatusInternalServerError, 2, "answered 500"},
+		{"BadGateway", http.StatusBadGateway, 2, "answered 502"},
+		{"Revoked", http.StatusNotFound, 1, "revoked"},
+		{"BadPayload", http.StatusBadRequest, 1, "invalid_payload"},
+		{"Redirect", http.StatusFound, 1, "redirects"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var attempts atomic.Int32
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				attempts.Add(1)
+				if tc.status == http.StatusFound {
+					w.Header().Set("Location", "/elsewhere"+secretPath)
+				}
+				w.WriteHeader(tc.status)
+				_, _ = io.WriteString(w, "invalid_payload")
+			}))
+			defer srv.Close()
+			n, logs := newNotifier(t, srv.URL+secretPath)
+			err := n.Send(context.Background(), event())
+			var ne *Error
+			if !errors.As(err, &ne) {
+				t.Fatalf("Send error = %v, want *notify.Error", err)
+			}
+			if got := attempts.Load(); got != tc.wantAttempts {
+				t.Errorf("%d attempts, want %d", got, tc.wantAttempts)
+			}
+			if !strings.Contains(err.Error(), tc.wantInErr) {
+				t.Errorf("error %q lacks %q", err, tc.wantInErr)
+			}
+			assertNoSecret(t, "the error", err.Error())
+			assertNoSecret(t, "the log", logs.String())
+			if !strings.Contains(logs.String(), "the run is not affected") {
+				t.Errorf("the failure is not logged:\n%s", logs)
+			}
+		})
+	}
+}
+
+func TestSendRetrySucceeds(t *testing.T) {
+	var attempts atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if attempts.Add(1) == 1 {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+	}))
+	defer srv.Close()
+	n, _ := newNotifier(t, srv.URL)
+	if err := n.Send(context.Background(), event()); err != nil {
+		t.Fatalf("Send after one 503: %v", err)
+	}
+	if got := attempts.Load(); got != 2 {
+		t.Errorf("%d attempts, want 2", got)
+	}
+}
+
+// TestSendHanging: a webhook that accepts the connection and never answers costs the run at
+// most the Notifier's bound, and the retry happens inside it.
+func TestSendHanging(t *testing.T) {
+	bounds := []time.Duration{time.Second}
+	if !testing.Short() {
+		bounds = append(bounds, DefaultTimeout)
+	}
+	for _, bound := range bounds {
+		t.Run(bound.String(), func(t *testing.T) {
+			var attempts atomic.Int32
+			release := make(chan struct{})
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				attempts.Add(1)
+				<-release
+			}))
+			defer srv.Close()
+			defer close(release)
+			n, logs := newNotifier(t, srv.URL+secretPath)
+			n = n.WithTimeout(bound)
+			start := time.Now()
+			err := n.Send(context.Background(), event())
+			elapsed := time.Since(start)
+			if err == nil {
+				t.Fatal("Send to a hanging webhook returned nil")
+			}
+			if elapsed > bound+500*time.Millisecond {
+				t.Errorf("Send took %v, bound %v", elapsed, bound)
+			}
+			if got := attempts.Load(); got != 2 {
+				t.Errorf("%d attempts, want 2 (one retry within the bound)", got)
+			}
+			assertNoSecret(t, "the error", err.Error())
+			assertNoSecret(t, "the log", logs.String())
+		})
+	}
+}
+
+// TestSendAfterCancel: the run's context is cancelled by SIGINT before the "interrupted"
+// notification; it is still delivered.
+func TestSendAfterCancel(t *testing.T) {
+	var got atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { got.Add(1) }))
+	defer srv.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	n, _ := newNotifier(t, srv.URL)
+	e := event()
+	e.Outcome = OutcomeInterrupted
+	if err := n.Send(ctx, e); err != nil {
+		t.Fatalf("Send with a cancelled context: %v", err)
+	}
+	if got.Load() != 1 {
+		t.Errorf("%d deliveries, want 1", got.Load())
+	}
+}
+
+func TestSendUnreachable(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there now: connection refused
+	n, logs := newNotifier(t, "http://"+addr+secretPath)
+	err = n.Send(context.Background(), event())
+	if err == nil || !strings.Contains(err.Error(), "refused") {
+		t.Fatalf("Send error = %v, want connection refused", err)
+	}
+	assertNoSecret(t, "the error", err.Error())
+	assertNoSecret(t, "the log", logs.String())
+}
+
+func TestNilNotifier(t *testing.T) {
+	n := New("", nil)
+	if n != nil {
+		t.Fatal(`New("") is not nil`)
+	}
+	if err := n.Send(context.Background(), event()); err != nil {
+		t.Errorf("nil Send: %v", err)
+	}
+	if n.Target() != "" {
+		t.Errorf("nil Target = %q", n.Target())
+	}
+}
+
+func TestRedact(t *testing.T) {
+	for in, want := range map[string]string{
+		"https://hooks.slack.com" + secretPath:          "https://hooks.slack.com/…",
+		"https://user:pass@chat.example:8065/hooks/x?a": "https://chat.example:8065/…",
+		"not a url": "(invalid URL)",
+	} {
+		if got := Redact(in); got != want {
+			t.Errorf("Redact(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestTextEscapesMarkup(t *testing.T) {
+	e := event()
+	e.FirstError = `watchlist entry "<b>x</b>" & more`
+	p := newPayload(e)
+	if !strings.Contains(p.Text, `"&lt;b&gt;x&lt;/b&gt;" &amp; more`) {
+		t.Errorf("text %q: <, > and & not escaped for Slack", p.Text)
+	}
+	if p.FirstError != e.FirstError {
+		t.Errorf("first_error = %q, want it as is", p.FirstError)
+	}
+}
+
+func TestTextPerOutcome(t *testing.T) {
+	for outcome, want := range map[string]string{
+		OutcomeUpToDate:       "up to date",
+		OutcomeStoppedCredits: "stopped for credits",
+		OutcomeAbandoned:      "abandoned",
+		OutcomeFailed:         "failed",
+		"something_new":       "something_new",
+	} {
+		e := event()
+		e.Outcome = outcome
+		if got := Text(e); !strings.Contains(got, want) {
+			t.Errorf("Text(%s) = %q, want it to contain %q", outcome, got, want)
+		}
+	}
+}

@@ -1,0 +1,85 @@
+package notify
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"time"
+)
+
+// payload is the JSON body. `text` is what Slack and Mattermost incoming webhooks show; the
+// other fields are for receivers that parse (both chat services ignore them).
+type payload struct {
+	Text            string  `json:"text"`
+	RunID           string  `json:"run_id"`
+	Month           string  `json:"month"`
+	Outcome         string  `json:"outcome"`
+	Loaded          int     `json:"loaded"`
+	Total           int     `json:"total"`
+	CreditsSpent    int64   `json:"credits_spent"`
+	CreditsLeft     *int64  `json:"credits_left"` // null when unknown
+	DurationSeconds float64 `json:"duration_seconds"`
+	FirstError      string  `json:"first_error,omitempty"`
+	Changes         string  `json:"changes,omitempty"`
+	Host            string  `json:"host,omitempty"`
+}
+
+func newPayload(e Event) payload {
+	p := payload{
+		Text: slackEscape.Replace(Text(e)), RunID: e.RunID, Month: e.Month, Outcome: e.Outcome, Loaded: e.Loaded, Total: e.Total,
+		CreditsSpent: e.CreditsSpent, DurationSeconds: math.Round(e.Duration.Seconds()*1000) / 1000,
+		FirstError: e.FirstError, Changes: e.Changes, Host: e.Host,
+	}
+	if e.CreditsLeft >= 0 {
+		left := e.CreditsLeft
+		p.CreditsLeft = &left
+	}
+	return p
+}
+
+// slackEscape escapes what Slack's message format treats as markup (a rejected watchlist entry
+// such as "<b>x</b>" in first_error would otherwise turn into a link or vanish); Mattermost
+// renders the entities as the characters.
+var slackEscape = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
+
+// headlines say what an outcome means to the reader of a chat channel.
+var headlines = map[string]string{
+	OutcomeComplete:       "complete",
+	OutcomeUpToDate:       "up to date (the API still serves this month; nothing new to load)",
+	OutcomeStoppedCredits: "stopped for credits (top up, the next run resumes)",
+	OutcomeUnauthorized:   "failed: the API rejected the key (check ATLAS_API_KEY)",
+	OutcomeFailed:         "failed (the next run resumes)",
+	OutcomeInterrupted:    "interrupted (the next run resumes)",
+	OutcomeAbandoned:      "abandoned: the run's process died (the next run resumes)",
+	OutcomeMonthTurned:    "the API turned to a new month during the run (the next run completes it)",
+	OutcomeMonthMismatch:  "not loaded: the API serves another month",
+}
+
+// Text is the one-line message of e, as the `text` field carries it, e.g.
+// "sitewatch 2026-11: complete — 28/28 domains, 57 credits spent, 443 left, 21s (run r-…)".
+func Text(e Event) string {
+	head, ok := headlines[e.Outcome]
+	if !ok {
+		head = e.Outcome
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "sitewatch %s: %s — %d/%d domains, %d credits spent", e.Month, head, e.Loaded, e.Total, e.CreditsSpent)
+	if e.CreditsLeft >= 0 {
+		fmt.Fprintf(&b, ", %d left", e.CreditsLeft)
+	}
+	fmt.Fprintf(&b, ", %s", e.Duration.Round(time.Second))
+	if e.RunID != "" {
+		fmt.Fprintf(&b, " (run %s", e.RunID)
+		if e.Host != "" {
+			fmt.Fprintf(&b, " on %s", e.Host)
+		}
+		b.WriteString(")")
+	}
+	if e.Changes != "" {
+		fmt.Fprintf(&b, "\nchanges: %s", e.Changes)
+	}
+	if e.FirstError != "" {
+		fmt.Fprintf(&b, "\nfirst error: %s", e.FirstError)
+	}
+	return b.String()
+}
