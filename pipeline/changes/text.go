@@ -78,10 +78,18 @@ func (d *Digest) topMover(metric string) (Mover, bool) {
 	return Mover{}, false
 }
 
-func (d *Digest) competitorChanges() []string { return changeKinds(d.Competitors, func(c CompetitorChange) string { return c.Change }) }
-func (d *Digest) platformChanges() []string   { return changeKinds(d.AIPlatforms, func(c PlatformChange) string { return c.Change }) }
-func (d *Digest) keywordChanges() []string    { return changeKinds(d.Keywords, func(c KeywordChange) string { return c.Change }) }
-func (d *Digest) countryChanges() []string    { return changeKinds(d.Countries, func(c CountryChange) string { return c.Change }) }
+func (d *Digest) competitorChanges() []string {
+	return changeKinds(d.Competitors, func(c CompetitorChange) string { return c.Change })
+}
+func (d *Digest) platformChanges() []string {
+	return changeKinds(d.AIPlatforms, func(c PlatformChange) string { return c.Change })
+}
+func (d *Digest) keywordChanges() []string {
+	return changeKinds(d.Keywords, func(c KeywordChange) string { return c.Change })
+}
+func (d *Digest) countryChanges() []string {
+	return changeKinds(d.Countries, func(c CountryChange) string { return c.Change })
+}
 
 func changeKinds[T any](items []T, kind func(T) string) []string {
 	out := make([]string, len(items))
