@@ -151,7 +151,8 @@ func QualitySummary(ctx context.Context, db *sql.DB, month string) ([]QualityChe
 			count(*) FILTER (WHERE severity = 'error'), count(*) FILTER (WHERE severity = 'warn')
 		FROM quality_checks WHERE snapshot_month = ?
 		GROUP BY "check"
-		ORDER BY 3 > 0 DESC, 4 > 0 DESC, 1`, []any{month}, func(rows *sql.Rows) error {
+		ORDER BY count(*) FILTER (WHERE severity = 'error') > 0 DESC,
+		         count(*) FILTER (WHERE severity = 'warn') > 0 DESC, "check"`, []any{month}, func(rows *sql.Rows) error {
 		var s QualityCheckSummary
 		if err := rows.Scan(&s.Check, &s.Tables, &s.Errors, &s.Warnings); err != nil {
 			return err
