@@ -64,6 +64,14 @@ func TestEveryObjectDocumented(t *testing.T) {
 			t.Errorf("dictionary has no object %q", name)
 		}
 	}
+	if len(d.Checks) == 0 {
+		t.Error("dictionary documents no quality check")
+	}
+	for _, c := range d.Checks {
+		if strings.TrimSpace(c.Rule) == "" || len(c.Tables) == 0 || c.Severity == "" {
+			t.Errorf("quality check %s is not documented: %+v", c.Name, c)
+		}
+	}
 	for _, o := range d.Objects {
 		t.Run(o.Name, func(t *testing.T) {
 			if o.Comment == "" {

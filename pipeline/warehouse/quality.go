@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"sort"
 	"strings"
 	"time"
 )
@@ -326,4 +327,51 @@ func visitsJump() qualityCheck {
 		WHERE (prev > 0 AND (cur > prev * ` + fmt.Sprint(up) + ` OR cur < prev / ` + fmt.Sprint(up) + `))
 		   OR (prev = 0 AND cur > 0)`
 	return qualityCheck{name: "visits_jump", table: "traffic_history", severity: SeverityWarn, expected: expected, query: q}
+}
+
+// QualityCheckDoc describes one check for the data dictionary.
+type QualityCheckDoc struct {
+	Name     string
+	Severity string
+	Tables   []string
+	Rule     string
+}
+
+// checkRules says what each check requires, with its threshold.
+var checkRules = map[string]string{
+	"channel_share_sum": fmt.Sprintf("A domain's channel shares (sources_share) sum to 1 ± %g. Off means the API's channel split "+
+		"is partial or inconsistent; the shares are stored as returned.", ChannelShareTolerance),
+	"geography_share_sum": fmt.Sprintf("A domain's country shares sum to at most 1 (+%g for rounding); less is normal "+
+		"(only the top countries are listed).", GeographyShareTolerance),
+	"ai_share_sum":   fmt.Sprintf("A domain's AI platform shares (percent) sum to at most 100 (+%g for rounding).", AIShareTolerance),
+	"share_range":    "Every decimal share is within 0-1: sources_share.share, geography_share.share, sites.bounce_rate, sites.ai_global_traffic_share.",
+	"ai_share_range": "Every AI platform share_pct is within 0-100 (percent), in ai_platforms and ai_platform_history.",
+	"visits_nonnegative": "Visit counts are not negative: sites.total_visits, sites.ai_total_visits, traffic_history.visits, " +
+		"similar_sites.total_visits.",
+	"duplicate_keys": "No natural key appears twice within a snapshot and domain (sites: the domain; traffic_history: month; " +
+		"sources_share: channel; geography_share: country_code; keywords: keyword; ai_platforms: platform; " +
+		"ai_platform_history: platform and month; ai_prompts: prompt; similar_sites: similar_domain; site_tags: tag).",
+	"history_contiguous": "A domain's traffic history has no missing month between its first and last, and ends at the data " +
+		"month (traffic_period, else the month of snapshot_date).",
+	"visits_jump": fmt.Sprintf("Volume anomaly: the data month's visits are within +%.0f%% / -%.0f%% of the month before in "+
+		"the same snapshot's history (a rise from 0 is flagged too). A jump may be real; look before trusting it.",
+		VisitsJumpThreshold*100, (1-1/(1+VisitsJumpThreshold))*100),
+}
+
+// QualityCheckDocs lists every check RunQualityChecks runs, by name, with its severity, the
+// tables it reads and its rule.
+func QualityCheckDocs() []QualityCheckDoc {
+	var docs []QualityCheckDoc
+	index := map[string]int{}
+	for _, c := range qualityChecks() {
+		i, ok := index[c.name]
+		if !ok {
+			i = len(docs)
+			index[c.name] = i
+			docs = append(docs, QualityCheckDoc{Name: c.name, Severity: c.severity, Rule: checkRules[c.name]})
+		}
+		docs[i].Tables = append(docs[i].Tables, c.table)
+	}
+	sort.Slice(docs, func(i, j int) bool { return docs[i].Name < docs[j].Name })
+	return docs
 }
