@@ -58,7 +58,7 @@ func (w *Warehouse) ExportParquet(ctx context.Context, snapshot string) error {
 		if err := w.copyParquet(ctx, `SELECT * FROM countries`, dir); err != nil {
 			return fmt.Errorf("countries: %w", err)
 		}
-		return nil
+		return w.exportRunHealth(ctx, snapshot)
 	})
 	if err != nil {
 		return fmt.Errorf("export Parquet of snapshot %s to %s: %w", snapshot, w.opts.ParquetDir, err)
