@@ -6,7 +6,7 @@
 // Usage:
 //
 //	atlas-sim [--addr 127.0.0.1:8080] [--keys K=N,...] [--rate N] [--latency MIN[-MAX]]
-//	          [--fail-rate F] [--month YYYY-MM] [--seed N]
+//	          [--fail-rate F] [--month YYYY-MM] [--month-turn-after D] [--seed N]
 //	          [--marketplace-host H --marketplace-key K [--marketplace-require-bearer]]
 package main
 
@@ -72,6 +72,7 @@ func parseFlags(args []string, stderr io.Writer) (string, atlastest.Options, err
 	fs.IntVar(&opts.Rate, "rate", atlastest.DefaultRate, "per-key requests per second (X-RateLimit-Limit)")
 	fs.Float64Var(&opts.FailRate, "fail-rate", 0, "fraction of otherwise-good requests answered 500, 502 or 504 (never charged)")
 	fs.StringVar(&opts.Month, "month", "", "the `YYYY-MM` whose snapshot the data describes (default the current UTC month)")
+	fs.DurationVar(&opts.MonthTurnAfter, "month-turn-after", 0, "after `D` (e.g. 30s), serve the next month's data, as the real API does when its month turns (0 = never)")
 	fs.Int64Var(&opts.Seed, "seed", 1, "seed of the synthetic data")
 	fs.StringVar(&opts.MarketplaceHost, "marketplace-host", "", "also serve the marketplace listing to requests with this x-marketplace-host")
 	fs.StringVar(&opts.MarketplaceKey, "marketplace-key", "", "the x-marketplace-key of the listing")
@@ -84,6 +85,9 @@ func parseFlags(args []string, stderr io.Writer) (string, atlastest.Options, err
 	}
 	if opts.Rate < 1 {
 		return "", opts, fmt.Errorf("--rate %d: want at least 1 request per second", opts.Rate)
+	}
+	if opts.MonthTurnAfter < 0 {
+		return "", opts, fmt.Errorf("--month-turn-after %v: want a positive duration such as 30s", opts.MonthTurnAfter)
 	}
 	if opts.Seed == 0 {
 		return "", opts, errors.New("--seed 0: want a non-zero seed")

@@ -87,7 +87,7 @@ func newFlags(name string, env pipeline.Env, withSnapshot bool) *commonFlags {
 	f.fs.SetOutput(env.Stderr)
 	f.fs.StringVar(&f.config, "config", "domains.yaml", "the config file")
 	if withSnapshot {
-		f.fs.StringVar(&f.snapshot, "snapshot", env.Now().UTC().Format("2006-01"), "the snapshot month, YYYY-MM (UTC)")
+		f.fs.StringVar(&f.snapshot, "snapshot", "", "the snapshot month, YYYY-MM (the month the API's data is for; default: run: the month the API serves now, others: the newest month held)")
 	}
 	return f
 }
@@ -165,6 +165,11 @@ func cmdRebuild(ctx context.Context, args []string, env pipeline.Env) error {
 	}
 	defer wh.Close()
 	snapshot := f.snapshot
+	if !*all && snapshot == "" {
+		if snapshot, err = latestMonth(ctx, wh); err != nil {
+			return err
+		}
+	}
 	if *all {
 		snapshot = ""
 	}
@@ -272,6 +277,11 @@ func cmdReport(ctx context.Context, args []string, env pipeline.Env) error {
 		return err
 	}
 	defer wh.Close()
+	if f.snapshot == "" {
+		if f.snapshot, err = latestMonth(ctx, wh); err != nil {
+			return err
+		}
+	}
 	if *out == "" {
 		*out = "report-" + f.snapshot + ".html"
 	}
@@ -310,6 +320,19 @@ func cmdSchema(ctx context.Context, args []string, env pipeline.Env) error {
 		return d.WriteMarkdown(env.Stdout)
 	}
 	return &UsageError{Msg: fmt.Sprintf("--format %q: use text or markdown", *format)}
+}
+
+// latestMonth is the newest month the warehouse holds, the default of --snapshot for the
+// commands that read the warehouse.
+func latestMonth(ctx context.Context, wh *warehouse.Warehouse) (string, error) {
+	month, err := wh.LatestMonth(ctx)
+	if err != nil {
+		return "", err
+	}
+	if month == "" {
+		return "", errors.New("the warehouse holds no snapshot yet: run `sitewatch run` first")
+	}
+	return month, nil
 }
 
 // writeFileAtomic writes a file through a temporary sibling and a rename, so a reader never

@@ -9,6 +9,17 @@
 // paths without /atlas, for requests carrying an x-marketplace-host or x-marketplace-key
 // header). Data is synthetic and deterministic for (seed, month, domain); see Generator.
 //
+// # Data month
+//
+// The simulator serves one data month at a time, as the real API serves only its current
+// month. An overview says which: meta.snapshot_date is the first day of the data month
+// (YYYY-MM-01), traffic.period is the month itself (YYYY-MM), and traffic.history ends at
+// it. The month is Options.Month (default the current UTC month); it turns to the next one
+// once Options.MonthTurnAfter has passed since the handler was created, or when a test calls
+// SetMonth or TurnMonth. Every body is built whole from one month, so a request that races a
+// turn sees the old month or the new one, never a mix. The similar-sites operation carries
+// no date; its data follows the same month.
+//
 // # Order of checks
 //
 // Each request passes these steps in order; the first that fails answers:

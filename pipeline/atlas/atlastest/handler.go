@@ -44,11 +44,11 @@ var routes = map[string]string{
 
 // Handler is the simulator as an http.Handler. It is safe for concurrent use.
 type Handler struct {
-	opts Options
-	gen  *Generator
-	rate atomic.Int64
-	done chan struct{} // closed by Server.Close: sleeping requests stop sleeping
-	stop sync.Once
+	opts  Options
+	month *monthClock
+	rate  atomic.Int64
+	done  chan struct{} // closed by Server.Close: sleeping requests stop sleeping
+	stop  sync.Once
 
 	keysMu sync.RWMutex
 	keys   []keyEntry
@@ -122,7 +122,7 @@ func NewHandler(opts Options) (*Handler, error) {
 	}
 	h := &Handler{
 		opts:    opts,
-		gen:     NewGenerator(opts.Seed, opts.Month),
+		month:   newMonthClock(opts.Seed, opts.Month, opts.MonthTurnAfter, time.Now()),
 		done:    make(chan struct{}),
 		wallets: make(map[string]*int64),
 		windows: make(map[string]*window),
@@ -143,8 +143,9 @@ func (h *Handler) addKeyLocked(key string, credits int64) {
 	h.keysMu.Unlock()
 }
 
-// Generator returns the data generator the handler serves from.
-func (h *Handler) Generator() *Generator { return h.gen }
+// Generator returns the data generator the handler serves from now (it changes when the
+// month turns).
+func (h *Handler) Generator() *Generator { return h.generator() }
 
 // Credits returns the balance of key's wallet (0 for an unknown key).
 func (h *Handler) Credits(key string) int64 {
@@ -729,14 +730,15 @@ func (h *Handler) countriesBody() []byte {
 	if h.opts.Legacy {
 		return legacyCountries()
 	}
-	return h.gen.CountriesBody()
+	return h.generator().CountriesBody()
 }
 
 func (h *Handler) domainBody(endpoint, domain, rawURL string) []byte {
+	g := h.generator()
 	if h.opts.Legacy {
-		return h.gen.legacyBody(endpoint, domain)
+		return g.legacyBody(endpoint, domain)
 	}
-	return h.gen.body(endpoint, domain, rawURL)
+	return g.body(endpoint, domain, rawURL)
 }
 
 // count records the response in the stats; status 0 means no response (client gone).
