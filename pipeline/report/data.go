@@ -3,10 +3,14 @@ package report
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"regexp"
 	"strings"
 	"time"
+
+	"sitewatch/pipeline/changes"
+	"sitewatch/pipeline/warehouse"
 )
 
 var snapshotRE = regexp.MustCompile(`^\d{4}-(0[1-9]|1[0-2])$`)
@@ -98,10 +102,6 @@ type fetchError struct {
 	Status                          sql.NullInt64
 }
 
-type qualityFinding struct {
-	Check, Table, Domain, Observed, Expected, Severity string
-}
-
 // data is everything the report shows for one snapshot.
 type data struct {
 	Snapshot     string
@@ -118,7 +118,10 @@ type data struct {
 	FetchErrors  []fetchError
 	// QualityRecorded is false when the warehouse has no quality_checks table (an older schema).
 	QualityRecorded bool
-	Quality         []qualityFinding
+	QualitySummary  []warehouse.QualityCheckSummary // one per check run on the snapshot
+	Quality         []warehouse.QualityFinding      // error and warn findings, errors first
+	Digest          *changes.Digest                 // nil when DigestNote says why
+	DigestNote      string
 }
 
 // load reads the snapshot's figures. It returns an error naming the snapshot and the snapshots
@@ -137,7 +140,7 @@ func load(ctx context.Context, db *sql.DB, snapshot string) (*data, error) {
 	}
 	for _, step := range []func(context.Context, *sql.DB) error{d.loadPrevious, d.loadTraffic, d.loadChannels,
 		d.loadCountries, d.loadKeywords, d.loadOverlaps, d.loadAI, d.loadCompetitors, d.loadRuns,
-		d.loadFetchErrors, d.loadQuality} {
+		d.loadFetchErrors, d.loadQuality, d.loadDigest} {
 		if err := step(ctx, db); err != nil {
 			return nil, err
 		}
@@ -432,8 +435,8 @@ func (d *data) loadFetchErrors(ctx context.Context, db *sql.DB) error {
 	return nil
 }
 
-// loadQuality reads the snapshot's quality findings, most severe first. The table comes with a
-// later migration; without it the report says no checks were recorded.
+// loadQuality reads the snapshot's data-quality outcome. A warehouse last written by an older
+// sitewatch has no quality_checks table; the report then says no checks were recorded.
 func (d *data) loadQuality(ctx context.Context, db *sql.DB) error {
 	var n int
 	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM duckdb_tables() WHERE table_name = 'quality_checks'`).Scan(&n); err != nil {
@@ -443,21 +446,38 @@ func (d *data) loadQuality(ctx context.Context, db *sql.DB) error {
 		return nil
 	}
 	d.QualityRecorded = true
-	err := each(ctx, db, `
-		SELECT CAST("check" AS VARCHAR), coalesce(CAST(table_name AS VARCHAR), ''), coalesce(CAST(domain AS VARCHAR), ''),
-		       coalesce(CAST(observed AS VARCHAR), ''), coalesce(CAST(expected AS VARCHAR), ''), coalesce(lower(CAST(severity AS VARCHAR)), '')
-		FROM quality_checks WHERE snapshot_month = ?
-		ORDER BY CASE lower(CAST(severity AS VARCHAR)) WHEN 'error' THEN 0 WHEN 'warn' THEN 1 WHEN 'warning' THEN 1 ELSE 2 END,
-		         1, 3`, []any{d.Snapshot}, func(r *sql.Rows) error {
-		var q qualityFinding
-		if err := r.Scan(&q.Check, &q.Table, &q.Domain, &q.Observed, &q.Expected, &q.Severity); err != nil {
-			return err
-		}
-		d.Quality = append(d.Quality, q)
-		return nil
-	})
+	var err error
+	if d.QualitySummary, err = warehouse.QualitySummary(ctx, db, d.Snapshot); err != nil {
+		return err
+	}
+	d.Quality, err = warehouse.QualityIssues(ctx, db, d.Snapshot)
+	return err
+}
+
+// loadDigest reads what changed between the snapshot and the complete month before it. An
+// incomplete snapshot, or a warehouse without the changes views, has no digest; DigestNote
+// says why.
+func (d *data) loadDigest(ctx context.Context, db *sql.DB) error {
+	var n int
+	err := db.QueryRowContext(ctx, `SELECT count(*) FROM duckdb_views() WHERE view_name IN ('complete_months', 'changes_movers')`).Scan(&n)
 	if err != nil {
-		return fmt.Errorf("read quality_checks: %w", err)
+		return fmt.Errorf("look for the changes views: %w", err)
+	}
+	if n < 2 || !d.QualityRecorded {
+		d.DigestNote = "This warehouse was last written by an older sitewatch and has no changes views; run `sitewatch rebuild --all` once to add them."
+		return nil
+	}
+	dg, err := changes.Build(ctx, db, d.Snapshot)
+	switch {
+	case errors.Is(err, changes.ErrMonthNotComplete), errors.Is(err, changes.ErrNoCompleteMonth):
+		d.DigestNote = fmt.Sprintf("Snapshot %s is not complete, so it is not compared with the month before (month-to-month changes compare complete months only). Below: the movers within this snapshot's own traffic history.", d.Snapshot)
+		return nil
+	case err != nil:
+		return fmt.Errorf("read what changed: %w", err)
+	}
+	d.Digest = dg
+	if dg.PreviousMonth == "" {
+		d.DigestNote = fmt.Sprintf("Snapshot %s is the first complete month in the warehouse: there is no earlier complete month to compare with yet. Below: the movers within this snapshot's own traffic history.", d.Snapshot)
 	}
 	return nil
 }

@@ -55,7 +55,7 @@ func TestWriteRich(t *testing.T) {
 		"Domains loaded</div><div class=\"value\">28 of 28",
 		"Watchlist visits, Jan 2026 (estimate)",
 		"Biggest riser, MoM", "Biggest faller, MoM",
-		"Global rank since snapshot 2026-01",
+		"Snapshot 2026-02 against 2026-01, the complete month before it, over the 28 domains", "Visits: biggest moves", "Global rank: biggest moves",
 		"Each chart has its own scale",
 		"log scale",
 		"Bars stop at ±100%; the printed value is the true change.",
@@ -204,24 +204,26 @@ func TestIncompleteSnapshotWarning(t *testing.T) {
 func TestQualitySection(t *testing.T) {
 	db := openWarehouse(t)
 	loadFixture(t, db)
-	// The table as the contract defines it (IF NOT EXISTS: a later migration may create it).
-	insert(t, db, `CREATE TABLE IF NOT EXISTS quality_checks (snapshot_month VARCHAR, "check" VARCHAR, table_name VARCHAR,
-		domain VARCHAR, observed DOUBLE, expected VARCHAR, severity VARCHAR)`, []any{})
 	html := render(t, db, "2026-02")
-	if !strings.Contains(html, "Every data-quality check passed") {
-		t.Errorf("an empty quality_checks table is not reported as all checks passed")
+	if !strings.Contains(html, "No quality checks recorded for this snapshot.") {
+		t.Errorf("a snapshot never checked is not reported as such")
 	}
-	insert(t, db, `INSERT INTO quality_checks (snapshot_month, "check", table_name, domain, observed, expected, severity) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-		[]any{"2026-02", "channel_shares_sum", "sources_share", "a.com", 0.375, "1 ± 0.02", "error"},
-		[]any{"2026-02", "visits_jump", "traffic_history", "b.com", 4.2, "≤ 3", "warn"},
-		[]any{"2026-01", "visits_jump", "traffic_history", "c.com", 9.0, "≤ 3", "warn"})
+	const q = `INSERT INTO quality_checks (snapshot_month, "check", table_name, domain, observed, expected, severity, observed_value, checked_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	at := day("2026-02-02")
+	insert(t, db, q,
+		[]any{"2026-02", "history_contiguous", "traffic_history", nil, "contiguous", "contiguous", "ok", nil, at},
+		[]any{"2026-02", "channel_shares_sum", "sources_share", "a.com", "0.375", "1 ± 0.02", "error", 0.375, at},
+		[]any{"2026-02", "visits_jump", "traffic_history", "b.com", "+320%", "within +50% / −33%", "warn", 4.2, at},
+		[]any{"2026-01", "visits_jump", "traffic_history", "c.com", "+800%", "within +50% / −33%", "warn", 9.0, at})
 	html = render(t, db, "2026-02")
-	for _, want := range []string{"Data-quality findings</div><div class=\"value\">2", "1 error · 1 warn", "channel_shares_sum", "1 ± 0.02", "0.375"} {
+	for _, want := range []string{"Data-quality findings</div><div class=\"value\">2", "1 errors · 1 warnings from 3 checks",
+		"channel_shares_sum", "1 ± 0.02", "&#43;320%", `<td class="up">passed</td>`} {
 		if !strings.Contains(html, want) {
 			t.Errorf("quality section lacks %q", want)
 		}
 	}
-	if strings.Contains(html, "c.com</td><td class=\"num\">9") {
+	if strings.Contains(html, "+800%") {
 		t.Errorf("a finding of another snapshot is shown")
 	}
 }

@@ -94,14 +94,18 @@ func loadRich(t *testing.T, db *sql.DB) {
 		[]any{"US", "USA", "840", "United States"}, []any{"DE", "DEU", "276", "Germany"}, []any{"FR", "FRA", "250", "France"},
 		[]any{"GB", "GBR", "826", "United Kingdom"}, []any{"AT", "AUT", "040", "Austria"}, []any{"CH", "CHE", "756", "Switzerland"},
 		[]any{"IN", "IND", "356", "India"}, []any{"BR", "BRA", "076", "Brazil"})
+	insertRun(t, db, "2026-01", "complete", 28, 28, 0, 57, 57, 10000)
 	insertRun(t, db, "2026-02", "complete", 28, 28, 0, 57, 57, 9943)
 }
+
+var runSeq int
 
 // insertRun records a finished run of snapshot.
 func insertRun(t *testing.T, db *sql.DB, snapshot, status string, total, loaded, rejected, requests, credits, remaining int) {
 	t.Helper()
-	start := time.Date(2026, 2, 2, 6, 0, 0, 0, time.UTC)
+	runSeq++
+	start := time.Date(2026, 2, 2, 6, runSeq, 0, 0, time.UTC) // each run starts after the one before
 	insert(t, db, `INSERT INTO runs (run_id, snapshot_month, started_at, finished_at, status, domains_total, domains_loaded,
 		domains_rejected, requests, credits_spent, credits_remaining, rate_limited, message) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		[]any{"run-" + snapshot + "-" + status, snapshot, start, start.Add(20 * time.Second), status, total, loaded, rejected, requests, credits, remaining, 3, ""})
+		[]any{fmt.Sprintf("run-%s-%d", snapshot, runSeq), snapshot, start, start.Add(20 * time.Second), status, total, loaded, rejected, requests, credits, remaining, 3, ""})
 }

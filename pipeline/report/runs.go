@@ -3,18 +3,24 @@ package report
 import (
 	"database/sql"
 	"fmt"
-	"sort"
 )
 
 // runSection is the bookkeeping behind the numbers: runs, credits, unloaded domains, quality.
 type runSection struct {
 	Runs            []runLine
 	Errors          []errorLine
-	QualityRecorded bool
-	QualitySummary  []qualityCount
-	Findings        []qualityFinding
+	QualityRecorded bool // the warehouse has a quality_checks table
+	QualitySummary  []qualityLine
+	Findings        []findingLine
 	MoreFindings    int
 }
+
+type qualityLine struct {
+	Check, Verdict, Tone     string
+	Tables, Errors, Warnings int
+}
+
+type findingLine struct{ Check, Table, Domain, Observed, Expected, Severity string }
 
 type runLine struct {
 	Started, Finished, Status, Loaded, Requests, Credits, Remaining, RateLimited, Message string
@@ -22,11 +28,6 @@ type runLine struct {
 }
 
 type errorLine struct{ Domain, Endpoint, Status, Code, Message string }
-
-type qualityCount struct {
-	Check, Table, Severity string
-	Count                  int
-}
 
 const maxFindings = 50
 
@@ -55,11 +56,23 @@ func buildRuns(d *data) *runSection {
 		}
 		r.Errors = append(r.Errors, errorLine{Domain: e.Domain, Endpoint: e.Endpoint, Status: st, Code: orDash(e.Code), Message: orDash(e.Message)})
 	}
-	r.QualitySummary = summarizeQuality(d.Quality)
-	r.Findings = d.Quality
-	if len(r.Findings) > maxFindings {
-		r.MoreFindings = len(r.Findings) - maxFindings
-		r.Findings = r.Findings[:maxFindings]
+	for _, q := range d.QualitySummary {
+		l := qualityLine{Check: q.Check, Tables: q.Tables, Errors: q.Errors, Warnings: q.Warnings, Verdict: q.Severity}
+		switch q.Severity {
+		case "error":
+			l.Tone = "down"
+		case "ok":
+			l.Verdict, l.Tone = "passed", "up"
+		}
+		r.QualitySummary = append(r.QualitySummary, l)
+	}
+	for i, f := range d.Quality {
+		if i == maxFindings {
+			r.MoreFindings = len(d.Quality) - maxFindings
+			break
+		}
+		r.Findings = append(r.Findings, findingLine{Check: f.Check, Table: f.Table, Domain: orDash(f.Domain),
+			Observed: f.Observed, Expected: f.Expected, Severity: f.Severity})
 	}
 	return r
 }
@@ -70,23 +83,6 @@ func intOr(n sql.NullInt64) string {
 		return "—"
 	}
 	return thousands(n.Int64)
-}
-
-func summarizeQuality(fs []qualityFinding) []qualityCount {
-	idx := map[string]int{}
-	var out []qualityCount
-	for _, f := range fs {
-		key := f.Check + "\x00" + f.Table + "\x00" + f.Severity
-		i, ok := idx[key]
-		if !ok {
-			i = len(out)
-			idx[key] = i
-			out = append(out, qualityCount{Check: f.Check, Table: f.Table, Severity: f.Severity})
-		}
-		out[i].Count++
-	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].Count > out[j].Count })
-	return out
 }
 
 // siteRow is one line of the watchlist details table.

@@ -35,8 +35,8 @@ func completeness(d *data) *warning {
 	}
 	last := d.Runs[len(d.Runs)-1]
 	expected := int(last.Total.Int64 - last.Rejected.Int64)
-	okStatus := last.Status == "complete" || last.Status == "up_to_date"
-	if loaded >= expected && okStatus {
+	// As the complete_months view: complete when the run said so or loaded every domain.
+	if last.Status == "complete" || last.Status == "up_to_date" || loaded >= expected {
 		return nil
 	}
 	how, ok := statusText[last.Status]
@@ -44,9 +44,6 @@ func completeness(d *data) *warning {
 		how = "ended with status " + last.Status
 	}
 	title := fmt.Sprintf("Incomplete snapshot: %d of %d domains loaded", loaded, expected)
-	if loaded >= expected {
-		title = fmt.Sprintf("Snapshot may be incomplete: %d of %d domains loaded", loaded, expected)
-	}
 	detail := fmt.Sprintf("The last run (%s UTC) %s.", last.Started.UTC().Format("2006-01-02 15:04"), how)
 	if last.Rejected.Int64 > 0 {
 		detail += fmt.Sprintf(" %d domains were rejected by the API and are not counted.", last.Rejected.Int64)
@@ -256,37 +253,24 @@ func creditsCard(d *data) card {
 
 func qualityCard(d *data) card {
 	c := card{Label: "Data-quality findings"}
-	if !d.QualityRecorded {
-		c.Value, c.Detail = "—", "no quality checks recorded"
+	if !d.QualityRecorded || len(d.QualitySummary) == 0 {
+		c.Value, c.Detail = "—", "no quality checks recorded for this snapshot"
 		return c
 	}
-	bySev := map[string]int{}
-	for _, q := range d.Quality {
-		bySev[q.Severity]++
+	errs, warns := 0, 0
+	for _, q := range d.QualitySummary {
+		errs, warns = errs+q.Errors, warns+q.Warnings
 	}
-	c.Value = fmt.Sprint(len(d.Quality))
-	if len(d.Quality) == 0 {
-		c.Value, c.Detail = "0", "every check passed"
+	c.Value = fmt.Sprint(errs + warns)
+	if errs+warns == 0 {
+		c.Detail, c.Tone = fmt.Sprintf("all %d checks passed", len(d.QualitySummary)), "up"
 		return c
 	}
-	var parts []string
-	for _, sev := range sortedKeys(bySev) {
-		parts = append(parts, fmt.Sprintf("%d %s", bySev[sev], orDash(sev)))
-	}
-	c.Detail = joinDot(parts)
-	if bySev["error"] > 0 {
+	c.Detail = fmt.Sprintf("%d errors · %d warnings from %d checks", errs, warns, len(d.QualitySummary))
+	if errs > 0 {
 		c.Tone = "down"
 	}
 	return c
-}
-
-func sortedKeys(m map[string]int) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // rankMove is a domain whose global rank changed since the previous snapshot.
@@ -299,6 +283,8 @@ type rankMove struct {
 // changesSection is "what changed": movers by visits (from the snapshot's history) and by rank
 // (against the previous snapshot).
 type changesSection struct {
+	Digest       *digestSection
+	Note         string // why there is no digest, or ""
 	PrevSnapshot string
 	Risers       []moverRow
 	Fallers      []moverRow
@@ -308,7 +294,7 @@ type changesSection struct {
 type moverRow struct{ Domain, Change, From, To, Months string }
 
 func buildChanges(d *data) *changesSection {
-	c := &changesSection{PrevSnapshot: d.PrevSnapshot}
+	c := &changesSection{PrevSnapshot: d.PrevSnapshot, Digest: buildDigest(d.Digest), Note: d.DigestNote}
 	up, down := movers(d)
 	c.Risers, c.Fallers = moverRows(up, 5), moverRows(down, 5)
 	for _, s := range d.Sites {
