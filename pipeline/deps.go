@@ -35,6 +35,10 @@ type Store interface {
 	StartRun(ctx context.Context, r warehouse.RunRecord) error
 	FinishRun(ctx context.Context, r warehouse.RunRecord) error
 	ExportParquet(ctx context.Context, month string) error
+	// ExportRunHealth re-exports the runs, fetch_errors and quality_checks Parquet of month.
+	ExportRunHealth(ctx context.Context, month string) error
+	// RunQualityChecks records the data-quality findings of month (never blocks loading).
+	RunQualityChecks(ctx context.Context, month string) ([]warehouse.QualityFinding, error)
 	// LatestMonth is the newest month with any stored answer ("" for an empty warehouse).
 	LatestMonth(ctx context.Context) (string, error)
 	// MonthCompleteSince says when month was first complete.

@@ -19,19 +19,22 @@ type progress struct {
 	client Fetcher
 	begun  time.Time
 
-	mu        sync.Mutex
-	month     string
-	calls     int // planned (an estimate until the plan is known)
-	finishedN int
-	remaining map[string]int // domain -> calls still out
-	domains   int            // domains with calls planned
-	domainsOK int            // domains whose calls have all finished
-	stopping  bool
+	mu         sync.Mutex
+	month      string
+	calls      int // planned (an estimate until the plan is known)
+	finishedN  int
+	remaining  map[string]int // domain -> calls still out
+	domains    int            // domains with calls planned
+	domainsOK  int            // domains whose calls have all finished
+	stopping   bool
+	loadedBase int                         // domains of the month loaded before this run
+	onReport   func(Progress, atlas.Stats) // told each report
 }
 
 // Progress is a run's state as reported while it runs.
 type Progress struct {
 	Month         string // "" until the first answer tells it
+	Loaded        int    // domains of the month loaded so far (earlier runs included; approximate while running)
 	DomainsDone   int
 	DomainsTotal  int
 	CallsDone     int
@@ -51,6 +54,7 @@ func (p *progress) plan(plan *Plan) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.month = plan.Snapshot
+	p.loadedBase = plan.Loaded
 	p.calls = p.finishedN + len(plan.Requests)
 	for _, r := range plan.Requests {
 		if r.Domain != "" {
@@ -118,7 +122,7 @@ func (p *progress) start(ctx context.Context) (stop func()) {
 func (p *progress) snapshot() Progress {
 	p.mu.Lock()
 	pr := Progress{Month: p.month, DomainsDone: p.domainsOK, DomainsTotal: p.domains, CallsDone: p.finishedN,
-		CallsTotal: p.calls, Stopping: p.stopping, ETA: -1}
+		CallsTotal: p.calls, Stopping: p.stopping, ETA: -1, Loaded: p.loadedBase + p.domainsOK}
 	p.mu.Unlock()
 	pr.Elapsed = p.env.Now().Sub(p.begun)
 	if pr.Elapsed > 0 {
@@ -133,8 +137,8 @@ func (p *progress) snapshot() Progress {
 func (p *progress) report(last bool) {
 	pr := p.snapshot()
 	stats := p.client.Stats()
-	if p.env.OnProgress != nil {
-		p.env.OnProgress(pr, stats)
+	if p.onReport != nil {
+		p.onReport(pr, stats)
 	}
 	credits := "?"
 	if stats.CreditsRemaining >= 0 {

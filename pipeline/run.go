@@ -14,6 +14,8 @@ import (
 
 	"sitewatch/pipeline/atlas"
 	"sitewatch/pipeline/config"
+	"sitewatch/pipeline/metrics"
+	"sitewatch/pipeline/notify"
 	"sitewatch/pipeline/warehouse"
 	"sitewatch/schema"
 	"sitewatch/schema/flatten"
@@ -29,6 +31,8 @@ type Env struct {
 	IsTerminal bool // stderr is a terminal: draw a live progress line instead of log lines
 	// TermWidth returns the terminal's width in columns (nil or <= 0: 80).
 	TermWidth func() int
+	// Metrics, when set, records runs for Prometheus (schedule --listen, run --metrics-file).
+	Metrics *metrics.Recorder
 	// OnProgress, when set, is told the run's progress about once a second and at the end
 	// (the live status file and metrics are fed from it).
 	OnProgress func(Progress, atlas.Stats)
@@ -130,6 +134,7 @@ type runState struct {
 	probed     []atlas.Request // the probe calls made (not planned again in this run)
 	failStreak int
 	progress   *progress
+	obs        observers
 }
 
 // Run fetches and loads the snapshot of the month the API serves now, resuming where an
@@ -141,7 +146,7 @@ func Run(ctx context.Context, cfg *config.Config, opts RunOptions, env Env) (*Su
 	if len(wl.Domains) == 0 {
 		return nil, &config.Error{Path: cfg.Path, Msg: ErrNothingToFetch.Error() + "; `sitewatch validate` lists why each entry was rejected"}
 	}
-	creds, err := CredentialsFrom(cfg, env.Getenv, false)
+	creds, err := config.CredentialsFrom(cfg, env.Getenv)
 	if err != nil {
 		return nil, err
 	}
@@ -154,12 +159,11 @@ func Run(ctx context.Context, cfg *config.Config, opts RunOptions, env Env) (*Su
 		wh.Close()
 		return nil, &config.Error{Path: cfg.Path, Msg: err.Error()}
 	}
-	for _, a := range wh.Abandoned() {
-		env.Logger.Warn("a run whose process died was recorded as abandoned", "run_id", a.RunID, "snapshot", a.SnapshotMonth,
-			"domains_loaded", a.DomainsLoaded, "credits_spent", a.CreditsSpent)
-	}
+	notifier := notify.New(cfg.Notify.WebhookURL, env.Logger)
+	notifyAbandoned(ctx, notifier, wh.Abandoned(), env.Logger)
 	r := newRunState(cfg, opts, env, wh, client, wl)
 	runErr := r.execute(ctx)
+	notifyOutcome(ctx, notifier, wh.DB(), r.sum, runErr, env.Logger)
 	// Closing checkpoints the WAL into the file: a failure (a full disk) leaves the run's work
 	// in the WAL, which the next open replays, but this run must not report success.
 	if err := wh.Close(); err != nil && runErr == nil {
@@ -249,10 +253,16 @@ func (r *runState) execute(ctx context.Context) error {
 	// Bookkeeping and loads must commit even when ctx is cancelled (SIGINT lets the calls
 	// in flight finish and keeps their results).
 	keep := context.WithoutCancel(ctx)
+	candidate, err := r.candidateMonth(keep)
+	if err != nil {
+		return err
+	}
 	if err := r.store.StartRun(keep, r.record(started, nil, StatusRunning, "")); err != nil {
 		return fmt.Errorf("record run start: %w", err)
 	}
 	r.progress = newProgress(r.env, r.client, len(r.wl.Domains)*len(schema.DomainEndpoints)+1)
+	r.progress.onReport = r.observeProgress
+	r.startObserving(started, candidate)
 	stopProgress := r.progress.start(ctx)
 	// A signal stops new calls; the calls in flight finish and their results are stored, so
 	// no answered (charged) call is thrown away.
@@ -260,7 +270,7 @@ func (r *runState) execute(ctx context.Context) error {
 		r.client.Stop(fmt.Errorf("interrupted by a signal: %w", context.Canceled))
 		r.progress.stop()
 	})
-	stopErr := r.fetch(keep)
+	stopErr := r.fetch(keep, candidate)
 	stopOnSignal()
 	stopProgress()
 	if r.stopCause != nil {
@@ -276,17 +286,20 @@ func (r *runState) execute(ctx context.Context) error {
 	if err := r.store.FinishRun(keep, r.record(started, &finished, r.sum.Status, msg)); err != nil && runErr == nil {
 		runErr = fmt.Errorf("record run end: %w", err)
 	}
+	if r.sum.Snapshot != "" {
+		// The runs table's Parquet now shows this run finished, not running.
+		if err := r.store.ExportRunHealth(keep, r.sum.Snapshot); err != nil {
+			r.env.Logger.Warn("could not export the run-health tables to Parquet", "snapshot", r.sum.Snapshot, "err", err)
+		}
+	}
+	r.finishObserving(finished, msg)
 	return runErr
 }
 
 // fetch learns the API's month from one site-overview answer (the probe), then fetches what
 // that month still needs: country-metadata alone first (a run stopped for credits should not
 // lack the countries every report joins to), then both calls of each domain in turn.
-func (r *runState) fetch(ctx context.Context) error {
-	candidate, err := r.candidateMonth(ctx)
-	if err != nil {
-		return err
-	}
+func (r *runState) fetch(ctx context.Context, candidate string) error {
 	if err := r.probe(ctx, candidate); err != nil || r.upToDate || r.mismatch != nil {
 		return err
 	}
@@ -635,6 +648,10 @@ func (r *runState) finish(ctx context.Context, stopErr error) error {
 		return fmt.Errorf("read snapshot %s state: %w", r.months.month, err)
 	}
 	r.countLoaded(state)
+	// Quality checks are data about the data: a failure to run them never fails the load.
+	if _, err := r.store.RunQualityChecks(ctx, r.months.month); err != nil {
+		r.env.Logger.Warn("quality checks could not run", "snapshot", r.months.month, "err", err)
+	}
 	if err := r.export(ctx, state); err != nil {
 		r.sum.Status = StatusFailed
 		return err
@@ -734,26 +751,13 @@ func (r *runState) record(started time.Time, finished *time.Time, status, msg st
 	return rec
 }
 
-// credentials are the secrets a run needs, read from the environment only.
-type credentials struct {
-	apiKey, marketplaceKey string
-}
-
-func CredentialsFrom(cfg *config.Config, getenv func(string) string, dryRun bool) (credentials, error) {
-	if dryRun {
-		return credentials{apiKey: getenv(config.EnvAPIKey), marketplaceKey: getenv(config.EnvMarketplaceKey)}, nil
-	}
-	c, err := config.CredentialsFrom(cfg, getenv) // refuses a missing or malformed key, never printing it
-	return credentials{apiKey: c.APIKey, marketplaceKey: c.MarketplaceKey}, err
-}
-
-func clientConfig(cfg *config.Config, creds credentials, logger *slog.Logger) atlas.Config {
+func clientConfig(cfg *config.Config, creds config.Credentials, logger *slog.Logger) atlas.Config {
 	return atlas.Config{
 		BaseURL:           cfg.API.BaseURL,
 		Mode:              atlas.Mode(cfg.API.Mode),
-		APIKey:            creds.apiKey,
+		APIKey:            creds.APIKey,
 		MarketplaceHost:   cfg.API.MarketplaceHost,
-		MarketplaceKey:    creds.marketplaceKey,
+		MarketplaceKey:    creds.MarketplaceKey,
 		RateLimit:         cfg.API.RateLimit,
 		MinCredits:        cfg.API.MinCredits,
 		MaxCreditsPerRun:  cfg.API.MaxCreditsPerRun,
