@@ -83,7 +83,7 @@ func (g *Generator) profile(domain string) profile {
 		p.country = pickCountry(r)
 		p.base = zipfC * math.Pow(g.baseRank(domain), -zipfA)
 		p.trend = (r.Float64() - 0.45) * 0.04 // -1.8% to +2.2% a month
-		p.season = r.Float64() * 0.15
+		p.season = 0.02 + r.Float64()*0.13
 	}
 	p.phase = r.Float64() * 2 * math.Pi
 	if r.Float64() >= 0.12 || p.famous {
@@ -116,15 +116,19 @@ func (g *Generator) baseRank(domain string) float64 {
 	return math.Exp(lo + r.Float64()*(hi-lo))
 }
 
-// visits is the domain's visits in month m: the base moved by trend and seasonality, with
-// 1.5% noise. It depends on the seed, domain and m only, so overlapping history of two
-// snapshots agrees.
+// syntheticCap bounds a synthetic domain's visits below those of rank 100, so the top 100
+// stays the famous sites' whatever a trend does over the years.
+var syntheticCap = 0.97 * zipfC * math.Pow(100, -zipfA)
+
+// visits is the domain's visits in month m: the base (plus a floor of 30 visits) moved by
+// trend and seasonality, with 1.5% noise. It depends on the seed, domain and m only, so
+// overlapping history of two snapshots agrees.
 func (g *Generator) visits(p profile, m time.Time) int64 {
 	mi := monthIndex(m)
-	v := p.base * math.Exp(p.trend*float64(mi-refMonth)) * (1 + p.season*math.Sin(2*math.Pi*float64(mi)/12+p.phase))
+	v := (p.base + 30) * math.Exp(p.trend*float64(mi-refMonth)) * (1 + p.season*math.Sin(2*math.Pi*float64(mi)/12+p.phase))
 	v *= 1 + 0.015*g.rng("noise", p.domain, m.Format("2006-01")).NormFloat64()
-	if v < 50 {
-		v = 50 + float64(len(p.domain))
+	if !p.famous {
+		v = syntheticCap * -math.Expm1(-v/syntheticCap) // smooth saturation, near identity far below the cap
 	}
 	return int64(v)
 }
@@ -376,14 +380,14 @@ func (g *Generator) keywords(m metrics) []keywordBody {
 const neverMonth = math.MaxInt32
 
 // platformStart is the month index from which domain gets referrals from platform i: the
-// platform's launch plus a delay of the domain's own (15 months on average), or never for
+// platform's launch plus a delay of the domain's own (20 months on average), or never for
 // 30% of the pairs (except chatgpt.com), so new platforms keep appearing for years.
 func (g *Generator) platformStart(domain string, i int) int {
 	r := g.rng("ai-start", domain, aiPlatforms[i].host)
 	if i > 0 && r.Float64() < 0.3 {
 		return neverMonth
 	}
-	return aiPlatforms[i].launched + int(r.ExpFloat64()*15)
+	return aiPlatforms[i].launched + int(r.ExpFloat64()*20)
 }
 
 // firstPlatform returns the platform a domain gets AI referrals from first and its month.
