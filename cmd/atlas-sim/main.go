@@ -1,5 +1,6 @@
 // Command atlas-sim serves the Site Intelligence API simulator of package atlastest on a
-// local address, with deterministic synthetic data. It prints "listening on http://HOST:PORT"
+// local address, with deterministic synthetic data; with --month-turn-after it turns to the
+// next data month while serving, as the real API does. It prints "listening on http://HOST:PORT"
 // on stdout once it accepts connections, logs one line per request on stderr (never a key),
 // and shuts down gracefully on SIGINT or SIGTERM.
 //
