@@ -1,5 +1,6 @@
 // Command atlas-sim serves the Site Intelligence API simulator of package atlastest on a
-// local address, with deterministic synthetic data. It prints "listening on http://HOST:PORT"
+// local address, with deterministic synthetic data; with --month-turn-after it turns to the
+// next data month while serving, as the real API does. It prints "listening on http://HOST:PORT"
 // on stdout once it accepts connections, logs one line per request on stderr (never a key),
 // and shuts down gracefully on SIGINT or SIGTERM.
 //
@@ -39,25 +40,35 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "atlas-sim: %v\nRun atlas-sim --help for the flags.\n", err)
+		complain(stderr, fmt.Errorf("%w\nRun atlas-sim --help for the flags", err))
 		return 2
 	}
 	opts.Logger = slog.New(slog.NewTextHandler(stderr, nil))
 	srv, err := atlastest.Listen(addr, opts)
 	if err != nil {
-		fmt.Fprintf(stderr, "atlas-sim: %v\n", err)
+		complain(stderr, err)
 		return 2
 	}
-	fmt.Fprintf(stdout, "listening on %s\n", srv.URL)
+	// Scripts wait for this line to learn the address; without it they would wait forever.
+	if _, err := fmt.Fprintf(stdout, "listening on %s\n", srv.URL); err != nil {
+		complain(stderr, fmt.Errorf("print the listening address: %w", err))
+		srv.Close()
+		return 1
+	}
 	<-ctx.Done()
 	opts.Logger.Info("shutting down")
 	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil {
-		fmt.Fprintf(stderr, "atlas-sim: %v\n", err)
+		complain(stderr, err)
 		return 1
 	}
 	return 0
+}
+
+// complain prints err on stderr; if stderr itself fails there is nowhere left to say so.
+func complain(stderr io.Writer, err error) {
+	_, _ = fmt.Fprintf(stderr, "atlas-sim: %v\n", err)
 }
 
 func parseFlags(args []string, stderr io.Writer) (string, atlastest.Options, error) {

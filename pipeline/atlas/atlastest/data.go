@@ -196,4 +196,5 @@ var aiPlatforms = []struct {
 	{"chatgpt.com", 60, 35}, {"perplexity.ai", 12, 41}, {"gemini.google.com", 10, 49},
 	{"copilot.microsoft.com", 6, 46}, {"claude.ai", 5, 50}, {"chat.deepseek.com", 3, 60},
 	{"meta.ai", 1.5, 56}, {"grok.com", 1.5, 59}, {"chat.mistral.ai", 0.5, 58}, {"you.com", 0.5, 38},
+	{"poe.com", 0.8, 42}, {"chat.qwen.ai", 1, 66}, {"kimi.com", 0.5, 68}, {"manus.im", 0.5, 75},
 }

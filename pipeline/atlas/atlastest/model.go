@@ -83,7 +83,7 @@ func (g *Generator) profile(domain string) profile {
 		p.country = pickCountry(r)
 		p.base = zipfC * math.Pow(g.baseRank(domain), -zipfA)
 		p.trend = (r.Float64() - 0.45) * 0.04 // -1.8% to +2.2% a month
-		p.season = r.Float64() * 0.15
+		p.season = 0.02 + r.Float64()*0.13
 	}
 	p.phase = r.Float64() * 2 * math.Pi
 	if r.Float64() >= 0.12 || p.famous {
@@ -116,15 +116,19 @@ func (g *Generator) baseRank(domain string) float64 {
 	return math.Exp(lo + r.Float64()*(hi-lo))
 }
 
-// visits is the domain's visits in month m: the base moved by trend and seasonality, with
-// 1.5% noise. It depends on the seed, domain and m only, so overlapping history of two
-// snapshots agrees.
+// syntheticCap bounds a synthetic domain's visits below those of rank 100, so the top 100
+// stays the famous sites' whatever a trend does over the years.
+var syntheticCap = 0.97 * zipfC * math.Pow(100, -zipfA)
+
+// visits is the domain's visits in month m: the base (plus a floor of 30 visits) moved by
+// trend and seasonality, with 1.5% noise. It depends on the seed, domain and m only, so
+// overlapping history of two snapshots agrees.
 func (g *Generator) visits(p profile, m time.Time) int64 {
 	mi := monthIndex(m)
-	v := p.base * math.Exp(p.trend*float64(mi-refMonth)) * (1 + p.season*math.Sin(2*math.Pi*float64(mi)/12+p.phase))
+	v := (p.base + 30) * math.Exp(p.trend*float64(mi-refMonth)) * (1 + p.season*math.Sin(2*math.Pi*float64(mi)/12+p.phase))
 	v *= 1 + 0.015*g.rng("noise", p.domain, m.Format("2006-01")).NormFloat64()
-	if v < 50 {
-		v = 50 + float64(len(p.domain))
+	if !p.famous {
+		v = syntheticCap * -math.Expm1(-v/syntheticCap) // smooth saturation, near identity far below the cap
 	}
 	return int64(v)
 }
@@ -348,7 +352,7 @@ func (g *Generator) keywords(m metrics) []keywordBody {
 	}
 	cands := []cand{{kw: name, score: math.Inf(1)}}
 	for _, i := range r.Perm(len(keywordTemplates)) {
-		kw := strings.NewReplacer("{name}", name, "{topic}", topic, "{year}", year).Replace(keywordTemplates[i])
+		kw := fill(keywordTemplates[i], name, topic, year)
 		if !slices.ContainsFunc(cands, func(c cand) bool { return c.kw == kw }) {
 			cands = append(cands, cand{kw: kw, score: r.Float64()})
 		}
@@ -375,15 +379,23 @@ func (g *Generator) keywords(m metrics) []keywordBody {
 // neverMonth is the start month of a platform that never refers visits to a domain.
 const neverMonth = math.MaxInt32
 
+// fill fills a keyword template's {name}, {topic} and {year}.
+func fill(tmpl, name, topic, year string) string {
+	if !strings.Contains(tmpl, "{") {
+		return tmpl
+	}
+	return strings.ReplaceAll(strings.ReplaceAll(strings.ReplaceAll(tmpl, "{name}", name), "{topic}", topic), "{year}", year)
+}
+
 // platformStart is the month index from which domain gets referrals from platform i: the
-// platform's launch plus a delay of the domain's own (15 months on average), or never for
+// platform's launch plus a delay of the domain's own (20 months on average), or never for
 // 30% of the pairs (except chatgpt.com), so new platforms keep appearing for years.
 func (g *Generator) platformStart(domain string, i int) int {
 	r := g.rng("ai-start", domain, aiPlatforms[i].host)
 	if i > 0 && r.Float64() < 0.3 {
 		return neverMonth
 	}
-	return aiPlatforms[i].launched + int(r.ExpFloat64()*15)
+	return aiPlatforms[i].launched + int(r.ExpFloat64()*20)
 }
 
 // firstPlatform returns the platform a domain gets AI referrals from first and its month.
@@ -397,20 +409,30 @@ func (g *Generator) firstPlatform(domain string) (int, int) {
 	return first, at
 }
 
+// aiPlatformsOf returns, per platform, the month a domain starts to get referrals from it
+// and the domain's own level of them: the month-independent part of aiShares.
+func (g *Generator) aiPlatformsOf(domain string) (start []int, level []float64) {
+	start, level = make([]int, len(aiPlatforms)), make([]float64, len(aiPlatforms))
+	for i, p := range aiPlatforms {
+		start[i] = g.platformStart(domain, i)
+		level[i] = math.Exp(0.7 * g.rng("ai-level", domain, p.host).NormFloat64())
+	}
+	return start, level
+}
+
 // aiShares returns the 0-100 shares of the platforms a domain has in month m, by platform
-// index (absent platforms are missing). Shares are rounded to 2 places and sum to 100.
-func (g *Generator) aiShares(domain string, m time.Time) map[int]float64 {
+// index (absent platforms are missing), given aiPlatformsOf. Shares are rounded to 2 places
+// and sum to 100.
+func (g *Generator) aiShares(domain string, m time.Time, start []int, level []float64) map[int]float64 {
 	mi := monthIndex(m)
 	w := map[int]float64{}
 	var sum float64
 	for i, p := range aiPlatforms {
-		start := g.platformStart(domain, i)
-		if mi < start {
+		if mi < start[i] {
 			continue
 		}
-		level := math.Exp(0.7 * g.rng("ai-level", domain, p.host).NormFloat64())
-		ramp := min(1, float64(mi-start+1)/6)
-		w[i] = p.weight * level * ramp * math.Exp(0.1*g.rng("ai-noise", domain, p.host, m.Format("2006-01")).NormFloat64())
+		ramp := min(1, float64(mi-start[i]+1)/6)
+		w[i] = p.weight * level[i] * ramp * math.Exp(0.1*g.rng("ai-noise", domain, p.host, m.Format("2006-01")).NormFloat64())
 		sum += w[i]
 	}
 	order := make([]int, 0, len(w))
@@ -445,11 +467,12 @@ func (g *Generator) aiReferrals(m metrics, genAI float64) aiReferralsBody {
 		return ai
 	}
 	ai.TotalVisits = int64(float64(m.visits) * genAI)
-	now := g.aiShares(m.domain, g.month)
+	start, level := g.aiPlatformsOf(m.domain)
 	past := make([]map[int]float64, 12) // past[j]: j months before the data month
 	for j := range past {
-		past[j] = g.aiShares(m.domain, g.month.AddDate(0, -j, 0))
+		past[j] = g.aiShares(m.domain, g.month.AddDate(0, -j, 0), start, level)
 	}
+	now := past[0]
 	order := make([]int, 0, len(now))
 	for i := range now {
 		order = append(order, i)
