@@ -1,6 +1,7 @@
 package atlas
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -15,7 +16,6 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"net/url"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -354,47 +354,34 @@ func (c *Client) decode(endpoint schema.Endpoint, out *outcome) error {
 
 var errTooLarge = errors.New("body too large")
 
-// readBody reads r whole, taking the bytes from the in-flight budget as it grows (all of
-// Content-Length at once when known). It returns the body and the bytes it holds in the
-// budget; on error it holds none. A body over MaxBodyBytes is errTooLarge.
+// readBody reads r whole. Before reading it takes from the in-flight budget all the room
+// the body may need (Content-Length when known, else the per-body cap) and gives back the
+// rest once the body is read: a call never waits for room while holding some, so readers
+// cannot deadlock each other. It returns the body and the bytes it holds in the budget; on
+// error it holds none. A body over MaxBodyBytes is errTooLarge.
 func (c *Client) readBody(ctx context.Context, r io.Reader, contentLength int64) ([]byte, int64, error) {
 	limit := c.cfg.MaxBodyBytes
-	step := int64(64 << 10)
+	want, initial := limit+1, int64(64<<10)
 	if contentLength >= 0 {
-		step = contentLength + 1 // +1: the read that meets EOF needs room
+		want, initial = contentLength+1, contentLength+1 // +1: the read that meets EOF needs room
 	}
-	var buf []byte
-	var held int64
-	fail := func(err error) ([]byte, int64, error) {
-		c.releaseBytes(held)
+	if err := c.acquireBytes(ctx, want); err != nil {
 		return nil, 0, err
 	}
-	for {
-		if int64(len(buf)) == held {
-			if held > limit {
-				return fail(errTooLarge)
-			}
-			grow := min(step, limit+1-held)
-			if err := c.acquireBytes(ctx, grow); err != nil {
-				return fail(err)
-			}
-			held += grow
-			buf = slices.Grow(buf, int(grow))
-		}
-		n, err := r.Read(buf[len(buf):held])
-		buf = buf[:len(buf)+n]
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return fail(err)
-		}
+	buf := bytes.NewBuffer(make([]byte, 0, min(initial, want)))
+	_, err := buf.ReadFrom(io.LimitReader(r, limit+1))
+	switch {
+	case err != nil:
+		c.releaseBytes(want)
+		return nil, 0, err
+	case int64(buf.Len()) > limit:
+		c.releaseBytes(want)
+		return nil, 0, errTooLarge
 	}
-	if int64(len(buf)) > limit {
-		return fail(errTooLarge)
-	}
-	c.releaseBytes(held - int64(len(buf)))
-	return buf, int64(len(buf)), nil
+	body := buf.Bytes()
+	held := min(int64(len(body)), want)
+	c.releaseBytes(want - held)
+	return body, held, nil
 }
 
 func isJSONType(ct string) bool {

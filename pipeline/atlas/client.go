@@ -109,7 +109,8 @@ type Config struct {
 	RetryMax     time.Duration
 	// MaxBodyBytes caps one body (0 => DefaultMaxBodyBytes); a bigger 200 body is an
 	// ErrBodyTooLarge failure. MaxInflightBytes caps the bodies of all calls in flight
-	// together (0 => DefaultMaxInflightBytes); a call waits for room before reading on.
+	// together (0 => DefaultMaxInflightBytes); a call takes the room its body may need
+	// before reading it (Content-Length, else MaxBodyBytes) and gives back the rest after.
 	MaxBodyBytes     int64
 	MaxInflightBytes int64
 	// HTTPClient carries the requests (nil => a tuned default). Whatever is passed, the
