@@ -161,6 +161,31 @@ func TestRunScaleChild(t *testing.T) {
 	fmt.Printf("scale go_sys_mib %.1f\n", float64(ms.Sys)/(1<<20))
 }
 
+// samplePeakHeap writes a heap profile to path each time the live heap passes 1.2 times the
+// size of the last one written, so the file shows what the heap held at its peak.
+func samplePeakHeap(path string, done <-chan struct{}) {
+	var written uint64
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case <-tick.C:
+		}
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		if ms.HeapAlloc < written*6/5 || ms.HeapAlloc < 32<<20 {
+			continue
+		}
+		written = ms.HeapAlloc
+		if f, err := os.Create(path); err == nil {
+			_ = pprof.Lookup("heap").WriteTo(f, 0)
+			_ = f.Close()
+		}
+	}
+}
+
 // profileRun writes a CPU profile of the run and a heap profile at its end into dir
 // (SITEWATCH_SCALE_PROFILE=dir), to see what grows with the watchlist.
 func profileRun(t *testing.T, dir string) (stop func()) {
@@ -171,7 +196,10 @@ func profileRun(t *testing.T, dir string) (stop func()) {
 	if err := pprof.StartCPUProfile(cpu); err != nil {
 		t.Fatal(err)
 	}
+	done := make(chan struct{})
+	go samplePeakHeap(filepath.Join(dir, "peakheap.pprof"), done)
 	return func() {
+		close(done)
 		pprof.StopCPUProfile()
 		cpu.Close()
 		heap, err := os.Create(filepath.Join(dir, "heap.pprof"))
