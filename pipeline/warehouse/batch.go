@@ -51,8 +51,6 @@ func (p *pairState) hasHalf(i int) bool {
 	return p.similar != nil
 }
 
-func (p *pairState) dropHalves() { p.overview, p.similar = nil, nil }
-
 func pairIndex(ep schema.Endpoint) int {
 	if ep == schema.EndpointSimilar {
 		return 1

@@ -158,7 +158,7 @@ func formatValue(v any) string {
 	}
 }
 
-func count(t *testing.T, db *sql.DB, query string, args ...any) int {
+func count(t testing.TB, db *sql.DB, query string, args ...any) int {
 	t.Helper()
 	var n int
 	if err := db.QueryRow(query, args...).Scan(&n); err != nil {

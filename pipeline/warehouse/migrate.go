@@ -44,7 +44,7 @@ func appliedMigrations(ctx context.Context, db *sql.DB) (map[string]bool, error)
 	if err != nil {
 		return nil, fmt.Errorf("read schema_migrations: %w", err)
 	}
-	defer rows.Close()
+	defer func() { _ = rows.Close() }()
 	applied := map[string]bool{}
 	for rows.Next() {
 		var name string
@@ -65,7 +65,7 @@ func applyMigration(ctx context.Context, db *sql.DB, name string) error {
 	if err != nil {
 		return fmt.Errorf("migration %s: %w", name, err)
 	}
-	defer tx.Rollback()
+	defer func() { _ = tx.Rollback() }() // a no-op after Commit
 	if _, err := tx.ExecContext(ctx, string(text)); err != nil {
 		return fmt.Errorf("migration %s: %w", name, err)
 	}

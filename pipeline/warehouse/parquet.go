@@ -80,15 +80,15 @@ func (w *Warehouse) copyParquet(ctx context.Context, query, dir string) error {
 	// COPY takes no parameters for its target; the path is quoted as an SQL literal.
 	copySQL := fmt.Sprintf(`COPY (%s) TO %s (FORMAT PARQUET, COMPRESSION zstd, ROW_GROUP_SIZE 16384)`, query, sqlString(stage))
 	if _, err := w.load.ExecContext(ctx, copySQL); err != nil {
-		os.Remove(stage)
+		_ = os.Remove(stage) // best effort: Open cleans leftovers too
 		return err
 	}
 	if err := syncFile(stage); err != nil {
-		os.Remove(stage)
+		_ = os.Remove(stage) // best effort: Open cleans leftovers too
 		return err
 	}
 	if err := os.Rename(stage, final); err != nil {
-		os.Remove(stage)
+		_ = os.Remove(stage) // best effort: Open cleans leftovers too
 		return err
 	}
 	if err := syncFile(dir); err != nil {
@@ -116,7 +116,7 @@ func syncFile(path string) error {
 	if err != nil {
 		return err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read-only: Sync reported what matters
 	if err := f.Sync(); err != nil {
 		return fmt.Errorf("fsync %s: %w", path, err)
 	}

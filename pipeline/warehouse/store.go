@@ -226,12 +226,6 @@ func (e *UnloadableError) Error() string {
 
 func (e *UnloadableError) Unwrap() error { return e.Err }
 
-func isBodyError(err error) bool {
-	var fe *flatten.FlattenError
-	var de *schema.DecodeError
-	return errors.As(err, &fe) || errors.As(err, &de)
-}
-
 // RawBody returns a stored response body as received (decompressed), or an error wrapping
 // sql.ErrNoRows when none is stored. domain is "" for country-metadata.
 func (w *Warehouse) RawBody(ctx context.Context, snapshot, domain string, endpoint schema.Endpoint) ([]byte, error) {
@@ -306,7 +300,7 @@ func queryEach(ctx context.Context, q querier, query string, args []any, fn func
 	if err != nil {
 		return err
 	}
-	defer rows.Close()
+	defer func() { _ = rows.Close() }()
 	for rows.Next() {
 		if err := fn(rows); err != nil {
 			return err

@@ -155,7 +155,7 @@ func Open(ctx context.Context, opts Options) (*Warehouse, error) {
 	if err == nil {
 		err = db.PingContext(ctx)
 		if err != nil {
-			db.Close()
+			_ = db.Close()
 		}
 	}
 	if err != nil {
@@ -164,12 +164,12 @@ func Open(ctx context.Context, opts Options) (*Warehouse, error) {
 	w.db = db
 	if !opts.ReadOnly {
 		if err := Migrate(ctx, db); err != nil {
-			db.Close()
+			_ = db.Close()
 			return nil, fmt.Errorf("open warehouse %s: %w", opts.DuckDBPath, err)
 		}
 	}
 	if err := w.openLoadConn(ctx); err != nil {
-		w.Close()
+		_ = w.Close() // the open error is the one to report
 		return nil, fmt.Errorf("open warehouse %s: %w", opts.DuckDBPath, err)
 	}
 	if opts.ReadOnly {
@@ -177,13 +177,13 @@ func Open(ctx context.Context, opts Options) (*Warehouse, error) {
 	}
 	if opts.ParquetDir != "" {
 		if err := cleanStaging(opts.ParquetDir, w.log); err != nil {
-			w.Close()
+			_ = w.Close() // the open error is the one to report
 			return nil, fmt.Errorf("open warehouse: %w", err)
 		}
 	}
 	w.startWriter()
 	if w.abandoned, err = w.closeAbandoned(ctx); err != nil {
-		w.Close()
+		_ = w.Close() // the open error is the one to report
 		return nil, fmt.Errorf("open warehouse %s: close the runs of dead processes: %w", opts.DuckDBPath, err)
 	}
 	return w, nil
@@ -225,7 +225,7 @@ func (w *Warehouse) arrowConn(ctx context.Context) (*sql.Conn, *duckdb.Arrow, er
 		return err
 	})
 	if err != nil {
-		conn.Close()
+		_ = conn.Close()
 		return nil, nil, fmt.Errorf("arrow interface: %w", err)
 	}
 	return conn, ar, nil

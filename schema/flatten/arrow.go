@@ -1,3 +1,5 @@
+// Package flatten turns decoded API responses (package schema) into Arrow records, one per
+// warehouse table, and declares those tables' Arrow schemas.
 package flatten
 
 import (

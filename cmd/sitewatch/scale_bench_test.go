@@ -1,0 +1,214 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"runtime/pprof"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"sitewatch/pipeline"
+	"sitewatch/pipeline/atlas/atlastest"
+	"sitewatch/pipeline/config"
+)
+
+// BenchmarkRunScale runs one snapshot at 1,000 and at 10,000 domains (SITEWATCH_LONG=1 adds
+// 100,000) against atlastest at an unlimited rate (rate_limit 10000, no latency). Each run is
+// a child process (TestRunScaleChild), so its peak RSS (VmHWM) is the run's alone, not the
+// simulator's. It prints the peak RSS at each size and the ratio to the smallest, the
+// milliseconds per domain and the calls per second; a run's cost should be flat in the
+// watchlist size (docs/warehouse-internals.md, "Memory").
+//
+//	go test -run '^$' -bench BenchmarkRunScale -benchtime 1x -timeout 60m ./cmd/sitewatch/
+func BenchmarkRunScale(b *testing.B) {
+	sizes := []int{1000, 10000}
+	if s := os.Getenv("SITEWATCH_SCALE_SIZES"); s != "" {
+		sizes = nil
+		for _, f := range strings.Split(s, ",") {
+			n, err := strconv.Atoi(f)
+			if err != nil || n < 1 {
+				b.Fatalf("SITEWATCH_SCALE_SIZES=%q: %q is not a positive number", s, f)
+			}
+			sizes = append(sizes, n)
+		}
+	} else if longTests() {
+		sizes = append(sizes, 100000)
+	}
+	for i := 0; i < b.N; i++ {
+		var base scaleResult
+		for _, n := range sizes {
+			r := runScaleChild(b, n)
+			if n == sizes[0] {
+				base = r
+			}
+			name := strconv.Itoa(n)
+			b.ReportMetric(r.rssMB, "peak-RSS-MB-"+name)
+			b.ReportMetric(r.msPerDomain, "ms/domain-"+name)
+			b.ReportMetric(r.callsPerSec, "calls/s-"+name)
+			b.ReportMetric(r.goSysMB, "go-runtime-MB-"+name) // the rest of the RSS is DuckDB's (C++)
+			if n != sizes[0] {
+				b.ReportMetric(r.rssMB/base.rssMB, fmt.Sprintf("RSS-ratio-%d/%d", n, sizes[0]))
+				b.ReportMetric(r.msPerDomain/base.msPerDomain, fmt.Sprintf("ms/domain-ratio-%d/%d", n, sizes[0]))
+			}
+			b.Logf("%d domains: peak RSS %.0f MB (Go runtime %.0f MB), %.2f ms/domain, %.0f calls/s", n, r.rssMB, r.goSysMB, r.msPerDomain, r.callsPerSec)
+		}
+	}
+}
+
+type scaleResult struct {
+	rssMB, goSysMB, msPerDomain, callsPerSec float64
+}
+
+// runScaleChild runs one snapshot of n domains in a child process and returns its figures.
+func runScaleChild(b *testing.B, n int) scaleResult {
+	b.Helper()
+	key := "scale-key"
+	srv := atlastest.NewServer(atlastest.Options{Month: testMonth, Rate: 1_000_000, Keys: map[string]int64{key: int64(3*n + 10)}})
+	defer srv.Close()
+	dir := b.TempDir()
+	var cfg strings.Builder
+	fmt.Fprintf(&cfg, "api:\n  base_url: %s\n  rate_limit: 10000\n  timeout: 30s\nwarehouse:\n  duckdb: data/w.duckdb\n  parquet: data/parquet\ndomains:\n", srv.URL)
+	for _, d := range atlastest.Domains(n) {
+		fmt.Fprintf(&cfg, "  - %s\n", d)
+	}
+	path := filepath.Join(dir, "domains.yaml")
+	if err := os.WriteFile(path, []byte(cfg.String()), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestRunScaleChild$", "-test.v")
+	cmd.Env = append(os.Environ(), "SITEWATCH_SCALE_CHILD="+path, config.EnvAPIKey+"="+key)
+	if dir := os.Getenv("SITEWATCH_SCALE_PROFILE"); dir != "" {
+		cmd.Env = append(cmd.Env, "SITEWATCH_SCALE_PROFILE="+filepath.Join(dir, strconv.Itoa(n)))
+		if err := os.MkdirAll(filepath.Join(dir, strconv.Itoa(n)), 0o755); err != nil {
+			b.Fatal(err)
+		}
+	}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		b.Fatalf("run of %d domains: %v\n%s", n, err, tail(string(out), 3000))
+	}
+	var r scaleResult
+	var seconds float64
+	sc := bufio.NewScanner(strings.NewReader(string(out)))
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) == 3 && f[0] == "scale" {
+			v, _ := strconv.ParseFloat(f[2], 64)
+			switch f[1] {
+			case "maxrss_kib":
+				r.rssMB = v / 1024
+			case "seconds":
+				seconds = v
+			case "go_sys_mib":
+				r.goSysMB = v
+			}
+		}
+	}
+	if r.rssMB == 0 || seconds == 0 {
+		b.Fatalf("the child printed no figures:\n%s", tail(string(out), 3000))
+	}
+	if got, want := srv.Stats().Charged, int64(2*n+1); got != want {
+		b.Errorf("%d domains: charged %d, want %d", n, got, want)
+	}
+	r.msPerDomain = seconds * 1000 / float64(n)
+	r.callsPerSec = float64(2*n+1) / seconds
+	return r
+}
+
+// TestRunScaleChild is not a test: it is the child process of BenchmarkRunScale. It runs the
+// snapshot of the config in SITEWATCH_SCALE_CHILD and prints its duration and VmHWM.
+func TestRunScaleChild(t *testing.T) {
+	path := os.Getenv("SITEWATCH_SCALE_CHILD")
+	if path == "" {
+		t.Skip("child process of BenchmarkRunScale")
+	}
+	cfg, err := config.Load(path, os.Getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dir := os.Getenv("SITEWATCH_SCALE_PROFILE"); dir != "" {
+		stop := profileRun(t, dir)
+		defer stop()
+	}
+	start := time.Now()
+	sum, err := pipeline.Run(context.Background(), cfg, pipeline.RunOptions{Snapshot: testMonth}, pipeline.Env{Getenv: os.Getenv})
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	elapsed := time.Since(start)
+	if sum.DomainsLoaded != sum.DomainsTotal {
+		t.Fatalf("loaded %d of %d", sum.DomainsLoaded, sum.DomainsTotal)
+	}
+	status, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmHWM:" {
+			fmt.Printf("scale maxrss_kib %s\n", f[1])
+		}
+	}
+	fmt.Printf("scale seconds %.3f\n", elapsed.Seconds())
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	fmt.Printf("scale go_sys_mib %.1f\n", float64(ms.Sys)/(1<<20))
+}
+
+// samplePeakHeap writes a heap profile to path each time the live heap passes 1.2 times the
+// size of the last one written, so the file shows what the heap held at its peak.
+func samplePeakHeap(path string, done <-chan struct{}) {
+	var written uint64
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case <-tick.C:
+		}
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		if ms.HeapAlloc < written*6/5 || ms.HeapAlloc < 32<<20 {
+			continue
+		}
+		written = ms.HeapAlloc
+		if f, err := os.Create(path); err == nil {
+			_ = pprof.Lookup("heap").WriteTo(f, 0)
+			_ = f.Close()
+		}
+	}
+}
+
+// profileRun writes a CPU profile of the run and a heap profile at its end into dir
+// (SITEWATCH_SCALE_PROFILE=dir), to see what grows with the watchlist.
+func profileRun(t *testing.T, dir string) (stop func()) {
+	cpu, err := os.Create(filepath.Join(dir, "cpu.pprof"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pprof.StartCPUProfile(cpu); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go samplePeakHeap(filepath.Join(dir, "peakheap.pprof"), done)
+	return func() {
+		close(done)
+		pprof.StopCPUProfile()
+		cpu.Close()
+		heap, err := os.Create(filepath.Join(dir, "heap.pprof"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer heap.Close()
+		if err := pprof.Lookup("allocs").WriteTo(heap, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
