@@ -364,7 +364,7 @@ func TestParquet(t *testing.T) {
 			rel, _ := filepath.Rel(w.opts.ParquetDir, f)
 			got = append(got, rel)
 		}
-		if len(got) != 2*len(flatten.SnapshotTables)+1 {
+		if len(got) != 2*(len(flatten.SnapshotTables)+len(RunHealthTables))+1 {
 			t.Errorf("files: %v", got)
 		}
 		for _, f := range got {
