@@ -190,7 +190,7 @@ func completeList(ctx context.Context, db *sql.DB) string {
 	var months []string
 	rows, err := db.QueryContext(ctx, `SELECT snapshot_month FROM complete_months ORDER BY snapshot_month DESC LIMIT 12`)
 	if err == nil {
-		defer rows.Close()
+		defer func() { _ = rows.Close() }()
 		for rows.Next() {
 			var m string
 			if rows.Scan(&m) == nil {
@@ -337,7 +337,7 @@ func each(ctx context.Context, db *sql.DB, query string, args []any, fn func(*sq
 	if err != nil {
 		return err
 	}
-	defer rows.Close()
+	defer func() { _ = rows.Close() }()
 	for rows.Next() {
 		if err := fn(rows); err != nil {
 			return err

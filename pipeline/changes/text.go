@@ -136,13 +136,13 @@ func (d *Digest) writeMovers(p *printer) {
 	for _, m := range d.Movers {
 		if m.Metric != metric {
 			metric = m.Metric
-			fmt.Fprintf(tw, "  %s\n", metricTitles[metric])
+			_, _ = fmt.Fprintf(tw, "  %s\n", metricTitles[metric])
 		}
 		name := m.Domain
 		if m.Channel != "" {
 			name += " " + m.Channel
 		}
-		fmt.Fprintf(tw, "    %s\t%s\t→ %s\t%s\n", name, value(m.Metric, m.Previous), value(m.Metric, m.Current), moveText(m))
+		_, _ = fmt.Fprintf(tw, "    %s\t%s\t→ %s\t%s\n", name, value(m.Metric, m.Previous), value(m.Metric, m.Current), moveText(m))
 	}
 	p.flush(tw)
 }
@@ -236,7 +236,7 @@ func (p *printer) Write(b []byte) (int, error) {
 	return n, err
 }
 
-func (p *printer) printf(format string, args ...any) { fmt.Fprintf(p, format, args...) }
+func (p *printer) printf(format string, args ...any) { _, _ = fmt.Fprintf(p, format, args...) }
 
 func (p *printer) table() *tabwriter.Writer { return tabwriter.NewWriter(p, 0, 0, 2, ' ', 0) }
 
@@ -258,7 +258,7 @@ func (p *printer) list(lines []string, view, month string) {
 		if i == MaxLinesPerSection {
 			break
 		}
-		fmt.Fprintln(tw, l)
+		_, _ = fmt.Fprintln(tw, l)
 	}
 	p.flush(tw)
 	if more := len(lines) - MaxLinesPerSection; more > 0 {

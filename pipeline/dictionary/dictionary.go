@@ -69,7 +69,7 @@ func Build(ctx context.Context, db *sql.DB) (*Dictionary, error) {
 	if err != nil {
 		return nil, fmt.Errorf("data dictionary: read duckdb_columns(): %w", err)
 	}
-	defer rows.Close()
+	defer func() { _ = rows.Close() }()
 	for rows.Next() {
 		var table string
 		var c Column
@@ -99,7 +99,7 @@ func readObjects(ctx context.Context, db *sql.DB) ([]Object, error) {
 	if err != nil {
 		return nil, fmt.Errorf("data dictionary: read duckdb_tables()/duckdb_views(): %w", err)
 	}
-	defer rows.Close()
+	defer func() { _ = rows.Close() }()
 	var objs []Object
 	for rows.Next() {
 		var o Object
@@ -125,7 +125,7 @@ func Default(ctx context.Context) (*Dictionary, error) {
 	if err != nil {
 		return nil, fmt.Errorf("data dictionary: open in-memory duckdb: %w", err)
 	}
-	defer db.Close()
+	defer func() { _ = db.Close() }()
 	// One connection is all this needs; the in-memory database lives as long as db.
 	db.SetMaxOpenConns(1)
 	if err := warehouse.Migrate(ctx, db); err != nil {
@@ -221,7 +221,7 @@ func (d *Dictionary) WriteText(w io.Writer) error {
 		}
 		tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
 		for _, c := range o.Columns {
-			fmt.Fprintf(tw, "  %s\t%s\t%s\n", c.Name, c.Type, c.Comment)
+			_, _ = fmt.Fprintf(tw, "  %s\t%s\t%s\n", c.Name, c.Type, c.Comment)
 		}
 		if err := tw.Flush(); err != nil && ew.err == nil {
 			ew.err = err
@@ -269,5 +269,5 @@ func (e *errWriter) Write(p []byte) (int, error) {
 }
 
 func (e *errWriter) printf(format string, args ...any) {
-	fmt.Fprintf(e, format, args...)
+	_, _ = fmt.Fprintf(e, format, args...) // e keeps the first error
 }

@@ -375,3 +375,20 @@ func QualityCheckDocs() []QualityCheckDoc {
 	sort.Slice(docs, func(i, j int) bool { return docs[i].Name < docs[j].Name })
 	return docs
 }
+
+// checkQuietly runs the quality checks of month and logs the outcome. A check never blocks
+// loading or rebuilding, so a failure to run them is logged, not returned.
+func (w *Warehouse) checkQuietly(ctx context.Context, month string) {
+	findings, err := w.RunQualityChecks(ctx, month)
+	if err != nil {
+		w.log.Warn("quality checks did not run", "snapshot", month, "err", err)
+		return
+	}
+	errs := 0
+	for _, f := range findings {
+		if f.Severity == SeverityError {
+			errs++
+		}
+	}
+	w.log.Info("quality checks", "snapshot", month, "errors", errs, "warnings", len(findings)-errs)
+}

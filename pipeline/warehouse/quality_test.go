@@ -2,6 +2,7 @@ package warehouse
 
 import (
 	"context"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -113,5 +114,27 @@ func TestQualityChecksRefuseEmptyMonth(t *testing.T) {
 	}
 	if sum, err := w.QualitySummary(ctx, "2026-01"); err != nil || len(sum) != 0 {
 		t.Errorf("summary of an unchecked month = %v, %v; want empty", sum, err)
+	}
+}
+
+// TestRebuildRunsQualityChecks: a rebuild re-derives quality_checks with the tables and
+// exports them with the month.
+func TestRebuildRunsQualityChecks(t *testing.T) {
+	dir := t.TempDir()
+	w := testWarehouse(t, dir)
+	ctx := context.Background()
+	storeFixtures(t, w, "2026-11")
+	if err := w.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Rebuild(ctx, "2026-11"); err != nil {
+		t.Fatal(err)
+	}
+	if n := count(t, w.DB(), `SELECT count(*) FROM quality_checks WHERE snapshot_month = '2026-11' AND severity = 'warn'`); n != 1 {
+		t.Errorf("after rebuild: %d warn findings, want 1 (nulls.example's channel shares)", n)
+	}
+	file := filepath.Join(dir, "parquet", "quality_checks", "snapshot_month=2026-11", parquetFile)
+	if n := count(t, w.DB(), `SELECT count(*) FROM read_parquet(?) WHERE severity = 'warn'`, file); n != 1 {
+		t.Errorf("exported quality_checks holds %d warn findings, want 1", n)
 	}
 }

@@ -60,6 +60,7 @@ func (w *Warehouse) Rebuild(ctx context.Context, snapshot string) (domains int, 
 		if err != nil {
 			return domains, fmt.Errorf("rebuild snapshot %s: %w", s, err)
 		}
+		w.checkQuietly(ctx, s) // quality_checks follow the rebuilt rows (and are exported below)
 		if w.opts.ParquetDir != "" {
 			if err := w.ExportParquet(ctx, s); err != nil {
 				return domains, fmt.Errorf("rebuild snapshot %s: %w", s, err)

@@ -65,7 +65,9 @@ func TestColumnsMatchDDL(t *testing.T) {
 		t.Run(tab.Name, func(t *testing.T) {
 			rows := queryRows(t, w.DB(), `SELECT column_name, data_type FROM duckdb_columns() WHERE table_name = ? ORDER BY column_index`, tab.Name)
 			var got []string
-			got = append(got, rows...)
+			for _, r := range rows {
+				got = append(got, r)
+			}
 			var want []string
 			for _, f := range tab.Schema.Fields() {
 				want = append(want, fmt.Sprintf("%q | %q", f.Name, wantType[f.Type.String()]))
@@ -362,7 +364,7 @@ func TestParquet(t *testing.T) {
 			rel, _ := filepath.Rel(w.opts.ParquetDir, f)
 			got = append(got, rel)
 		}
-		if len(got) != 2*(len(flatten.SnapshotTables)+len(RunHealthTables))+1 { // each month: snapshot and run-health tables
+		if len(got) != 2*(len(flatten.SnapshotTables)+len(RunHealthTables))+1 {
 			t.Errorf("files: %v", got)
 		}
 		for _, f := range got {
