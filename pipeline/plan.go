@@ -16,6 +16,35 @@ type Plan struct {
 	Unloadable    int             // domains with both responses stored that cannot be loaded (skipped unless --refresh)
 	Countries     bool            // country-metadata still to fetch
 	Requests      []atlas.Request // in order: countries first, then both endpoints of each domain in turn
+	// HeldComplete says the warehouse already holds Snapshot complete (dry run): a run finds
+	// it up to date for 1 credit while the API still serves that month.
+	HeldComplete bool
+	// FullCredits is what a new month costs: 2 calls per domain and country-metadata.
+	FullCredits int
+}
+
+// Complete says whether state holds the snapshot complete for domains: every domain loaded
+// or rejected by the API, nothing stored that cannot be loaded, and the countries stored.
+func (p *Plan) Complete(state *warehouse.SnapshotState, domains []string) bool {
+	if !state.CountriesLoaded {
+		return false
+	}
+	for _, d := range domains {
+		if _, rejected := state.Rejected[d]; !state.Loaded[d] && !rejected {
+			return false
+		}
+	}
+	return true
+}
+
+// drop removes a call already made (the probe) from the plan.
+func (p *Plan) drop(done atlas.Request) {
+	for i, r := range p.Requests {
+		if r == done {
+			p.Requests = append(p.Requests[:i:i], p.Requests[i+1:]...)
+			return
+		}
+	}
 }
 
 // Credits is the most the plan can cost: one credit per call.

@@ -3,48 +3,89 @@ package pipeline
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"sitewatch/pipeline/atlas"
 )
 
 // progress tracks finished calls and reports them: a live line on a terminal, a structured
-// log line every few seconds otherwise.
+// log line every few seconds otherwise, and a Progress value for Env.OnProgress (the live
+// status file and metrics).
 type progress struct {
 	env    Env
-	client *atlas.Client
+	client Fetcher
 	begun  time.Time
 
-	mu        sync.Mutex
-	calls     int // planned
-	finishedN int
-	remaining map[string]int // domain -> calls still out
-	domains   int            // domains with calls planned
-	domainsOK int            // domains whose calls have all finished
+	mu         sync.Mutex
+	month      string
+	calls      int // planned (an estimate until the plan is known)
+	finishedN  int
+	remaining  map[string]int // domain -> calls still out
+	domains    int            // domains with calls planned
+	domainsOK  int            // domains whose calls have all finished
+	stopping   bool
+	loadedBase int                         // domains of the month loaded before this run
+	onReport   func(Progress, atlas.Stats) // told each report
 }
 
-func newProgress(env Env, client *atlas.Client, plan *Plan) *progress {
-	p := &progress{env: env, client: client, calls: len(plan.Requests), remaining: map[string]int{}}
+// Progress is a run's state as reported while it runs.
+type Progress struct {
+	Month         string // "" until the first answer tells it
+	Loaded        int    // domains of the month loaded so far (earlier runs included; approximate while running)
+	DomainsDone   int
+	DomainsTotal  int
+	CallsDone     int
+	CallsTotal    int
+	Elapsed       time.Duration
+	ETA           time.Duration // -1 unknown
+	RatePerSecond float64
+	Stopping      bool // a signal asked to stop; calls in flight are finishing
+}
+
+func newProgress(env Env, client Fetcher, estimatedCalls int) *progress {
+	return &progress{env: env, client: client, calls: estimatedCalls, remaining: map[string]int{}}
+}
+
+// plan switches from the estimate to the plan's calls (made after the probe).
+func (p *progress) plan(plan *Plan) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.month = plan.Snapshot
+	p.loadedBase = plan.Loaded
+	p.calls = p.finishedN + len(plan.Requests)
 	for _, r := range plan.Requests {
 		if r.Domain != "" {
 			p.remaining[r.Domain]++
 		}
 	}
 	p.domains = len(p.remaining)
-	return p
 }
 
-func (p *progress) finished(res atlas.Result) {
+// finished counts one finished call.
+func (p *progress) finished(res atlas.Result) { p.done(res.Domain) }
+
+// done counts one finished call of domain ("" for country-metadata).
+func (p *progress) done(domain string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.finishedN++
-	if res.Domain != "" {
-		p.remaining[res.Domain]--
-		if p.remaining[res.Domain] == 0 {
+	if n, ok := p.remaining[domain]; ok && domain != "" {
+		p.remaining[domain] = n - 1
+		if n-1 == 0 {
 			p.domainsOK++
 		}
 	}
+}
+
+// stop notes that a signal asked the run to stop.
+func (p *progress) stop() {
+	p.mu.Lock()
+	p.stopping = true
+	p.mu.Unlock()
+	p.report(false)
 }
 
 // start reports until the returned function is called; that function draws the last line.
@@ -65,8 +106,6 @@ func (p *progress) start(ctx context.Context) (stop func()) {
 			select {
 			case <-done:
 				return
-			case <-ctx.Done():
-				return
 			case <-t.C:
 				p.report(false)
 			}
@@ -79,35 +118,86 @@ func (p *progress) start(ctx context.Context) (stop func()) {
 	}
 }
 
-func (p *progress) report(last bool) {
+// snapshot returns the current Progress.
+func (p *progress) snapshot() Progress {
 	p.mu.Lock()
-	finished, calls, doms, domsOK := p.finishedN, p.calls, p.domains, p.domainsOK
+	pr := Progress{Month: p.month, DomainsDone: p.domainsOK, DomainsTotal: p.domains, CallsDone: p.finishedN,
+		CallsTotal: p.calls, Stopping: p.stopping, ETA: -1, Loaded: p.loadedBase + p.domainsOK}
 	p.mu.Unlock()
-	stats := p.client.Stats()
-	elapsed := p.env.Now().Sub(p.begun)
-	perSec := 0.0
-	if elapsed > 0 {
-		perSec = float64(stats.Requests) / elapsed.Seconds()
+	pr.Elapsed = p.env.Now().Sub(p.begun)
+	if pr.Elapsed > 0 {
+		pr.RatePerSecond = float64(p.client.Stats().Requests) / pr.Elapsed.Seconds()
 	}
-	eta := "-"
-	if finished > 0 && finished < calls {
-		left := time.Duration(float64(elapsed) / float64(finished) * float64(calls-finished))
-		eta = left.Round(time.Second).String()
+	if pr.CallsDone > 0 && pr.CallsDone < pr.CallsTotal {
+		pr.ETA = time.Duration(float64(pr.Elapsed) / float64(pr.CallsDone) * float64(pr.CallsTotal-pr.CallsDone))
+	}
+	return pr
+}
+
+func (p *progress) report(last bool) {
+	pr := p.snapshot()
+	stats := p.client.Stats()
+	if p.onReport != nil {
+		p.onReport(pr, stats)
 	}
 	credits := "?"
 	if stats.CreditsRemaining >= 0 {
 		credits = fmt.Sprint(stats.CreditsRemaining)
+	}
+	eta := "-"
+	if pr.ETA >= 0 {
+		eta = pr.ETA.Round(time.Second).String()
 	}
 	if p.env.IsTerminal {
 		end := "\r"
 		if last {
 			end = "\n"
 		}
-		fmt.Fprintf(p.env.Stderr, "\r\033[Kdomains %d/%d  calls %d/%d  %.1f req/s  429s %d  credits left %s  ETA %s%s",
-			domsOK, doms, finished, calls, perSec, stats.RateLimited, credits, eta, end)
+		fmt.Fprintf(p.env.Stderr, "\r\033[K%s%s", fitLine(progressSegments(pr, stats.RateLimited, credits, eta), p.width()), end)
 		return
 	}
-	p.env.Logger.Info("progress", "domains_done", domsOK, "domains_total", doms, "calls_done", finished,
-		"calls_total", calls, "req_per_s", fmt.Sprintf("%.2f", perSec), "rate_limited", stats.RateLimited,
-		"credits_left", credits, "eta", eta)
+	p.env.Logger.Info("progress", "month", pr.Month, "domains_done", pr.DomainsDone, "domains_total", pr.DomainsTotal,
+		"calls_done", pr.CallsDone, "calls_total", pr.CallsTotal, "req_per_s", fmt.Sprintf("%.2f", pr.RatePerSecond),
+		"rate_limited", stats.RateLimited, "credits_left", credits, "eta", eta, "stopping", pr.Stopping)
+}
+
+func (p *progress) width() int {
+	if p.env.TermWidth != nil {
+		if w := p.env.TermWidth(); w > 0 {
+			return w
+		}
+	}
+	return 80
+}
+
+// progressSegments are the parts of the live line, most important first; fitLine drops
+// from the end until the line fits the terminal.
+func progressSegments(pr Progress, rateLimited int64, credits, eta string) []string {
+	pct := 0.0
+	if pr.CallsTotal > 0 {
+		pct = 100 * float64(pr.CallsDone) / float64(pr.CallsTotal)
+	}
+	head := fmt.Sprintf("%3.0f%% %d/%d domains", pct, pr.DomainsDone, pr.DomainsTotal)
+	if pr.Stopping {
+		return []string{head, "stopping: waiting for the calls in flight", "press Ctrl-C again to abort"}
+	}
+	return []string{head, "ETA " + eta, fmt.Sprintf("%.1f req/s", pr.RatePerSecond), "credits left " + credits,
+		fmt.Sprintf("429s %d", rateLimited), fmt.Sprintf("calls %d/%d", pr.CallsDone, pr.CallsTotal)}
+}
+
+// fitLine joins segments with two spaces, dropping trailing ones (and finally cutting the
+// first) so the line is shorter than width: a line as wide as the terminal wraps.
+func fitLine(segments []string, width int) string {
+	limit := width - 1
+	for n := len(segments); n > 0; n-- {
+		line := strings.Join(segments[:n], "  ")
+		if utf8.RuneCountInString(line) <= limit {
+			return line
+		}
+	}
+	r := []rune(segments[0])
+	if limit < 1 {
+		return ""
+	}
+	return string(r[:min(len(r), limit)])
 }

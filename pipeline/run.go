@@ -4,16 +4,18 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
+	"strings"
 	"time"
 
 	"sitewatch/pipeline/atlas"
 	"sitewatch/pipeline/config"
+	"sitewatch/pipeline/metrics"
+	"sitewatch/pipeline/notify"
 	"sitewatch/pipeline/warehouse"
 	"sitewatch/schema"
 	"sitewatch/schema/flatten"
@@ -22,10 +24,18 @@ import (
 // Env is what a command reads from and writes to the outside world; tests fill it in.
 type Env struct {
 	Getenv     func(string) string
+	Stdin      io.Reader // `sitewatch query -` reads SQL from it
 	Stdout     io.Writer
 	Stderr     io.Writer
 	Logger     *slog.Logger
 	IsTerminal bool // stderr is a terminal: draw a live progress line instead of log lines
+	// TermWidth returns the terminal's width in columns (nil or <= 0: 80).
+	TermWidth func() int
+	// Metrics, when set, records runs for Prometheus (schedule --listen, run --metrics-file).
+	Metrics *metrics.Recorder
+	// OnProgress, when set, is told the run's progress about once a second and at the end
+	// (the live status file and metrics are fed from it).
+	OnProgress func(Progress, atlas.Stats)
 	Now        func() time.Time
 	// ProgressEvery is the interval of progress log lines when not on a terminal.
 	ProgressEvery time.Duration
@@ -33,7 +43,10 @@ type Env struct {
 
 // RunOptions are the flags of `sitewatch run`.
 type RunOptions struct {
-	Snapshot string // YYYY-MM
+	// Snapshot is the month the caller expects the API to serve (YYYY-MM); "" takes whatever
+	// month the API serves now. When the API serves another month the run stores nothing and
+	// fails with a *MonthMismatchError.
+	Snapshot string
 	Refresh  bool
 }
 
@@ -41,19 +54,48 @@ type RunOptions struct {
 const (
 	StatusRunning        = "running"
 	StatusComplete       = "complete"
+	StatusUpToDate       = "up_to_date"
 	StatusStoppedCredits = "stopped_credits"
 	StatusUnauthorized   = "unauthorized"
 	StatusFailed         = "failed"
 	StatusInterrupted    = "interrupted"
+	StatusMonthMismatch  = "month_mismatch"
+	StatusMonthTurned    = "month_turned"
+	StatusAbandoned      = "abandoned" // set by the warehouse for a run whose process died
 )
 
 // ErrIncomplete reports a run that attempted everything but left domains unloaded.
 var ErrIncomplete = errors.New("snapshot incomplete")
 
+// ErrNothingToFetch reports a watchlist with no domain that can be sent.
+var ErrNothingToFetch = errors.New("no watchlist entry is a host name that can be sent")
+
+// MonthMismatchError is `run --snapshot M` against an API that serves another month: the
+// API serves only its current month, so M cannot be fetched. Nothing was stored.
+type MonthMismatchError struct {
+	Want, Served string
+}
+
+func (e *MonthMismatchError) Error() string {
+	return fmt.Sprintf("the API serves %s, not %s: nothing was stored under %s (past months cannot be fetched; the API serves only its current month); run without --snapshot to load %s",
+		e.Served, e.Want, e.Want, e.Served)
+}
+
+// MonthTurnedError reports that the API moved to a new month during the run: answers were
+// stored under their own months, From stays incomplete, and a rerun completes To.
+type MonthTurnedError struct {
+	From, To string
+}
+
+func (e *MonthTurnedError) Error() string {
+	return fmt.Sprintf("the API turned from %s to %s during the run: answers are stored under their own months, %s stays incomplete; rerun `sitewatch run` to complete %s",
+		e.From, e.To, e.From, e.To)
+}
+
 // Summary is what one run did.
 type Summary struct {
 	RunID            string
-	Snapshot         string
+	Snapshot         string // the month the API's data is for ("" when no answer told it)
 	Status           string
 	DomainsTotal     int
 	DomainsLoaded    int
@@ -64,31 +106,47 @@ type Summary struct {
 	CreditsRemaining int64 // -1 unknown
 	Duration         time.Duration
 	Watchlist        *config.Watchlist
-	DataMonth        string            // the API's snapshot month when it differs from Snapshot, else ""
-	APIRejections    map[string]string // domain -> code
-	Failures         []warehouse.FetchError
+	// CompleteSince is when Snapshot was first complete, for an up-to-date run.
+	CompleteSince time.Time
+	// TurnedTo is the month the API moved to during the run ("" if it did not), and
+	// TurnedLoaded how many domains of it are loaded.
+	TurnedTo      string
+	TurnedLoaded  int
+	APIRejections map[string]string // domain -> code
+	Failures      []warehouse.FetchError
 }
 
 // runState is one run in progress.
 type runState struct {
 	cfg        *config.Config
+	opts       RunOptions
 	env        Env
-	wh         *warehouse.Warehouse
-	client     *atlas.Client
+	store      Store
+	client     Fetcher
+	wl         *config.Watchlist
+	months     *monthTracker
 	plan       *Plan
 	sum        *Summary
-	stopCause  error // the first storage failure, or ErrUpstreamFailing: either stops the fetch
+	stopCause  error // the first storage failure, ErrUpstreamFailing or a month turn: each stops the fetch
+	mismatch   *MonthMismatchError
+	upToDate   bool
+	touched    map[string]bool // months other than the run's that answers were stored under
+	probed     []atlas.Request // the probe calls made (not planned again in this run)
 	failStreak int
 	progress   *progress
+	obs        observers
 }
 
-// Run fetches and loads one snapshot of the watchlist, resuming where an earlier run of the
-// same snapshot stopped. Its error says why the snapshot is not complete; ExitCode maps it to
-// the exit codes of the contract.
+// Run fetches and loads the snapshot of the month the API serves now, resuming where an
+// earlier run of that month stopped. Its error says why the snapshot is not complete;
+// cmd/sitewatch maps it to the exit codes of the contract.
 func Run(ctx context.Context, cfg *config.Config, opts RunOptions, env Env) (*Summary, error) {
 	env = env.WithDefaults()
 	wl := config.NewWatchlist(cfg)
-	creds, err := CredentialsFrom(cfg, env.Getenv, false)
+	if len(wl.Domains) == 0 {
+		return nil, &config.Error{Path: cfg.Path, Msg: ErrNothingToFetch.Error() + "; `sitewatch validate` lists why each entry was rejected"}
+	}
+	creds, err := config.CredentialsFrom(cfg, env.Getenv)
 	if err != nil {
 		return nil, err
 	}
@@ -96,41 +154,70 @@ func Run(ctx context.Context, cfg *config.Config, opts RunOptions, env Env) (*Su
 	if err != nil {
 		return nil, err // the warehouse names the file and the holder
 	}
-	defer wh.Close()
-	state, err := wh.State(ctx, opts.Snapshot)
-	if err != nil {
-		return nil, fmt.Errorf("read snapshot %s state: %w", opts.Snapshot, err)
-	}
-	plan := BuildPlan(opts.Snapshot, wl.Domains, state, opts.Refresh)
 	client, err := atlas.New(clientConfig(cfg, creds, env.Logger))
 	if err != nil {
+		wh.Close()
 		return nil, &config.Error{Path: cfg.Path, Msg: err.Error()}
 	}
-	r := &runState{cfg: cfg, env: env, wh: wh, client: client, plan: plan, sum: &Summary{
-		RunID: newRunID(env.Now()), Snapshot: opts.Snapshot, DomainsTotal: len(wl.Domains),
-		Watchlist: wl, CreditsRemaining: -1,
-	}}
-	return r.sum, r.execute(ctx)
+	notifier := notify.New(cfg.Notify.WebhookURL, env.Logger)
+	notifyAbandoned(ctx, notifier, wh.Abandoned(), env.Logger)
+	r := newRunState(cfg, opts, env, wh, client, wl)
+	runErr := r.execute(ctx)
+	notifyOutcome(ctx, notifier, wh.DB(), r.sum, runErr, env.Logger)
+	// Closing checkpoints the WAL into the file: a failure (a full disk) leaves the run's work
+	// in the WAL, which the next open replays, but this run must not report success.
+	if err := wh.Close(); err != nil && runErr == nil {
+		r.sum.Status = StatusFailed
+		runErr = fmt.Errorf("close the warehouse %s: %w (the loaded data is in its write-ahead log; free space, then rerun)", cfg.Warehouse.DuckDB, err)
+	}
+	return r.sum, runErr
+}
+
+func newRunState(cfg *config.Config, opts RunOptions, env Env, store Store, client Fetcher, wl *config.Watchlist) *runState {
+	return &runState{cfg: cfg, opts: opts, env: env, store: store, client: client, wl: wl,
+		months: newMonthTracker(), touched: map[string]bool{},
+		sum: &Summary{RunID: newRunID(env.Now()), DomainsTotal: len(wl.Domains), Watchlist: wl, CreditsRemaining: -1}}
 }
 
 // DryRun returns the plan of a run without calling anything. It reads the warehouse read-only
 // (and treats a missing one as empty), so it creates nothing and works while a BI tool reads
-// the file.
+// the file. The API's month is known only from its first answer, so the plan is for the
+// expected month: --snapshot, else the newest month held (Plan.MonthKnown says which).
 func DryRun(ctx context.Context, cfg *config.Config, opts RunOptions, env Env) (*Plan, error) {
 	env = env.WithDefaults()
 	wl := config.NewWatchlist(cfg)
-	state := &warehouse.SnapshotState{}
+	var state *warehouse.SnapshotState
+	month := opts.Snapshot
 	if _, err := os.Stat(cfg.Warehouse.DuckDB); err == nil {
 		wh, err := warehouse.Open(ctx, warehouse.Options{DuckDBPath: cfg.Warehouse.DuckDB, Logger: env.Logger, ReadOnly: true})
 		if err != nil {
 			return nil, err
 		}
 		defer wh.Close()
-		if state, err = wh.State(ctx, opts.Snapshot); err != nil {
-			return nil, fmt.Errorf("read snapshot %s state: %w", opts.Snapshot, err)
+		if month == "" {
+			if month, err = wh.LatestMonth(ctx); err != nil {
+				return nil, err
+			}
+		}
+		if month != "" {
+			if state, err = wh.State(ctx, month); err != nil {
+				return nil, fmt.Errorf("read snapshot %s state: %w", month, err)
+			}
 		}
 	}
-	return BuildPlan(opts.Snapshot, wl.Domains, state, opts.Refresh), nil
+	if state == nil {
+		state = emptyState()
+	}
+	plan := BuildPlan(month, wl.Domains, state, opts.Refresh)
+	if month != "" && !opts.Refresh && plan.Complete(state, wl.Domains) {
+		plan.HeldComplete = true
+	}
+	plan.FullCredits = len(wl.Domains)*len(schema.DomainEndpoints) + 1
+	return plan, nil
+}
+
+func emptyState() *warehouse.SnapshotState {
+	return &warehouse.SnapshotState{Stored: map[string]map[schema.Endpoint]bool{}, Loaded: map[string]bool{}, Rejected: map[string]string{}}
 }
 
 func (e Env) WithDefaults() Env {
@@ -139,6 +226,9 @@ func (e Env) WithDefaults() Env {
 	}
 	if e.Logger == nil {
 		e.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if e.Stdin == nil {
+		e.Stdin = strings.NewReader("")
 	}
 	if e.Stdout == nil {
 		e.Stdout = io.Discard
@@ -163,17 +253,24 @@ func (r *runState) execute(ctx context.Context) error {
 	// Bookkeeping and loads must commit even when ctx is cancelled (SIGINT lets the calls
 	// in flight finish and keeps their results).
 	keep := context.WithoutCancel(ctx)
-	if err := r.wh.StartRun(keep, r.record(started, nil, StatusRunning, "")); err != nil {
+	candidate, err := r.candidateMonth(keep)
+	if err != nil {
+		return err
+	}
+	if err := r.store.StartRun(keep, r.record(started, nil, StatusRunning, "")); err != nil {
 		return fmt.Errorf("record run start: %w", err)
 	}
-	r.progress = newProgress(r.env, r.client, r.plan)
+	r.progress = newProgress(r.env, r.client, len(r.wl.Domains)*len(schema.DomainEndpoints)+1)
+	r.progress.onReport = r.observeProgress
+	r.startObserving(started, candidate)
 	stopProgress := r.progress.start(ctx)
 	// A signal stops new calls; the calls in flight finish and their results are stored, so
 	// no answered (charged) call is thrown away.
 	stopOnSignal := context.AfterFunc(ctx, func() {
 		r.client.Stop(fmt.Errorf("interrupted by a signal: %w", context.Canceled))
+		r.progress.stop()
 	})
-	stopErr := r.fetch(keep)
+	stopErr := r.fetch(keep, candidate)
 	stopOnSignal()
 	stopProgress()
 	if r.stopCause != nil {
@@ -186,17 +283,39 @@ func (r *runState) execute(ctx context.Context) error {
 	if runErr != nil {
 		msg = runErr.Error()
 	}
-	if err := r.wh.FinishRun(keep, r.record(started, &finished, r.sum.Status, msg)); err != nil && runErr == nil {
+	if err := r.store.FinishRun(keep, r.record(started, &finished, r.sum.Status, msg)); err != nil && runErr == nil {
 		runErr = fmt.Errorf("record run end: %w", err)
 	}
+	if r.sum.Snapshot != "" {
+		// The runs table's Parquet now shows this run finished, not running.
+		if err := r.store.ExportRunHealth(keep, r.sum.Snapshot); err != nil {
+			r.env.Logger.Warn("could not export the run-health tables to Parquet", "snapshot", r.sum.Snapshot, "err", err)
+		}
+	}
+	r.finishObserving(finished, msg)
 	return runErr
 }
 
-// fetch runs the plan's calls. country-metadata goes alone first: concurrent workers would
-// otherwise send calls in any order, and a run stopped for credits should not lack the
-// countries every report joins to.
-func (r *runState) fetch(ctx context.Context) error {
-	handle := func(res atlas.Result) { r.handle(ctx, res) }
+// fetch learns the API's month from one site-overview answer (the probe), then fetches what
+// that month still needs: country-metadata alone first (a run stopped for credits should not
+// lack the countries every report joins to), then both calls of each domain in turn.
+func (r *runState) fetch(ctx context.Context, candidate string) error {
+	if err := r.probe(ctx, candidate); err != nil || r.upToDate || r.mismatch != nil {
+		return err
+	}
+	state, err := r.store.State(ctx, r.months.month)
+	if err != nil {
+		return fmt.Errorf("read snapshot %s state: %w", r.months.month, err)
+	}
+	r.plan = BuildPlan(r.months.month, r.wl.Domains, state, r.opts.Refresh)
+	for _, req := range r.probed {
+		r.plan.drop(req)
+	}
+	r.progress.plan(r.plan)
+	handle := func(res atlas.Result) {
+		r.progress.finished(res)
+		r.handle(ctx, res)
+	}
 	reqs := r.plan.Requests
 	if r.plan.Countries && len(reqs) > 1 {
 		if err := r.client.FetchAll(ctx, reqs[:1], handle); err != nil {
@@ -207,30 +326,191 @@ func (r *runState) fetch(ctx context.Context) error {
 	return r.client.FetchAll(ctx, reqs, handle)
 }
 
+// candidateMonth is the month the run expects the API to serve: --snapshot, else the newest
+// month held (most likely still served while it is incomplete).
+func (r *runState) candidateMonth(ctx context.Context) (string, error) {
+	if r.opts.Snapshot != "" {
+		return r.opts.Snapshot, nil
+	}
+	return r.store.LatestMonth(ctx)
+}
+
+// probe makes site-overview calls one at a time until an answer tells the API's month (a
+// domain the API rejects, or a call that fails after its retries, moves on to the next
+// domain). It prefers a domain the candidate month still lacks, so the probe's credit buys
+// data whenever the API still serves that month. Then it decides: a month other than
+// --snapshot stores nothing (mismatch); a month already complete stores nothing (up to
+// date); otherwise the probe's answer is stored and the run goes on.
+func (r *runState) probe(ctx context.Context, candidate string) error {
+	state := emptyState()
+	if candidate != "" {
+		var err error
+		if state, err = r.store.State(ctx, candidate); err != nil {
+			return fmt.Errorf("read snapshot %s state: %w", candidate, err)
+		}
+	}
+	lacking, held := probeOrder(r.wl.Domains, state)
+	if len(lacking) == 0 {
+		lacking = held[:1] // all held: one answer tells whether the month is still served
+	}
+	for _, domain := range lacking {
+		req := atlas.Request{Endpoint: schema.EndpointOverview, Domain: domain}
+		r.probed = append(r.probed, req)
+		var answer *atlas.Result
+		err := r.client.FetchAll(ctx, []atlas.Request{req}, func(res atlas.Result) {
+			r.progress.finished(res)
+			answer = &res
+		})
+		if err != nil {
+			return err
+		}
+		if answer == nil {
+			continue
+		}
+		if answer.Err == nil {
+			return r.decide(ctx, *answer)
+		}
+		r.handleFailure(ctx, *answer)
+		if r.stopCause != nil {
+			return r.stopCause
+		}
+	}
+	return fmt.Errorf("%w: no site-overview answer told the API's month (the domains the snapshot lacks failed; see fetch_errors)", ErrIncomplete)
+}
+
+// probeOrder splits the domains into those the candidate month lacks the overview of (probed
+// first: their answer is wanted anyway) and those it holds. When lacking domains exist but all
+// fail, no held domain is probed: its credit would buy data already held.
+func probeOrder(domains []string, state *warehouse.SnapshotState) (lacking, held []string) {
+	out := make([]string, 0, len(domains))
+	for _, d := range domains {
+		if state.Stored[d][schema.EndpointOverview] || state.Loaded[d] {
+			held = append(held, d)
+			continue
+		}
+		if _, rejected := state.Rejected[d]; rejected {
+			held = append(held, d)
+			continue
+		}
+		out = append(out, d)
+	}
+	return out, held
+}
+
+// decide acts on the probe's answer once its month is known.
+func (r *runState) decide(ctx context.Context, res atlas.Result) error {
+	month := r.months.overview(res.Domain, overviewOf(res))
+	if month == "" {
+		r.recordFailure(ctx, res.Request, 200, CodeMalformedBody, errors.New("the answer names no data month (traffic.period and meta.snapshot_date missing or invalid)"))
+		return fmt.Errorf("%w: the API's first answer (%s) names no data month", ErrIncomplete, res.Domain)
+	}
+	r.sum.Snapshot = month
+	if err := r.decideMonth(ctx, month); err != nil {
+		return err
+	}
+	if r.mismatch != nil || r.upToDate {
+		// Its answer is not stored (nothing rewritten), but its credit is on the ledger.
+		r.recordCharge(ctx, res, month, "probe")
+		return nil
+	}
+	r.handle(ctx, res)
+	return nil
+}
+
+// recordCharge puts a charged answer that is not stored on the run_calls ledger, so the
+// run's spend is exact even if its process dies before the end.
+func (r *runState) recordCharge(ctx context.Context, res atlas.Result, month, outcome string) {
+	credits := res.Charged
+	if credits == 0 || month == "" {
+		return
+	}
+	c := warehouse.Charge{RunID: r.sum.RunID, SnapshotMonth: month, Domain: res.Domain, Endpoint: res.Endpoint,
+		Credits: credits, FetchedAt: res.FetchedAt, Outcome: outcome}
+	if err := r.store.RecordCharge(ctx, c); err != nil {
+		r.fail(fmt.Errorf("record the credit of %s %s: %w", res.Endpoint, DisplayDomain(res.Domain), err))
+	}
+}
+
+// decideMonth checks the API's month against --snapshot and the warehouse: another month
+// than --snapshot is a mismatch, a month held complete is up to date; either stores nothing.
+func (r *runState) decideMonth(ctx context.Context, month string) error {
+	if r.opts.Snapshot != "" && month != r.opts.Snapshot {
+		r.mismatch = &MonthMismatchError{Want: r.opts.Snapshot, Served: month}
+		r.sum.Snapshot = r.opts.Snapshot
+		return nil
+	}
+	if r.opts.Refresh {
+		return nil
+	}
+	state, err := r.store.State(ctx, month)
+	if err != nil {
+		return fmt.Errorf("read snapshot %s state: %w", month, err)
+	}
+	if r.upToDate = (&Plan{}).Complete(state, r.wl.Domains); r.upToDate {
+		if since, ok, err := r.store.MonthCompleteSince(ctx, month); err == nil && ok {
+			r.sum.CompleteSince = since
+		}
+	}
+	return nil
+}
+
+// overviewOf returns the decoded site-overview of a successful answer (the client decodes
+// each body once).
+func overviewOf(res atlas.Result) *schema.SiteOverview {
+	if res.Overview == nil {
+		return &schema.SiteOverview{}
+	}
+	return res.Overview
+}
+
+// monthOf returns the month an answer belongs to, and notes a turn of the API's month.
+func (r *runState) monthOf(res atlas.Result) string {
+	switch res.Endpoint {
+	case schema.EndpointOverview:
+		month := r.months.overview(res.Domain, overviewOf(res))
+		if month != "" && month != r.months.month {
+			r.turn(month)
+		}
+		if month == "" {
+			month = r.months.month
+		}
+		return month
+	case schema.EndpointSimilar:
+		return r.months.other(res.Domain)
+	}
+	return r.months.month
+}
+
+// turn stops the run when the API moves to another month mid-run: the rest of the plan was
+// for the old month, which can no longer be fetched.
+func (r *runState) turn(to string) {
+	if r.sum.TurnedTo == "" {
+		r.sum.TurnedTo = to
+		r.env.Logger.Warn("the API turned to a new month during the run", "from", r.months.month, "to", to)
+		r.fail(&MonthTurnedError{From: r.months.month, To: to})
+	}
+}
+
 // handle lands one result: a body is stored (and its domain loaded when complete), a failure
 // is recorded in fetch_errors. A storage failure stops the run.
 func (r *runState) handle(ctx context.Context, res atlas.Result) {
-	r.progress.finished(res)
-	if res.Err != nil && (atlas.IsStop(res.Err) || errors.Is(res.Err, context.Canceled)) {
-		return // the run's own stop, summarized by its status; not a failure of this call
-	}
 	if res.Err != nil {
-		status, code := 0, ""
-		var ae *atlas.Error
-		if errors.As(res.Err, &ae) {
-			status, code = ae.Status, ae.Code
-		}
-		r.recordFailure(ctx, res.Request, status, code, res.Err)
+		r.handleFailure(ctx, res)
 		return
+	}
+	month := r.monthOf(res)
+	if month != r.months.month {
+		r.touched[month] = true
 	}
 	// Even after a storage failure stopped the run, later answers are still offered to the
 	// warehouse: they are paid for, and the failure may have been passing.
-	raw := warehouse.Raw{Endpoint: res.Endpoint, Domain: res.Domain, Body: res.Body, FetchedAt: res.FetchedAt}
-	err := r.wh.Store(ctx, r.plan.Snapshot, raw)
+	raw := warehouse.Raw{Endpoint: res.Endpoint, Domain: res.Domain, Body: res.Body, FetchedAt: res.FetchedAt,
+		RunID: r.sum.RunID, Credits: res.Charged, Refresh: r.opts.Refresh,
+		Overview: res.Overview, Similar: res.Similar, Countries: res.Countries}
+	err := r.store.Store(ctx, month, raw)
 	switch {
 	case err == nil:
 		r.failStreak = 0
-		r.checkSnapshotMonth(res)
 	case isBodyError(err):
 		// The body cannot be loaded (a malformed date, say): this domain's problem, not the
 		// warehouse's. A pair that decodes is kept raw (*warehouse.UnloadableError), so no
@@ -243,26 +523,28 @@ func (r *runState) handle(ctx context.Context, res atlas.Result) {
 	}
 }
 
-// checkSnapshotMonth notes when the API's data month (meta.snapshot_date of an overview)
-// differs from the snapshot the run stores it under: the API serves only its current month,
-// so `--snapshot` of another month, or a run just after a month turns, labels data wrongly.
-func (r *runState) checkSnapshotMonth(res atlas.Result) {
-	if res.Endpoint != schema.EndpointOverview || r.sum.DataMonth != "" {
+// handleFailure records a call that failed after its retries, unless the run's own stop
+// ended it (its status says that).
+func (r *runState) handleFailure(ctx context.Context, res atlas.Result) {
+	if atlas.IsStop(res.Err) || errors.Is(res.Err, context.Canceled) {
 		return
 	}
-	var body struct {
-		Meta struct {
-			SnapshotDate string `json:"snapshot_date"`
-		} `json:"meta"`
+	status, code := 0, ""
+	var ae *atlas.Error
+	if errors.As(res.Err, &ae) {
+		status, code = ae.Status, ae.Code
 	}
-	if json.Unmarshal(res.Body, &body) != nil || len(body.Meta.SnapshotDate) < 7 {
-		return
+	// A charged body the client refused (drift, legacy v1, secret in body) is on the ledger.
+	r.recordCharge(ctx, res, r.monthOrExpected(), warehouse.OutcomeRefused)
+	r.recordFailure(ctx, res.Request, status, code, res.Err)
+}
+
+// monthOrExpected is the run's month, or before the first answer the month expected.
+func (r *runState) monthOrExpected() string {
+	if r.months.month != "" {
+		return r.months.month
 	}
-	if month := body.Meta.SnapshotDate[:7]; month != r.plan.Snapshot {
-		r.sum.DataMonth = month
-		r.env.Logger.Warn("the API's data is for another month than this snapshot",
-			"snapshot", r.plan.Snapshot, "api_snapshot_date", body.Meta.SnapshotDate)
-	}
+	return r.opts.Snapshot
 }
 
 // CodeMalformedBody is the fetch_errors code of a 200 body that could not be loaded.
@@ -300,13 +582,16 @@ func (r *runState) fail(err error) {
 
 // recordFailure records one failed call in fetch_errors and in the summary.
 func (r *runState) recordFailure(ctx context.Context, req atlas.Request, status int, code string, cause error) {
+	month := r.monthOrExpected()
 	fe := warehouse.FetchError{
-		RunID: r.sum.RunID, SnapshotMonth: r.plan.Snapshot, Domain: req.Domain, Endpoint: req.Endpoint,
+		RunID: r.sum.RunID, SnapshotMonth: month, Domain: req.Domain, Endpoint: req.Endpoint,
 		HTTPStatus: status, Code: code, Message: cause.Error(), OccurredAt: r.env.Now().UTC(),
 	}
 	r.env.Logger.Warn("call failed", "domain", req.Domain, "endpoint", string(req.Endpoint), "status", status, "code", code, "err", cause)
-	if err := r.wh.RecordFetchError(ctx, fe); err != nil {
-		r.fail(fmt.Errorf("record the failure of %s %s: %w", req.Endpoint, DisplayDomain(req.Domain), err))
+	if month != "" {
+		if err := r.store.RecordFetchError(ctx, fe); err != nil {
+			r.fail(fmt.Errorf("record the failure of %s %s: %w", req.Endpoint, DisplayDomain(req.Domain), err))
+		}
 	}
 	if status == 400 {
 		return
@@ -337,39 +622,90 @@ func (r *runState) finish(ctx context.Context, stopErr error) error {
 	stats := r.client.Stats()
 	r.sum.Requests, r.sum.RateLimited = int(stats.Requests), int(stats.RateLimited)
 	r.sum.CreditsSpent, r.sum.CreditsRemaining = int(stats.CreditsSpent), stats.CreditsRemaining
-	state, err := r.wh.State(ctx, r.plan.Snapshot)
+	switch {
+	case r.mismatch != nil:
+		r.sum.Status = StatusMonthMismatch
+		return r.mismatch
+	case r.upToDate:
+		r.sum.Status = StatusUpToDate
+		r.countOutcome(ctx, r.sum.Snapshot)
+		return nil
+	case r.months.month == "":
+		r.sum.Status = statusOf(stopErr)
+		if stopErr == nil {
+			stopErr = fmt.Errorf("%w: no answer told the API's month", ErrIncomplete)
+			r.sum.Status = StatusFailed
+		}
+		return stopErr
+	}
+	if err := r.store.Flush(ctx); err != nil {
+		r.sum.Status = StatusFailed
+		return fmt.Errorf("commit the run's last answers to %s: %w", r.cfg.Warehouse.DuckDB, err)
+	}
+	state, err := r.store.State(ctx, r.months.month)
 	if err != nil {
 		r.sum.Status = StatusFailed
-		return fmt.Errorf("read snapshot %s state: %w", r.plan.Snapshot, err)
+		return fmt.Errorf("read snapshot %s state: %w", r.months.month, err)
 	}
-	r.countOutcome(state)
-	if len(state.Stored) == 0 && !state.CountriesLoaded {
-		// Nothing of this snapshot is stored (a 401, an unreachable API): an export would
-		// only publish empty partitions.
-	} else if err := r.wh.ExportParquet(ctx, r.plan.Snapshot); err != nil {
+	r.countLoaded(state)
+	// Quality checks are data about the data: a failure to run them never fails the load.
+	if _, err := r.store.RunQualityChecks(ctx, r.months.month); err != nil {
+		r.env.Logger.Warn("quality checks could not run", "snapshot", r.months.month, "err", err)
+	}
+	if err := r.export(ctx, state); err != nil {
 		r.sum.Status = StatusFailed
-		return fmt.Errorf("export Parquet of %s to %s: %w (the DuckDB tables are loaded; `sitewatch rebuild` re-exports)", r.plan.Snapshot, r.cfg.Warehouse.Parquet, err)
+		return err
 	}
 	r.sum.Status = statusOf(stopErr)
 	if stopErr != nil {
 		return stopErr
 	}
-	if n := len(unloadable(r.sum.Watchlist.Domains, state)); n > 0 {
+	if n := len(unloadable(r.wl.Domains, state)); n > 0 {
 		r.sum.Status = StatusFailed
 		return fmt.Errorf("%w: %d domains hold responses that cannot be loaded (fetch_errors code %s); a rerun will not pay for them again: "+
 			"`sitewatch run --refresh` refetches them, `sitewatch rebuild` loads them after an upgrade", ErrIncomplete, n, CodeMalformedBody)
 	}
 	if missing := r.sum.DomainsTotal - r.sum.DomainsLoaded - r.sum.DomainsRejected; missing > 0 || !state.CountriesLoaded {
 		r.sum.Status = StatusFailed
-		return fmt.Errorf("%w: %d of %d domains not loaded (see fetch_errors); rerun `sitewatch run --snapshot %s` to fetch only what is missing",
-			ErrIncomplete, missing, r.sum.DomainsTotal, r.plan.Snapshot)
+		return fmt.Errorf("%w: %d of %d domains not loaded (see fetch_errors); rerun `sitewatch run` to fetch only what is missing",
+			ErrIncomplete, missing, r.sum.DomainsTotal)
 	}
 	return nil
 }
 
-func (r *runState) countOutcome(state *warehouse.SnapshotState) {
+// export writes the Parquet of every month this run stored answers under.
+func (r *runState) export(ctx context.Context, state *warehouse.SnapshotState) error {
+	months := []string{}
+	if len(state.Stored) > 0 || state.CountriesLoaded {
+		months = append(months, r.months.month)
+	}
+	for m := range r.touched {
+		months = append(months, m)
+	}
+	for _, m := range months {
+		if err := r.store.ExportParquet(ctx, m); err != nil {
+			return fmt.Errorf("export Parquet of %s to %s: %w (`sitewatch rebuild --snapshot %s` re-exports)", m, r.cfg.Warehouse.Parquet, err, m)
+		}
+	}
+	if r.sum.TurnedTo != "" {
+		if st, err := r.store.State(ctx, r.sum.TurnedTo); err == nil {
+			r.sum.TurnedLoaded = len(st.Loaded)
+		}
+	}
+	return nil
+}
+
+// countOutcome fills the loaded and rejected counts of month from the store.
+func (r *runState) countOutcome(ctx context.Context, month string) {
+	if state, err := r.store.State(ctx, month); err == nil {
+		r.countLoaded(state)
+	}
+}
+
+func (r *runState) countLoaded(state *warehouse.SnapshotState) {
 	r.sum.APIRejections = map[string]string{}
-	for _, d := range r.sum.Watchlist.Domains {
+	r.sum.DomainsLoaded, r.sum.DomainsRejected = 0, 0
+	for _, d := range r.wl.Domains {
 		if state.Loaded[d] {
 			r.sum.DomainsLoaded++
 		} else if code, ok := state.Rejected[d]; ok {
@@ -381,9 +717,12 @@ func (r *runState) countOutcome(state *warehouse.SnapshotState) {
 
 // statusOf maps the client's stop reason to a run status.
 func statusOf(stopErr error) string {
+	var turned *MonthTurnedError
 	switch {
 	case stopErr == nil:
 		return StatusComplete
+	case errors.As(stopErr, &turned):
+		return StatusMonthTurned
 	case IsCreditStop(stopErr):
 		return StatusStoppedCredits
 	case errors.Is(stopErr, atlas.ErrUnauthorized):
@@ -401,7 +740,7 @@ func IsCreditStop(err error) bool {
 
 func (r *runState) record(started time.Time, finished *time.Time, status, msg string) warehouse.RunRecord {
 	rec := warehouse.RunRecord{
-		RunID: r.sum.RunID, SnapshotMonth: r.plan.Snapshot, StartedAt: started, FinishedAt: finished, Status: status,
+		RunID: r.sum.RunID, SnapshotMonth: r.sum.Snapshot, StartedAt: started, FinishedAt: finished, Status: status,
 		DomainsTotal: r.sum.DomainsTotal, DomainsLoaded: r.sum.DomainsLoaded, DomainsRejected: r.sum.DomainsRejected,
 		Requests: r.sum.Requests, CreditsSpent: r.sum.CreditsSpent, RateLimited: r.sum.RateLimited, Message: msg,
 	}
@@ -412,36 +751,20 @@ func (r *runState) record(started time.Time, finished *time.Time, status, msg st
 	return rec
 }
 
-// credentials are the secrets a run needs, read from the environment only.
-type credentials struct {
-	apiKey, marketplaceKey string
-}
-
-func CredentialsFrom(cfg *config.Config, getenv func(string) string, dryRun bool) (credentials, error) {
-	c := credentials{apiKey: getenv(config.EnvAPIKey), marketplaceKey: getenv(config.EnvMarketplaceKey)}
-	if dryRun {
-		return c, nil
-	}
-	switch {
-	case cfg.API.Mode == "direct" && c.apiKey == "":
-		return c, &config.Error{Path: cfg.Path, Msg: fmt.Sprintf("%s is not set: export the API key from the developer console (it is never read from the config file)", config.EnvAPIKey)}
-	case cfg.API.Mode == "marketplace" && c.marketplaceKey == "":
-		return c, &config.Error{Path: cfg.Path, Msg: fmt.Sprintf("%s is not set: marketplace mode needs the listing key in the environment", config.EnvMarketplaceKey)}
-	}
-	return c, nil
-}
-
-func clientConfig(cfg *config.Config, creds credentials, logger *slog.Logger) atlas.Config {
+func clientConfig(cfg *config.Config, creds config.Credentials, logger *slog.Logger) atlas.Config {
 	return atlas.Config{
-		BaseURL:          cfg.API.BaseURL,
-		Mode:             atlas.Mode(cfg.API.Mode),
-		APIKey:           creds.apiKey,
-		MarketplaceHost:  cfg.API.MarketplaceHost,
-		MarketplaceKey:   creds.marketplaceKey,
-		RateLimit:        cfg.API.RateLimit,
-		MinCredits:       cfg.API.MinCredits,
-		MaxCreditsPerRun: cfg.API.MaxCreditsPerRun,
-		Timeout:          cfg.API.Timeout.Duration,
-		Logger:           logger,
+		BaseURL:           cfg.API.BaseURL,
+		Mode:              atlas.Mode(cfg.API.Mode),
+		APIKey:            creds.APIKey,
+		MarketplaceHost:   cfg.API.MarketplaceHost,
+		MarketplaceKey:    creds.MarketplaceKey,
+		RateLimit:         cfg.API.RateLimit,
+		MinCredits:        cfg.API.MinCredits,
+		MaxCreditsPerRun:  cfg.API.MaxCreditsPerRun,
+		Timeout:           cfg.API.Timeout.Duration,
+		AllowInsecureHTTP: cfg.API.AllowInsecureHTTP,
+		MaxWastedCredits:  cfg.API.MaxWastedCredits,
+		MaxRateLimitWait:  cfg.API.MaxRateLimitWait.Duration,
+		Logger:            logger,
 	}
 }

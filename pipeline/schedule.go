@@ -2,12 +2,15 @@ package pipeline
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"log/slog"
-	"sitewatch/pipeline/config"
+	"os"
 	"time"
 
 	"github.com/robfig/cron/v3"
+
+	"sitewatch/pipeline/config"
+	"sitewatch/pipeline/warehouse"
 )
 
 // ScheduleOptions tune Schedule.
@@ -17,69 +20,229 @@ type ScheduleOptions struct {
 	// Parse parses the config's cron expression (default cron.ParseStandard, 5 fields); tests
 	// pass a seconds parser so a tick comes within a second instead of a minute.
 	Parse func(string) (cron.Schedule, error)
+	// After waits (default time.After); tests may shorten waits.
+	After func(time.Duration) <-chan time.Time
+	// RetryEvery overrides the config's retry_every (tests use seconds; the config allows ≥ 1m).
+	RetryEvery time.Duration
+	// Started is called once the schedule has decided its first wake-up (tests, metrics).
+	Started func(next time.Time)
 }
 
-// Schedule stays up and runs the current month's snapshot on the config's cron schedule (UTC),
-// one run at a time. The config is re-read before each run, so watchlist edits take effect
-// without a restart. When ctx is cancelled (SIGINT/SIGTERM) the run in flight lets its calls
-// finish, commits, and Schedule returns nil.
+// cycle is the stretch between two cron ticks. It is satisfied when a run in it left the
+// month the API serves complete: a run that ended `complete`, or `up_to_date` on a month
+// completed since the tick. Until then the schedule retries every retry_every: after a
+// failure, a stop for credits, an interrupted run, or "no new data yet" (the API still
+// serves a month completed before the tick).
+type cycle struct {
+	start     time.Time // the tick that began it (zero: before the first tick)
+	satisfied bool
+	lastRun   time.Time // end of the last attempt in it
+	retryNow  bool      // the API turned mid-run: the new month is served now
+}
+
+// Schedule stays up and keeps the current month complete: it runs on the config's cron
+// schedule (UTC), retries an incomplete month every retry_every until the next tick, and on
+// start catches up on a tick it missed while it was down (as systemd's Persistent=true).
+// Runs never overlap; each run resumes what the month lacks, so nothing is paid twice. The
+// config is re-read before each run. When ctx is cancelled (SIGINT/SIGTERM) the run in flight
+// lets its calls finish and commits, and Schedule returns nil.
 func Schedule(ctx context.Context, cfg *config.Config, env Env, opts ScheduleOptions) error {
 	env = env.WithDefaults()
 	if opts.Parse == nil {
 		opts.Parse = cron.ParseStandard
 	}
+	if opts.After == nil {
+		opts.After = time.After
+	}
 	sched, err := opts.Parse(cfg.Schedule)
 	if err != nil {
 		return &config.Error{Path: cfg.Path, Msg: fmt.Sprintf("schedule %q: %v", cfg.Schedule, err)}
 	}
-	logger := env.Logger
-	c := cron.New(
-		cron.WithLocation(time.UTC),
-		cron.WithLogger(cronLogger{logger}),
-		cron.WithChain(cron.Recover(cronLogger{logger}), cron.SkipIfStillRunning(cronLogger{logger})),
-	)
-	c.Schedule(sched, cron.FuncJob(func() { scheduledRun(ctx, cfg.Path, env, opts.OnRun); logNext(logger, sched, env.Now()) }))
-	c.Start()
-	logger.Info("schedule started", "cron", cfg.Schedule, "timezone", "UTC", "config", cfg.Path)
-	logNext(logger, sched, env.Now())
-	<-ctx.Done()
-	logger.Info("stopping: waiting for the run in flight to commit")
-	<-c.Stop().Done()
-	logger.Info("schedule stopped")
-	return nil
+	s := &scheduler{cfg: cfg, env: env, opts: opts, sched: sched}
+	s.retryEvery = s.retryCadence(cfg)
+	env.Logger.Info("schedule started", "cron", cfg.Schedule, "timezone", "UTC", "retry_every", s.retryEvery.String(), "config", cfg.Path)
+	s.cur = s.resume(ctx)
+	return s.loop(ctx)
 }
 
-func logNext(logger *slog.Logger, sched cron.Schedule, now time.Time) {
-	logger.Info("next run", "at", sched.Next(now.UTC()).Format(time.RFC3339))
+type scheduler struct {
+	cfg        *config.Config
+	env        Env
+	opts       ScheduleOptions
+	sched      cron.Schedule
+	retryEvery time.Duration
+	cur        cycle
 }
 
-// scheduledRun runs one snapshot and logs its outcome; errors do not stop the schedule.
-func scheduledRun(ctx context.Context, cfgPath string, env Env, onRun func(*Summary, error)) {
-	if ctx.Err() != nil {
-		return
+func (s *scheduler) loop(ctx context.Context) error {
+	first := true
+	for {
+		now := s.env.Now().UTC()
+		at, why := s.nextWake(now)
+		s.env.Logger.Info("next run", "at", at.Format(time.RFC3339), "why", why)
+		if first && s.opts.Started != nil {
+			s.opts.Started(at)
+		}
+		first = false
+		select {
+		case <-ctx.Done():
+			s.env.Logger.Info("schedule stopped")
+			return nil
+		case <-s.opts.After(at.Sub(now)):
+		}
+		if tick := s.lastTick(s.env.Now().UTC()); tick.After(s.cur.start) {
+			s.cur = cycle{start: tick} // a new tick: a new month is expected
+		}
+		s.attempt(ctx)
+		if ctx.Err() != nil {
+			s.env.Logger.Info("schedule stopped")
+			return nil
+		}
 	}
-	cfg, err := config.Load(cfgPath, env.Getenv)
+}
+
+func (s *scheduler) retryCadence(cfg *config.Config) time.Duration {
+	if s.opts.RetryEvery > 0 {
+		return s.opts.RetryEvery
+	}
+	return cfg.RetryEvery.Duration
+}
+
+// nextWake is the next tick, or the next retry of an unsatisfied cycle if that comes first.
+func (s *scheduler) nextWake(now time.Time) (time.Time, string) {
+	tick := s.sched.Next(now)
+	if s.cur.satisfied {
+		return tick, "cron tick"
+	}
+	if s.cur.lastRun.IsZero() || s.cur.retryNow {
+		return now, "catch-up: the month is not complete since the last tick"
+	}
+	if retry := s.cur.lastRun.Add(s.retryEvery); retry.Before(tick) {
+		if retry.Before(now) {
+			retry = now
+		}
+		return retry, "retry: the month is not complete"
+	}
+	return tick, "cron tick"
+}
+
+// attempt runs one snapshot and updates the cycle from its outcome.
+func (s *scheduler) attempt(ctx context.Context) {
+	cfg, err := config.Load(s.cfg.Path, s.env.Getenv)
 	if err != nil {
-		env.Logger.Error("scheduled run skipped: config invalid", "err", err)
+		s.env.Logger.Error("scheduled run skipped: config invalid; retrying later", "err", err)
+		s.cur.lastRun, s.cur.retryNow = s.env.Now().UTC(), false
 		return
 	}
-	snapshot := env.Now().UTC().Format("2006-01")
-	env.Logger.Info("scheduled run starting", "snapshot", snapshot)
-	sum, err := Run(ctx, cfg, RunOptions{Snapshot: snapshot}, env)
-	if sum != nil && onRun != nil {
-		onRun(sum, err)
+	s.retryEvery = s.retryCadence(cfg)
+	s.env.Logger.Info("scheduled run starting")
+	sum, err := Run(ctx, cfg, RunOptions{}, s.env)
+	if sum != nil && s.opts.OnRun != nil {
+		s.opts.OnRun(sum, err)
 	}
-	if err != nil {
-		env.Logger.Error("scheduled run ended early", "snapshot", snapshot, "status", statusOf(err), "err", err)
+	s.cur.lastRun, s.cur.retryNow = s.env.Now().UTC(), false
+	if sum == nil {
+		s.env.Logger.Error("scheduled run could not start; retrying later", "err", err)
 		return
 	}
-	env.Logger.Info("scheduled run complete", "snapshot", snapshot)
+	s.cur.satisfied = s.satisfies(sum)
+	var turned *MonthTurnedError
+	s.cur.retryNow = errors.As(err, &turned)
+	switch {
+	case s.cur.satisfied:
+		s.env.Logger.Info("scheduled run: the month is complete", "snapshot", sum.Snapshot, "status", sum.Status)
+	case sum.Status == StatusUpToDate:
+		s.env.Logger.Info("scheduled run: no new data yet (the API still serves a month completed before this tick); retrying later",
+			"snapshot", sum.Snapshot, "retry_every", s.retryEvery.String())
+	default:
+		s.env.Logger.Error("scheduled run ended early; retrying later", "snapshot", sum.Snapshot, "status", sum.Status, "err", err)
+	}
 }
 
-// cronLogger adapts slog to cron.Logger.
-type cronLogger struct{ l *slog.Logger }
+// satisfies says whether a run leaves the cycle's month complete.
+func (s *scheduler) satisfies(sum *Summary) bool {
+	switch sum.Status {
+	case StatusComplete:
+		return true
+	case StatusUpToDate:
+		return s.cur.start.IsZero() || !sum.CompleteSince.Before(s.cur.start)
+	}
+	return false
+}
 
-func (c cronLogger) Info(msg string, kv ...any) { c.l.Debug("cron: "+msg, kv...) }
-func (c cronLogger) Error(err error, msg string, kv ...any) {
-	c.l.Error("cron: "+msg, append(kv, "err", err)...)
+// lastTick is the latest tick at or before now (zero if none in the past 400 days). It
+// widens a look-back window until the window holds a tick, then walks forward through it, so
+// it takes a few steps for a per-second and a per-month schedule alike.
+func (s *scheduler) lastTick(now time.Time) time.Time {
+	for _, back := range []time.Duration{time.Second, time.Minute, time.Hour, 24 * time.Hour, 32 * 24 * time.Hour, 400 * 24 * time.Hour} {
+		next := s.sched.Next(now.Add(-back))
+		if next.IsZero() || next.After(now) {
+			continue
+		}
+		last := next
+		for {
+			n := s.sched.Next(last)
+			if n.IsZero() || n.After(now) {
+				return last
+			}
+			last = n
+		}
+	}
+	return time.Time{}
+}
+
+// resume rebuilds the current cycle from the warehouse's runs at start: the tick missed
+// while the process was down is caught up (no run since it), and a cycle left unsatisfied is
+// retried on its cadence, not at once.
+func (s *scheduler) resume(ctx context.Context) cycle {
+	now := s.env.Now().UTC()
+	c := cycle{start: s.lastTick(now)}
+	if c.start.IsZero() {
+		c.satisfied = true // no tick yet: wait for the first one
+		return c
+	}
+	runs, err := s.runsSince(ctx, c.start)
+	if err != nil {
+		s.env.Logger.Warn("could not read past runs; running now", "err", err)
+		return c
+	}
+	for _, r := range runs { // newest first
+		if r.FinishedAt == nil {
+			continue
+		}
+		if c.lastRun.IsZero() {
+			c.lastRun = *r.FinishedAt
+		}
+		if r.Status == StatusComplete {
+			c.satisfied = true
+		}
+	}
+	if c.lastRun.IsZero() {
+		s.env.Logger.Info("catching up: no run since the last tick", "tick", c.start.Format(time.RFC3339))
+	}
+	return c
+}
+
+// runsSince reads the runs started since t, newest first, from the warehouse (read-only; none
+// when it does not exist yet).
+func (s *scheduler) runsSince(ctx context.Context, t time.Time) ([]warehouse.RunRecord, error) {
+	if _, err := os.Stat(s.cfg.Warehouse.DuckDB); errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	wh, err := warehouse.Open(ctx, warehouse.Options{DuckDBPath: s.cfg.Warehouse.DuckDB, Logger: s.env.Logger, ReadOnly: true})
+	if err != nil {
+		return nil, err
+	}
+	defer wh.Close()
+	runs, err := wh.Runs(ctx, 100)
+	if err != nil {
+		return nil, err
+	}
+	var out []warehouse.RunRecord
+	for _, r := range runs {
+		if !r.StartedAt.Before(t) {
+			out = append(out, r)
+		}
+	}
+	return out, nil
 }

@@ -6,7 +6,7 @@ package sql
 
 import "embed"
 
-// FS holds migrations/*.sql and views/*.sql.
+// FS holds migrations/*.sql, views/*.sql and bi/*.sql (the views over the Parquet tree).
 //
-//go:embed migrations/*.sql views/*.sql
+//go:embed migrations/*.sql views/*.sql bi/*.sql
 var FS embed.FS

@@ -3,12 +3,14 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"io"
 	"net/http"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -25,20 +27,44 @@ func buildSim(t *testing.T) string {
 	return bin
 }
 
-func TestListenAndServe(t *testing.T) {
-	bin := buildSim(t)
-	const key = "sekret-key-123"
-	cmd := exec.Command(bin, "--addr", "127.0.0.1:0", "--keys", key+"=2", "--rate", "50", "--month", "2026-01", "--seed", "9")
+// syncBuffer is a bytes.Buffer safe to read while the command's output is copied into it.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// startSim starts the binary with args and waits for its listening line. It returns the
+// command (killed at cleanup), the base URL and the buffer receiving its stderr.
+func startSim(t *testing.T, bin string, args ...string) (*exec.Cmd, string, *syncBuffer) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
+	stderr := &syncBuffer{}
+	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer cmd.Process.Kill()
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		if cmd.ProcessState == nil { // not waited for by the test
+			cmd.Wait()
+		}
+	})
 
 	line := make(chan string, 1)
 	go func() {
@@ -56,7 +82,13 @@ func TestListenAndServe(t *testing.T) {
 	if m == nil || m[2] == "0" {
 		t.Fatalf("stdout line = %q, want listening on http://127.0.0.1:PORT", first)
 	}
-	base := m[1]
+	return cmd, m[1], stderr
+}
+
+func TestListenAndServe(t *testing.T) {
+	bin := buildSim(t)
+	const key = "sekret-key-123"
+	cmd, base, stderr := startSim(t, bin, "--addr", "127.0.0.1:0", "--keys", key+"=2", "--rate", "50", "--month", "2026-01", "--seed", "9")
 
 	tests := []struct {
 		name, path, key string
@@ -122,6 +154,8 @@ func TestBadFlags(t *testing.T) {
 		{"Rate", []string{"--rate", "0"}, "--rate"},
 		{"FailRate", []string{"--fail-rate", "2"}, "fail rate"},
 		{"Month", []string{"--month", "2026-13"}, "month"},
+		{"MonthTurnAfter", []string{"--month-turn-after", "-1s"}, "--month-turn-after"},
+		{"MonthTurnAfterNotDuration", []string{"--month-turn-after", "soon"}, "month-turn-after"},
 		{"MarketplaceHalf", []string{"--marketplace-host", "x"}, "marketplace"},
 		{"UnknownFlag", []string{"--nope"}, "nope"},
 		{"Positional", []string{"extra"}, "extra"},
@@ -144,5 +178,53 @@ func TestBadFlags(t *testing.T) {
 				t.Errorf("stderr echoes the key: %s", stderr.String())
 			}
 		})
+	}
+}
+
+// TestMonthTurnAfter starts the binary serving 2026-12 with --month-turn-after and checks the
+// overview's month before and after the turn (across a year boundary).
+func TestMonthTurnAfter(t *testing.T) {
+	bin := buildSim(t)
+	const turn = 1500 * time.Millisecond
+	_, base, stderr := startSim(t, bin, "--addr", "127.0.0.1:0", "--month", "2026-12", "--month-turn-after", turn.String())
+	started := time.Now() // the turn is due at most turn after this
+	month := func() (date, period string) {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodGet, base+"/atlas/site-overview?url=example.com", nil)
+		req.Header.Set("X-API-Key", "demo-key")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var body struct {
+			Meta struct {
+				SnapshotDate string `json:"snapshot_date"`
+			} `json:"meta"`
+			Traffic struct {
+				Period string `json:"period"`
+			} `json:"traffic"`
+		}
+		if err := json.NewDecoder(resp.Body).Decode(&body); err != nil || resp.StatusCode != 200 {
+			t.Fatalf("status %d, decode: %v", resp.StatusCode, err)
+		}
+		return body.Meta.SnapshotDate, body.Traffic.Period
+	}
+	if d, p := month(); d != "2026-12-01" || p != "2026-12" {
+		t.Fatalf("before the turn: snapshot_date %s, period %s; want 2026-12-01, 2026-12", d, p)
+	}
+	time.Sleep(time.Until(started.Add(turn + 100*time.Millisecond)))
+	if d, p := month(); d != "2027-01-01" || p != "2027-01" {
+		t.Fatalf("after the turn: snapshot_date %s, period %s; want 2027-01-01, 2027-01", d, p)
+	}
+	logged := func() bool {
+		s := stderr.String()
+		return strings.Contains(s, "data month turned") && strings.Contains(s, "to=2027-01")
+	}
+	for deadline := time.Now().Add(5 * time.Second); !logged() && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond) // the log line travels through a pipe
+	}
+	if !logged() {
+		t.Errorf("stderr does not log the turn:\n%s", stderr.String())
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -19,49 +21,136 @@ import (
 	"sitewatch/pipeline/warehouse"
 )
 
-const usage = `sitewatch — monthly snapshots of site intelligence into DuckDB and Parquet
+// command is one sitewatch subcommand: its function and its help text.
+type command struct {
+	name string
+	run  func(context.Context, []string, pipeline.Env) error
+	help help
+}
 
-usage:
-  sitewatch run      [--config F] [--snapshot YYYY-MM] [--dry-run] [--refresh]
-  sitewatch schedule [--config F]
-  sitewatch rebuild  [--config F] [--snapshot YYYY-MM | --all]
-  sitewatch validate [--config F]
-  sitewatch status   [--config F] [--limit N] [--format text|json]
-  sitewatch query    [--config F] [--format table|csv|json] SQL
-  sitewatch report   [--config F] [--snapshot YYYY-MM] [--out FILE]
-  sitewatch schema   [--format text|markdown]
+// help is what `sitewatch CMD --help` prints.
+type help struct {
+	summary  string   // one line: what the command does
+	usage    string   // the flags and arguments after "sitewatch CMD"
+	examples []string // whole command lines
+}
 
-environment: ATLAS_API_KEY (required for run), ATLAS_BASE_URL, ATLAS_MARKETPLACE_KEY
-exit codes of run: 0 complete, 1 failed (rerun resumes), 2 bad usage or config,
-                   3 stopped for credits (rerun resumes), 4 API key rejected
-`
+// commands lists every subcommand in the order `sitewatch --help` shows them; a new command is
+// one line here plus its function and help next to it.
+var commands = []command{
+	{"run", cmdRun, runHelp},
+	{"schedule", cmdSchedule, scheduleHelp},
+	{"rebuild", cmdRebuild, rebuildHelp},
+	{"validate", cmdValidate, validateHelp},
+	{"status", cmdStatus, statusHelp},
+	{"query", cmdQuery, queryHelp},
+	{"report", cmdReport, reportHelp},
+	{"schema", cmdSchema, schemaHelp},
+}
+
+func lookup(name string) (command, bool) {
+	for _, c := range commands {
+		if c.name == name {
+			return c, true
+		}
+	}
+	return command{}, false
+}
 
 // Main runs one sitewatch command and returns its exit code. cmd/sitewatch only wires the
 // process (signals, stdio, environment) to it, so tests drive the real program in-process.
 func Main(ctx context.Context, args []string, env pipeline.Env) int {
 	env = env.WithDefaults()
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		fmt.Fprint(env.Stdout, usage)
-		if len(args) == 0 {
-			return ExitUsage
-		}
-		return ExitOK
-	}
-	commands := map[string]func(context.Context, []string, pipeline.Env) error{
-		"run": cmdRun, "schedule": cmdSchedule, "rebuild": cmdRebuild, "validate": cmdValidate,
-		"status": cmdStatus, "query": cmdQuery, "report": cmdReport, "schema": cmdSchema,
-	}
-	cmd, ok := commands[args[0]]
-	if !ok {
-		fmt.Fprintf(env.Stderr, "sitewatch: unknown command %q\n\n%s", args[0], usage)
+	if len(args) == 0 {
+		writeUsage(env.Stderr)
 		return ExitUsage
 	}
-	err := cmd(ctx, args[1:], env)
-	if err != nil && !errors.Is(err, errReported) {
-		fmt.Fprintf(env.Stderr, "sitewatch %s: %v\n", args[0], err)
+	switch args[0] {
+	case "-h", "-help", "--help":
+		writeUsage(env.Stdout)
+		return ExitOK
+	case "help":
+		return cmdHelp(ctx, args[1:], env)
+	case "-version", "--version", "version":
+		return writeVersion(ctx, env.Stdout, env.Stderr)
+	}
+	cmd, ok := lookup(args[0])
+	if !ok {
+		fmt.Fprintf(env.Stderr, "sitewatch: unknown command %q; run `sitewatch --help` for the list\n", args[0])
+		return ExitUsage
+	}
+	err := cmd.run(ctx, args[1:], env)
+	var hr *helpRequested
+	switch {
+	case errors.As(err, &hr):
+		writeCommandHelp(env.Stdout, cmd, hr.fs)
+		return ExitOK
+	case err != nil && !errors.Is(err, errReported):
+		fmt.Fprintf(env.Stderr, "sitewatch %s: %v\n", cmd.name, err)
+		var ue *UsageError
+		if errors.As(err, &ue) {
+			fmt.Fprintf(env.Stderr, "usage: sitewatch %s %s (more: sitewatch %s --help)\n", cmd.name, cmd.help.usage, cmd.name)
+		}
 	}
 	return ExitCode(err)
 }
+
+// cmdHelp serves `sitewatch help [CMD]`.
+func cmdHelp(ctx context.Context, args []string, env pipeline.Env) int {
+	if len(args) == 0 {
+		writeUsage(env.Stdout)
+		return ExitOK
+	}
+	if _, ok := lookup(args[0]); !ok {
+		fmt.Fprintf(env.Stderr, "sitewatch help: unknown command %q; run `sitewatch --help` for the list\n", args[0])
+		return ExitUsage
+	}
+	return Main(ctx, []string{args[0], "--help"}, env)
+}
+
+func writeUsage(w io.Writer) {
+	fmt.Fprint(w, "sitewatch — monthly snapshots of site intelligence into DuckDB and Parquet\n\nusage:\n")
+	for _, c := range commands {
+		fmt.Fprintf(w, "  sitewatch %-9s %s\n", c.name, c.help.summary)
+	}
+	fmt.Fprint(w, `  sitewatch --version  module and DuckDB versions
+
+Run "sitewatch CMD --help" for a command's flags and examples. Flags may come before or after
+arguments.
+
+environment: ATLAS_API_KEY (required for run), ATLAS_BASE_URL, ATLAS_MARKETPLACE_KEY,
+             SITEWATCH_WEBHOOK_URL, SITEWATCH_LOG (debug|info|warn|error)
+exit codes of run: 0 complete, 1 failed (rerun resumes), 2 bad usage or config,
+                   3 stopped for credits (rerun resumes), 4 API key rejected
+`)
+}
+
+func writeCommandHelp(w io.Writer, c command, fs *flag.FlagSet) {
+	fmt.Fprintf(w, "sitewatch %s — %s\n\nusage: sitewatch %s %s\n", c.name, c.help.summary, c.name, c.help.usage)
+	if hasFlags(fs) {
+		fmt.Fprint(w, "\nflags:\n")
+		fs.SetOutput(w)
+		fs.PrintDefaults()
+	}
+	if len(c.help.examples) > 0 {
+		fmt.Fprint(w, "\nexamples:\n")
+		for _, e := range c.help.examples {
+			fmt.Fprintf(w, "  %s\n", e)
+		}
+	}
+}
+
+func hasFlags(fs *flag.FlagSet) bool {
+	n := 0
+	fs.VisitAll(func(*flag.Flag) { n++ })
+	return n > 0
+}
+
+// helpRequested is returned by a command's flag parsing for -h/--help; Main prints the
+// command's help on stdout and exits 0.
+type helpRequested struct{ fs *flag.FlagSet }
+
+func (h *helpRequested) Error() string { return "help requested" }
 
 // errReported marks an error already printed (with its summary) by the command.
 var errReported = errors.New("reported")
@@ -73,53 +162,120 @@ func (e reportedError) Unwrap() []error {
 	return []error{e.err, errReported}
 }
 
-// commonFlags are the flags every warehouse command takes.
-type commonFlags struct {
+// commandFlags are a command's flag set with the flags most commands share.
+type commandFlags struct {
 	fs       *flag.FlagSet
 	config   string
 	snapshot string
-	argsHint string       // the message when the positional arguments are wrong
+	args     []string     // the positional arguments, wherever they stood among the flags
 	check    func() error // validates the command's own flags before anything is opened
 }
 
-func newFlags(name string, env pipeline.Env, withSnapshot bool) *commonFlags {
-	f := &commonFlags{fs: flag.NewFlagSet("sitewatch "+name, flag.ContinueOnError), check: func() error { return nil }}
-	f.fs.SetOutput(env.Stderr)
-	f.fs.StringVar(&f.config, "config", "domains.yaml", "the config file")
+func newFlags(name string, env pipeline.Env, withConfig, withSnapshot bool) *commandFlags {
+	f := &commandFlags{fs: flag.NewFlagSet("sitewatch "+name, flag.ContinueOnError), check: func() error { return nil }}
+	f.fs.SetOutput(io.Discard) // Main prints errors and help itself, each once
+	f.fs.Usage = func() {}
+	if withConfig {
+		f.fs.StringVar(&f.config, "config", "domains.yaml", "the config `file`")
+	}
 	if withSnapshot {
-		f.fs.StringVar(&f.snapshot, "snapshot", env.Now().UTC().Format("2006-01"), "the snapshot month, YYYY-MM (UTC)")
+		f.fs.StringVar(&f.snapshot, "snapshot", "", "the snapshot `month`, YYYY-MM (the month the API's data is for; default: run: the month the API serves now, others: the newest month held)")
 	}
 	return f
 }
 
-// parse parses args (expecting nargs positional ones), checks the snapshot month and the
-// command's own flags, and loads the config.
-func (f *commonFlags) parse(args []string, env pipeline.Env, nargs int) (*config.Config, error) {
-	if err := f.fs.Parse(args); err != nil {
-		return nil, &UsageError{Msg: err.Error()}
+// set reports whether the flag name was given on the command line.
+func (f *commandFlags) set(name string) bool {
+	found := false
+	f.fs.Visit(func(fl *flag.Flag) { found = found || fl.Name == name })
+	return found
+}
+
+// parseArgs parses flags wherever they stand among the positional arguments (the standard flag
+// package stops at the first argument), expects between minArgs and maxArgs positional ones, and
+// runs the command's own checks. A "--" ends the flags: everything after it is an argument.
+func (f *commandFlags) parseArgs(args []string, minArgs, maxArgs int) error {
+	f.args = nil
+	for {
+		if err := f.fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return &helpRequested{fs: f.fs}
+			}
+			return &UsageError{Msg: err.Error()}
+		}
+		rest := f.fs.Args()
+		if len(rest) == 0 {
+			break
+		}
+		if consumed := len(args) - len(rest); consumed > 0 && args[consumed-1] == "--" {
+			f.args = append(f.args, rest...)
+			break
+		}
+		f.args, args = append(f.args, rest[0]), rest[1:]
 	}
 	switch {
-	case f.fs.NArg() != nargs && f.argsHint != "":
-		return nil, &UsageError{Msg: f.argsHint}
-	case f.fs.NArg() > nargs:
-		return nil, &UsageError{Msg: fmt.Sprintf("unexpected arguments: %s", strings.Join(f.fs.Args()[nargs:], " "))}
-	}
-	if err := f.check(); err != nil {
-		return nil, err
+	case len(f.args) > maxArgs && maxArgs == 0:
+		return &UsageError{Msg: fmt.Sprintf("takes no arguments, got %q", strings.Join(f.args, " "))}
+	case len(f.args) > maxArgs:
+		return &UsageError{Msg: fmt.Sprintf("takes at most %d argument(s), got %d: %q", maxArgs, len(f.args), strings.Join(f.args, " "))}
+	case len(f.args) < minArgs:
+		return &UsageError{Msg: fmt.Sprintf("needs %d argument(s), got %d", minArgs, len(f.args))}
 	}
 	if f.snapshot != "" {
 		if _, err := time.Parse("2006-01", f.snapshot); err != nil {
-			return nil, &UsageError{Msg: fmt.Sprintf("--snapshot %q is not a month; write YYYY-MM, e.g. %s", f.snapshot, env.Now().UTC().Format("2006-01"))}
+			return &UsageError{Msg: fmt.Sprintf("--snapshot %q is not a month; write YYYY-MM, e.g. 2026-11", f.snapshot)}
 		}
+	}
+	return f.check()
+}
+
+// parse parses args as parseArgs does, then loads the config.
+func (f *commandFlags) parse(args []string, env pipeline.Env, minArgs, maxArgs int) (*config.Config, error) {
+	if err := f.parseArgs(args, minArgs, maxArgs); err != nil {
+		return nil, err
 	}
 	return config.Load(f.config, env.Getenv)
 }
 
+// parseAndOpen parses args, loads the config and opens its warehouse: the first steps of every
+// command that reads or rebuilds the warehouse.
+func (f *commandFlags) parseAndOpen(ctx context.Context, args []string, env pipeline.Env, minArgs, maxArgs int, readOnly bool) (*config.Config, *warehouse.Warehouse, error) {
+	cfg, err := f.parse(args, env, minArgs, maxArgs)
+	if err != nil {
+		return nil, nil, err
+	}
+	wh, err := openWarehouse(ctx, cfg, env, readOnly)
+	return cfg, wh, err
+}
+
+func openWarehouse(ctx context.Context, cfg *config.Config, env pipeline.Env, readOnly bool) (*warehouse.Warehouse, error) {
+	if readOnly {
+		if _, err := os.Stat(cfg.Warehouse.DuckDB); errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("no warehouse at %s yet: run `sitewatch run` first", cfg.Warehouse.DuckDB)
+		}
+	}
+	wh, err := warehouse.Open(ctx, warehouse.Options{DuckDBPath: cfg.Warehouse.DuckDB, ParquetDir: cfg.Warehouse.Parquet, Logger: env.Logger, ReadOnly: readOnly})
+	if err != nil {
+		return nil, err // the warehouse names the file and the holder
+	}
+	return wh, nil
+}
+
+var runHelp = help{
+	summary: "fetch and load one monthly snapshot now; resumes where an earlier run of it stopped",
+	usage:   "[--config F] [--snapshot YYYY-MM] [--dry-run] [--refresh]",
+	examples: []string{
+		"sitewatch run --dry-run            # the plan and its credit cost; calls nothing that costs credits",
+		"sitewatch run                      # the current month (UTC)",
+		"sitewatch run --snapshot 2026-11 --refresh",
+	},
+}
+
 func cmdRun(ctx context.Context, args []string, env pipeline.Env) error {
-	f := newFlags("run", env, true)
+	f := newFlags("run", env, true, true)
 	dry := f.fs.Bool("dry-run", false, "print the plan and its credit cost; call nothing that costs credits")
 	refresh := f.fs.Bool("refresh", false, "refetch domains already loaded in this snapshot")
-	cfg, err := f.parse(args, env, 0)
+	cfg, err := f.parse(args, env, 0, 0)
 	if err != nil {
 		return err
 	}
@@ -143,34 +299,57 @@ func cmdRun(ctx context.Context, args []string, env pipeline.Env) error {
 	return nil
 }
 
+var scheduleHelp = help{
+	summary:  "stay up and run the current month's snapshot on the config's cron schedule (UTC)",
+	usage:    "[--config F]",
+	examples: []string{"sitewatch schedule --config /srv/sitewatch/domains.yaml"},
+}
+
 func cmdSchedule(ctx context.Context, args []string, env pipeline.Env) error {
-	f := newFlags("schedule", env, false)
-	cfg, err := f.parse(args, env, 0)
+	f := newFlags("schedule", env, true, false)
+	cfg, err := f.parse(args, env, 0, 0)
 	if err != nil {
 		return err
 	}
-	if _, err := pipeline.CredentialsFrom(cfg, env.Getenv, false); err != nil {
+	if _, err := config.CredentialsFrom(cfg, env.Getenv); err != nil {
 		return err
 	}
 	onRun := func(sum *pipeline.Summary, err error) { PrintSummary(env.Stdout, sum, err) }
 	return pipeline.Schedule(ctx, cfg, env, pipeline.ScheduleOptions{OnRun: onRun})
 }
 
+var rebuildHelp = help{
+	summary:  "re-derive every table and Parquet file from the stored raw responses; spends no credits",
+	usage:    "[--config F] [--snapshot YYYY-MM | --all]",
+	examples: []string{"sitewatch rebuild --snapshot 2026-11", "sitewatch rebuild --all"},
+}
+
 func cmdRebuild(ctx context.Context, args []string, env pipeline.Env) error {
-	f := newFlags("rebuild", env, true)
+	f := newFlags("rebuild", env, true, true)
 	all := f.fs.Bool("all", false, "rebuild every snapshot")
-	cfg, wh, err := f.parseAndOpen(ctx, args, env, 0, false)
+	f.check = func() error {
+		if *all && f.set("snapshot") {
+			return &UsageError{Msg: "--all and --snapshot contradict each other: pass one"}
+		}
+		return nil
+	}
+	cfg, wh, err := f.parseAndOpen(ctx, args, env, 0, 0, false)
 	if err != nil {
 		return err
 	}
 	defer wh.Close()
 	snapshot := f.snapshot
+	if !*all && snapshot == "" {
+		if snapshot, err = latestMonth(ctx, wh); err != nil {
+			return err
+		}
+	}
 	if *all {
 		snapshot = ""
 	}
 	n, err := wh.Rebuild(ctx, snapshot)
 	if err != nil {
-		return fmt.Errorf("rebuild: %w", err)
+		return err // the warehouse names the snapshot and the step
 	}
 	what := "snapshot " + snapshot
 	if snapshot == "" {
@@ -180,14 +359,20 @@ func cmdRebuild(ctx context.Context, args []string, env pipeline.Env) error {
 	return nil
 }
 
+var validateHelp = help{
+	summary:  "check the config and list every rewritten, collapsed or rejected watchlist entry",
+	usage:    "[--config F]",
+	examples: []string{"sitewatch validate", "sitewatch validate --config staging.yaml"},
+}
+
 func cmdValidate(_ context.Context, args []string, env pipeline.Env) error {
-	f := newFlags("validate", env, false)
-	cfg, err := f.parse(args, env, 0)
+	f := newFlags("validate", env, true, false)
+	cfg, err := f.parse(args, env, 0, 0)
 	if err != nil {
 		return err
 	}
 	wl := config.NewWatchlist(cfg)
-	fmt.Fprintf(env.Stdout, "%s: config valid (schedule %q, mode %s, rate_limit %g/s)\n", cfg.Path, cfg.Schedule, cfg.API.Mode, cfg.API.RateLimit)
+	fmt.Fprintf(env.Stdout, "%s: schedule %q, mode %s, rate_limit %g/s\n", cfg.Path, cfg.Schedule, cfg.API.Mode, cfg.API.RateLimit)
 	fmt.Fprintf(env.Stdout, "watchlist: %d entries -> %d domains (%d rewritten, %d duplicates collapsed, %d rejected)\n",
 		len(cfg.Domains), len(wl.Domains), len(wl.Rewritten), len(wl.Duplicates), len(wl.Rejected))
 	for _, r := range wl.Rewritten {
@@ -199,81 +384,80 @@ func cmdValidate(_ context.Context, args []string, env pipeline.Env) error {
 	for _, r := range wl.Rejected {
 		fmt.Fprintf(env.Stdout, "  rejected   line %d: %q: %s\n", r.Line, r.Input, r.Reason)
 	}
-	if env.Getenv(config.EnvAPIKey) == "" && cfg.API.Mode == "direct" {
-		fmt.Fprintf(env.Stdout, "note: %s is not set; `sitewatch run` will need it\n", config.EnvAPIKey)
+	if _, err := config.CredentialsFrom(cfg, env.Getenv); err != nil {
+		if !errors.Is(err, config.ErrKeyNotSet) {
+			return err
+		}
+		fmt.Fprintf(env.Stdout, "note: %v; `sitewatch run` will need it\n", err)
 	}
 	if len(wl.Rejected) > 0 {
-		return &config.Error{Path: cfg.Path, Msg: fmt.Sprintf("%d watchlist entries are not host names and will never be sent; fix or remove them", len(wl.Rejected))}
+		return &config.Error{Path: cfg.Path, Msg: fmt.Sprintf("config not valid: %d watchlist entries are not host names and would never be sent; fix or remove them", len(wl.Rejected))}
+	}
+	fmt.Fprintf(env.Stdout, "%s: config valid\n", cfg.Path)
+	return nil
+}
+
+var statusHelp = help{
+	summary:  "recent runs: what each loaded, requests, 429s, credits spent and left",
+	usage:    "[--config F] [--limit N] [--format text|json]",
+	examples: []string{"sitewatch status", "sitewatch status --limit 3", "sitewatch status --format json"},
+}
+
+// atLeast refuses an integer flag below min.
+func atLeast(name string, v, minimum int) error {
+	if v < minimum {
+		return &UsageError{Msg: fmt.Sprintf("--%s %d is out of range: use %d or more", name, v, minimum)}
 	}
 	return nil
 }
 
-// parseAndOpen parses args, loads the config and opens its warehouse: the first steps of every
-// command that reads or rebuilds the warehouse.
-func (f *commonFlags) parseAndOpen(ctx context.Context, args []string, env pipeline.Env, nargs int, readOnly bool) (*config.Config, *warehouse.Warehouse, error) {
-	cfg, err := f.parse(args, env, nargs)
-	if err != nil {
-		return nil, nil, err
-	}
-	wh, err := openWarehouse(ctx, cfg, env, readOnly)
-	return cfg, wh, err
-}
-
-func openWarehouse(ctx context.Context, cfg *config.Config, env pipeline.Env, readOnly bool) (*warehouse.Warehouse, error) {
-	if readOnly {
-		if _, err := os.Stat(cfg.Warehouse.DuckDB); errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("no warehouse at %s yet: run `sitewatch run` first", cfg.Warehouse.DuckDB)
-		}
-	}
-	wh, err := warehouse.Open(ctx, warehouse.Options{DuckDBPath: cfg.Warehouse.DuckDB, ParquetDir: cfg.Warehouse.Parquet, Logger: env.Logger, ReadOnly: readOnly})
-	if err != nil {
-		return nil, err // the warehouse names the file and the holder
-	}
-	return wh, nil
-}
-
-func cmdQuery(ctx context.Context, args []string, env pipeline.Env) error {
-	f := newFlags("query", env, false)
-	format := f.fs.String("format", "table", "output format: table, csv or json")
-	f.argsHint = "query needs one SQL argument, e.g. sitewatch query 'SELECT * FROM latest_sites'"
-	f.check = func() error { _, err := newFormatter(*format, io.Discard); return err }
-	_, wh, err := f.parseAndOpen(ctx, args, env, 1, true)
-	if err != nil {
-		return err
-	}
-	defer wh.Close()
-	out, err := newFormatter(*format, env.Stdout)
-	if err != nil {
-		return err
-	}
-	return runQuery(ctx, wh.DB(), f.fs.Arg(0), out)
+var reportHelp = help{
+	summary:  "write a self-contained HTML report with charts for one snapshot",
+	usage:    "[--config F] [--snapshot YYYY-MM] [--out FILE]",
+	examples: []string{"sitewatch report --snapshot 2026-11 --out report.html"},
 }
 
 func cmdReport(ctx context.Context, args []string, env pipeline.Env) error {
-	f := newFlags("report", env, true)
-	out := f.fs.String("out", "", "the HTML file to write (default report-YYYY-MM.html)")
-	_, wh, err := f.parseAndOpen(ctx, args, env, 0, true)
+	f := newFlags("report", env, true, true)
+	out := f.fs.String("out", "", "the HTML `file` to write (default report-YYYY-MM.html)")
+	_, wh, err := f.parseAndOpen(ctx, args, env, 0, 0, true)
 	if err != nil {
 		return err
 	}
 	defer wh.Close()
+	if f.snapshot == "" {
+		if f.snapshot, err = latestMonth(ctx, wh); err != nil {
+			return err
+		}
+	}
 	if *out == "" {
 		*out = "report-" + f.snapshot + ".html"
 	}
 	err = writeFileAtomic(*out, func(w io.Writer) error { return report.Write(ctx, wh.DB(), f.snapshot, w) })
 	if err != nil {
-		return fmt.Errorf("report %s: %w", f.snapshot, err)
+		return fmt.Errorf("snapshot %s: %w", f.snapshot, err)
 	}
 	fmt.Fprintf(env.Stdout, "wrote %s\n", *out)
 	return nil
 }
 
+var schemaHelp = help{
+	summary:  "print the data dictionary: every table, view and column with its meaning, unit and scale",
+	usage:    "[--format text|markdown]",
+	examples: []string{"sitewatch schema", "sitewatch schema --format markdown > docs/data-dictionary.md"},
+}
+
 func cmdSchema(ctx context.Context, args []string, env pipeline.Env) error {
-	fs := flag.NewFlagSet("sitewatch schema", flag.ContinueOnError)
-	fs.SetOutput(env.Stderr)
-	format := fs.String("format", "text", "text or markdown")
-	if err := fs.Parse(args); err != nil {
-		return &UsageError{Msg: err.Error()}
+	f := newFlags("schema", env, false, false)
+	format := f.fs.String("format", "text", "text or markdown")
+	f.check = func() error {
+		if *format != "text" && *format != "markdown" && *format != "md" {
+			return &UsageError{Msg: fmt.Sprintf("--format %q: use text or markdown", *format)}
+		}
+		return nil
+	}
+	if err := f.parseArgs(args, 0, 0); err != nil {
+		return err
 	}
 	// The dictionary comes from the DDL itself, so it needs no warehouse file.
 	db, err := sql.Open("duckdb", "")
@@ -288,13 +472,23 @@ func cmdSchema(ctx context.Context, args []string, env pipeline.Env) error {
 	if err != nil {
 		return err
 	}
-	switch *format {
-	case "text":
+	if *format == "text" {
 		return d.WriteText(env.Stdout)
-	case "markdown", "md":
-		return d.WriteMarkdown(env.Stdout)
 	}
-	return &UsageError{Msg: fmt.Sprintf("--format %q: use text or markdown", *format)}
+	return d.WriteMarkdown(env.Stdout)
+}
+
+// latestMonth is the newest month the warehouse holds, the default of --snapshot for the
+// commands that read the warehouse.
+func latestMonth(ctx context.Context, wh *warehouse.Warehouse) (string, error) {
+	month, err := wh.LatestMonth(ctx)
+	if err != nil {
+		return "", err
+	}
+	if month == "" {
+		return "", errors.New("the warehouse holds no snapshot yet: run `sitewatch run` first")
+	}
+	return month, nil
 }
 
 // writeFileAtomic writes a file through a temporary sibling and a rename, so a reader never
@@ -320,4 +514,41 @@ func writeFileAtomic(path string, write func(io.Writer) error) error {
 		return err
 	}
 	return os.Rename(tmp.Name(), path)
+}
+
+// writeVersion prints the module version (from the build info; "(devel)" for a build from a
+// work tree) and the version of the DuckDB library linked in, which decides the SQL dialect
+// `query` accepts and the file format of the warehouse.
+func writeVersion(ctx context.Context, stdout, stderr io.Writer) int {
+	version, driver := "(devel)", "unknown"
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		if bi.Main.Version != "" {
+			version = bi.Main.Version
+		}
+		for _, d := range bi.Deps {
+			if d.Path == "github.com/marcboeker/go-duckdb" {
+				driver = d.Version
+			}
+		}
+	}
+	duck, err := duckDBVersion(ctx)
+	if err != nil {
+		fmt.Fprintf(stderr, "sitewatch --version: %v\n", err)
+		return ExitFailed
+	}
+	fmt.Fprintf(stdout, "sitewatch %s\nDuckDB %s (go-duckdb %s)\n%s %s/%s\n", version, duck, driver, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	return ExitOK
+}
+
+func duckDBVersion(ctx context.Context) (string, error) {
+	db, err := sql.Open("duckdb", "")
+	if err != nil {
+		return "", fmt.Errorf("open in-memory DuckDB: %w", err)
+	}
+	defer db.Close()
+	var v string
+	if err := db.QueryRowContext(ctx, "SELECT version()").Scan(&v); err != nil {
+		return "", fmt.Errorf("read the DuckDB version: %w", err)
+	}
+	return v, nil
 }

@@ -13,8 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/robfig/cron/v3"
-
 	"sitewatch/pipeline"
 	"sitewatch/pipeline/atlas/atlastest"
 	"sitewatch/pipeline/config"
@@ -165,17 +163,29 @@ func TestRunComplete(t *testing.T) {
 	}
 	h.assertWarehouseHasNoKey()
 
-	// A rerun of a complete snapshot calls nothing and changes nothing.
+	// A rerun of a complete snapshot makes one call (the API's month is known only from an
+	// answer), says it is up to date, and changes nothing.
 	before := dumpTables(t, h)
-	if code := h.run("run", "--snapshot", testMonth); code != ExitOK {
-		t.Fatalf("rerun exit %d\n%s", code, h.stdout)
-	}
-	if got, want := h.srv.Stats().Charged, int64(2*len(domains)+1); got != want {
-		t.Errorf("after rerun credits charged = %d, want %d", got, want)
+	for _, args := range [][]string{{"run", "--snapshot", testMonth}, {"run"}} {
+		charged := h.srv.Stats().Charged
+		if code := h.run(args...); code != ExitOK {
+			t.Fatalf("%v: rerun exit %d\n%s", args, code, h.stdout)
+		}
+		if got := h.srv.Stats().Charged - charged; got > 1 {
+			t.Errorf("%v: rerun of a complete month charged %d credits, want at most 1", args, got)
+		}
+		if out := h.stdout.String(); !strings.Contains(out, "up to date: the API still serves "+testMonth) || !strings.Contains(out, "complete since") {
+			t.Errorf("%v: summary does not say up to date (complete since …):\n%s", args, out)
+		}
 	}
 	if after := dumpTables(t, h); after != before {
 		t.Errorf("rerun changed the tables")
 	}
+	withDB(t, h, func(db *sql.DB) {
+		if got := count(t, db, "SELECT count(*) FROM runs WHERE status = 'up_to_date' AND snapshot_month = ? AND credits_spent <= 1", testMonth); got != 2 {
+			t.Errorf("runs rows up_to_date = %d, want 2", got)
+		}
+	})
 }
 
 func TestRunOutOfCreditsThenResume(t *testing.T) {
@@ -502,16 +512,36 @@ func TestInterruptKeepsAnsweredCalls(t *testing.T) {
 	}
 }
 
-func TestRunWarnsWhenTheAPIMonthDiffers(t *testing.T) {
+// TestRunSnapshotOtherMonthExits5: --snapshot of a month the API does not serve stores
+// nothing, spends at most 1 credit, exits 5 and says which month the API serves.
+func TestRunSnapshotOtherMonthExits5(t *testing.T) {
 	h := newHarness(t, atlastest.Options{}, atlastest.Domains(2), "")
-	if code := h.run("run", "--snapshot", "2026-09"); code != ExitOK {
-		t.Fatalf("exit %d\n%s", code, h.stdout)
+	for _, month := range []string{"2026-09", "2026-12"} {
+		charged := h.srv.Stats().Charged
+		if code := h.run("run", "--snapshot", month); code != ExitWrongMonth {
+			t.Fatalf("--snapshot %s: exit %d, want %d\n%s", month, code, ExitWrongMonth, h.stdout)
+		}
+		if got := h.srv.Stats().Charged - charged; got > 1 {
+			t.Errorf("--snapshot %s: charged %d credits, want at most 1", month, got)
+		}
+		out := h.stdout.String()
+		for _, want := range []string{"the API serves " + testMonth, "past months cannot be fetched", "nothing was stored under " + month} {
+			if !strings.Contains(out, want) {
+				t.Errorf("--snapshot %s: output lacks %q:\n%s", month, want, out)
+			}
+		}
 	}
-	if !strings.Contains(h.stdout.String(), "the API's data is for "+testMonth) {
-		t.Errorf("no note that the data month (%s) differs from the snapshot:\n%s", testMonth, h.stdout)
-	}
-	if code := h.run("run", "--snapshot", testMonth); code != ExitOK || strings.Contains(h.stdout.String(), "note: the API's data") {
-		t.Errorf("exit %d, or a note where the months agree:\n%s", code, h.stdout)
+	withDB(t, h, func(db *sql.DB) {
+		if got := count(t, db, "SELECT count(*) FROM raw_responses"); got != 0 {
+			t.Errorf("raw_responses = %d rows after mismatched runs, want 0", got)
+		}
+		if got := count(t, db, "SELECT count(*) FROM runs WHERE status = 'month_mismatch'"); got != 2 {
+			t.Errorf("runs with status month_mismatch = %d, want 2", got)
+		}
+	})
+	// Without --snapshot the run loads the month the API serves.
+	if code := h.run("run"); code != ExitOK || !strings.Contains(h.stdout.String(), "snapshot "+testMonth) {
+		t.Fatalf("run without --snapshot: exit %d\n%s", code, h.stdout)
 	}
 }
 
@@ -519,7 +549,6 @@ func TestRunWarnsWhenTheAPIMonthDiffers(t *testing.T) {
 // the calls in flight finish and be stored, and Schedule returns nil (the process exits 0);
 // the next run pays only for what was never answered.
 func TestScheduleSignalMidRunCommitsAndReturns(t *testing.T) {
-	secondsParser := cron.NewParser(cron.Second | cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow).Parse
 
 	domains := atlastest.Domains(20)
 	month := time.Now().UTC().Format("2006-01")

@@ -22,6 +22,7 @@ const (
 	ExitUsage        = 2
 	ExitCredits      = 3
 	ExitUnauthorized = 4
+	ExitWrongMonth   = 5 // --snapshot M, but the API serves another month
 )
 
 // UsageError is a bad command line; nothing was called.
@@ -42,6 +43,8 @@ func ExitCode(err error) int {
 		return ExitCredits
 	case errors.Is(err, atlas.ErrUnauthorized):
 		return ExitUnauthorized
+	case errors.As(err, new(*pipeline.MonthMismatchError)):
+		return ExitWrongMonth
 	default:
 		return ExitFailed
 	}
@@ -51,11 +54,14 @@ func ExitCode(err error) int {
 func advice(err error, snapshot string) string {
 	switch ExitCode(err) {
 	case ExitCredits:
-		return fmt.Sprintf("stopped for credits: top up the wallet (or raise max_credits_per_run / lower min_credits), then rerun `sitewatch run --snapshot %s`; loaded domains are not fetched again", snapshot)
+		return "stopped for credits: top up the wallet (or raise max_credits_per_run / lower min_credits), then rerun `sitewatch run`; loaded domains are not fetched again"
 	case ExitUnauthorized:
 		return "the API rejected the key: check ATLAS_API_KEY (and, in marketplace mode, ATLAS_MARKETPLACE_KEY and api.marketplace_host)"
 	case ExitFailed:
-		return fmt.Sprintf("what was loaded stays loaded; rerun `sitewatch run --snapshot %s` to fetch only what is missing", snapshot)
+		if errors.As(err, new(*pipeline.MonthTurnedError)) {
+			return "rerun `sitewatch run` to complete the new month (`sitewatch schedule` does so by itself)"
+		}
+		return "what was loaded stays loaded; rerun `sitewatch run` to fetch only what is missing"
 	}
 	return ""
 }
@@ -66,7 +72,18 @@ func PrintSummary(w io.Writer, s *pipeline.Summary, runErr error) {
 	if s.CreditsRemaining >= 0 {
 		credits = fmt.Sprint(s.CreditsRemaining)
 	}
-	fmt.Fprintf(w, "snapshot %s — run %s: %s\n", s.Snapshot, s.RunID, s.Status)
+	month := s.Snapshot
+	if month == "" {
+		month = "(month unknown: no answer told it)"
+	}
+	fmt.Fprintf(w, "snapshot %s — run %s: %s\n", month, s.RunID, s.Status)
+	if s.Status == pipeline.StatusUpToDate {
+		since := ""
+		if !s.CompleteSince.IsZero() {
+			since = " (complete since " + s.CompleteSince.UTC().Format("2006-01-02 15:04 UTC") + ")"
+		}
+		fmt.Fprintf(w, "  up to date: the API still serves %s%s; nothing was rewritten\n", s.Snapshot, since)
+	}
 	printRows(w, [][2]string{
 		{"domains loaded", fmt.Sprintf("%d of %d", s.DomainsLoaded, s.DomainsTotal)},
 		{"rejected by the API (400)", fmt.Sprint(s.DomainsRejected)},
@@ -77,9 +94,9 @@ func PrintSummary(w io.Writer, s *pipeline.Summary, runErr error) {
 		{"credits left", credits},
 		{"duration", s.Duration.Round(100 * time.Millisecond).String()},
 	})
-	if s.DataMonth != "" {
-		fmt.Fprintf(w, "  note: the API's data is for %s (meta.snapshot_date) but is stored as snapshot %s; "+
-			"the API serves only its current month, so pass --snapshot %s unless this is intended\n", s.DataMonth, s.Snapshot, s.DataMonth)
+	if s.TurnedTo != "" {
+		fmt.Fprintf(w, "  note: the API turned to %s during the run: %s stays incomplete (%d of %d loaded), %s has %d domains so far\n",
+			s.TurnedTo, s.Snapshot, s.DomainsLoaded, s.DomainsTotal, s.TurnedTo, s.TurnedLoaded)
 	}
 	for _, r := range s.Watchlist.Rejected {
 		fmt.Fprintf(w, "  not sent: %q (line %d): %s\n", r.Input, r.Line, r.Reason)

@@ -21,6 +21,7 @@ func main() {
 	fi, _ := os.Stderr.Stat()
 	env := pipeline.Env{
 		Getenv:     os.Getenv,
+		Stdin:      os.Stdin,
 		Stdout:     os.Stdout,
 		Stderr:     os.Stderr,
 		Logger:     slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: LogLevel(os.Getenv)})),

@@ -80,19 +80,19 @@ type statusSection struct {
 var statusSections []statusSection
 
 func cmdStatus(ctx context.Context, args []string, env pipeline.Env) error {
-	f := newFlags("status", env, false)
+	f := newFlags("status", env, true, false)
 	limit := f.fs.Int("limit", 10, "how many recent runs to show (at least 1)")
 	format := f.fs.String("format", "text", "output format: text or json")
 	f.check = func() error {
-		if *limit < 1 {
-			return &UsageError{Msg: fmt.Sprintf("--limit %d: show at least 1 run", *limit)}
+		if err := atLeast("limit", *limit, 1); err != nil {
+			return err
 		}
 		if *format != "text" && *format != "json" {
 			return &UsageError{Msg: fmt.Sprintf("--format %q: use text or json", *format)}
 		}
 		return nil
 	}
-	cfg, err := f.parse(args, env, 0)
+	cfg, err := f.parse(args, env, 0, 0)
 	if err != nil {
 		return err
 	}

@@ -8,15 +8,18 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"mime"
+	"net"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
-
-	"github.com/cenkalti/backoff/v4"
 
 	"sitewatch/schema"
 )
@@ -25,8 +28,8 @@ type outcomeKind int
 
 const (
 	outcomeOK          outcomeKind = iota
-	outcomePermanent               // this request failed for good (400)
-	outcomeFatal                   // stop the client (401, 402, 404, 405, 413, 3xx, legacy v1)
+	outcomePermanent               // this request failed for good (400, drift, secret in body, oversized body)
+	outcomeFatal                   // stop the client (401, 402, 404, 405, 413, 3xx, legacy v1, unreachable)
 	outcomeRateLimited             // 429: retry after the pause
 	outcomeTransient               // 5xx, time-out, reset, broken 200: retry with backoff
 	outcomeCanceled                // the caller's context ended
@@ -35,20 +38,21 @@ const (
 type outcome struct {
 	sent bool // an HTTP attempt was made (false: stopped or canceled before sending)
 	kind outcomeKind
-	body []byte
-	at   time.Time
-	err  error
-}
-
-func (c *Client) newBackoff() backoff.BackOff {
-	b := backoff.NewExponentialBackOff()
-	b.InitialInterval = c.cfg.RetryInitial
-	b.MaxInterval = c.cfg.RetryMax
-	b.RandomizationFactor = 0.5
-	b.Multiplier = 2
-	b.MaxElapsedTime = 0 // bounded by MaxAttempts instead
-	b.Reset()
-	return b
+	// body and its decoded value (the one matching the endpoint), for outcomeOK; held is
+	// the bytes it counts against MaxInflightBytes until handed over.
+	body      []byte
+	overview  *schema.SiteOverview
+	similar   *schema.SiteSimilar
+	countries *schema.CountryMetadata
+	held      int64
+	// charged is the credits the server charged for this answer (a 200's X-Gateway-Credit-Cost).
+	charged int64
+	// maybeCharged says the attempt may have cost a credit without giving a usable body
+	// (a broken 200, or no answer after the request was written): retrying it is a refetch.
+	maybeCharged bool
+	retryAfter   time.Duration // a 503's Retry-After, honoured as the least backoff
+	at           time.Time
+	err          error
 }
 
 func (c *Client) requestURL(req Request) (string, error) {
@@ -63,8 +67,8 @@ func (c *Client) requestURL(req Request) (string, error) {
 	}
 }
 
-// attempt makes one HTTP attempt: reserve a credit, wait for a token, send, classify.
-func (c *Client) attempt(ctx context.Context, req Request) outcome {
+// attempt makes one HTTP attempt: reserve credits, wait for a token, send, classify.
+func (c *Client) attempt(ctx context.Context, req Request, refetch bool) outcome {
 	target, err := c.requestURL(req)
 	if err != nil {
 		return outcome{err: err}
@@ -72,170 +76,325 @@ func (c *Client) attempt(ctx context.Context, req Request) outcome {
 	if err := ctx.Err(); err != nil {
 		return outcome{err: err}
 	}
-	if err := c.admit(ctx); err != nil {
+	if err := c.admit(ctx, refetch); err != nil {
 		return outcome{err: err}
 	}
 	if err := c.waitTurn(ctx); err != nil {
-		c.unreserve()
+		c.unreserve(refetch)
 		return outcome{err: err}
 	}
 
 	actx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
 	defer cancel()
-	hreq, err := http.NewRequestWithContext(actx, http.MethodGet, target, nil)
+	tr := &connTrace{}
+	hreq, err := http.NewRequestWithContext(httptrace.WithClientTrace(actx, tr.hooks()), http.MethodGet, target, nil)
 	if err != nil {
-		c.unreserve()
-		return outcome{err: fmt.Errorf("atlas: build request for %s %q: %s", req.Endpoint, req.Domain, c.redact.Replace(err.Error()))}
+		c.unreserve(refetch)
+		return outcome{err: fmt.Errorf("atlas: build request for %s %q: %s", req.Endpoint, req.Domain, c.secrets.redact(err.Error()))}
 	}
 	c.setHeaders(hreq)
-	sentAt := time.Now()
+	sentAt := c.clock.Now()
 	c.count(func(s *Stats) { s.Requests++ })
 	if c.onSend != nil {
 		c.onSend(sentAt)
 	}
 	resp, err := c.hc.Do(hreq)
-	at := time.Now().UTC()
 	if err != nil {
-		e := c.newError(req, 0, "", "")
-		if isCertificateError(err) {
-			// Retrying cannot make an untrusted certificate trusted: stop at once.
-			e.Message, e.Err = c.transportMessage(err), ErrUntrustedCertificate
-			c.observe(nil, 0, sentAt, e)
-			return outcome{sent: true, kind: outcomeFatal, at: at, err: e}
-		}
-		c.observe(nil, 0, sentAt, nil)
-		switch {
-		case ctx.Err() != nil:
-			return outcome{sent: true, kind: outcomeCanceled, at: at,
-				err: fmt.Errorf("atlas fetch %s %q: %w", req.Endpoint, req.Domain, ctx.Err())}
-		case actx.Err() != nil:
-			e.Message = fmt.Sprintf("no answer within %s (api.timeout)", c.cfg.Timeout)
-		default:
-			e.Message = c.transportMessage(err)
-		}
-		e.Err = ErrServer
-		return outcome{sent: true, kind: outcomeTransient, at: at, err: e}
+		out := c.noAnswer(ctx, actx, req, err, tr)
+		c.observe(nil, 0, sentAt, &out)
+		return out
 	}
-	defer resp.Body.Close()
-	out := c.answer(ctx, actx, req, hreq, resp, at)
+	defer func() { _ = resp.Body.Close() }() // the body was read as far as needed
+	out := c.answer(ctx, actx, req, hreq, resp)
 	c.log.Debug("atlas answer", "endpoint", req.Endpoint, "domain", req.Domain, "status", resp.StatusCode,
-		"latency", time.Since(sentAt))
-	// Release the reservation, record the headers and (for a stop reason) stop, in one
-	// step, so no other call can start on a balance a fatal answer reported.
-	var stopErr error
-	if out.kind == outcomeFatal {
-		stopErr = out.err
-	}
-	c.observe(resp.Header, resp.StatusCode, sentAt, stopErr)
+		"latency", c.clock.Now().Sub(sentAt))
+	// Release the reservation, record the headers and the charge and (for a stop reason)
+	// stop, in one step, so no other call can start on a balance a fatal answer reported.
+	c.observe(resp.Header, resp.StatusCode, sentAt, &out)
 	return out
 }
 
-// answer reads and classifies an HTTP answer.
-func (c *Client) answer(ctx, actx context.Context, req Request, hreq *http.Request, resp *http.Response, at time.Time) outcome {
-	if resp.StatusCode == http.StatusOK {
-		return c.readOK(ctx, actx, req, resp, at)
+// noAnswer classifies an attempt that got no HTTP answer.
+func (c *Client) noAnswer(ctx, actx context.Context, req Request, err error, tr *connTrace) outcome {
+	at := c.clock.Now().UTC()
+	e := c.newError(req, 0, "", "")
+	e.Message = c.transportMessage(err)
+	stage, wrote := tr.result(err)
+	c.mu.Lock()
+	first := !c.seenResponse
+	c.mu.Unlock()
+	switch {
+	case isCertificateError(err) && first:
+		return outcome{sent: true, kind: outcomeFatal, at: at, err: &UnreachableError{Stage: StageTLS, Host: c.host(),
+			BaseURL: c.baseURL, Err: fmt.Errorf("%w: %s", ErrUntrustedCertificate, e.Message)}}
+	case isCertificateError(err):
+		// Retrying cannot make an untrusted certificate trusted: stop at once.
+		e.Err = ErrUntrustedCertificate
+		return outcome{sent: true, kind: outcomeFatal, at: at, err: e}
+	case ctx.Err() != nil:
+		return outcome{sent: true, kind: outcomeCanceled, at: at, maybeCharged: wrote,
+			err: fmt.Errorf("atlas fetch %s %q: %w", req.Endpoint, req.Domain, ctx.Err())}
+	case stage != "" && !wrote && first:
+		// Nothing answers at api.base_url: retrying will not make it appear.
+		return outcome{sent: true, kind: outcomeFatal, at: at,
+			err: &UnreachableError{Stage: stage, Host: c.host(), BaseURL: c.baseURL, Err: errors.New(e.Message)}}
+	case actx.Err() != nil:
+		e.Message = fmt.Sprintf("no answer within %s (api.timeout)", c.cfg.Timeout)
 	}
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	e.Err = ErrServer
+	return outcome{sent: true, kind: outcomeTransient, at: at, maybeCharged: wrote, err: e}
+}
+
+func (c *Client) host() string {
+	u, err := url.Parse(c.base)
+	if err != nil {
+		return ""
+	}
+	return u.Host
+}
+
+// connTrace records whether the request was written (after which the server may charge
+// it) and which connection stage failed.
+type connTrace struct {
+	mu        sync.Mutex
+	wrote     bool
+	connected bool
+	stage     string
+}
+
+func (t *connTrace) hooks() *httptrace.ClientTrace {
+	set := func(f func()) {
+		t.mu.Lock()
+		f()
+		t.mu.Unlock()
+	}
+	return &httptrace.ClientTrace{
+		DNSDone: func(i httptrace.DNSDoneInfo) {
+			if i.Err != nil {
+				set(func() { t.stage = StageDNS })
+			}
+		},
+		// A dial after a write means the transport is retrying a request it sent on a
+		// reused connection the server had already closed: that write reached no one.
+		ConnectStart: func(_, _ string) { set(func() { t.wrote = false }) },
+		ConnectDone: func(_, _ string, err error) {
+			set(func() {
+				if err == nil {
+					t.connected = true
+				} else if !t.connected {
+					t.stage = StageTCP
+				}
+			})
+		},
+		TLSHandshakeDone: func(_ tls.ConnectionState, err error) {
+			if err != nil {
+				set(func() { t.stage = StageTLS })
+			}
+		},
+		GotConn:      func(httptrace.GotConnInfo) { set(func() { t.stage = "" }) },
+		WroteRequest: func(httptrace.WroteRequestInfo) { set(func() { t.wrote = true }) },
+	}
+}
+
+// result returns the failed connection stage ("" if the connection was made) and whether
+// the request was written. Without trace events (a custom transport) it classifies err.
+func (t *connTrace) result(err error) (stage string, wrote bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.wrote {
+		return "", true
+	}
+	if t.stage != "" {
+		return t.stage, false
+	}
+	var dnsErr *net.DNSError
+	var opErr *net.OpError
+	var recErr tls.RecordHeaderError
+	switch {
+	case errors.As(err, &dnsErr):
+		return StageDNS, false
+	case errors.As(err, &recErr), isCertificateError(err):
+		return StageTLS, false
+	case errors.As(err, &opErr) && opErr.Op == "dial":
+		return StageTCP, false
+	}
+	return "", false
+}
+
+// answer reads and classifies an HTTP answer.
+func (c *Client) answer(ctx, actx context.Context, req Request, hreq *http.Request, resp *http.Response) outcome {
+	if resp.StatusCode == http.StatusOK {
+		return c.readOK(ctx, actx, req, resp)
+	}
+	at := c.clock.Now().UTC()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 	eb := parseErrorBody(body)
 	e := c.newError(req, resp.StatusCode, eb.code, eb.message)
+	out := outcome{sent: true, at: at, err: e}
 	switch s := resp.StatusCode; {
 	case s == http.StatusBadRequest:
-		switch eb.code {
-		case "INVALID_DOMAIN":
-			e.Err = ErrInvalidDomain
-		case "MISSING_PARAMETER":
-			e.Err = ErrMissingParameter
-		default:
+		e.Err = map[string]error{"INVALID_DOMAIN": ErrInvalidDomain, "MISSING_PARAMETER": ErrMissingParameter}[eb.code]
+		if e.Err == nil {
 			e.Err = ErrBadRequest
 		}
-		return outcome{sent: true, kind: outcomePermanent, at: at, err: e}
+		out.kind = outcomePermanent
 	case s == http.StatusUnauthorized || s == http.StatusForbidden:
-		e.Err = ErrUnauthorized
-		return outcome{sent: true, kind: outcomeFatal, at: at, err: e}
+		e.Err, out.kind = ErrUnauthorized, outcomeFatal
 	case s == http.StatusPaymentRequired:
 		e.RemainingBalance = eb.remainingBalance
-		e.Err = ErrOutOfCredits
-		return outcome{sent: true, kind: outcomeFatal, at: at, err: e}
+		e.Err, out.kind = ErrOutOfCredits, outcomeFatal
 	case s == http.StatusNotFound || s == http.StatusMethodNotAllowed || s == http.StatusRequestEntityTooLarge:
 		e.Message = strings.TrimSuffix(fmt.Sprintf("GET %s answered %d: %s", c.redactedPath(hreq.URL), s, e.Message), ": ")
-		e.Err = ErrMisconfigured
-		return outcome{sent: true, kind: outcomeFatal, at: at, err: e}
+		e.Err, out.kind = ErrMisconfigured, outcomeFatal
 	case s >= 300 && s < 400:
-		e.Message = fmt.Sprintf("GET %s was redirected to %q", c.redactedPath(hreq.URL), c.redact.Replace(resp.Header.Get("Location")))
-		e.Err = ErrMisconfigured
-		return outcome{sent: true, kind: outcomeFatal, at: at, err: e}
+		e.Message = fmt.Sprintf("GET %s was redirected to %q", c.redactedPath(hreq.URL), RedactURL(c.secrets.redact(resp.Header.Get("Location"))))
+		e.Err, out.kind = ErrMisconfigured, outcomeFatal
 	case s == http.StatusTooManyRequests && c.cfg.Mode == ModeMarketplace &&
 		strings.TrimSpace(resp.Header.Get("X-Ratelimit-Requests-Remaining")) == "0":
 		// The listing's monthly quota is used up: waiting seconds will not help.
 		e.Message = strings.TrimSuffix("marketplace monthly quota exhausted: "+e.Message, ": ")
-		e.Err = ErrOutOfCredits
-		return outcome{sent: true, kind: outcomeFatal, at: at, err: e}
+		e.Err, out.kind = ErrOutOfCredits, outcomeFatal
 	case s == http.StatusTooManyRequests:
 		d := c.retryAfter(resp.Header.Get("Retry-After"))
-		e.RetryAfter = d
-		e.Err = ErrRateLimited
-		c.pause(d)
+		e.RetryAfter, e.Err, out.kind = d, ErrRateLimited, outcomeRateLimited
 		c.count(func(s *Stats) { s.RateLimited++ })
 		c.log.Warn("atlas rate limited: pausing every request", "endpoint", req.Endpoint, "domain", req.Domain, "pause", d)
-		return outcome{sent: true, kind: outcomeRateLimited, at: at, err: e}
+		c.pause(d, e)
 	case s >= 500 || s == http.StatusRequestTimeout || s == http.StatusTooEarly:
 		// 502 and 504 are refunded, so retrying them is free; a 500 is not charged either.
-		e.Err = ErrServer
-		return outcome{sent: true, kind: outcomeTransient, at: at, err: e}
+		if ra := resp.Header.Get("Retry-After"); ra != "" {
+			out.retryAfter = c.retryAfter(ra)
+		}
+		e.Err, out.kind = ErrServer, outcomeTransient
 	default:
-		e.Err = ErrBadRequest
-		return outcome{sent: true, kind: outcomePermanent, at: at, err: e}
+		e.Err, out.kind = ErrBadRequest, outcomePermanent
 	}
+	return out
 }
 
-// readOK reads and validates a 200 body. A 200 was charged (observe counted it), so a
-// retry of a broken one costs another credit; the credit accounting already includes it.
-func (c *Client) readOK(ctx, actx context.Context, req Request, resp *http.Response, at time.Time) outcome {
+// maxErrorBody bounds what is read of an error answer: the API's are a few hundred bytes.
+const maxErrorBody = 64 << 10
+
+// readOK reads, checks and decodes a 200 body, once. A 200 was charged (observe counts it),
+// so a refetch of a broken one costs another credit: each call gets at most one, within
+// the run's waste budget.
+func (c *Client) readOK(ctx, actx context.Context, req Request, resp *http.Response) outcome {
 	e := c.newError(req, resp.StatusCode, "", "")
 	e.Err = ErrServer
-	ct := resp.Header.Get("Content-Type")
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBodyBytes+1))
-	at = time.Now().UTC()
+	broken := func(msg string) outcome {
+		e.Message = msg
+		return outcome{sent: true, kind: outcomeTransient, maybeCharged: true, at: c.clock.Now().UTC(), err: e}
+	}
+	refused := func(code, msg string, sentinel error) outcome {
+		e.Code, e.Message, e.Err = code, msg, sentinel
+		return outcome{sent: true, kind: outcomePermanent, at: c.clock.Now().UTC(), err: e}
+	}
+	tooLarge := fmt.Sprintf("body larger than %d bytes", c.cfg.MaxBodyBytes)
+	if resp.ContentLength > c.cfg.MaxBodyBytes {
+		return refused("BODY_TOO_LARGE", fmt.Sprintf("body of %d bytes, larger than %d", resp.ContentLength, c.cfg.MaxBodyBytes), ErrBodyTooLarge)
+	}
+	body, held, err := c.readBody(actx, resp.Body, resp.ContentLength)
 	switch {
+	case errors.Is(err, errTooLarge):
+		return refused("BODY_TOO_LARGE", tooLarge, ErrBodyTooLarge)
 	case err != nil && ctx.Err() != nil:
-		return outcome{sent: true, kind: outcomeCanceled, at: at,
+		return outcome{sent: true, kind: outcomeCanceled, at: c.clock.Now().UTC(),
 			err: fmt.Errorf("atlas fetch %s %q: %w", req.Endpoint, req.Domain, ctx.Err())}
 	case err != nil && actx.Err() != nil:
-		e.Message = fmt.Sprintf("body not complete within %s (api.timeout)", c.cfg.Timeout)
-		return outcome{sent: true, kind: outcomeTransient, at: at, err: e}
+		return broken(fmt.Sprintf("body not complete within %s (api.timeout)", c.cfg.Timeout))
 	case err != nil:
-		e.Message = "reading the body: " + c.transportMessage(err)
-		return outcome{sent: true, kind: outcomeTransient, at: at, err: e}
-	case len(body) > maxBodyBytes:
-		e.Message = fmt.Sprintf("body larger than %d bytes", maxBodyBytes)
-		return outcome{sent: true, kind: outcomeTransient, at: at, err: e}
+		return broken("reading the body: " + c.transportMessage(err))
 	}
-	jsonType := isJSONType(ct)
-	if err := schema.Validate(req.Endpoint, body); err != nil {
-		if !jsonType {
-			e.Message = fmt.Sprintf("200 answer with content type %q instead of JSON (a proxy or error page?)", ct)
-			return outcome{sent: true, kind: outcomeTransient, at: at, err: e}
-		}
-		if errors.Is(err, schema.ErrLegacyV1) {
+	out := outcome{sent: true, kind: outcomeOK, at: c.clock.Now().UTC(), body: body, held: held}
+	if c.secrets.in(body) {
+		c.releaseBytes(held)
+		return refused("SECRET_IN_BODY", "", ErrSecretInBody)
+	}
+	ct := c.secrets.redact(resp.Header.Get("Content-Type"))
+	if err := c.decode(req.Endpoint, &out); err != nil {
+		c.releaseBytes(held)
+		switch {
+		case !isJSONType(ct):
+			return broken(fmt.Sprintf("200 answer with content type %q instead of JSON (a proxy or error page?)", ct))
+		case errors.Is(err, schema.ErrLegacyV1):
 			// The sentinel already says what happened and what to do.
 			e.Err = schema.ErrLegacyV1
-			return outcome{sent: true, kind: outcomeFatal, at: at, err: e}
-		}
-		e.Message = "malformed 200 body: " + c.redact.Replace(err.Error())
-		if isDrift(err) {
+			return outcome{sent: true, kind: outcomeFatal, at: out.at, err: e}
+		case isDrift(err):
 			// Well-formed JSON of the wrong shape comes back the same on every try: a retry
 			// would only spend another credit.
-			e.Err = ErrSchemaDrift
-			return outcome{sent: true, kind: outcomePermanent, at: at, err: e}
+			return refused("", "malformed 200 body: "+c.secrets.redact(err.Error()), ErrSchemaDrift)
 		}
-		return outcome{sent: true, kind: outcomeTransient, at: at, err: e}
+		return broken("malformed 200 body: " + c.secrets.redact(err.Error()))
 	}
-	if !jsonType {
+	if !isJSONType(ct) {
 		// The credit is spent and the body is a valid v2 answer: keep it rather than pay again.
 		c.log.Warn("200 answer with a non-JSON content type but a valid body; kept",
 			"endpoint", string(req.Endpoint), "domain", req.Domain, "content_type", ct)
 	}
-	return outcome{sent: true, kind: outcomeOK, body: body, at: at}
+	return out
+}
+
+// decode decodes out.body as the answer of endpoint into the matching field of out, with
+// the fast decoders (which fall back to encoding/json, same values and errors).
+func (c *Client) decode(endpoint schema.Endpoint, out *outcome) error {
+	var err error
+	switch endpoint {
+	case schema.EndpointOverview:
+		out.overview, err = schema.DecodeOverviewFast(out.body)
+	case schema.EndpointSimilar:
+		out.similar, err = schema.DecodeSimilarFast(out.body)
+	case schema.EndpointCountries:
+		out.countries, err = schema.DecodeCountries(out.body)
+	default:
+		err = fmt.Errorf("unknown endpoint %q", endpoint)
+	}
+	return err
+}
+
+var errTooLarge = errors.New("body too large")
+
+// readBody reads r whole, taking the bytes from the in-flight budget as it grows (all of
+// Content-Length at once when known). It returns the body and the bytes it holds in the
+// budget; on error it holds none. A body over MaxBodyBytes is errTooLarge.
+func (c *Client) readBody(ctx context.Context, r io.Reader, contentLength int64) ([]byte, int64, error) {
+	limit := c.cfg.MaxBodyBytes
+	step := int64(64 << 10)
+	if contentLength >= 0 {
+		step = contentLength + 1 // +1: the read that meets EOF needs room
+	}
+	var buf []byte
+	var held int64
+	fail := func(err error) ([]byte, int64, error) {
+		c.releaseBytes(held)
+		return nil, 0, err
+	}
+	for {
+		if int64(len(buf)) == held {
+			if held > limit {
+				return fail(errTooLarge)
+			}
+			grow := min(step, limit+1-held)
+			if err := c.acquireBytes(ctx, grow); err != nil {
+				return fail(err)
+			}
+			held += grow
+			buf = slices.Grow(buf, int(grow))
+		}
+		n, err := r.Read(buf[len(buf):held])
+		buf = buf[:len(buf)+n]
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return fail(err)
+		}
+	}
+	if int64(len(buf)) > limit {
+		return fail(errTooLarge)
+	}
+	c.releaseBytes(held - int64(len(buf)))
+	return buf, int64(len(buf)), nil
 }
 
 func isJSONType(ct string) bool {
@@ -262,54 +421,105 @@ func (c *Client) setHeaders(r *http.Request) {
 	}
 }
 
-// observe releases the attempt's credit reservation, stops the client if stopErr is set,
-// and records what the answer's headers say: credits charged and remaining, marketplace
-// quota, and the server's rate limit. h is nil when no answer arrived.
-func (c *Client) observe(h http.Header, status int, sentAt time.Time, stopErr error) {
+// observe releases the attempt's credit reservation, stops the client if the outcome is a
+// stop reason, and records what the answer says: the charge (out.charged is set), credits
+// and quota remaining, and the server's rate limit. h is nil when no answer arrived.
+func (c *Client) observe(h http.Header, status int, sentAt time.Time, out *outcome) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	defer c.broadcastLocked()
 	c.inflight--
-	if stopErr != nil {
-		c.stopLocked(stopErr)
+	c.stats.ByStatus[status]++
+	if out.kind == outcomeFatal {
+		c.stopLocked(out.err)
 	}
 	if h == nil {
-		c.stats.Unanswered++
+		if out.maybeCharged {
+			c.stats.Unanswered++
+		}
 		return
 	}
 	c.seenResponse = true
-	if stopErr != nil && status != http.StatusPaymentRequired {
+	if status == http.StatusOK {
+		c.chargeLocked(h, out)
+	}
+	if out.kind == outcomeFatal && status != http.StatusOK && status != http.StatusPaymentRequired {
 		// A 401, 404, ... carries no trustworthy balance (the gateway did not look it up).
 		return
 	}
-	if status == http.StatusOK {
-		cost := int64(1) // the spec: every successful call costs 1 credit
-		if v, ok := headerInt(h, "X-Gateway-Credit-Cost"); ok && v >= 0 {
-			cost = v
-		}
-		c.stats.CreditsSpent += cost
-		c.recoverLocked()
-	}
+	balance, okBalance := headerInt(h, "X-Gateway-Remaining-Credits")
 	// Answers may arrive out of order; the lowest balance seen is the freshest (and the
 	// safe one), so a stale answer never raises the known balance.
-	if v, ok := headerInt(h, "X-Gateway-Remaining-Credits"); ok && (c.remaining < 0 || v < c.remaining) {
-		c.remaining = v
+	if okBalance && (c.remaining < 0 || balance < c.remaining) {
+		c.remaining = balance
 	}
-	if v, ok := headerInt(h, "X-Ratelimit-Requests-Remaining"); ok && (c.quota < 0 || v < c.quota) {
-		c.quota = v
+	quota, okQuota := headerInt(h, "X-Ratelimit-Requests-Remaining")
+	if okQuota && (c.quota < 0 || quota < c.quota) {
+		c.quota = quota
 	}
-	if s := h.Get("X-RateLimit-Limit"); s != "" {
-		if v, err := strconv.ParseFloat(strings.TrimSpace(s), 64); err == nil && v > 0 && !sentAt.Before(c.limitFrom) {
-			c.limitFrom = sentAt
-			if want := min(v, c.cfg.RateLimit); want != c.limit {
-				c.log.Info("atlas rate limit changed", "from", c.limit, "to", want, "server_limit", v, "configured", c.cfg.RateLimit)
-				c.limit = want
-				c.limiter.SetLimit(bucketRate(want * c.slow))
-			}
-		}
+	if status == http.StatusOK && c.cfg.MinCredits > 0 && !okBalance && !okQuota && c.stopErr == nil {
+		// Fail closed: with a reserve, spending on without knowing the balance could break it.
+		c.blind = true
+		c.stopLocked(&Error{Op: "start", Message: fmt.Sprintf("X-Gateway-Remaining-Credits was %q",
+			c.secrets.redact(clip(h.Get("X-Gateway-Remaining-Credits"), 40))), Err: ErrBalanceUnknown})
+	}
+	c.followRateLimitLocked(h, sentAt)
+}
+
+// chargeLocked counts a 200's charge: X-Gateway-Credit-Cost, or the specified 1 when the
+// header is missing or unreadable; the highest cost seen becomes what one call reserves.
+func (c *Client) chargeLocked(h http.Header, out *outcome) {
+	cost := int64(1)
+	if v, ok := headerInt(h, "X-Gateway-Credit-Cost"); ok && v >= 0 {
+		cost = v
+	}
+	out.charged = cost
+	c.stats.CreditsSpent += cost
+	c.unitCost = max(c.unitCost, cost)
+	if out.kind == outcomeOK {
+		c.recoverLocked()
+	} else {
+		c.stats.WastedCredits += cost
 	}
 }
 
+// followRateLimitLocked follows the server's X-RateLimit-Limit (down, and back up to the
+// configured ceiling); a limit below MinServerRateLimit stops the client.
+func (c *Client) followRateLimitLocked(h http.Header, sentAt time.Time) {
+	v, ok := headerFloat(h, "X-RateLimit-Limit")
+	if !ok || sentAt.Before(c.limitFrom) {
+		return
+	}
+	if v < MinServerRateLimit {
+		c.stopLocked(&Error{Op: "start", Message: fmt.Sprintf("X-RateLimit-Limit is %g requests/s", v), Err: ErrServerRateLimit})
+		return
+	}
+	c.limitFrom = sentAt
+	if want := min(v, c.cfg.RateLimit); want != c.limit {
+		c.log.Info("atlas rate limit changed", "from", c.limit, "to", want, "server_limit", v, "configured", c.cfg.RateLimit)
+		c.limit = want
+		c.limiter.SetLimitAt(c.clock.Now(), bucketRate(want*c.slow))
+	}
+}
+
+func clip(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "…"
+	}
+	return s
+}
+
+// headerFloat reads a finite numeric header.
+func headerFloat(h http.Header, name string) (float64, bool) {
+	v, err := strconv.ParseFloat(strings.TrimSpace(h.Get(name)), 64)
+	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+		return 0, false
+	}
+	return v, true
+}
+
+// headerInt reads a numeric header; a fraction rounds down (the safe side for a balance).
+// Missing, unreadable, infinite or out-of-range values are not ok.
 func headerInt(h http.Header, name string) (int64, bool) {
 	s := strings.TrimSpace(h.Get(name))
 	if s == "" {
@@ -319,26 +529,31 @@ func headerInt(h http.Header, name string) (int64, bool) {
 		return v, true
 	}
 	f, err := strconv.ParseFloat(s, 64)
-	if err != nil || f != f {
+	if err != nil || math.IsNaN(f) || f >= math.MaxInt64 || f <= math.MinInt64 {
 		return 0, false
 	}
-	return int64(f), true // a fractional balance: round down, the safe side
+	return int64(math.Floor(f)), true
 }
 
 // retryAfter parses Retry-After (delta seconds or HTTP date), bounds it by MaxRetryAfter
-// and adds up to 20% jitter so paused clients do not return in lockstep.
+// before converting (so 1e10 cannot overflow into a short pause) and adds up to 20% jitter
+// so paused clients do not return in lockstep.
 func (c *Client) retryAfter(v string) time.Duration {
 	d := time.Second
 	v = strings.TrimSpace(v)
-	if n, err := strconv.ParseFloat(v, 64); err == nil && n >= 0 {
-		d = time.Duration(n * float64(time.Second))
+	if n, err := strconv.ParseFloat(v, 64); err == nil && !math.IsNaN(n) {
+		switch {
+		case n <= 0:
+			d = 0
+		case n >= c.cfg.MaxRetryAfter.Seconds():
+			d = c.cfg.MaxRetryAfter
+		default:
+			d = time.Duration(n * float64(time.Second))
+		}
 	} else if t, err := http.ParseTime(v); err == nil {
-		d = time.Until(t)
+		d = t.Sub(c.clock.Now())
 	}
-	if d < 0 {
-		d = 0
-	}
-	d = min(d, c.cfg.MaxRetryAfter)
+	d = min(max(d, 0), c.cfg.MaxRetryAfter)
 	return d + time.Duration(rand.Int64N(int64(d/5)+int64(20*time.Millisecond)))
 }
 
@@ -390,12 +605,12 @@ func firstNonEmpty(s ...string) string {
 
 func (c *Client) newError(req Request, status int, code, message string) *Error {
 	const maxMsg = 300
-	message = c.redact.Replace(strings.TrimSpace(message))
+	message = c.secrets.redact(strings.TrimSpace(message))
 	if len(message) > maxMsg {
 		message = message[:maxMsg] + "…"
 	}
 	return &Error{Op: "fetch", Domain: req.Domain, Endpoint: req.Endpoint, Status: status,
-		Code: c.redact.Replace(code), Message: message}
+		Code: clip(c.secrets.redact(code), 80), Message: message}
 }
 
 // transportMessage describes a transport error without the request URL's query noise
@@ -405,13 +620,11 @@ func (c *Client) transportMessage(err error) string {
 	if errors.As(err, &ue) {
 		err = ue.Err
 	}
-	return c.redact.Replace(err.Error())
+	return c.secrets.redact(err.Error())
 }
 
 func (c *Client) redactedPath(u *url.URL) string {
-	v := *u
-	v.RawQuery = ""
-	return c.redact.Replace(v.Redacted())
+	return c.secrets.redact(RedactURL(u.String()))
 }
 
 // isDrift tells a body that parsed but does not fit the v2 schema (a field of another type, a

@@ -3,20 +3,24 @@
 //
 // It paces calls with a token bucket at min(configured rate, the server's
 // X-RateLimit-Limit), keeps enough calls in flight to use the whole limit, retries what
-// is worth retrying (429 after Retry-After; 5xx, time-outs, resets and broken 200 bodies
-// with jittered exponential backoff), and never starts a call that could break the
-// credit reserve (min_credits) or the per-run cap (max_credits_per_run). A Client is
-// meant for one run: once it has stopped (402, 401, reserve, cap, misconfiguration,
-// legacy body) every later call returns the same stop reason without calling the API.
+// is worth retrying (429 after Retry-After; 5xx, time-outs and resets with jittered
+// exponential backoff; a charged broken 200 body at most once per call, within a per-run
+// waste budget), decodes every 200 body once into its wire type, and never starts a call
+// that could break the credit reserve (min_credits) or the per-run cap
+// (max_credits_per_run). Every wait (429 pause, backoff, rate limiter, reserve) wakes at
+// once on Stop. A Client is meant for one run: once it has stopped (402, 401, reserve,
+// cap, waste or wait budget, misconfiguration, unreachable, legacy body) every later call
+// returns the same stop reason without calling the API. docs/readme/atlas.md lists every
+// bound.
 package atlas
 
 import (
 	"context"
 	"crypto/tls"
-	"errors"
 	"fmt"
 	"log/slog"
 	"math"
+	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"strings"
@@ -40,16 +44,25 @@ const (
 	ModeMarketplace Mode = "marketplace"
 )
 
-// Defaults used when the Config field is zero.
+// Defaults used when the Config field is zero, and the floors the client enforces.
 const (
-	DefaultRateLimit     = 3
-	DefaultTimeout       = 30 * time.Second
-	DefaultMaxAttempts   = 6
-	DefaultMaxRetryAfter = 2 * time.Minute
-	DefaultRetryInitial  = 500 * time.Millisecond
-	DefaultRetryMax      = 30 * time.Second
-	maxBodyBytes         = 64 << 20
-	servicePrefix        = "/atlas"
+	DefaultRateLimit        = 3
+	DefaultTimeout          = 30 * time.Second
+	DefaultMaxAttempts      = 6
+	DefaultMaxRateLimited   = 20
+	DefaultMaxRetryAfter    = 2 * time.Minute
+	DefaultRetryInitial     = 500 * time.Millisecond
+	DefaultRetryMax         = 30 * time.Second
+	DefaultMaxWastedCredits = 5
+	DefaultMaxRateLimitWait = 15 * time.Minute
+	// DefaultMaxBodyBytes caps one body: API bodies are a few KB, country metadata ~30 KB.
+	DefaultMaxBodyBytes = 16 << 20
+	// DefaultMaxInflightBytes caps the bodies held by all calls in flight together.
+	DefaultMaxInflightBytes = 64 << 20
+	// MinServerRateLimit is the lowest X-RateLimit-Limit taken as real (one call per 20 s);
+	// below it the client stops with ErrServerRateLimit instead of stalling.
+	MinServerRateLimit = 0.05
+	servicePrefix      = "/atlas"
 )
 
 // Config configures a Client. Only BaseURL and the keys are required.
@@ -60,14 +73,26 @@ type Config struct {
 	UseXAPIKey      bool   // send X-API-Key instead of Authorization: Bearer (direct)
 	MarketplaceHost string // value of x-marketplace-host (marketplace)
 	MarketplaceKey  string // value of x-marketplace-key (marketplace)
+	// AllowInsecureHTTP lets a plain http:// BaseURL name a host other than this machine.
+	AllowInsecureHTTP bool
 	// RateLimit is the requests/second ceiling (0 => DefaultRateLimit); the server's
 	// X-RateLimit-Limit can only lower it.
 	RateLimit float64
 	// MinCredits: never start a call that would take remaining credits (or the remaining
-	// marketplace quota) below this.
+	// marketplace quota) below this. With a reserve, a charged answer without a readable
+	// balance stops the client (ErrBalanceUnknown).
 	MinCredits int64
 	// MaxCreditsPerRun: never start a call that could spend past it; 0 = no cap.
 	MaxCreditsPerRun int64
+	// MaxWastedCredits bounds the refetches of calls whose answer may have been charged but
+	// was unusable (a broken 200 body, or no answer after the request was sent): each call
+	// is refetched at most once, and the run at most this many times (0 =>
+	// DefaultMaxWastedCredits); then the client stops with ErrWasteBudget.
+	MaxWastedCredits int64
+	// MaxRateLimitWait bounds the total time the run stays paused by 429 answers (0 =>
+	// DefaultMaxRateLimitWait); a pause that would pass it stops the client with
+	// ErrRateLimitWait.
+	MaxRateLimitWait time.Duration
 	Timeout          time.Duration // per HTTP attempt; 0 => DefaultTimeout
 	// Concurrency is the most requests in flight; 0 => ceil(3*RateLimit)+1, enough to keep
 	// the bucket full when calls take up to about 3 s.
@@ -77,20 +102,29 @@ type Config struct {
 	// (ErrRateLimited); 0 => DefaultMaxRateLimited. 429s are free and every call waits out
 	// their Retry-After together, so the bound is looser than MaxAttempts.
 	MaxRateLimited int
-	MaxRetryAfter  time.Duration // cap on an honoured Retry-After; 0 => DefaultMaxRetryAfter
+	MaxRetryAfter  time.Duration // cap on an honoured Retry-After (429 and 503); 0 => DefaultMaxRetryAfter
 	// RetryInitial and RetryMax shape the exponential backoff of 5xx, time-outs, resets and
 	// broken bodies (0 => DefaultRetryInitial, DefaultRetryMax). Jitter is ±50%.
 	RetryInitial time.Duration
 	RetryMax     time.Duration
-	HTTPClient   *http.Client // nil => a tuned default that follows no redirects
-	Logger       *slog.Logger // nil => discard
+	// MaxBodyBytes caps one body (0 => DefaultMaxBodyBytes); a bigger 200 body is an
+	// ErrBodyTooLarge failure. MaxInflightBytes caps the bodies of all calls in flight
+	// together (0 => DefaultMaxInflightBytes); a call waits for room before reading on.
+	MaxBodyBytes     int64
+	MaxInflightBytes int64
+	// HTTPClient carries the requests (nil => a tuned default). Whatever is passed, the
+	// client follows no redirect: a redirect would forward the key headers.
+	HTTPClient *http.Client
+	Clock      Clock        // nil => the real clock
+	Logger     *slog.Logger // nil => discard; every key is removed before it is called
 }
 
 // String describes c without its keys, so printing a Config never leaks them.
 func (c Config) String() string {
-	return fmt.Sprintf("atlas.Config{BaseURL:%q Mode:%q APIKey:%s MarketplaceHost:%q MarketplaceKey:%s RateLimit:%g MinCredits:%d MaxCreditsPerRun:%d Timeout:%s Concurrency:%d}",
-		redactURL(c.BaseURL), c.Mode, mask(c.APIKey), c.MarketplaceHost, mask(c.MarketplaceKey),
-		c.RateLimit, c.MinCredits, c.MaxCreditsPerRun, c.Timeout, c.Concurrency)
+	return fmt.Sprintf("atlas.Config{BaseURL:%q Mode:%q APIKey:%s MarketplaceHost:%q MarketplaceKey:%s RateLimit:%g MinCredits:%d MaxCreditsPerRun:%d MaxWastedCredits:%d MaxRateLimitWait:%s Timeout:%s Concurrency:%d AllowInsecureHTTP:%t}",
+		RedactURL(c.BaseURL), c.Mode, mask(c.APIKey), c.MarketplaceHost, mask(c.MarketplaceKey),
+		c.RateLimit, c.MinCredits, c.MaxCreditsPerRun, c.MaxWastedCredits, c.MaxRateLimitWait, c.Timeout,
+		c.Concurrency, c.AllowInsecureHTTP)
 }
 
 // GoString is String, so %#v does not leak the keys either.
@@ -103,15 +137,26 @@ func mask(key string) string {
 	if key == "" {
 		return `""`
 	}
-	return "[REDACTED]"
+	return redacted
 }
 
-func redactURL(s string) string {
-	u, err := url.Parse(s)
-	if err != nil {
-		return "(unparseable URL)"
+// MaxCredits is the most credits a run of calls API calls can spend under cfg, assuming
+// the specified cost of 1 credit per charged answer: one charged answer per call, plus the
+// refetches the waste budget allows, within max_credits_per_run. `run --dry-run` prints it
+// as its "at most".
+func MaxCredits(calls int, cfg Config) int {
+	if calls <= 0 {
+		return 0
 	}
-	return u.Redacted()
+	waste := cfg.MaxWastedCredits
+	if waste <= 0 {
+		waste = DefaultMaxWastedCredits
+	}
+	most := int64(calls) + min(waste, int64(calls))
+	if cfg.MaxCreditsPerRun > 0 {
+		most = min(most, cfg.MaxCreditsPerRun)
+	}
+	return int(most)
 }
 
 // Request is one call: an operation and, for the per-domain operations, the domain.
@@ -123,10 +168,20 @@ type Request struct {
 // Result is the outcome of one request, after its retries.
 type Result struct {
 	Request
-	Body      []byte    // the 200 body exactly as received, already checked with schema.Validate
+	// Body is the 200 body exactly as received (to be stored); nil unless Err is nil.
+	Body []byte
+	// Overview, Similar or Countries (the one matching Endpoint) is Body decoded, set when
+	// Err is nil: the body is decoded once, here, and never again downstream.
+	Overview  *schema.SiteOverview
+	Similar   *schema.SiteSimilar
+	Countries *schema.CountryMetadata
 	FetchedAt time.Time // UTC time the last answer arrived (zero if none did)
 	Attempts  int       // HTTP attempts made
-	Err       error     // nil on success; an *Error (or a wrapped stop reason or context error) otherwise
+	// Charged is the credits the server charged for this request's answers, all attempts
+	// together (X-Gateway-Credit-Cost of every 200, including bodies then refused: broken,
+	// drift, legacy v1, secret in body); set whatever Err is, for the per-call ledger.
+	Charged int64
+	Err     error // nil on success; an *Error (or a wrapped stop reason or context error) otherwise
 }
 
 // Stats are the client's counters since New.
@@ -135,25 +190,37 @@ type Stats struct {
 	Succeeded        int64   // requests answered with a valid 200 body
 	RateLimited      int64   // 429 answers seen
 	Retries          int64   // attempts beyond the first of a request
-	CreditsSpent     int64   // credits charged (200 answers, from X-Gateway-Credit-Cost)
+	CreditsSpent     int64   // credits charged (every 200, usable or not, from X-Gateway-Credit-Cost)
 	CreditsRemaining int64   // last known X-Gateway-Remaining-Credits; -1 unknown
 	QuotaRemaining   int64   // last known x-ratelimit-requests-remaining (marketplace); -1 unknown
 	RateLimit        float64 // min(api.rate_limit, the server's X-RateLimit-Limit)
 	PacedRate        float64 // the requests/second the bucket runs at now: below RateLimit after 429s
-	// Unanswered counts attempts that got no answer (time-outs, resets before the headers).
-	// The server may have charged them, so the run cap counts them as spent.
+	// Unanswered counts attempts sent that got no answer (time-outs, resets before the
+	// headers). The server may have charged them, so the run cap counts them as spent.
 	Unanswered int64
+	// ByStatus counts answers by HTTP status; 0 counts attempts that got no answer.
+	ByStatus map[int]int64
+	// WastedCredits is the credits charged for answers that gave nothing usable (broken,
+	// drifted, legacy, oversized or secret-bearing 200 bodies).
+	WastedCredits int64
+	// Refetches is the retries after an attempt that may have been charged (bounded by
+	// MaxWastedCredits).
+	Refetches int64
+	// RateLimitWaited is the total time the run has been paused by 429 answers.
+	RateLimitWaited time.Duration
 }
 
 // Client calls the API. Its methods are safe for concurrent use.
 type Client struct {
 	cfg         Config
 	base        string // scheme://host[/path] without trailing slash, plus /atlas in direct mode
+	baseURL     string // api.base_url, redacted, for messages
 	hc          *http.Client
 	log         *slog.Logger
+	clock       Clock
 	limiter     *rate.Limiter
 	turn        chan struct{} // one goroutine at a time waits on the limiter
-	redact      *strings.Replacer
+	secrets     *secrets
 	concurrency int
 	stopCh      chan struct{}
 
@@ -161,60 +228,116 @@ type Client struct {
 	onSend func(time.Time)
 
 	mu           sync.Mutex
-	changed      chan struct{} // closed and replaced whenever admission state changes
+	changed      chan struct{} // closed and replaced whenever admission or byte budget state changes
 	inflight     int64         // attempts started and not yet answered (credit reservations)
 	seenResponse bool          // an HTTP answer has arrived
+	blind        bool          // a charged answer came without a readable balance or quota
+	unitCost     int64         // credits one call may cost: the highest X-Gateway-Credit-Cost seen, at least 1
 	remaining    int64         // -1 unknown
 	quota        int64         // -1 unknown
 	limit        float64       // current bucket rate before slowing: min(config, server header)
 	slow         float64       // fraction of limit the bucket runs at, below 1 after 429s
 	limitFrom    time.Time     // send time of the attempt whose header set limit
 	pausedUntil  time.Time     // no attempt starts before this (after a 429)
+	heldBytes    int64         // body bytes held by calls in flight
+	peakHeld     int64         // the most heldBytes has been (tests check the budget with it)
 	stopErr      error
 	stats        Stats
 }
 
-// New checks cfg and returns a Client. It returns an error (naming the setting to fix,
-// never a key) when the base URL, mode or keys are unusable.
+// New checks cfg and returns a Client. It returns a *ConfigError (naming the setting to
+// fix, never a key) when the base URL, mode, keys or bounds are unusable; a key with
+// surrounding whitespace or control characters wraps ErrBadKey.
 func New(cfg Config) (*Client, error) {
+	base, err := checkConfig(&cfg)
+	if err != nil {
+		return nil, err
+	}
+	applyDefaults(&cfg)
+	conc := cfg.Concurrency
+	if conc <= 0 {
+		conc = int(math.Ceil(cfg.RateLimit*3)) + 1
+	}
+	sec := newSecrets(cfg.APIKey, cfg.MarketplaceKey)
+	log := slog.New(slog.DiscardHandler)
+	if cfg.Logger != nil {
+		log = slog.New(redactingHandler{next: cfg.Logger.Handler(), secrets: sec})
+	}
+	c := &Client{
+		cfg:         cfg,
+		base:        base,
+		baseURL:     RedactURL(cfg.BaseURL),
+		hc:          noRedirects(cfg.HTTPClient, conc),
+		log:         log,
+		clock:       cfg.Clock,
+		limiter:     rate.NewLimiter(bucketRate(cfg.RateLimit), 1),
+		turn:        make(chan struct{}, 1),
+		secrets:     sec,
+		concurrency: conc,
+		stopCh:      make(chan struct{}),
+		changed:     make(chan struct{}),
+		unitCost:    1,
+		remaining:   -1,
+		quota:       -1,
+		limit:       cfg.RateLimit,
+		slow:        1,
+	}
+	c.stats.CreditsRemaining, c.stats.QuotaRemaining = -1, -1
+	c.stats.ByStatus = map[int]int64{}
+	return c, nil
+}
+
+// checkConfig validates what New cannot default and returns the request base.
+func checkConfig(cfg *Config) (string, error) {
 	if cfg.Mode == "" {
 		cfg.Mode = ModeDirect
 	}
-	u, err := url.Parse(strings.TrimSpace(cfg.BaseURL))
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("atlas: api.base_url %q is not an http(s) URL; set it (or ATLAS_BASE_URL) to the gateway address, e.g. https://gateway.example", redactURL(cfg.BaseURL))
+	if err := CheckBaseURL(cfg.BaseURL, cfg.AllowInsecureHTTP); err != nil {
+		return "", &ConfigError{Setting: "api.base_url", Err: err}
 	}
-	if u.RawQuery != "" || u.Fragment != "" {
-		return nil, fmt.Errorf("atlas: api.base_url %s must not carry a query or fragment", u.Redacted())
-	}
+	u, _ := url.Parse(strings.TrimSpace(cfg.BaseURL)) // CheckBaseURL parsed it
 	base := strings.TrimRight(u.Scheme+"://"+u.Host+u.EscapedPath(), "/")
+	if err := checkKey("ATLAS_API_KEY", cfg.APIKey); err != nil {
+		return "", err
+	}
+	if err := checkKey("ATLAS_MARKETPLACE_KEY", cfg.MarketplaceKey); err != nil {
+		return "", err
+	}
 	switch cfg.Mode {
 	case ModeDirect:
 		if cfg.APIKey == "" {
-			return nil, errors.New("atlas: no API key: set ATLAS_API_KEY (direct mode sends it as Bearer or X-API-Key)")
+			return "", &ConfigError{Setting: "ATLAS_API_KEY", Err: fmt.Errorf("not set: direct mode sends the API key as Bearer or X-API-Key")}
 		}
 		base += servicePrefix
 	case ModeMarketplace:
 		if cfg.MarketplaceHost == "" {
-			return nil, errors.New("atlas: marketplace mode needs api.marketplace_host (the x-marketplace-host value)")
+			return "", &ConfigError{Setting: "api.marketplace_host", Err: fmt.Errorf("required in marketplace mode (the x-marketplace-host value)")}
 		}
 		if cfg.MarketplaceKey == "" {
-			return nil, errors.New("atlas: marketplace mode needs a marketplace key: set ATLAS_MARKETPLACE_KEY")
+			return "", &ConfigError{Setting: "ATLAS_MARKETPLACE_KEY", Err: fmt.Errorf("not set: marketplace mode needs the listing key")}
 		}
 	default:
-		return nil, fmt.Errorf("atlas: api.mode %q is not direct or marketplace", cfg.Mode)
+		return "", &ConfigError{Setting: "api.mode", Err: fmt.Errorf("%q is not direct or marketplace", cfg.Mode)}
 	}
-	if cfg.RateLimit < 0 || math.IsNaN(cfg.RateLimit) || math.IsInf(cfg.RateLimit, 0) {
-		return nil, fmt.Errorf("atlas: api.rate_limit %g must be a positive number of requests per second", cfg.RateLimit)
+	switch {
+	case cfg.RateLimit < 0 || math.IsNaN(cfg.RateLimit) || math.IsInf(cfg.RateLimit, 0):
+		return "", &ConfigError{Setting: "api.rate_limit", Err: fmt.Errorf("%g must be a positive number of requests per second", cfg.RateLimit)}
+	case cfg.MinCredits < 0 || cfg.MaxCreditsPerRun < 0 || cfg.MaxWastedCredits < 0:
+		return "", &ConfigError{Setting: "api.min_credits, api.max_credits_per_run and api.max_wasted_credits", Err: fmt.Errorf("must not be negative")}
+	case cfg.MaxRateLimitWait < 0 || cfg.MaxBodyBytes < 0 || cfg.MaxInflightBytes < 0:
+		return "", &ConfigError{Setting: "api.max_rate_limit_wait", Err: fmt.Errorf("must not be negative")}
+	}
+	return base, nil
+}
+
+func applyDefaults(cfg *Config) {
+	setDefault := func(v *time.Duration, d time.Duration) {
+		if *v <= 0 {
+			*v = d
+		}
 	}
 	if cfg.RateLimit == 0 {
 		cfg.RateLimit = DefaultRateLimit
-	}
-	if cfg.MinCredits < 0 || cfg.MaxCreditsPerRun < 0 {
-		return nil, errors.New("atlas: api.min_credits and api.max_credits_per_run must not be negative")
-	}
-	if cfg.Timeout <= 0 {
-		cfg.Timeout = DefaultTimeout
 	}
 	if cfg.MaxRateLimited <= 0 {
 		cfg.MaxRateLimited = DefaultMaxRateLimited
@@ -222,64 +345,42 @@ func New(cfg Config) (*Client, error) {
 	if cfg.MaxAttempts <= 0 {
 		cfg.MaxAttempts = DefaultMaxAttempts
 	}
-	if cfg.MaxRetryAfter <= 0 {
-		cfg.MaxRetryAfter = DefaultMaxRetryAfter
+	if cfg.MaxWastedCredits == 0 {
+		cfg.MaxWastedCredits = DefaultMaxWastedCredits
 	}
-	if cfg.RetryInitial <= 0 {
-		cfg.RetryInitial = DefaultRetryInitial
+	if cfg.MaxBodyBytes == 0 {
+		cfg.MaxBodyBytes = DefaultMaxBodyBytes
 	}
-	if cfg.RetryMax <= 0 {
-		cfg.RetryMax = DefaultRetryMax
+	if cfg.MaxInflightBytes == 0 {
+		cfg.MaxInflightBytes = DefaultMaxInflightBytes
 	}
-	conc := cfg.Concurrency
-	if conc <= 0 {
-		conc = int(math.Ceil(cfg.RateLimit*3)) + 1
+	cfg.MaxInflightBytes = max(cfg.MaxInflightBytes, cfg.MaxBodyBytes)
+	setDefault(&cfg.Timeout, DefaultTimeout)
+	setDefault(&cfg.MaxRetryAfter, DefaultMaxRetryAfter)
+	setDefault(&cfg.RetryInitial, DefaultRetryInitial)
+	setDefault(&cfg.RetryMax, DefaultRetryMax)
+	setDefault(&cfg.MaxRateLimitWait, DefaultMaxRateLimitWait)
+	if cfg.Clock == nil {
+		cfg.Clock = realClock{}
 	}
-	log := cfg.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	hc := cfg.HTTPClient
-	if hc == nil {
-		hc = defaultHTTPClient(conc)
-	}
-	var pairs []string
-	for _, k := range []string{cfg.APIKey, cfg.MarketplaceKey} {
-		if k != "" {
-			pairs = append(pairs, k, "[REDACTED]")
-		}
-	}
-	c := &Client{
-		cfg:         cfg,
-		base:        base,
-		hc:          hc,
-		log:         log,
-		limiter:     rate.NewLimiter(bucketRate(cfg.RateLimit), 1),
-		turn:        make(chan struct{}, 1),
-		redact:      strings.NewReplacer(pairs...),
-		concurrency: conc,
-		stopCh:      make(chan struct{}),
-		changed:     make(chan struct{}),
-		remaining:   -1,
-		quota:       -1,
-		limit:       cfg.RateLimit,
-		slow:        1,
-	}
-	c.stats.CreditsRemaining, c.stats.QuotaRemaining = -1, -1
-	return c, nil
 }
 
-func defaultHTTPClient(conc int) *http.Client {
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.MaxIdleConns = conc + 8
-	tr.MaxIdleConnsPerHost = conc + 8
-	tr.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12}
-	return &http.Client{
-		Transport: tr,
-		// A redirect would forward the key headers to wherever it points; the API never
-		// redirects, so a redirect means a wrong base URL and is reported as such.
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+// noRedirects returns an http.Client that follows no redirect: hc's copy if given, else a
+// tuned default. A redirect would forward the key headers to wherever it points; the API
+// never redirects, so a redirect means a wrong base URL and is reported as such.
+func noRedirects(hc *http.Client, conc int) *http.Client {
+	var out http.Client
+	if hc != nil {
+		out = *hc
+	} else {
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.MaxIdleConns = conc + 8
+		tr.MaxIdleConnsPerHost = conc + 8
+		tr.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12}
+		out.Transport = tr
 	}
+	out.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	return &out
 }
 
 // Concurrency is the most requests FetchAll keeps in flight.
@@ -290,6 +391,10 @@ func (c *Client) Stats() Stats {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	s := c.stats
+	s.ByStatus = make(map[int]int64, len(c.stats.ByStatus))
+	for k, v := range c.stats.ByStatus {
+		s.ByStatus[k] = v
+	}
 	s.CreditsRemaining, s.QuotaRemaining, s.RateLimit = c.remaining, c.quota, c.limit
 	s.PacedRate = c.limit * c.slow
 	return s
@@ -305,10 +410,10 @@ func (c *Client) Err() error {
 // FetchAll fetches reqs with up to Concurrency in flight, paced by the token bucket,
 // calling handle for every started request as it finishes (never concurrently; in-flight
 // calls finish and are handed over even after a stop). It returns nil when every request
-// was attempted, or the stop reason: ErrOutOfCredits (402), ErrCreditReserve
-// (min_credits), ErrRunBudget (max_credits_per_run), ErrUnauthorized (401),
-// ErrMisconfigured (404/405/413), schema.ErrLegacyV1, or ctx.Err(). Requests never
-// started are not passed to handle. Per-request failures are in Result.Err only.
+// was attempted, or the stop reason (IsStop: ErrOutOfCredits, ErrCreditReserve,
+// ErrRunBudget, ErrUnauthorized, *UnreachableError, ...) or ctx.Err(). Requests never
+// started are not passed to handle. Per-request failures are in Result.Err only. The
+// bytes of a Result's body count against MaxInflightBytes until handle returns.
 func (c *Client) FetchAll(ctx context.Context, reqs []Request, handle func(Result)) error {
 	if err := c.Err(); err != nil {
 		return err
@@ -321,47 +426,36 @@ func (c *Client) FetchAll(ctx context.Context, reqs []Request, handle func(Resul
 			return err
 		}
 	}
+	type held struct {
+		res   Result
+		bytes int64
+	}
 	workers := min(c.concurrency, len(reqs))
 	jobs := make(chan Request)
-	results := make(chan Result)
+	results := make(chan held)
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for r := range jobs {
-				res := c.Fetch(ctx, r)
+				res, n := c.fetch(ctx, r)
 				if res.Attempts > 0 {
-					results <- res
+					results <- held{res, n}
+				} else {
+					c.releaseBytes(n)
 				}
 			}
 		}()
 	}
-	go func() {
-		defer close(jobs)
-		for _, r := range reqs {
-			select {
-			case <-c.stopCh:
-				return
-			case <-ctx.Done():
-				return
-			default:
-			}
-			select {
-			case jobs <- r:
-			case <-c.stopCh:
-				return
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
+	go c.feed(ctx, reqs, jobs)
 	go func() {
 		wg.Wait()
 		close(results)
 	}()
-	for res := range results {
-		handle(res)
+	for h := range results {
+		handle(h.res)
+		c.releaseBytes(h.bytes)
 	}
 	if err := c.Err(); err != nil {
 		return err
@@ -369,74 +463,161 @@ func (c *Client) FetchAll(ctx context.Context, reqs []Request, handle func(Resul
 	return ctx.Err()
 }
 
+// feed hands reqs to the workers until all are taken, the client stops or ctx ends.
+func (c *Client) feed(ctx context.Context, reqs []Request, jobs chan<- Request) {
+	defer close(jobs)
+	for _, r := range reqs {
+		select {
+		case <-c.stopCh:
+			return
+		case <-ctx.Done():
+			return
+		default:
+		}
+		select {
+		case jobs <- r:
+		case <-c.stopCh:
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
 // Fetch makes one request, with its retries, and returns its Result. If the client has
 // stopped, or stops before the request could start, Result.Err is the stop reason and
 // Attempts is 0. A stop reason met by this request (402, 401, ...) also stops the client.
 func (c *Client) Fetch(ctx context.Context, req Request) Result {
-	res := Result{Request: req}
-	bo := c.newBackoff()
-	var last *Error
-	limited := 0 // attempts answered 429: they cost nothing, so they get their own, larger bound
+	res, n := c.fetch(ctx, req)
+	c.releaseBytes(n)
+	return res
+}
+
+// fetch is Fetch that leaves the body's bytes counted in the in-flight budget; the caller
+// releases them (returned) once the body is handed over.
+func (c *Client) fetch(ctx context.Context, req Request) (Result, int64) {
+	f := fetchState{res: Result{Request: req}}
 	for {
-		if (res.Attempts-limited >= c.cfg.MaxAttempts || limited >= c.cfg.MaxRateLimited) && last != nil {
-			res.Err = last
+		if err := f.exhausted(c); err != nil {
+			f.res.Err = err
 			c.log.Warn("atlas request failed after retries", "endpoint", req.Endpoint, "domain", req.Domain,
-				"attempts", res.Attempts, "status", last.Status, "error", last.Error())
-			return res
+				"attempts", f.res.Attempts, "status", f.last.Status, "error", err.Error())
+			return f.res, 0
 		}
-		out := c.attempt(ctx, req)
+		refetch := f.maybeCharged > 0 && !f.refetched
+		out := c.attempt(ctx, req, refetch)
 		if !out.sent {
-			switch {
-			case res.Attempts == 0:
-				res.Err = out.err
-			case last != nil:
-				res.Err = fmt.Errorf("atlas fetch %s %q: gave up after %d attempts (last: %s): %w",
-					req.Endpoint, req.Domain, res.Attempts, last.Error(), out.err)
-			default:
-				res.Err = out.err
-			}
-			return res
+			f.res.Err = f.notSent(out.err)
+			return f.res, 0
 		}
-		res.Attempts++
-		res.FetchedAt = out.at
-		if res.Attempts > 1 {
-			c.count(func(s *Stats) { s.Retries++ })
-		}
+		f.record(c, out, refetch)
 		switch out.kind {
 		case outcomeOK:
-			res.Body = out.body
+			f.res.Body, f.res.Overview, f.res.Similar, f.res.Countries = out.body, out.overview, out.similar, out.countries
 			c.count(func(s *Stats) { s.Succeeded++ })
-			return res
+			return f.res, out.held
 		case outcomePermanent:
-			res.Err = out.err
+			f.res.Err = out.err
 			c.log.Info("atlas request rejected", "endpoint", req.Endpoint, "domain", req.Domain, "error", out.err.Error())
-			return res
+			return f.res, 0
 		case outcomeFatal:
 			c.stop(out.err)
-			res.Err = out.err
-			return res
+			f.res.Err = out.err
+			return f.res, 0
 		case outcomeCanceled:
-			res.Err = out.err
-			return res
+			f.res.Err = out.err
+			return f.res, 0
 		case outcomeRateLimited:
 			// The pause was already set for everyone; the next turn waits for it.
-			last = out.err.(*Error)
-			limited++
+			f.last, f.limited = out.err.(*Error), f.limited+1
 		case outcomeTransient:
-			last = out.err.(*Error)
-			if res.Attempts-limited >= c.cfg.MaxAttempts {
+			f.last = out.err.(*Error)
+			if f.exhausted(c) != nil {
 				continue
 			}
-			d := bo.NextBackOff()
-			c.log.Warn("atlas retrying", "endpoint", req.Endpoint, "domain", req.Domain,
-				"attempt", res.Attempts, "backoff", d, "error", last.Error())
-			if err := c.sleep(ctx, d); err != nil {
-				res.Err = fmt.Errorf("atlas fetch %s %q: gave up after %d attempts (last: %s): %w",
-					req.Endpoint, req.Domain, res.Attempts, last.Error(), err)
-				return res
+			if err := c.backoff(ctx, req, &f, out.retryAfter); err != nil {
+				f.res.Err = f.gaveUp(err)
+				return f.res, 0
 			}
 		}
 	}
+}
+
+// fetchState is what one request's retry loop knows.
+type fetchState struct {
+	res          Result
+	last         *Error
+	limited      int  // attempts answered 429: free, so they have their own, larger bound
+	maybeCharged int  // failed attempts the server may have charged (broken 200, no answer)
+	refetched    bool // the one refetch this call may make was sent
+	backoffs     int  // backoff waits so far
+}
+
+// exhausted returns the error to give up with, or nil while another attempt is allowed.
+func (f *fetchState) exhausted(c *Client) error {
+	switch {
+	case f.last == nil:
+		return nil
+	case f.maybeCharged > 1 || (f.maybeCharged == 1 && f.refetched):
+		return f.withNote(fmt.Sprintf("gave up after one refetch (the answer may have been charged %d times)", f.maybeCharged))
+	case f.res.Attempts-f.limited >= c.cfg.MaxAttempts, f.limited >= c.cfg.MaxRateLimited:
+		return f.last
+	}
+	return nil
+}
+
+func (f *fetchState) withNote(note string) *Error {
+	e := *f.last
+	e.Message = strings.TrimSuffix(strings.TrimRight(e.Message, ". ")+"; "+note, "; ")
+	if e.Message == note {
+		e.Message = note
+	}
+	return &e
+}
+
+// record counts a sent attempt.
+func (f *fetchState) record(c *Client, out outcome, refetch bool) {
+	f.res.Attempts++
+	f.res.FetchedAt = out.at
+	f.res.Charged += out.charged
+	if refetch {
+		f.refetched = true
+	}
+	if out.maybeCharged {
+		f.maybeCharged++
+	}
+	if f.res.Attempts > 1 {
+		c.count(func(s *Stats) { s.Retries++ })
+	}
+}
+
+func (f *fetchState) notSent(err error) error {
+	if f.last == nil {
+		return err
+	}
+	return f.gaveUp(err)
+}
+
+func (f *fetchState) gaveUp(err error) error {
+	return fmt.Errorf("atlas fetch %s %q: gave up after %d attempts (last: %s): %w",
+		f.res.Endpoint, f.res.Domain, f.res.Attempts, f.last.Error(), err)
+}
+
+// backoff waits before the next attempt of a transient failure: jittered exponential, or
+// the server's Retry-After (503) when longer; it logs which attempt comes next.
+func (c *Client) backoff(ctx context.Context, req Request, f *fetchState, retryAfter time.Duration) error {
+	d := c.cfg.RetryInitial << min(f.backoffs, 30)
+	if d <= 0 || d > c.cfg.RetryMax {
+		d = c.cfg.RetryMax
+	}
+	d = d/2 + time.Duration(rand.Int64N(int64(d)+1)) // ±50% jitter: within [d/2, 3d/2]
+	d = max(d, retryAfter)
+	f.backoffs++
+	next := f.res.Attempts - f.limited + 1
+	c.log.Warn(fmt.Sprintf("atlas retrying (attempt %d of %d)", next, c.cfg.MaxAttempts),
+		"endpoint", req.Endpoint, "domain", req.Domain, "attempt", fmt.Sprintf("%d of %d", next, c.cfg.MaxAttempts),
+		"backoff", d, "error", f.last.Error())
+	return c.sleep(ctx, d)
 }
 
 func (c *Client) count(f func(*Stats)) {
@@ -446,8 +627,9 @@ func (c *Client) count(f func(*Stats)) {
 }
 
 // Stop makes the client start no new attempt: calls in flight finish and FetchAll hands
-// their results over, then returns reason. A request waiting out a retry backoff gives up.
-// The first stop reason wins (a 402 met earlier is not overwritten).
+// their results over, then returns reason. Every wait (a 429 pause, a backoff, the rate
+// limiter, the reserve) ends at once. The first stop reason wins (a 402 met earlier is
+// not overwritten).
 func (c *Client) Stop(reason error) { c.stop(reason) }
 
 // stop records the first stop reason and wakes everything that waits.
@@ -470,172 +652,4 @@ func (c *Client) stopLocked(err error) {
 func (c *Client) broadcastLocked() {
 	close(c.changed)
 	c.changed = make(chan struct{})
-}
-
-// admit reserves one credit for an attempt about to start. It waits while in-flight
-// attempts could still free the room (an unanswered call may turn out unpaid), and stops
-// the client when the reserve or the run cap leaves no room even with nothing in flight.
-// Until the first answer tells the balance, only one attempt is in flight.
-func (c *Client) admit(ctx context.Context) error {
-	for {
-		c.mu.Lock()
-		if c.stopErr != nil {
-			err := c.stopErr
-			c.mu.Unlock()
-			return err
-		}
-		wait, err := c.admissibleLocked()
-		if err != nil {
-			c.stopLocked(err)
-			c.mu.Unlock()
-			return err
-		}
-		if !wait {
-			c.inflight++
-			c.mu.Unlock()
-			return nil
-		}
-		ch := c.changed
-		c.mu.Unlock()
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-}
-
-func (c *Client) admissibleLocked() (wait bool, err error) {
-	if !c.seenResponse && c.inflight > 0 {
-		return true, nil
-	}
-	blocked := func(stop error) (bool, error) {
-		if c.inflight > 0 {
-			return true, nil
-		}
-		return false, stop
-	}
-	if lim := c.cfg.MaxCreditsPerRun; lim > 0 && c.stats.CreditsSpent+c.stats.Unanswered+c.inflight+1 > lim {
-		return blocked(&Error{Op: "start", Message: fmt.Sprintf("%d of %d credits spent this run", c.stats.CreditsSpent, lim), Err: ErrRunBudget})
-	}
-	if c.remaining >= 0 && c.remaining-c.inflight-1 < c.cfg.MinCredits {
-		if c.cfg.MinCredits == 0 {
-			// No reserve to lower: the wallet is simply empty.
-			return blocked(&Error{Op: "start", Message: "the wallet has no credits left (X-Gateway-Remaining-Credits: 0); top it up", Err: ErrOutOfCredits})
-		}
-		return blocked(&Error{Op: "start", Message: fmt.Sprintf("%d credits remain, reserve is %d", c.remaining, c.cfg.MinCredits), Err: ErrCreditReserve})
-	}
-	if c.quota >= 0 && c.quota-c.inflight-1 < c.cfg.MinCredits {
-		return blocked(&Error{Op: "start", Message: fmt.Sprintf("%d requests of the marketplace monthly quota remain, reserve is %d", c.quota, c.cfg.MinCredits), Err: ErrCreditReserve})
-	}
-	return false, nil
-}
-
-// unreserve gives back a reservation of an attempt that was never sent.
-func (c *Client) unreserve() {
-	c.mu.Lock()
-	c.inflight--
-	c.broadcastLocked()
-	c.mu.Unlock()
-}
-
-// waitTurn waits out any 429 pause and takes a token. Only one goroutine at a time waits
-// on the limiter, so a lowered rate or a pause applies to the very next call instead of
-// to a queue of reservations made at the old rate.
-func (c *Client) waitTurn(ctx context.Context) error {
-	select {
-	case c.turn <- struct{}{}:
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-c.stopCh:
-		return c.Err()
-	}
-	defer func() { <-c.turn }()
-	for {
-		c.mu.Lock()
-		until, stopErr := c.pausedUntil, c.stopErr
-		c.mu.Unlock()
-		if stopErr != nil {
-			return stopErr
-		}
-		if d := time.Until(until); d > 0 {
-			if err := c.sleep(ctx, d); err != nil {
-				return err
-			}
-			continue
-		}
-		if err := c.limiter.Wait(ctx); err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			return fmt.Errorf("wait for rate limiter: %w", err)
-		}
-		c.mu.Lock()
-		until, stopErr = c.pausedUntil, c.stopErr
-		c.mu.Unlock()
-		if stopErr != nil {
-			return stopErr
-		}
-		if time.Now().Before(until) {
-			continue // a 429 arrived while we waited: honour it
-		}
-		return nil
-	}
-}
-
-// DefaultMaxRateLimited is Config.MaxRateLimited's default.
-const DefaultMaxRateLimited = 20
-
-// paceFactor keeps the bucket a hair under the limit. Gateways count requests in fixed
-// one-second windows; at exactly the limit, a few milliseconds of send jitter at a window
-// edge put limit+1 requests in one window, and the 429's Retry-After then idles every call
-// for a second. At 99.5% that takes 5 ms of jitter at the exact edge.
-const paceFactor = 0.995
-
-// bucketRate is the token rate for a requests/second limit.
-func bucketRate(limit float64) rate.Limit { return rate.Limit(limit * paceFactor) }
-
-// pause stops every new attempt until d from now (a 429's Retry-After), and slows the bucket:
-// a 429 means the server counts our calls faster than we think we send them.
-func (c *Client) pause(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if until := time.Now().Add(d); until.After(c.pausedUntil) {
-		c.pausedUntil = until
-	}
-	c.slow = max(minSlow, c.slow*slowOn429)
-	c.limiter.SetLimit(bucketRate(c.limit * c.slow))
-}
-
-// After a 429 the bucket runs at slowOn429 of its rate (down to minSlow of it), then regains
-// recoverPerOK of the full rate with each charged answer.
-const (
-	slowOn429    = 0.9
-	minSlow      = 0.5
-	recoverPerOK = 0.01
-)
-
-// recoverLocked moves a slowed bucket back towards the full rate after a good answer.
-func (c *Client) recoverLocked() {
-	if c.slow >= 1 {
-		return
-	}
-	c.slow = min(1, c.slow+recoverPerOK)
-	c.limiter.SetLimit(bucketRate(c.limit * c.slow))
-}
-
-func (c *Client) sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-c.stopCh: // a stop (a signal, a 402) must not wait out a long Retry-After
-		return c.Err()
-	}
 }

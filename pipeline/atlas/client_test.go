@@ -84,12 +84,13 @@ func newClient(t testing.TB, srv *atlastest.Server, cfg Config) *Client {
 	return c
 }
 
+// canaryForms holds every encoding of the test keys the client must never let out.
+var canaryForms = newSecrets(canary, canaryMarket)
+
 func assertNoKey(t testing.TB, what, s string) {
 	t.Helper()
-	for _, k := range []string{canary, canaryMarket} {
-		if strings.Contains(s, k) {
-			t.Errorf("%s contains a key: %q", what, s)
-		}
+	if canaryForms.in([]byte(s)) {
+		t.Errorf("%s contains a key (in some encoding): %q", what, s)
 	}
 }
 
@@ -170,6 +171,10 @@ func TestFetchAllOK(t *testing.T) {
 				if err := schema.Validate(r.Endpoint, r.Body); err != nil {
 					t.Errorf("%s %s: body does not validate: %v", r.Endpoint, r.Domain, err)
 				}
+				assertDecoded(t, r)
+				if r.Charged != 1 {
+					t.Errorf("%s %s: Charged = %d, want 1", r.Endpoint, r.Domain, r.Charged)
+				}
 				if r.Attempts != 1 || r.FetchedAt.IsZero() || r.FetchedAt.Location() != time.UTC {
 					t.Errorf("%s %s: attempts %d, fetched at %v; want 1 attempt and a UTC time", r.Endpoint, r.Domain, r.Attempts, r.FetchedAt)
 				}
@@ -192,11 +197,10 @@ func TestFetchAllOK(t *testing.T) {
 }
 
 func TestRateLimitStorm(t *testing.T) {
-	if testing.Short() {
-		t.Skip("429 pauses take seconds")
-	}
-	srv := newServer(t, atlastest.Options{Faults: atlastest.Faults{RateLimited: 0.3, RetryAfter: time.Second}})
-	c := newClient(t, srv, Config{MaxAttempts: 12})
+	// The 429 pauses pass on a fake clock; the simulator's own limit is out of reach.
+	srv := newServer(t, atlastest.Options{Rate: 100000, Faults: atlastest.Faults{RateLimited: 0.3, RetryAfter: time.Second}})
+	clock := newFakeClock()
+	c := newClient(t, srv, Config{MaxAttempts: 12, Clock: clock})
 	reqs := domainReqs(10)
 	got, err := run(t, context.Background(), c, reqs, nil)
 	if err != nil {
@@ -218,12 +222,12 @@ func TestRateLimitStorm(t *testing.T) {
 	if got, want := int64(ss.Charged), int64(len(reqs)); got != want {
 		t.Errorf("charged %d credits for %d requests; 429s must cost nothing", got, want)
 	}
+	if st.RateLimitWaited < time.Second || clock.Since() < st.RateLimitWaited {
+		t.Errorf("RateLimitWaited = %v, clock moved %v: want at least one 1s pause, waited out", st.RateLimitWaited, clock.Since())
+	}
 }
 
 func TestRateLimitedExhausted(t *testing.T) {
-	if testing.Short() {
-		t.Skip("waits for a Retry-After of 1s")
-	}
 	tests := []struct {
 		name          string
 		maxRetryAfter time.Duration
@@ -236,10 +240,10 @@ func TestRateLimitedExhausted(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := newServer(t, atlastest.Options{Faults: atlastest.Faults{RateLimited: 1, RetryAfter: time.Second}})
-			c := newClient(t, srv, Config{MaxAttempts: 2, MaxRateLimited: 2, MaxRetryAfter: tt.maxRetryAfter})
-			start := time.Now()
+			clock := newFakeClock()
+			c := newClient(t, srv, Config{MaxAttempts: 2, MaxRateLimited: 2, MaxRetryAfter: tt.maxRetryAfter, Clock: clock})
 			r := c.Fetch(context.Background(), domainReqs(1)[0])
-			elapsed := time.Since(start)
+			elapsed := clock.Since()
 			var e *Error
 			if !errors.Is(r.Err, ErrRateLimited) || !errors.As(r.Err, &e) {
 				t.Fatalf("Err = %v, want an *Error wrapping ErrRateLimited", r.Err)
@@ -294,6 +298,11 @@ func TestFailRateBurst(t *testing.T) {
 	}
 	if got, want := st.CreditsSpent, int64(len(reqs)); got != want {
 		t.Errorf("CreditsSpent = %d, want %d", got, want)
+	}
+	for status, n := range ss.ByStatus {
+		if st.ByStatus[status] != int64(n) {
+			t.Errorf("client counted %d answers %d, server sent %d", st.ByStatus[status], status, n)
+		}
 	}
 }
 
@@ -634,19 +643,34 @@ func TestBroken200(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := newServer(t, atlastest.Options{Faults: tt.faults})
-			c := newClient(t, srv, Config{MaxAttempts: 12})
+			// Each call may refetch a broken body once; the run's waste budget is not the
+			// point here, so it is out of reach.
+			c := newClient(t, srv, Config{MaxAttempts: 12, MaxWastedCredits: 1000})
 			reqs := domainReqs(15)
 			got, err := run(t, context.Background(), c, reqs, nil)
 			if err != nil {
 				t.Fatalf("FetchAll: %v", err)
 			}
-			if countOK(got) != len(reqs) {
-				t.Fatalf("%d of %d ok", countOK(got), len(reqs))
+			if len(got) != len(reqs) {
+				t.Fatalf("%d of %d handed over", len(got), len(reqs))
 			}
 			for _, r := range got {
+				if r.Err != nil {
+					// Broken twice: given up after its one refetch, both answers charged.
+					if !errors.Is(r.Err, ErrServer) || r.Attempts != 2 || r.Charged != 2 {
+						t.Errorf("%s: Err = %v after %d attempts, %d charged; want ErrServer after one refetch, 2 charged", r.Domain, r.Err, r.Attempts, r.Charged)
+					}
+					continue
+				}
 				if err := schema.Validate(r.Endpoint, r.Body); err != nil {
 					t.Errorf("%s: handed over a broken body: %v", r.Domain, err)
 				}
+				if r.Overview == nil || int64(r.Attempts) != r.Charged {
+					t.Errorf("%s: decoded %v, %d attempts, %d charged: want the decoded overview and one credit per attempt", r.Domain, r.Overview != nil, r.Attempts, r.Charged)
+				}
+			}
+			if st := c.Stats(); st.Refetches > int64(len(reqs)) || st.Refetches != st.Retries {
+				t.Errorf("refetches %d, retries %d for %d calls: want at most one refetch per call", st.Refetches, st.Retries, len(reqs))
 			}
 			st, ss := c.Stats(), srv.Stats()
 			if tt.retry && st.Retries == 0 {
@@ -667,7 +691,7 @@ func TestBroken200(t *testing.T) {
 }
 
 func TestRetryAfterParsing(t *testing.T) {
-	c := &Client{cfg: Config{MaxRetryAfter: 10 * time.Second}}
+	c := &Client{cfg: Config{MaxRetryAfter: 10 * time.Second}, clock: realClock{}}
 	tests := []struct {
 		name     string
 		header   string
@@ -679,6 +703,11 @@ func TestRetryAfterParsing(t *testing.T) {
 		{"Garbage", "soon", time.Second, 1220 * time.Millisecond},
 		{"Capped", "3600", 10 * time.Second, 12*time.Second + 20*time.Millisecond},
 		{"PastDate", "Mon, 02 Jan 2006 15:04:05 GMT", 0, 20 * time.Millisecond},
+		// Converted naively, 1e10 s overflows time.Duration into a pause of milliseconds.
+		{"Huge", "1e10", 10 * time.Second, 12*time.Second + 20*time.Millisecond},
+		{"HugeInteger", "99999999999", 10 * time.Second, 12*time.Second + 20*time.Millisecond},
+		{"Infinite", "+Inf", 10 * time.Second, 12*time.Second + 20*time.Millisecond},
+		{"Negative", "-5", 0, 20 * time.Millisecond},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -698,19 +727,27 @@ func TestNewRejectsBadConfig(t *testing.T) {
 	}{
 		{"NoBaseURL", Config{APIKey: canary}, "api.base_url"},
 		{"NotHTTP", Config{BaseURL: "ftp://x", APIKey: canary}, "api.base_url"},
-		{"NoKey", Config{BaseURL: "http://x"}, "ATLAS_API_KEY"},
-		{"BadMode", Config{BaseURL: "http://x", APIKey: canary, Mode: "proxy"}, "api.mode"},
-		{"MarketplaceNoHost", Config{BaseURL: "http://x", Mode: ModeMarketplace, MarketplaceKey: canaryMarket}, "marketplace_host"},
-		{"MarketplaceNoKey", Config{BaseURL: "http://x", Mode: ModeMarketplace, MarketplaceHost: "h"}, "ATLAS_MARKETPLACE_KEY"},
-		{"NegativeRate", Config{BaseURL: "http://x", APIKey: canary, RateLimit: -1}, "api.rate_limit"},
+		{"NoKey", Config{BaseURL: "https://x"}, "ATLAS_API_KEY"},
+		{"BadMode", Config{BaseURL: "https://x", APIKey: canary, Mode: "proxy"}, "api.mode"},
+		{"MarketplaceNoHost", Config{BaseURL: "https://x", Mode: ModeMarketplace, MarketplaceKey: canaryMarket}, "marketplace_host"},
+		{"MarketplaceNoKey", Config{BaseURL: "https://x", Mode: ModeMarketplace, MarketplaceHost: "h"}, "ATLAS_MARKETPLACE_KEY"},
+		{"NegativeRate", Config{BaseURL: "https://x", APIKey: canary, RateLimit: -1}, "api.rate_limit"},
 		{"UserinfoInURL", Config{BaseURL: "ftp://user:" + canary + "@x", APIKey: canary}, "api.base_url"},
+		{"UserinfoInHTTPSURL", Config{BaseURL: "https://user:" + canary + "@x", APIKey: canary}, "must not carry credentials"},
+		{"PlainHTTPToAnotherHost", Config{BaseURL: "http://gateway.example", APIKey: canary}, "api.allow_insecure_http"},
+		{"KeyWithCR", Config{BaseURL: "https://x", APIKey: canary + "\r"}, "carriage return"},
+		{"KeyWithSpace", Config{BaseURL: "https://x", APIKey: " " + canary}, "whitespace"},
+		{"KeyWithControl", Config{BaseURL: "https://x", APIKey: "sk-canary\x00-3f9a1c7e5b2d"}, "control character"},
+		{"MarketplaceKeyWithNewline", Config{BaseURL: "https://x", Mode: ModeMarketplace, MarketplaceHost: "h", MarketplaceKey: canaryMarket + "\n"}, "ATLAS_MARKETPLACE_KEY"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := New(tt.cfg)
-			if err == nil || !strings.Contains(err.Error(), tt.want) {
-				t.Fatalf("New = %v, want an error naming %s", err, tt.want)
+			var ce *ConfigError
+			if err == nil || !strings.Contains(err.Error(), tt.want) || !errors.As(err, &ce) {
+				t.Fatalf("New = %v, want a *ConfigError naming %s", err, tt.want)
 			}
+			t.Logf("error: %v", err)
 			assertNoKey(t, "New error", err.Error())
 		})
 	}

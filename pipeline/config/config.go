@@ -1,20 +1,21 @@
+// Package config reads domains.yaml: it parses and validates the settings, reporting every
+// problem at once with its line, and normalizes the watchlist (watchlist.go). Secrets come only
+// from the environment (credentials.go).
 package config
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
-	"github.com/robfig/cron/v3"
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 )
 
 // Environment variables read by sitewatch. Secrets come only from here, never from the config.
@@ -25,65 +26,74 @@ const (
 	EnvWebhookURL     = "SITEWATCH_WEBHOOK_URL"
 )
 
-// Config is domains.yaml after validation, with defaults applied and paths made absolute
-// (relative warehouse paths are relative to the config file's directory, so a cron job works
-// from any working directory).
+// Config is domains.yaml after validation, with defaults applied and relative warehouse paths
+// resolved against the config file's directory (so a cron job works from any working
+// directory).
 type Config struct {
-	Path      string          `yaml:"-"`
-	Schedule  string          `yaml:"schedule"`
-	API       APIConfig       `yaml:"api"`
-	Warehouse WarehouseConfig `yaml:"warehouse"`
+	Path      string
+	Schedule  string
+	API       APIConfig
+	Warehouse WarehouseConfig
 	// RetryEvery is how often `schedule` retries a current month that is not complete.
-	RetryEvery Duration `yaml:"retry_every"`
+	RetryEvery Duration
 	// HealthGrace is how long into a month /healthz tolerates the month not being complete.
-	HealthGrace Duration      `yaml:"health_grace"`
-	Notify      NotifyConfig  `yaml:"notify"`
-	Publish     PublishConfig `yaml:"publish"`
-	Domains     []string      `yaml:"domains"`
+	HealthGrace Duration
+	Notify      NotifyConfig
+	Publish     PublishConfig
+	Domains     []string
 	// lines maps each domains[i] to its line in the file, for messages.
 	lines []int
 	// baseURLFromEnv says API.BaseURL came from ATLAS_BASE_URL, so messages blame it.
 	baseURLFromEnv bool
+	// webhookFromEnv says Notify.WebhookURL came from SITEWATCH_WEBHOOK_URL.
+	webhookFromEnv bool
+	// present holds the dotted keys the file sets (to a non-null value), so an explicit 0 is
+	// told apart from an absent key.
+	present map[string]bool
+	// keyLines holds the line of every key the file sets, by dotted name.
+	keyLines map[string]int
+	// mistyped holds the keys whose value did not decode (already reported).
+	mistyped map[string]bool
 }
 
 // APIConfig is the api section of domains.yaml.
 type APIConfig struct {
-	BaseURL          string   `yaml:"base_url"`
-	Mode             string   `yaml:"mode"`
-	MarketplaceHost  string   `yaml:"marketplace_host"`
-	RateLimit        float64  `yaml:"rate_limit"`
-	MinCredits       int64    `yaml:"min_credits"`
-	MaxCreditsPerRun int64    `yaml:"max_credits_per_run"`
-	Timeout          Duration `yaml:"timeout"`
+	BaseURL          string
+	Mode             string
+	MarketplaceHost  string
+	RateLimit        float64
+	MinCredits       int64
+	MaxCreditsPerRun int64
+	Timeout          Duration
 	// AllowInsecureHTTP lets a plain http:// base_url name a non-loopback host (the key then
 	// crosses the network in clear text).
-	AllowInsecureHTTP bool `yaml:"allow_insecure_http"`
+	AllowInsecureHTTP bool
 	// MaxWastedCredits bounds the credits a run may spend on charged answers it cannot use
-	// (broken bodies refetched); the run stops when it is reached.
-	MaxWastedCredits int64 `yaml:"max_wasted_credits"`
+	// (broken bodies refetched); the run stops when it is reached. 0 allows no waste.
+	MaxWastedCredits int64
 	// MaxRateLimitWait bounds the total time a run waits out 429 answers.
-	MaxRateLimitWait Duration `yaml:"max_rate_limit_wait"`
+	MaxRateLimitWait Duration
 }
 
 // NotifyConfig is the notify section of domains.yaml.
 type NotifyConfig struct {
-	WebhookURL string `yaml:"webhook_url"` // SITEWATCH_WEBHOOK_URL overrides it
+	WebhookURL string // SITEWATCH_WEBHOOK_URL overrides it; a secret, never printed in full
 }
 
 // PublishConfig is the publish section of domains.yaml: where complete months are uploaded.
 type PublishConfig struct {
-	URL       string `yaml:"url"`      // s3://bucket/prefix; empty = no publishing
-	Endpoint  string `yaml:"endpoint"` // S3-compatible services
-	Region    string `yaml:"region"`
-	PathStyle bool   `yaml:"path_style"`
+	URL       string // s3://bucket/prefix; empty = no publishing
+	Endpoint  string // S3-compatible services
+	Region    string
+	PathStyle bool
 }
 
 // WarehouseConfig is the warehouse section of domains.yaml.
 type WarehouseConfig struct {
-	DuckDB  string `yaml:"duckdb"`
-	Parquet string `yaml:"parquet"`
+	DuckDB  string
+	Parquet string
 	// MemoryLimit is DuckDB's memory_limit for writing commands (a DuckDB size such as 256MB).
-	MemoryLimit string `yaml:"memory_limit"`
+	MemoryLimit string
 }
 
 // Duration is a time.Duration written as a Go duration string ("30s") in YAML.
@@ -91,13 +101,9 @@ type Duration struct{ time.Duration }
 
 // UnmarshalYAML parses a Go duration string.
 func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
-	var s string
-	if err := n.Decode(&s); err != nil {
-		return err
-	}
-	v, err := time.ParseDuration(s)
-	if err != nil {
-		return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: %q is not a duration (write e.g. 30s or 1m)", n.Line, s)}}
+	v, err := time.ParseDuration(n.Value)
+	if n.Kind != yaml.ScalarNode || err != nil {
+		return fmt.Errorf("%q is not a duration (write e.g. 30s, 15m or 6h)", n.Value)
 	}
 	d.Duration = v
 	return nil
@@ -118,16 +124,43 @@ const (
 	DefaultMemoryLimit      = "256MB"
 )
 
-// maxRateLimit bounds api.rate_limit: far above any plan, low enough to catch a typo.
-const maxRateLimit = 10000
+// Bounds of domains.yaml keys.
+const (
+	// maxRateLimit bounds api.rate_limit: far above any plan, low enough to catch a typo.
+	maxRateLimit = 10000
+	// minRetryEvery keeps `schedule` from hammering a failing API.
+	minRetryEvery = time.Minute
+	// maxHealthGrace keeps /healthz able to turn unhealthy in every month, February included.
+	maxHealthGrace = 27 * 24 * time.Hour
+	// minMemoryLimit is the least DuckDB needs to load and export a snapshot.
+	minMemoryLimit = 64 << 20
+)
 
-// knownKeys lists every accepted key, per section; a typo is an error, not silently ignored.
-var knownKeys = map[string][]string{
+// keys lists every accepted key in the order messages list them; a typo is an error, never
+// silently ignored. A key whose name is a section holds that section's keys.
+var keys = map[string][]string{
 	"":          {"schedule", "api", "warehouse", "retry_every", "health_grace", "notify", "publish", "domains"},
 	"api":       {"base_url", "mode", "marketplace_host", "rate_limit", "min_credits", "max_credits_per_run", "timeout", "allow_insecure_http", "max_wasted_credits", "max_rate_limit_wait"},
 	"warehouse": {"duckdb", "parquet", "memory_limit"},
 	"notify":    {"webhook_url"},
 	"publish":   {"url", "endpoint", "region", "path_style"},
+}
+
+// targets maps each dotted key to the field it fills.
+func (c *Config) targets() map[string]any {
+	return map[string]any{
+		"schedule": &c.Schedule, "retry_every": &c.RetryEvery, "health_grace": &c.HealthGrace,
+		"api.base_url": &c.API.BaseURL, "api.mode": &c.API.Mode, "api.marketplace_host": &c.API.MarketplaceHost,
+		"api.rate_limit": &c.API.RateLimit, "api.min_credits": &c.API.MinCredits,
+		"api.max_credits_per_run": &c.API.MaxCreditsPerRun, "api.timeout": &c.API.Timeout,
+		"api.allow_insecure_http": &c.API.AllowInsecureHTTP, "api.max_wasted_credits": &c.API.MaxWastedCredits,
+		"api.max_rate_limit_wait": &c.API.MaxRateLimitWait,
+		"warehouse.duckdb":        &c.Warehouse.DuckDB, "warehouse.parquet": &c.Warehouse.Parquet,
+		"warehouse.memory_limit": &c.Warehouse.MemoryLimit,
+		"notify.webhook_url":     &c.Notify.WebhookURL,
+		"publish.url":            &c.Publish.URL, "publish.endpoint": &c.Publish.Endpoint,
+		"publish.region": &c.Publish.Region, "publish.path_style": &c.Publish.PathStyle,
+	}
 }
 
 // secretKeys are key names that would put a secret in the file; they are refused.
@@ -137,11 +170,13 @@ var secretKeys = map[string]string{
 	"marketplace_key": EnvMarketplaceKey,
 }
 
-// Error is a problem in domains.yaml; Line is 0 when it concerns the file as a whole.
+// Error is a problem in domains.yaml (or the environment it reads); Line is 0 when it
+// concerns the file as a whole.
 type Error struct {
 	Path string
 	Line int
 	Msg  string
+	err  error // a sentinel such as ErrKeyNotSet, for errors.Is
 }
 
 func (e *Error) Error() string {
@@ -151,8 +186,36 @@ func (e *Error) Error() string {
 	return fmt.Sprintf("%s: %s", e.Path, e.Msg)
 }
 
+// Unwrap returns the sentinel the error stands for, if any.
+func (e *Error) Unwrap() error { return e.err }
+
+// Errors is every problem found in one config file, in line order; errors.As finds each
+// *Error in it. It prints one problem per line.
+type Errors []*Error
+
+func (es Errors) Error() string {
+	lines := make([]string, len(es))
+	for i, e := range es {
+		lines[i] = e.Error()
+	}
+	if len(es) > 1 {
+		return fmt.Sprintf("%d problems in the config:\n  %s", len(es), strings.Join(lines, "\n  "))
+	}
+	return strings.Join(lines, "")
+}
+
+// Unwrap returns the problems, for errors.As and errors.Is.
+func (es Errors) Unwrap() []error {
+	errs := make([]error, len(es))
+	for i, e := range es {
+		errs[i] = e
+	}
+	return errs
+}
+
 // Load reads and validates the config file at path, applying the environment
-// (ATLAS_BASE_URL overrides api.base_url). Every error is a *Error or wraps one.
+// (ATLAS_BASE_URL overrides api.base_url, SITEWATCH_WEBHOOK_URL notify.webhook_url). Every
+// error is a *Error or an Errors.
 func Load(path string, getenv func(string) string) (*Config, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -164,244 +227,256 @@ func Load(path string, getenv func(string) string) (*Config, error) {
 	return Parse(path, data, getenv)
 }
 
-// Parse validates config text; path is used for messages and to resolve relative paths.
+// problems collects the errors of one file.
+type problems struct {
+	path string
+	list Errors
+}
+
+func (p *problems) add(line int, format string, args ...any) {
+	p.list = append(p.list, &Error{Path: p.path, Line: line, Msg: fmt.Sprintf(format, args...)})
+}
+
+// err returns the problems in line order (file-wide ones first), or nil.
+func (p *problems) err() error {
+	if len(p.list) == 0 {
+		return nil
+	}
+	slices.SortStableFunc(p.list, func(a, b *Error) int { return cmp.Compare(a.Line, b.Line) })
+	return p.list
+}
+
+// Parse validates config text; path is used for messages and to resolve relative paths. It
+// reports every problem it finds, not only the first: an Errors of *Error, each with its line.
 func Parse(path string, data []byte, getenv func(string) string) (*Config, error) {
+	p := &problems{path: path}
+	if !checkUTF8(p, data) {
+		return nil, p.err()
+	}
 	var root yaml.Node
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	if err := dec.Decode(&root); err != nil {
-		return nil, &Error{Path: path, Msg: "not valid YAML: " + strings.TrimPrefix(err.Error(), "yaml: ")}
+	if err := yaml.NewDecoder(bytes.NewReader(data)).Decode(&root); err != nil {
+		if !checkTabs(p, data) {
+			p.add(0, "not valid YAML: %s", strings.TrimPrefix(err.Error(), "yaml: "))
+		}
+		return nil, p.err()
 	}
-	if len(root.Content) == 0 || root.Content[0].Kind != yaml.MappingNode {
-		return nil, &Error{Path: path, Msg: "expected a mapping with schedule, api, warehouse and domains"}
+	if len(root.Content) == 0 || resolve(root.Content[0]).Kind != yaml.MappingNode {
+		p.add(0, "expected a mapping with schedule, api, warehouse and domains")
+		return nil, p.err()
 	}
-	top := root.Content[0]
-	if err := checkKeys(path, "", top); err != nil {
-		return nil, err
-	}
-	cfg := &Config{Path: path}
-	if err := top.Decode(cfg); err != nil {
-		return nil, typeError(path, top, err)
-	}
-	cfg.lines = domainLines(top)
+	cfg := &Config{Path: path, present: map[string]bool{}, keyLines: map[string]int{}, mistyped: map[string]bool{}}
+	cfg.decode(p, "", resolve(root.Content[0]))
 	cfg.applyDefaults(getenv)
-	if err := cfg.validate(top); err != nil {
+	cfg.validate(p)
+	if err := p.err(); err != nil {
 		return nil, err
 	}
 	cfg.resolvePaths()
 	return cfg, nil
 }
 
-// checkKeys walks a mapping and its known sub-sections, refusing unknown and secret keys.
-func checkKeys(path, section string, m *yaml.Node) error {
-	known := knownKeys[section]
+// checkUTF8 reports every line holding a byte that is not UTF-8 (yaml would refuse the whole
+// file without a line).
+func checkUTF8(p *problems, data []byte) bool {
+	ok := true
+	for i, line := range bytes.Split(data, []byte("\n")) {
+		if !utf8.Valid(line) {
+			p.add(i+1, "not valid UTF-8 (byte 0x%02x); save the file as UTF-8", firstInvalidByte(line))
+			ok = false
+		}
+	}
+	return ok
+}
+
+// checkTabs reports lines indented with a tab, which YAML forbids (yaml's own message names a
+// neighbouring line). It is consulted only when the file does not parse.
+func checkTabs(p *problems, data []byte) bool {
+	found := false
+	for i, line := range strings.Split(string(data), "\n") {
+		indent := line[:len(line)-len(strings.TrimLeft(line, " \t"))]
+		if strings.Contains(indent, "\t") {
+			p.add(i+1, "indented with a tab; YAML indentation must use spaces")
+			found = true
+		}
+	}
+	return found
+}
+
+func firstInvalidByte(line []byte) byte {
+	for len(line) > 0 {
+		r, size := utf8.DecodeRune(line)
+		if r == utf8.RuneError && size <= 1 {
+			return line[0]
+		}
+		line = line[size:]
+	}
+	return 0
+}
+
+func resolve(n *yaml.Node) *yaml.Node {
+	for n != nil && n.Kind == yaml.AliasNode {
+		n = n.Alias
+	}
+	return n
+}
+
+// decode walks one mapping of the file, filling the fields it names and reporting unknown,
+// secret, repeated and mistyped keys.
+func (c *Config) decode(p *problems, section string, m *yaml.Node) {
+	targets := c.targets()
+	seen := map[string]int{}
 	for i := 0; i+1 < len(m.Content); i += 2 {
-		k, v := m.Content[i], m.Content[i+1]
-		name := strings.ToLower(k.Value)
-		if env, ok := secretKeys[name]; ok {
-			return &Error{Path: path, Line: k.Line, Msg: fmt.Sprintf("key %q would put a secret in the config file; remove it and set the environment variable %s instead", k.Value, env)}
+		k, v := m.Content[i], resolve(m.Content[i+1])
+		dotted := k.Value
+		if section != "" {
+			dotted = section + "." + k.Value
 		}
-		if !slices.Contains(known, k.Value) {
-			where := "at the top level"
-			if section != "" {
-				where = "under " + section
-			}
-			return &Error{Path: path, Line: k.Line, Msg: fmt.Sprintf("unknown key %q %s (known keys: %s)", k.Value, where, strings.Join(known, ", "))}
+		if !checkKey(p, section, k, seen) {
+			continue
 		}
-		if _, isSection := knownKeys[k.Value]; isSection && section == "" {
+		c.keyLines[dotted] = k.Line
+		if v.Kind == yaml.ScalarNode && v.Tag == "!!null" {
+			continue // "key:" with no value: the default
+		}
+		c.present[dotted] = true
+		switch {
+		case dotted == "domains":
+			c.decodeDomains(p, v)
+		case section == "" && keys[k.Value] != nil:
 			if v.Kind != yaml.MappingNode {
-				return &Error{Path: path, Line: v.Line, Msg: fmt.Sprintf("%s must be a mapping of keys (%s)", k.Value, strings.Join(knownKeys[k.Value], ", "))}
+				p.add(v.Line, "%s must be a mapping of keys (%s)", k.Value, strings.Join(keys[k.Value], ", "))
+				continue
 			}
-			if err := checkKeys(path, k.Value, v); err != nil {
-				return err
-			}
+			c.decode(p, k.Value, v)
+		default:
+			c.mistyped[dotted] = !decodeValue(p, dotted, v, targets[dotted])
 		}
 	}
-	return nil
 }
 
-var yamlLine = regexp.MustCompile(`^line (\d+): (.*)$`)
-
-// typeError turns yaml.v3's first type error ("line 3: cannot unmarshal !!str `fast` into
-// float64") into a message naming the key, e.g. "api.rate_limit: `fast` is not a number".
-func typeError(path string, top *yaml.Node, err error) error {
-	var te *yaml.TypeError
-	if !errors.As(err, &te) || len(te.Errors) == 0 {
-		return &Error{Path: path, Msg: strings.TrimPrefix(err.Error(), "yaml: ")}
+// checkKey reports a secret, unknown or repeated key; it returns whether to decode its value.
+func checkKey(p *problems, section string, k *yaml.Node, seen map[string]int) bool {
+	if env, ok := secretKeys[strings.ToLower(k.Value)]; ok {
+		p.add(k.Line, "key %q would put a secret in the config file; remove it and set the environment variable %s instead", k.Value, env)
+		return false
 	}
-	m := yamlLine.FindStringSubmatch(te.Errors[0])
-	if m == nil {
-		return &Error{Path: path, Msg: te.Errors[0]}
-	}
-	line, _ := strconv.Atoi(m[1])
-	msg := m[2]
-	if i := strings.Index(msg, " into "); i >= 0 {
-		want := map[string]string{"float64": "a number", "int64": "a whole number", "string": "a string", "[]string": "a list of domains"}[msg[i+6:]]
-		if want == "" {
-			want = "of type " + msg[i+6:]
+	known := keys[section]
+	if !slices.Contains(known, k.Value) {
+		where := "at the top level"
+		if section != "" {
+			where = "under " + section
 		}
-		value := msg[strings.LastIndex(msg[:i], " ")+1 : i]
-		msg = fmt.Sprintf("%s is not %s", value, want)
+		p.add(k.Line, "unknown key %q %s (known keys: %s)", k.Value, where, strings.Join(known, ", "))
+		return false
 	}
-	if key := keyAtLine(top, "", line); key != "" {
-		msg = key + ": " + msg
+	if first, dup := seen[k.Value]; dup {
+		p.add(k.Line, "key %q repeats the one on line %d; keep one", k.Value, first)
+		return false
 	}
-	return &Error{Path: path, Line: line, Msg: msg}
+	seen[k.Value] = k.Line
+	return true
 }
 
-// keyAtLine returns the dotted key whose value sits on line, or "".
-func keyAtLine(m *yaml.Node, prefix string, line int) string {
-	for i := 0; i+1 < len(m.Content); i += 2 {
-		k, v := m.Content[i], m.Content[i+1]
-		name := prefix + k.Value
-		if v.Kind == yaml.MappingNode {
-			if found := keyAtLine(v, name+".", line); found != "" {
-				return found
-			}
-		}
-		if v.Line == line || k.Line == line {
-			return name
-		}
+// decodeValue decodes one scalar into its field, naming the key, the value and the expected
+// type when it does not fit (without parsing yaml's English messages). It reports whether the
+// value fit.
+func decodeValue(p *problems, key string, v *yaml.Node, target any) bool {
+	_, wantsInt := target.(*int64)
+	if v.Kind == yaml.ScalarNode && (!wantsInt || v.ShortTag() == "!!int") && v.Decode(target) == nil {
+		return true // (yaml would truncate 1.5 into a whole-number field without a word)
 	}
-	return ""
+	got := "`" + v.Value + "`"
+	switch v.Kind {
+	case yaml.MappingNode:
+		got = "a mapping"
+	case yaml.SequenceNode:
+		got = "a list"
+	}
+	p.add(v.Line, "%s: %s is not %s", key, got, expected(target))
+	return false
 }
 
-func domainLines(top *yaml.Node) []int {
-	for i := 0; i+1 < len(top.Content); i += 2 {
-		if top.Content[i].Value == "domains" {
-			var lines []int
-			for _, item := range top.Content[i+1].Content {
-				lines = append(lines, item.Line)
-			}
-			return lines
-		}
+func expected(target any) string {
+	switch target.(type) {
+	case *float64:
+		return "a number"
+	case *int64:
+		return "a whole number"
+	case *bool:
+		return "true or false"
+	case *Duration:
+		return "a duration (write e.g. 30s, 15m or 6h)"
 	}
-	return nil
+	return "a string"
 }
 
-// lineOf returns the config line of the key at a dotted path such as "api.rate_limit".
-func lineOf(top *yaml.Node, dotted string) int {
-	node := top
-	line := 0
-	for _, part := range strings.Split(dotted, ".") {
-		found := false
-		for i := 0; node != nil && i+1 < len(node.Content); i += 2 {
-			if node.Content[i].Value == part {
-				line, node, found = node.Content[i].Line, node.Content[i+1], true
-				break
-			}
-		}
-		if !found {
-			return line
-		}
+// decodeDomains reads the watchlist item by item, keeping each item's line (an empty item
+// stays in place, so later lines are not shifted, and is rejected by the watchlist).
+func (c *Config) decodeDomains(p *problems, v *yaml.Node) {
+	if v.Kind != yaml.SequenceNode {
+		p.add(v.Line, "domains: must be a list, one domain per line (e.g. \"  - example.com\")")
+		return
 	}
-	return line
+	for _, item := range v.Content {
+		item = resolve(item)
+		if item.Kind != yaml.ScalarNode {
+			p.add(item.Line, "domains: this item is a %s, not a domain; write one domain per item", kindName(item.Kind))
+			continue
+		}
+		value := item.Value
+		if item.Tag == "!!null" {
+			value = ""
+		}
+		c.Domains = append(c.Domains, value)
+		c.lines = append(c.lines, item.Line)
+	}
+}
+
+func kindName(k yaml.Kind) string {
+	switch k {
+	case yaml.MappingNode:
+		return "mapping"
+	case yaml.SequenceNode:
+		return "list"
+	}
+	return "value"
+}
+
+// lineOf returns the line of the key at a dotted path such as "api.rate_limit", or of its
+// section when the key is absent, or 0.
+func (c *Config) lineOf(dotted string) int {
+	if line, ok := c.keyLines[dotted]; ok {
+		return line
+	}
+	if i := strings.LastIndexByte(dotted, '.'); i >= 0 {
+		return c.keyLines[dotted[:i]]
+	}
+	return 0
 }
 
 func (c *Config) applyDefaults(getenv func(string) string) {
-	if c.Schedule == "" {
-		c.Schedule = DefaultSchedule
-	}
 	if v := getenv(EnvBaseURL); v != "" {
 		c.API.BaseURL, c.baseURLFromEnv = v, true
 	}
-	if c.API.Mode == "" {
-		c.API.Mode = "direct"
-	}
-	if c.API.RateLimit == 0 {
-		c.API.RateLimit = DefaultRateLimit
-	}
-	if c.API.Timeout.Duration == 0 {
-		c.API.Timeout.Duration = DefaultTimeout
-	}
-	if c.Warehouse.DuckDB == "" {
-		c.Warehouse.DuckDB = DefaultDuckDB
-	}
-	if c.Warehouse.Parquet == "" {
-		c.Warehouse.Parquet = DefaultParquet
-	}
-	if c.Warehouse.MemoryLimit == "" {
-		c.Warehouse.MemoryLimit = DefaultMemoryLimit
-	}
-	if c.RetryEvery.Duration == 0 {
-		c.RetryEvery.Duration = DefaultRetryEvery
-	}
-	if c.HealthGrace.Duration == 0 {
-		c.HealthGrace.Duration = DefaultHealthGrace
-	}
-	if c.API.MaxWastedCredits == 0 {
-		c.API.MaxWastedCredits = DefaultMaxWastedCredits
-	}
-	if c.API.MaxRateLimitWait.Duration == 0 {
-		c.API.MaxRateLimitWait.Duration = DefaultMaxRateLimitWait
-	}
 	if v := getenv(EnvWebhookURL); v != "" {
-		c.Notify.WebhookURL = v
+		c.Notify.WebhookURL, c.webhookFromEnv = v, true
 	}
-}
-
-func (c *Config) validate(top *yaml.Node) error {
-	bad := func(key, msg string) error {
-		return &Error{Path: c.Path, Line: lineOf(top, key), Msg: key + ": " + msg}
-	}
-	if _, err := cron.ParseStandard(c.Schedule); err != nil || len(strings.Fields(c.Schedule)) != 5 {
-		return bad("schedule", fmt.Sprintf("%q is not a 5-field cron expression (minute hour day-of-month month day-of-week, e.g. %q)", c.Schedule, DefaultSchedule))
-	}
-	if err := validateBaseURL(c.API.BaseURL); err != nil {
-		if c.baseURLFromEnv {
-			return &Error{Path: c.Path, Msg: fmt.Sprintf("%s (which overrides api.base_url): %v", EnvBaseURL, err)}
+	def := func(key string, apply func()) {
+		if !c.present[key] {
+			apply()
 		}
-		return bad("api.base_url", err.Error())
 	}
-	switch c.API.Mode {
-	case "direct":
-	case "marketplace":
-		if c.API.MarketplaceHost == "" {
-			return bad("api.marketplace_host", "required in marketplace mode (the listing host sent as x-marketplace-host)")
-		}
-	default:
-		return bad("api.mode", fmt.Sprintf("%q is not a mode; use direct or marketplace", c.API.Mode))
-	}
-	switch {
-	case !(c.API.RateLimit > 0 && c.API.RateLimit <= maxRateLimit): // also refuses NaN and Inf
-		return bad("api.rate_limit", fmt.Sprintf("must be a number of requests per second above 0 and at most %d", maxRateLimit))
-	case c.API.MinCredits < 0:
-		return bad("api.min_credits", "must be 0 or more")
-	case c.API.MaxCreditsPerRun < 0:
-		return bad("api.max_credits_per_run", "must be 0 (no cap) or more")
-	case c.API.Timeout.Duration < 0:
-		return bad("api.timeout", "must be positive, e.g. 30s")
-	}
-	if len(c.Domains) == 0 {
-		return &Error{Path: c.Path, Line: lineOf(top, "domains"), Msg: "domains: the watchlist is empty; list at least one domain"}
-	}
-	return nil
-}
-
-func validateBaseURL(raw string) error {
-	if raw == "" {
-		return fmt.Errorf("not set; set api.base_url or %s to the gateway address", EnvBaseURL)
-	}
-	u, err := url.Parse(raw)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("%q is not an http(s) URL such as https://gateway.example", redactURL(raw))
-	}
-	if u.User != nil {
-		return fmt.Errorf("must not carry credentials (user:password@); set %s instead", EnvAPIKey)
-	}
-	if u.RawQuery != "" || u.Fragment != "" {
-		return fmt.Errorf("%q must not have a query or fragment", redactURL(raw))
-	}
-	return nil
-}
-
-// redactURL drops userinfo and query from a URL so no secret is echoed in a message.
-func redactURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "(unparseable URL)"
-	}
-	u.User, u.RawQuery, u.Fragment = nil, "", ""
-	return u.String()
+	def("schedule", func() { c.Schedule = DefaultSchedule })
+	def("api.mode", func() { c.API.Mode = "direct" })
+	def("api.rate_limit", func() { c.API.RateLimit = DefaultRateLimit })
+	def("api.timeout", func() { c.API.Timeout.Duration = DefaultTimeout })
+	def("api.max_wasted_credits", func() { c.API.MaxWastedCredits = DefaultMaxWastedCredits })
+	def("api.max_rate_limit_wait", func() { c.API.MaxRateLimitWait.Duration = DefaultMaxRateLimitWait })
+	def("warehouse.duckdb", func() { c.Warehouse.DuckDB = DefaultDuckDB })
+	def("warehouse.parquet", func() { c.Warehouse.Parquet = DefaultParquet })
+	def("warehouse.memory_limit", func() { c.Warehouse.MemoryLimit = DefaultMemoryLimit })
+	def("retry_every", func() { c.RetryEvery.Duration = DefaultRetryEvery })
+	def("health_grace", func() { c.HealthGrace.Duration = DefaultHealthGrace })
 }
 
 func (c *Config) resolvePaths() {

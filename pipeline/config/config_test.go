@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -65,6 +66,30 @@ func TestParseConfigDefaultsAndEnv(t *testing.T) {
 	}
 }
 
+// findProblem returns the problem of err whose message mentions want, failing the test when
+// err is not made of *Error or none mentions want.
+func findProblem(t *testing.T, err error, want string) *Error {
+	t.Helper()
+	var list Errors
+	var one *Error
+	switch {
+	case errors.As(err, &list):
+	case errors.As(err, &one):
+		list = Errors{one}
+	default:
+		t.Fatalf("err = %v, want *Error or Errors", err)
+	}
+	for _, e := range list {
+		if strings.Contains(e.Msg, want) {
+			return e
+		}
+	}
+	t.Fatalf("no problem mentions %q in:\n%v", want, err)
+	return nil
+}
+
+const base = "api:\n  base_url: https://g.example\n"
+
 func TestParseConfigErrors(t *testing.T) {
 	tests := []struct {
 		name, text string
@@ -74,37 +99,156 @@ func TestParseConfigErrors(t *testing.T) {
 		{"NotYAML", "api: [\n", 0, "not valid YAML"},
 		{"NotMapping", "- a\n", 0, "expected a mapping"},
 		{"UnknownTopKey", "domain: [a.com]\n", 1, `unknown key "domain" at the top level`},
-		{"TypoUnderAPI", "api:\n  base_url: https://g.example\n  rate_limt: 3\ndomains: [a.com]\n", 3, `unknown key "rate_limt" under api`},
-		{"SecretKey", "api:\n  base_url: https://g.example\n  api_key: sk-123\ndomains: [a.com]\n", 3, "ATLAS_API_KEY"},
+		{"TypoUnderAPI", base + "  rate_limt: 3\ndomains: [a.com]\n", 3, `unknown key "rate_limt" under api`},
+		{"SecretKey", base + "  api_key: sk-123\ndomains: [a.com]\n", 3, "ATLAS_API_KEY"},
 		{"MarketplaceSecret", "api:\n  marketplace_key: mk\ndomains: [a.com]\n", 2, "ATLAS_MARKETPLACE_KEY"},
-		{"BadSchedule", "schedule: \"every month\"\napi: {base_url: https://g.example}\ndomains: [a.com]\n", 1, "5-field cron"},
-		{"SixFieldSchedule", "schedule: \"0 0 6 2 * *\"\napi: {base_url: https://g.example}\ndomains: [a.com]\n", 1, "5-field cron"},
+		{"RepeatedKey", base + "  rate_limit: 3\n  rate_limit: 4\ndomains: [a.com]\n", 4, `"rate_limit" repeats the one on line 3`},
+		{"BadSchedule", "schedule: \"every month\"\n" + base + "domains: [a.com]\n", 1, "5-field cron"},
+		{"SixFieldSchedule", "schedule: \"0 0 6 2 * *\"\n" + base + "domains: [a.com]\n", 1, "it has 6 fields"},
+		{"DayOfMonth32", "schedule: \"0 6 32 * *\"\n" + base + "domains: [a.com]\n", 1, "32 is not a valid day of month (1-31)"},
+		{"Hour24", "schedule: \"0 24 2 * *\"\n" + base + "domains: [a.com]\n", 1, "24 is not a valid hour (0-23)"},
+		{"MonthName", "schedule: \"0 6 2 FOO *\"\n" + base + "domains: [a.com]\n", 1, `"FOO" is not a valid month (1-12 or JAN-DEC)`},
+		{"BackwardsRange", "schedule: \"0 6 9-2 * *\"\n" + base + "domains: [a.com]\n", 1, "runs backwards"},
+		{"ZeroStep", "schedule: \"*/0 6 2 * *\"\n" + base + "domains: [a.com]\n", 1, `step "0"`},
 		{"NoBaseURL", "domains: [a.com]\n", 0, "ATLAS_BASE_URL"},
 		{"BaseURLWithCredentials", "api:\n  base_url: https://u:p@g.example\ndomains: [a.com]\n", 2, "must not carry credentials"},
 		{"BaseURLNotHTTP", "api:\n  base_url: ftp://g.example\ndomains: [a.com]\n", 2, "not an http(s) URL"},
-		{"BadMode", "api:\n  base_url: https://g.example\n  mode: proxy\ndomains: [a.com]\n", 3, `"proxy" is not a mode`},
-		{"MarketplaceNoHost", "api:\n  base_url: https://g.example\n  mode: marketplace\ndomains: [a.com]\n", 1, "marketplace_host"},
-		{"NegativeRate", "api:\n  base_url: https://g.example\n  rate_limit: -1\ndomains: [a.com]\n", 3, "rate_limit"},
-		{"WrongType", "api:\n  base_url: https://g.example\n  rate_limit: fast\ndomains: [a.com]\n", 3, "api.rate_limit: `fast` is not a number"},
-		{"BadDuration", "api:\n  base_url: https://g.example\n  timeout: soon\ndomains: [a.com]\n", 3, `api.timeout: "soon" is not a duration`},
-		{"DomainsNotList", "api:\n  base_url: https://g.example\ndomains: example.com\n", 3, "domains: "},
-		{"EmptyWatchlist", "api:\n  base_url: https://g.example\ndomains: []\n", 3, "watchlist is empty"},
+		{"BadMode", base + "  mode: proxy\ndomains: [a.com]\n", 3, `"proxy" is not a mode`},
+		{"MarketplaceNoHost", base + "  mode: marketplace\ndomains: [a.com]\n", 1, "marketplace_host"},
+		{"NegativeRate", base + "  rate_limit: -1\ndomains: [a.com]\n", 3, "rate_limit"},
+		{"ExplicitZeroRate", base + "  rate_limit: 0\ndomains: [a.com]\n", 3, "api.rate_limit: must be a number of requests per second above 0"},
+		{"WrongType", base + "  rate_limit: fast\ndomains: [a.com]\n", 3, "api.rate_limit: `fast` is not a number"},
+		{"WrongTypeInt", base + "  min_credits: 1.5\ndomains: [a.com]\n", 3, "api.min_credits: `1.5` is not a whole number"},
+		{"WrongTypeBool", base + "  allow_insecure_http: maybe\ndomains: [a.com]\n", 3, "api.allow_insecure_http: `maybe` is not true or false"},
+		{"MappingForString", base + "  mode: {a: b}\ndomains: [a.com]\n", 3, "api.mode: a mapping is not a string"},
+		{"BadDuration", base + "  timeout: soon\ndomains: [a.com]\n", 3, "api.timeout: `soon` is not a duration"},
+		{"ZeroTimeout", base + "  timeout: 0s\ndomains: [a.com]\n", 3, "api.timeout: must be positive"},
+		{"NegativeWaste", base + "  max_wasted_credits: -1\ndomains: [a.com]\n", 3, "api.max_wasted_credits: must be 0"},
+		{"ZeroRateLimitWait", base + "  max_rate_limit_wait: 0s\ndomains: [a.com]\n", 3, "api.max_rate_limit_wait: must be positive"},
+		{"ShortRetry", "retry_every: 30s\n" + base + "domains: [a.com]\n", 1, "retry_every: 30s is too short"},
+		{"LongGrace", "health_grace: 700h\n" + base + "domains: [a.com]\n", 1, "health_grace: 700h0m0s is out of range"},
+		{"NegativeGrace", "health_grace: -1h\n" + base + "domains: [a.com]\n", 1, "health_grace: -1h0m0s is out of range"},
+		{"MemoryLimitSyntax", base + "warehouse:\n  memory_limit: lots\ndomains: [a.com]\n", 4, `warehouse.memory_limit: "lots" is not a DuckDB size`},
+		{"MemoryLimitTiny", base + "warehouse:\n  memory_limit: 1MB\ndomains: [a.com]\n", 4, "below the 64MiB"},
+		{"WebhookNotHTTP", base + "notify:\n  webhook_url: hooks.slack.com/services/T0/B0/secret\ndomains: [a.com]\n", 4, "notify.webhook_url: is not an http(s) URL"},
+		{"PublishNotS3", base + "publish:\n  url: https://bucket/x\ndomains: [a.com]\n", 4, "is not an s3://bucket/prefix URL"},
+		{"PublishBadBucket", base + "publish:\n  url: s3://Bad_Bucket/x\ndomains: [a.com]\n", 4, `bucket "Bad_Bucket" is not a valid S3 bucket name`},
+		{"PublishEndpoint", base + "publish:\n  url: s3://bucket/x\n  endpoint: minio:9000\ndomains: [a.com]\n", 5, "publish.endpoint"},
+		{"PublishWithoutURL", base + "publish:\n  region: eu-west-1\ndomains: [a.com]\n", 3, "publish.url: not set"},
+		{"DomainsNotList", base + "domains: example.com\n", 3, "domains: must be a list"},
+		{"DomainMapping", base + "domains:\n  - a.com\n  - {b: c}\n", 5, "domains: this item is a mapping"},
+		{"EmptyWatchlist", base + "domains: []\n", 3, "watchlist is empty"},
 		{"SectionNotMapping", "api: 3\ndomains: [a.com]\n", 1, "api must be a mapping"},
+		{"TabIndent", "api:\n  base_url: https://g.example\n\trate_limit: 3\ndomains: [a.com]\n", 3, "indented with a tab; YAML indentation must use spaces"},
+		{"NotUTF8", base + "domains:\n  - a.com\n  - b\xffc.com\n", 5, "not valid UTF-8 (byte 0xff)"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Parse("domains.yaml", []byte(tc.text), env())
-			var ce *Error
-			if !errors.As(err, &ce) {
-				t.Fatalf("err = %v, want *Error", err)
+			e := findProblem(t, err, tc.want)
+			if e.Line != tc.line {
+				t.Errorf("line = %d, want %d (%v)", e.Line, tc.line, err)
 			}
-			if !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("err = %q, want it to mention %q", err, tc.want)
-			}
-			if tc.line != 0 && ce.Line != tc.line {
-				t.Errorf("line = %d, want %d (%v)", ce.Line, tc.line, err)
+			if e.Path != "domains.yaml" {
+				t.Errorf("path = %q", e.Path)
 			}
 		})
+	}
+}
+
+// TestParseConfigReportsEveryProblem: one pass reports every problem, each with its line, in
+// line order, and the message counts them.
+func TestParseConfigReportsEveryProblem(t *testing.T) {
+	text := "schedule: \"0 6 32 * *\"\n" + // 1
+		"api:\n" + // 2
+		"  base_url: https://g.example\n" + // 3
+		"  rate_limit: fast\n" + // 4
+		"  rate_limt: 3\n" + // 5
+		"  timeout: -1s\n" + // 6
+		"warehouse:\n" + // 7
+		"  memory_limit: 12 parsecs\n" + // 8
+		"domains: [a.com]\n" // 9
+	_, err := Parse("domains.yaml", []byte(text), env())
+	var list Errors
+	if !errors.As(err, &list) {
+		t.Fatalf("err = %v, want Errors", err)
+	}
+	var lines []int
+	for _, e := range list {
+		lines = append(lines, e.Line)
+	}
+	if got, want := fmt.Sprint(lines), "[1 4 5 6 8]"; got != want {
+		t.Errorf("lines = %s, want %s:\n%v", got, want, err)
+	}
+	if !strings.HasPrefix(err.Error(), "5 problems in the config:") {
+		t.Errorf("message = %q", err)
+	}
+}
+
+// TestDomainLinesWithEmptyItem: an empty list item keeps its place, so every later entry keeps
+// its own line, and the empty one is rejected on its line.
+func TestDomainLinesWithEmptyItem(t *testing.T) {
+	text := base + "domains:\n  - a.com\n  -\n  - b.com\n  - www.co.uk\n"
+	cfg, err := Parse("domains.yaml", []byte(text), env())
+	if err != nil {
+		t.Fatal(err)
+	}
+	wl := NewWatchlist(cfg)
+	if len(wl.Rejected) != 1 || wl.Rejected[0].Line != 5 {
+		t.Fatalf("rejected = %+v, want the empty item on line 5", wl.Rejected)
+	}
+	if got, want := fmt.Sprint(wl.Domains), "[a.com b.com www.co.uk]"; got != want {
+		t.Errorf("domains = %s, want %s", got, want)
+	}
+	for i, want := range []int{4, 5, 6, 7} {
+		if got := cfg.DomainLine(i); got != want {
+			t.Errorf("line of domains[%d] = %d, want %d", i, got, want)
+		}
+	}
+}
+
+func TestNewKeysDefaultsAndValues(t *testing.T) {
+	cfg, err := Parse("domains.yaml", []byte(base+"domains: [a.com]\n"), env())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.RetryEvery.Duration != DefaultRetryEvery || cfg.HealthGrace.Duration != DefaultHealthGrace ||
+		cfg.API.MaxWastedCredits != DefaultMaxWastedCredits || cfg.API.MaxRateLimitWait.Duration != DefaultMaxRateLimitWait ||
+		cfg.Warehouse.MemoryLimit != DefaultMemoryLimit || cfg.API.AllowInsecureHTTP {
+		t.Errorf("defaults not applied: %+v", cfg)
+	}
+	text := "retry_every: 1m\nhealth_grace: 24h\n" + base +
+		"  max_wasted_credits: 0\n  max_rate_limit_wait: 2m\n  allow_insecure_http: true\n" +
+		"warehouse:\n  memory_limit: 1.5 GiB\n" +
+		"notify:\n  webhook_url: https://hooks.example/T0/B0/xyz\n" +
+		"publish:\n  url: s3://my-bucket/sitewatch\n  endpoint: http://127.0.0.1:9000\n  path_style: true\n" +
+		"domains: [a.com]\n"
+	cfg, err = Parse("domains.yaml", []byte(text), env())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.API.MaxWastedCredits != 0 {
+		t.Errorf("max_wasted_credits: 0 became %d; an explicit 0 means no waste allowed", cfg.API.MaxWastedCredits)
+	}
+	if got, want := cfg.Warehouse.MemoryLimitBytes(), int64(1.5*(1<<30)); got != want {
+		t.Errorf("memory limit = %d bytes, want %d", got, want)
+	}
+	if !cfg.API.AllowInsecureHTTP || !cfg.Publish.PathStyle || cfg.RetryEvery.Duration != time.Minute {
+		t.Errorf("values not read: %+v", cfg)
+	}
+}
+
+func TestWebhookURLNeverEchoed(t *testing.T) {
+	const secret = "T0CANARY/B0CANARY/xoxb-canary"
+	for _, u := range []string{"hooks.example/" + secret, "ftp://hooks.example/" + secret, "https://user:" + secret + "@hooks.example/x"} {
+		_, err := Parse("domains.yaml", []byte(base+"notify:\n  webhook_url: "+u+"\ndomains: [a.com]\n"), env())
+		if err == nil || strings.Contains(err.Error(), "CANARY") || strings.Contains(err.Error(), "canary") {
+			t.Errorf("webhook %q: err = %v; want an error without the URL's secret", u, err)
+		}
+		_, err = Parse("domains.yaml", []byte(base+"domains: [a.com]\n"), env(EnvWebhookURL, u))
+		if err == nil || !strings.Contains(err.Error(), EnvWebhookURL) || strings.Contains(strings.ToLower(err.Error()), "canary") {
+			t.Errorf("webhook %q from the environment: err = %v; want it blamed, without the secret", u, err)
+		}
 	}
 }
 

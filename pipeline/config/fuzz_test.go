@@ -9,14 +9,15 @@ import (
 )
 
 // FuzzNormalizeDomain: NormalizeDomain never panics; an accepted entry comes out as a lower-case
-// ASCII host name (letters, digits, hyphens, dots; two labels or more, none empty), without a
-// leading www. unless only one more label remains, and normalizing it again changes nothing.
+// ASCII host name (letters, digits, hyphens, dots; two labels or more, none empty), never a bare
+// public suffix, without a leading www. unless a public suffix would remain, and normalizing it
+// again changes nothing.
 // Every rejection wraps ErrNotHostName. Seeds: testdata/fuzz/FuzzNormalizeDomain.
 func FuzzNormalizeDomain(f *testing.F) {
 	for _, s := range []string{
 		"example.com", "https://WWW.Example.com/pricing?x=1#y", "bücher.de", "www.com", "10.0.0.1",
 		"[::1]", "<b>x</b>", "exa mple.com", "example..com", "http://user:pw@example.com:8080/", "example.com.",
-		"xn--bcher-kva.de", "www.www.example.com", "EXAMPLE.COM", "a.b.c.d.e.f", "ftp://example.com", "",
+		"xn--bcher-kva.de", "www.www.example.com", "www.co.uk", "github.io", "www.www.co.uk", "EXAMPLE.COM", "a.b.c.d.e.f", "ftp://example.com", "",
 	} {
 		f.Add(s)
 	}
@@ -49,8 +50,11 @@ func FuzzNormalizeDomain(f *testing.F) {
 		if len(out) > 253 {
 			t.Fatalf("NormalizeDomain(%q) = %q: longer than 253", in, out)
 		}
-		if labels[0] == "www" && len(labels) > 2 {
+		if labels[0] == "www" && len(labels) > 2 && !isPublicSuffix(strings.Join(labels[1:], ".")) {
 			t.Fatalf("NormalizeDomain(%q) = %q: keeps a leading www. with a registrable domain after it", in, out)
+		}
+		if isPublicSuffix(out) {
+			t.Fatalf("NormalizeDomain(%q) = %q: a bare public suffix", in, out)
 		}
 		again, err := NormalizeDomain(out)
 		if err != nil || again != out {

@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"golang.org/x/net/idna"
+	"golang.org/x/net/publicsuffix"
 )
 
 // Watchlist is the config's domains after normalization: what will be fetched, and what was
@@ -71,9 +72,10 @@ var idnaProfile = idna.New(
 )
 
 // NormalizeDomain turns a watchlist entry into the domain sent to the API: lower case; scheme,
-// userinfo, port, path, query, fragment and trailing dot removed; a leading "www." removed;
-// IDN to punycode. It refuses anything that is not a host name (IP addresses, markup,
-// spaces, empty or invalid labels) with an error wrapping ErrNotHostName.
+// userinfo, port, path, query, fragment and trailing dot removed; a leading "www." removed
+// unless a public suffix would remain (www.co.uk stays); IDN to punycode. It refuses anything
+// that is not a host name (IP addresses, markup, spaces, empty or invalid labels) or that is a
+// bare public suffix (co.uk, github.io) with an error wrapping ErrNotHostName.
 func NormalizeDomain(input string) (string, error) {
 	s := strings.TrimSpace(input)
 	reject := func(why string) (string, error) { return "", fmt.Errorf("%w: %s", ErrNotHostName, why) }
@@ -111,11 +113,24 @@ func NormalizeDomain(input string) (string, error) {
 	if tld := labels[len(labels)-1]; strings.Trim(tld, "0123456789") == "" {
 		return reject("the top-level domain is numeric")
 	}
-	// Strip every leading www. (not only one), so normalizing is idempotent.
-	for labels[0] == "www" && len(labels) > 2 {
+	// Strip every leading www. (not only one), so normalizing is idempotent, but never down to
+	// a public suffix: www.co.uk is a site of its own, co.uk is no site at all.
+	for labels[0] == "www" && len(labels) > 2 && !isPublicSuffix(strings.Join(labels[1:], ".")) {
 		labels = labels[1:]
 	}
-	return strings.Join(labels, "."), nil
+	domain := strings.Join(labels, ".")
+	if isPublicSuffix(domain) {
+		return reject("a public suffix, under which anyone can register sites (like co.uk or github.io); list a site under it, e.g. example." + domain)
+	}
+	return domain, nil
+}
+
+// isPublicSuffix reports whether domain is itself on the Public Suffix List (ICANN or private
+// section, e.g. co.uk, github.io). A top-level domain the list does not know counts only as
+// itself, which has no dot and is refused earlier.
+func isPublicSuffix(domain string) bool {
+	suffix, _ := publicsuffix.PublicSuffix(domain)
+	return suffix == domain
 }
 
 // hostOf extracts the host part of an entry written as a URL or a bare host[:port][/path].

@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -21,6 +22,11 @@ func TestNormalizeDomain(t *testing.T) {
 		{"IDNUpper", "https://BÜCHER.de/x", "xn--bcher-kva.de"},
 		{"Punycode", "xn--bcher-kva.de", "xn--bcher-kva.de"},
 		{"Spaces trimmed", "  example.com  ", "example.com"},
+		{"WWWBeforePublicSuffixKept", "www.co.uk", "www.co.uk"},
+		{"WWWWWWBeforePublicSuffix", "https://www.www.co.uk/", "www.co.uk"},
+		{"WWWUnderPrivateSuffixKept", "www.github.io", "www.github.io"},
+		{"SiteUnderPrivateSuffix", "www.octocat.github.io", "octocat.github.io"},
+		{"WWWUnderCoUK", "www.bbc.co.uk", "bbc.co.uk"},
 	}
 	for _, tc := range ok {
 		t.Run(tc.name, func(t *testing.T) {
@@ -50,6 +56,9 @@ func TestNormalizeDomain(t *testing.T) {
 		{"NumericTLD", "1.2.3.4.5"},
 		{"FTPScheme", "ftp://example.com"},
 		{"Semicolon", "exa;mple.com"},
+		{"PublicSuffixICANN", "co.uk"},
+		{"PublicSuffixPrivate", "github.io"},
+		{"PublicSuffixURL", "https://CO.UK/"},
 	}
 	for _, tc := range bad {
 		t.Run(tc.name, func(t *testing.T) {
@@ -72,5 +81,12 @@ func TestNewWatchlist(t *testing.T) {
 	}
 	if len(wl.Duplicates) != 2 || len(wl.Rejected) != 1 || len(wl.Rewritten) != 1 {
 		t.Errorf("duplicates %v rejected %v rewritten %v", wl.Duplicates, wl.Rejected, wl.Rewritten)
+	}
+}
+
+func TestPublicSuffixReason(t *testing.T) {
+	_, err := NormalizeDomain("github.io")
+	if err == nil || !strings.Contains(err.Error(), "public suffix") || !strings.Contains(err.Error(), "example.github.io") {
+		t.Errorf("err = %v, want the public-suffix reason with an example", err)
 	}
 }

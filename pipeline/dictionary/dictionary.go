@@ -43,9 +43,11 @@ type Object struct {
 	Columns []Column
 }
 
-// Dictionary lists the warehouse's tables (first) and views, each sorted by name.
+// Dictionary lists the warehouse's tables (first) and views, each sorted by name, and the
+// data-quality checks recorded in quality_checks.
 type Dictionary struct {
 	Objects []Object
+	Checks  []warehouse.QualityCheckDoc
 }
 
 // Build reads the tables and views of the main schema of db with their column comments. It
@@ -83,7 +85,7 @@ func Build(ctx context.Context, db *sql.DB) (*Dictionary, error) {
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("data dictionary: read duckdb_columns(): %w", err)
 	}
-	return &Dictionary{Objects: objs}, nil
+	return &Dictionary{Objects: objs, Checks: warehouse.QualityCheckDocs()}, nil
 }
 
 func readObjects(ctx context.Context, db *sql.DB) ([]Object, error) {
@@ -167,6 +169,9 @@ func (d *Dictionary) WriteMarkdown(w io.Writer) error {
 		}
 		ew.printf("\n\n")
 	}
+	if len(d.Checks) > 0 {
+		ew.printf("**Data-quality checks:** [the rules behind `quality_checks`](#data-quality-checks)\n\n")
+	}
 	for _, o := range d.Objects {
 		ew.printf("## %s `%s`\n\n", o.Kind, o.Name)
 		if o.Comment != "" {
@@ -182,7 +187,24 @@ func (d *Dictionary) WriteMarkdown(w io.Writer) error {
 		}
 		ew.printf("\n")
 	}
+	d.writeChecksMarkdown(ew)
 	return ew.err
+}
+
+// writeChecksMarkdown documents every quality check: its rule, severity and tables.
+func (d *Dictionary) writeChecksMarkdown(ew *errWriter) {
+	if len(d.Checks) == 0 {
+		return
+	}
+	ew.printf("## Data-quality checks\n\n")
+	ew.printf("`sitewatch` runs these on each snapshot after loading it and records the findings in " +
+		"`quality_checks` (one row per check, table and offending domain; one `ok` row when a check " +
+		"found nothing on a table). A check never blocks loading.\n\n")
+	ew.printf("| check | severity | tables | rule |\n|---|---|---|---|\n")
+	for _, c := range d.Checks {
+		ew.printf("| `%s` | %s | %s | %s |\n", c.Name, c.Severity, strings.Join(c.Tables, ", "), mdEscape(c.Rule))
+	}
+	ew.printf("\n")
 }
 
 // WriteText writes the dictionary as plain text for a terminal: each object's comment, then
@@ -203,6 +225,12 @@ func (d *Dictionary) WriteText(w io.Writer) error {
 		}
 		if err := tw.Flush(); err != nil && ew.err == nil {
 			ew.err = err
+		}
+	}
+	if len(d.Checks) > 0 {
+		ew.printf("\nQUALITY CHECKS (rows of quality_checks; a check never blocks loading)\n")
+		for _, c := range d.Checks {
+			ew.printf("  %s (%s; %s)\n    %s\n", c.Name, c.Severity, strings.Join(c.Tables, ", "), c.Rule)
 		}
 	}
 	return ew.err

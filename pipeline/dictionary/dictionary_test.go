@@ -52,14 +52,24 @@ func TestEveryObjectDocumented(t *testing.T) {
 	}
 	wantObjects := []string{
 		"ai_platform_history", "ai_platforms", "ai_prompts", "countries", "fetch_errors",
-		"geography_share", "keywords", "raw_responses", "runs", "schema_migrations", "similar_sites",
+		"geography_share", "keywords", "quality_checks", "raw_responses", "runs", "schema_migrations", "similar_sites",
 		"site_tags", "sites", "sources_share", "traffic_history",
 		"ai_platform_trend", "channel_mix", "competitors", "keyword_overlap", "latest_sites",
 		"top_countries", "traffic_monthly",
+		"complete_months", "changes_movers", "changes_competitors", "changes_ai_platforms", "changes_keywords",
+		"changes_top_countries",
 	}
 	for _, name := range wantObjects {
 		if _, ok := d.Object(name); !ok {
 			t.Errorf("dictionary has no object %q", name)
+		}
+	}
+	if len(d.Checks) == 0 {
+		t.Error("dictionary documents no quality check")
+	}
+	for _, c := range d.Checks {
+		if strings.TrimSpace(c.Rule) == "" || len(c.Tables) == 0 || c.Severity == "" {
+			t.Errorf("quality check %s is not documented: %+v", c.Name, c)
 		}
 	}
 	for _, o := range d.Objects {

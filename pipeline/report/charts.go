@@ -1,469 +1,274 @@
 package report
 
 import (
-	"bytes"
 	"fmt"
 	"html/template"
-	"image/color"
 	"math"
-	"sort"
-	"strings"
+	"strconv"
 	"time"
-
-	"gonum.org/v1/plot"
-	"gonum.org/v1/plot/font"
-	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/vg"
-	"gonum.org/v1/plot/vg/draw"
-	"gonum.org/v1/plot/vg/vgsvg"
 )
 
-// Chart geometry, in points. The SVG is scaled to the page width by CSS; at 1280 px a
-// 900 pt chart is drawn at about 1.2 px per point, so 11 pt text is about 13 px.
+// Geometry in CSS pixels (SVG user units).
 const (
-	chartWidth  = vg.Length(900)
-	legendWidth = vg.Length(210)
-	rowHeight   = vg.Length(26)
-	maxLines    = 10 // traffic trend: most-visited domains drawn
-	maxBars     = 15 // channel mix / AI: domains drawn
-	maxComp     = 15 // competitors drawn
-	maxPlatform = 7  // AI platforms drawn before "other platforms"
+	labelSize = 12.0 // row labels
+	valueSize = 11.0 // values on bars, axis labels
+	rowH      = 22.0 // one bar row
+	barH      = 14.0
+	gap       = 8.0 // between a label column and its bars
+	barsW     = 600.0
 )
 
-// palette is Tableau 10: distinguishable, colour-blind friendlier than plotutil's defaults.
-var palette = []color.RGBA{
-	{0x4e, 0x79, 0xa7, 0xff}, {0xf2, 0x8e, 0x2b, 0xff}, {0xe1, 0x57, 0x59, 0xff},
-	{0x76, 0xb7, 0xb2, 0xff}, {0x59, 0xa1, 0x4f, 0xff}, {0xed, 0xc9, 0x48, 0xff},
-	{0xb0, 0x7a, 0xa1, 0xff}, {0xff, 0x9d, 0xa7, 0xff}, {0x9c, 0x75, 0x5f, 0xff},
-	{0xba, 0xb0, 0xac, 0xff},
-}
+// palette is Tableau 10: distinguishable and colour-blind friendlier than most defaults.
+var palette = []string{"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1",
+	"#ff9da7", "#9c755f", "#bab0ac"}
 
-// channels is the order of traffic.sources_share's ten keys in the spec.
-var channels = []string{"direct", "organic_search", "paid_search", "organic_social", "paid_social",
-	"email", "referrals", "generative_ai", "affiliate", "display_ads"}
+const (
+	inkColor   = "#1d2330"
+	mutedColor = "#5b6473"
+	gridColor  = "#dde1e7"
+	upColor    = "#2e7d32"
+	downColor  = "#c62828"
+	barColor   = "#4e79a7"
+)
 
-type chart struct {
-	ID    string
-	Title string
-	Note  string
-	SVG   template.HTML
-}
+func colorAt(i int) string { return palette[i%len(palette)] }
 
-// chartFont is the sans-serif face of the Liberation fonts bundled with gonum/plot (its
-// default is the serif face); fontFace embeds the same file in the page.
-var chartFont = font.Font{Typeface: "Liberation", Variant: "Sans"}
-
-func newPlot() *plot.Plot {
-	p := plot.New()
-	p.Title.TextStyle.Font = font.From(chartFont, vg.Points(13))
-	for _, a := range []*plot.Axis{&p.X, &p.Y} {
-		a.Label.TextStyle.Font = font.From(chartFont, vg.Points(12))
-		a.Tick.Label.Font = font.From(chartFont, vg.Points(11))
-		a.Padding = vg.Points(4)
+// textOn returns black or white, whichever reads better on the fill colour hex (#rrggbb).
+func textOn(hex string) string {
+	v, err := strconv.ParseUint(hex[1:], 16, 32)
+	if err != nil {
+		return inkColor
 	}
-	return p
+	r, g, b := float64(v>>16&0xff), float64(v>>8&0xff), float64(v&0xff)
+	if 0.299*r+0.587*g+0.114*b > 150 {
+		return inkColor
+	}
+	return "#ffffff"
 }
 
-func newLegend() plot.Legend {
-	l := plot.NewLegend()
-	l.Top, l.Left = true, true
-	l.TextStyle.Font = font.From(chartFont, vg.Points(11))
-	l.Padding = vg.Points(3)
-	return l
+func maxWidth(texts []string, size float64) float64 {
+	w := 0.0
+	for _, t := range texts {
+		w = math.Max(w, textWidth(t, size))
+	}
+	return w
 }
 
-// render draws p on the left and the legend (when it has entries) on the right of one SVG
-// canvas and returns the SVG element without its XML prologue, ready to inline in HTML.
-func render(p *plot.Plot, legend *plot.Legend, h vg.Length) (template.HTML, error) {
-	c := vgsvg.New(chartWidth, h)
-	dc := draw.New(c)
-	if legend != nil {
-		p.Draw(draw.Crop(dc, 0, -legendWidth, 0, 0))
-		legend.Draw(draw.Crop(dc, chartWidth-legendWidth+vg.Points(12), 0, 0, -vg.Points(8)))
-	} else {
-		p.Draw(dc)
+// sparkline draws one domain's monthly visits on its own scale starting at 0: the latest month
+// as a filled dot, the same month a year earlier as a hollow one, the first and last months
+// and the peak labelled.
+func sparkline(domain string, pts []point, yearAgo time.Time) template.HTML {
+	const w, h, top, bottom, left, right = 260.0, 92.0, 18.0, 70.0, 6.0, 254.0
+	s := newSVG(w, h, "monthly visits of "+domain)
+	if len(pts) == 0 {
+		s.text(w/2, h/2, valueSize, "middle", mutedColor, "no traffic history in this snapshot")
+		return s.html()
 	}
-	var buf bytes.Buffer
-	if _, err := c.WriteTo(&buf); err != nil {
-		return "", fmt.Errorf("render svg: %w", err)
+	peak := 0.0
+	for _, p := range pts {
+		peak = math.Max(peak, p.Visits)
 	}
-	s := buf.String()
-	if i := strings.Index(s, "<svg"); i >= 0 {
-		s = s[i:]
+	if peak == 0 {
+		peak = 1
 	}
-	// gonum's vgsvg escapes every text it writes (html.EscapeString), so domain names and
-	// titles inside the SVG are inert.
-	return template.HTML(s), nil // #nosec G203 -- generated by vgsvg, texts escaped
-}
-
-func colorAt(i int) color.Color { return palette[i%len(palette)] }
-
-// humanTicks labels a numeric axis 1.5k, 2M, … instead of 1.5e+06.
-func humanTicks(base plot.Ticker) plot.Ticker {
-	return plot.TickerFunc(func(min, max float64) []plot.Tick {
-		ts := base.Ticks(min, max)
-		for i := range ts {
-			if ts[i].Label != "" {
-				ts[i].Label = human(ts[i].Value)
-			}
+	first, last := monthIndex(pts[0].Month), monthIndex(pts[len(pts)-1].Month)
+	x := func(t time.Time) float64 {
+		if last == first {
+			return (left + right) / 2
 		}
-		return ts
-	})
-}
-
-// human formats n compactly: 950, 12.3k, 4.56M, 7.8B.
-func human(n float64) string {
-	a := math.Abs(n)
-	switch {
-	case a >= 1e9:
-		return trimZeros(fmt.Sprintf("%.2f", n/1e9)) + "B"
-	case a >= 1e6:
-		return trimZeros(fmt.Sprintf("%.2f", n/1e6)) + "M"
-	case a >= 1e3:
-		return trimZeros(fmt.Sprintf("%.1f", n/1e3)) + "k"
-	case a == math.Trunc(a):
-		return fmt.Sprintf("%.0f", n)
-	default:
-		return trimZeros(fmt.Sprintf("%.2f", n))
+		return left + (monthIndex(t)-first)/(last-first)*(right-left)
 	}
-}
-
-// logTicks labels 1, 2 and 5 times each power of ten in [min, max] (plot.LogTicks labels
-// only the powers, which leaves one or two labels on a typical traffic range).
-func logTicks(min, max float64) []plot.Tick {
-	var ts []plot.Tick
-	if min <= 0 || max <= min {
-		return ts
+	y := func(v float64) float64 { return bottom - v/peak*(bottom-top) }
+	s.line(left, bottom, right, bottom, gridColor, 1)
+	s.line(left, top, right, top, gridColor, 1)
+	s.text(right, top-5, valueSize, "end", mutedColor, "peak "+human(peak))
+	var line [][2]float64
+	for _, p := range pts {
+		line = append(line, [2]float64{x(p.Month), y(p.Visits)})
 	}
-	for e := math.Floor(math.Log10(min)); e <= math.Ceil(math.Log10(max)); e++ {
-		for _, m := range []float64{1, 2, 3, 4, 5, 6, 7, 8, 9} {
-			v := m * math.Pow(10, e)
-			if v < min || v > max {
-				continue
-			}
-			t := plot.Tick{Value: v}
-			if m == 1 || m == 2 || m == 5 {
-				t.Label = human(v)
-			}
-			ts = append(ts, t)
+	s.polyline(line, barColor, 1.8)
+	for _, p := range pts {
+		if p.Month.Equal(yearAgo) {
+			s.circle(x(p.Month), y(p.Visits), 3.2, "#ffffff", mutedColor)
 		}
 	}
-	return ts
-}
-
-func trimZeros(s string) string {
-	if strings.Contains(s, ".") {
-		s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
-	}
-	return s
-}
-
-func short(s string, n int) string {
-	r := []rune(s)
-	if len(r) <= n {
-		return s
-	}
-	return string(r[:n-1]) + "…"
+	lp := pts[len(pts)-1]
+	s.circle(x(lp.Month), y(lp.Visits), 3.2, barColor, barColor)
+	s.text(left, h-6, valueSize, "start", mutedColor, pts[0].Month.Format("Jan 2006"))
+	s.text(right, h-6, valueSize, "end", mutedColor, lp.Month.Format("Jan 2006"))
+	return s.html()
 }
 
 func monthIndex(t time.Time) float64 { return float64(t.Year()*12 + int(t.Month()) - 1) }
 
-// monthTicks puts a labelled tick on January and July (or every month for short ranges).
-func monthTicks(min, max float64) []plot.Tick {
-	span := max - min
-	step := 1
-	switch {
-	case span > 48:
-		step = 12
-	case span > 18:
-		step = 6
-	case span > 8:
-		step = 3
-	}
-	var ts []plot.Tick
-	for m := int(math.Ceil(min)); m <= int(math.Floor(max)); m++ {
-		t := time.Date(m/12, time.Month(m%12+1), 1, 0, 0, 0, 0, time.UTC)
-		label := ""
-		if (m%12)%step == 0 {
-			label = t.Format("Jan 2006")
-		}
-		ts = append(ts, plot.Tick{Value: float64(m), Label: label})
-	}
-	return ts
+// barRow is one labelled bar of a single-series chart.
+type barRow struct {
+	Label string
+	Value float64
+	Valid bool
+	Text  string // the value printed beside the bar
 }
 
-// trafficChart draws each domain's monthly visits from the snapshot's history.
-func trafficChart(d *data) (*chart, error) {
-	p := newPlot()
-	legend := newLegend()
-	p.X.Tick.Marker = plot.TickerFunc(monthTicks)
+// logBars draws one horizontal bar per row on a log scale (values of different orders of
+// magnitude stay comparable), gridlines at each power of ten, the value printed after each bar.
+func logBars(title string, rows []barRow) template.HTML {
 	lo, hi := math.Inf(1), 0.0
-	drawn := 0
-	for _, s := range d.Sites {
-		pts := d.Traffic[s.Domain]
-		if len(pts) == 0 || drawn == maxLines {
-			continue
-		}
-		xys := make(plotter.XYs, 0, len(pts))
-		for _, pt := range pts {
-			if pt.Visits <= 0 {
-				continue // a log axis cannot show 0; the table keeps the figure
-			}
-			xys = append(xys, plotter.XY{X: monthIndex(pt.Month), Y: pt.Visits})
-			lo, hi = math.Min(lo, pt.Visits), math.Max(hi, pt.Visits)
-		}
-		if len(xys) == 0 {
-			continue
-		}
-		line, points, err := plotter.NewLinePoints(xys)
-		if err != nil {
-			return nil, fmt.Errorf("traffic line %s: %w", s.Domain, err)
-		}
-		line.Color, line.Width = colorAt(drawn), vg.Points(2)
-		points.Color, points.Shape, points.Radius = colorAt(drawn), draw.CircleGlyph{}, vg.Points(2.2)
-		p.Add(line, points)
-		name := short(s.Domain, 26)
-		if s.FromGA {
-			name += " (analytics)"
-		}
-		legend.Add(name, line, points)
-		drawn++
-	}
-	if drawn == 0 {
-		return nil, nil
-	}
-	p.Add(plotter.NewGrid())
-	p.Y.Label.Text = "visits per month"
-	if hi/lo > 50 {
-		p.Y.Scale = plot.LogScale{}
-		p.Y.Tick.Marker = plot.TickerFunc(logTicks)
-		p.Y.Label.Text += ", log scale"
-	} else {
-		p.Y.Tick.Marker = humanTicks(plot.DefaultTicks{})
-		p.Y.Min = 0
-	}
-	svg, err := render(p, &legend, 330)
-	if err != nil {
-		return nil, err
-	}
-	note := "Monthly visits as listed in this snapshot's traffic history: estimates, except domains marked (analytics)."
-	if n := countWithTraffic(d); n > maxLines {
-		note += fmt.Sprintf(" The %d most visited of %d domains are drawn.", maxLines, n)
-	}
-	return &chart{ID: "traffic", Title: "Traffic trend per domain (estimate)", Note: note, SVG: svg}, nil
-}
-
-func countWithTraffic(d *data) int {
-	n := 0
-	for _, s := range d.Sites {
-		if len(d.Traffic[s.Domain]) > 0 {
-			n++
-		}
-	}
-	return n
-}
-
-// stackedBars draws one horizontal bar per row label, stacked from series (one value per row).
-func stackedBars(rows []string, series []string, values [][]float64, xLabel string, xTicks plot.Ticker) (template.HTML, error) {
-	p := newPlot()
-	legend := newLegend()
-	n := len(rows)
-	// NominalY puts index 0 at the bottom: reverse so the first row is at the top.
-	names := make([]string, n)
+	labels, texts := make([]string, len(rows)), make([]string, len(rows))
 	for i, r := range rows {
-		names[n-1-i] = short(r, 28)
-	}
-	var prev *plotter.BarChart
-	for si, name := range series {
-		vals := make(plotter.Values, n)
-		for ri := range rows {
-			vals[n-1-ri] = values[si][ri]
+		labels[i], texts[i] = r.Label, r.Text
+		if r.Valid && r.Value > 0 {
+			lo, hi = math.Min(lo, r.Value), math.Max(hi, r.Value)
 		}
-		bc, err := plotter.NewBarChart(vals, vg.Points(16))
-		if err != nil {
-			return "", fmt.Errorf("bar chart %s: %w", name, err)
-		}
-		bc.Horizontal = true
-		bc.Color = colorAt(si)
-		bc.LineStyle.Width = 0
-		if prev != nil {
-			bc.StackOn(prev)
-		}
-		p.Add(bc)
-		legend.Add(name, bc)
-		prev = bc
 	}
-	p.NominalY(names...)
-	p.X.Label.Text = xLabel
-	p.X.Tick.Marker = xTicks
-	p.X.Min = 0
-	g := plotter.NewGrid()
-	g.Horizontal.Width = 0
-	p.Add(g)
-	h := rowHeight*vg.Length(n) + vg.Points(70)
-	if lh := vg.Points(17)*vg.Length(len(series)) + vg.Points(20); lh > h {
-		h = lh
+	if hi == 0 {
+		lo, hi = 1, 10
 	}
-	return render(p, &legend, h)
+	e0, e1 := math.Floor(math.Log10(lo)), math.Ceil(math.Log10(hi))
+	if e1 == e0 {
+		e1++
+	}
+	labelW := maxWidth(labels, labelSize) + gap
+	valueW := maxWidth(texts, valueSize) + gap
+	top := 24.0
+	w := labelW + barsW + valueW + 4
+	h := top + rowH*float64(len(rows)) + 4
+	s := newSVG(w, h, title)
+	xOf := func(v float64) float64 { return labelW + (math.Log10(v)-e0)/(e1-e0)*barsW }
+	labelled := math.Inf(-1) // right end of the last axis label drawn
+	for e := e0; e <= e1; e++ {
+		x := labelW + (e-e0)/(e1-e0)*barsW
+		s.line(x, top-4, x, h-4, gridColor, 1)
+		label := human(math.Pow(10, e))
+		tw := textWidth(label, valueSize)
+		x0, anchor := x-tw/2, "middle"
+		switch {
+		case e == e0:
+			x0, anchor = x, "start"
+		case e == e1:
+			x0, anchor = x-tw, "end"
+		}
+		if x0 < labelled+6 {
+			continue // would touch the previous label: the gridline stays, unlabelled
+		}
+		s.text(x, top-9, valueSize, anchor, mutedColor, label)
+		labelled = x0 + tw
+	}
+	for i, r := range rows {
+		y := top + rowH*float64(i)
+		s.text(labelW-gap, y+rowH/2+4, labelSize, "end", inkColor, r.Label)
+		end := labelW
+		if r.Valid && r.Value > 0 {
+			end = math.Max(xOf(r.Value), labelW+2)
+			s.rect(labelW, y+(rowH-barH)/2, end-labelW, barH, barColor, r.Label+": "+r.Text)
+		}
+		s.text(end+4, y+rowH/2+4, valueSize, "start", inkColor, r.Text)
+	}
+	return s.html()
 }
 
-func pctTicks() plot.Ticker {
-	return plot.TickerFunc(func(min, max float64) []plot.Tick {
-		ts := plot.DefaultTicks{}.Ticks(min, max)
-		for i := range ts {
-			if ts[i].Label != "" {
-				ts[i].Label = trimZeros(fmt.Sprintf("%.1f", ts[i].Value)) + "%"
-			}
-		}
-		return ts
-	})
-}
-
-// channelChart stacks each domain's channel shares (percent) with the watchlist average on top.
-func channelChart(d *data) (*chart, error) {
-	if len(d.Channels) == 0 {
-		return nil, nil
-	}
-	byDomain := map[string]map[string]float64{}
-	avg := map[string]float64{}
-	for _, c := range d.Channels {
-		if byDomain[c.Domain] == nil {
-			byDomain[c.Domain] = map[string]float64{}
-		}
-		byDomain[c.Domain][c.Channel] = c.Share
-		avg[c.Channel] = c.Avg
-	}
-	rows := []string{"watchlist average"}
-	for _, s := range d.Sites {
-		if byDomain[s.Domain] != nil && len(rows) <= maxBars {
-			rows = append(rows, s.Domain)
+// divergingBars draws signed changes (decimals, 0.25 = +25%) around a zero line, bars capped at
+// ±capAt so one outlier does not flatten the rest; the printed value is always the true one.
+func divergingBars(title string, rows []barRow, capAt float64) template.HTML {
+	labels, texts := make([]string, len(rows)), make([]string, len(rows))
+	span := 0.0
+	for i, r := range rows {
+		labels[i], texts[i] = r.Label, r.Text
+		if r.Valid {
+			span = math.Max(span, math.Min(math.Abs(r.Value), capAt))
 		}
 	}
-	byDomain["watchlist average"] = avg
-	var series []string
-	var values [][]float64
-	for _, ch := range channels {
-		vals := make([]float64, len(rows))
-		nonzero := false
-		for i, r := range rows {
-			vals[i] = byDomain[r][ch] * 100
-			nonzero = nonzero || vals[i] > 0
-		}
-		if nonzero {
-			series = append(series, ch)
-			values = append(values, vals)
-		}
+	if span == 0 {
+		span = 0.1
 	}
-	if len(series) == 0 {
-		return nil, nil
-	}
-	svg, err := stackedBars(rows, series, values, "share of visits by channel, % (estimate)", pctTicks())
-	if err != nil {
-		return nil, err
-	}
-	note := "Shares of each domain's visits by traffic source (the API's decimals shown as percent), and the unweighted average over the watchlist (view channel_mix)."
-	if len(byDomain)-1 > maxBars {
-		note += fmt.Sprintf(" The %d most visited domains are drawn.", maxBars)
-	}
-	return &chart{ID: "channels", Title: "Channel mix (estimate)", Note: note, SVG: svg}, nil
-}
-
-// aiChart stacks each domain's estimated AI-referred visits by platform.
-func aiChart(d *data) (*chart, error) {
-	total := map[string]float64{}
-	est := map[string]map[string]float64{}
-	for _, a := range d.AI {
-		if !a.Estimated.Valid {
+	labelW := maxWidth(labels, labelSize) + gap
+	valueW := maxWidth(texts, valueSize) + gap
+	half := barsW / 2
+	zero := labelW + valueW + half
+	top := 24.0
+	w := zero + half + valueW + 4
+	h := top + rowH*float64(len(rows)) + 4
+	s := newSVG(w, h, title)
+	s.line(zero, top-4, zero, h-4, mutedColor, 1)
+	s.text(zero, top-9, valueSize, "middle", mutedColor, "0%")
+	s.text(zero-half, top-9, valueSize, "start", mutedColor, signedPct(-span))
+	s.text(zero+half, top-9, valueSize, "end", mutedColor, signedPct(span))
+	for i, r := range rows {
+		y := top + rowH*float64(i)
+		s.text(labelW-gap, y+rowH/2+4, labelSize, "end", inkColor, r.Label)
+		if !r.Valid {
+			s.text(zero+4, y+rowH/2+4, valueSize, "start", mutedColor, r.Text)
 			continue
 		}
-		total[a.Platform] += a.Estimated.Float64
-		if est[a.Domain] == nil {
-			est[a.Domain] = map[string]float64{}
+		v := math.Max(-capAt, math.Min(capAt, r.Value))
+		bw := v / span * half
+		fill := upColor
+		if v < 0 {
+			fill = downColor
 		}
-		est[a.Domain][a.Platform] += a.Estimated.Float64
-	}
-	if len(total) == 0 {
-		return nil, nil
-	}
-	platforms := make([]string, 0, len(total))
-	for p := range total {
-		platforms = append(platforms, p)
-	}
-	sort.Slice(platforms, func(i, j int) bool {
-		if total[platforms[i]] != total[platforms[j]] {
-			return total[platforms[i]] > total[platforms[j]]
-		}
-		return platforms[i] < platforms[j]
-	})
-	var rows []string
-	for _, s := range d.Sites {
-		if est[s.Domain] != nil && len(rows) < maxBars {
-			rows = append(rows, s.Domain)
+		s.rect(zero, y+(rowH-barH)/2, bw, barH, fill, r.Label+": "+r.Text)
+		if v >= 0 {
+			s.text(zero+bw+4, y+rowH/2+4, valueSize, "start", inkColor, r.Text)
+		} else {
+			s.text(zero+bw-4, y+rowH/2+4, valueSize, "end", inkColor, r.Text)
 		}
 	}
-	shown := platforms
-	if len(shown) > maxPlatform {
-		shown = platforms[:maxPlatform]
-	}
-	var series []string
-	var values [][]float64
-	for _, p := range shown {
-		vals := make([]float64, len(rows))
-		for i, r := range rows {
-			vals[i] = est[r][p]
-		}
-		series, values = append(series, short(p, 24)), append(values, vals)
-	}
-	if len(platforms) > len(shown) {
-		vals := make([]float64, len(rows))
-		for i, r := range rows {
-			for _, p := range platforms[len(shown):] {
-				vals[i] += est[r][p]
-			}
-		}
-		series, values = append(series, "other platforms"), append(values, vals)
-	}
-	svg, err := stackedBars(rows, series, values, "estimated AI-referred visits (estimate)", humanTicks(plot.DefaultTicks{}))
-	if err != nil {
-		return nil, err
-	}
-	return &chart{ID: "ai", Title: "AI assistant referrals by platform (estimate)",
-		Note: "Estimated visits = platform share (percent, as returned) / 100 × the domain's AI-referred visits (ai_referrals.total_visits). Both factors are API estimates.",
-		SVG:  svg}, nil
+	return s.html()
 }
 
-// competitorChart draws the most visited competitors across the watchlist.
-func competitorChart(d *data) (*chart, error) {
-	var cs []competitor
-	for _, c := range d.Competitors {
-		if c.CompVisits.Valid {
-			cs = append(cs, c)
+// stackRow is one bar of a 100% stacked chart: shares (0–1) per series, and a note printed
+// after the bar.
+type stackRow struct {
+	Label  string
+	Shares []float64
+	Note   string
+}
+
+// stackedShares draws each row as a bar of width 100% split by series; a segment wide enough
+// for its value shows it, every segment has a tooltip, and the legend is drawn by the page.
+func stackedShares(title string, series []string, rows []stackRow) template.HTML {
+	labels, notes := make([]string, len(rows)), make([]string, len(rows))
+	for i, r := range rows {
+		labels[i], notes[i] = r.Label, r.Note
+	}
+	labelW := maxWidth(labels, labelSize) + gap
+	noteW := maxWidth(notes, valueSize)
+	if noteW > 0 {
+		noteW += gap
+	}
+	top := 6.0
+	w := labelW + barsW + noteW + 4
+	h := top + rowH*float64(len(rows)) + 4
+	s := newSVG(w, h, title)
+	for i, r := range rows {
+		y := top + rowH*float64(i)
+		s.text(labelW-gap, y+rowH/2+4, labelSize, "end", inkColor, r.Label)
+		x, scale := labelW, 1.0
+		if total := sum(r.Shares); total > 1 {
+			scale = 1 / total // shares summing over 1 (API rounding) still fit the bar
+		}
+		for si, share := range r.Shares {
+			if share <= 0 {
+				continue
+			}
+			sw := share * scale * barsW
+			fill := colorAt(si)
+			s.rect(x, y+(rowH-barH-2)/2, sw, barH+2, fill, fmt.Sprintf("%s — %s: %s", r.Label, series[si], pct(share)))
+			if v := pct(share); textWidth(v, valueSize-1)+6 <= sw {
+				s.text(x+sw/2, y+rowH/2+4, valueSize-1, "middle", textOn(fill), v)
+			}
+			x += sw
+		}
+		if r.Note != "" {
+			s.text(labelW+barsW+gap, y+rowH/2+4, valueSize, "start", inkColor, r.Note)
 		}
 	}
-	if len(cs) == 0 {
-		return nil, nil
+	return s.html()
+}
+
+func sum(vs []float64) float64 {
+	t := 0.0
+	for _, v := range vs {
+		t += v
 	}
-	sort.SliceStable(cs, func(i, j int) bool { return cs[i].CompVisits.Float64 > cs[j].CompVisits.Float64 })
-	if len(cs) > maxComp {
-		cs = cs[:maxComp]
-	}
-	rows := make([]string, len(cs))
-	on := make([]float64, len(cs))
-	off := make([]float64, len(cs))
-	for i, c := range cs {
-		rows[i] = short(c.Competitor, 22) + " ← " + short(c.Domain, 18)
-		if c.OnWatchlist {
-			on[i] = c.CompVisits.Float64
-		} else {
-			off[i] = c.CompVisits.Float64
-		}
-	}
-	svg, err := stackedBars(rows, []string{"not on watchlist", "on watchlist"}, [][]float64{off, on},
-		"competitor visits in the period (estimate)", humanTicks(plot.DefaultTicks{}))
-	if err != nil {
-		return nil, err
-	}
-	return &chart{ID: "competitors", Title: "Top competitors by visits (estimate)",
-		Note: "Similar sites returned for the watchlist domains (competitor ← watchlist domain), most visited first (view competitors).",
-		SVG:  svg}, nil
+	return t
 }

@@ -4,47 +4,227 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
-	"fmt"
-	"image"
-	"image/png"
 	"os"
-	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
-	"time"
 )
+
+func render(t *testing.T, db *sql.DB, snapshot string) string {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := Write(context.Background(), db, snapshot, &buf); err != nil {
+		t.Fatal(err)
+	}
+	if dir := os.Getenv("SITEWATCH_REPORT_DIR"); dir != "" {
+		name := strings.NewReplacer("/", "_").Replace(t.Name()) + ".html"
+		if err := os.WriteFile(filepath.Join(dir, name), buf.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return buf.String()
+}
+
+// sectionIDs are the page's sections in order; the contents list links each.
+var sectionIDs = []string{"summary", "changes", "traffic", "size", "yoy", "channels", "geography", "keywords", "ai", "competitors", "runs", "watchlist"}
+
+func TestWriteRich(t *testing.T) {
+	db := openWarehouse(t)
+	loadRich(t, db)
+	html := render(t, db, "2026-02")
+	last := -1
+	for _, id := range sectionIDs {
+		at := strings.Index(html, `<section id="`+id+`"`)
+		if at < 0 {
+			t.Errorf("section %q missing", id)
+			continue
+		}
+		if at < last {
+			t.Errorf("section %q out of order", id)
+		}
+		last = at
+		if !strings.Contains(html, `<a href="#`+id+`">`) {
+			t.Errorf("contents list lacks a link to %q", id)
+		}
+	}
+	for _, want := range []string{
+		"<b>Data snapshot date (API):</b> 2026-02-01",
+		"<b>Reporting period:</b> 2026-01",
+		"Domains loaded</div><div class=\"value\">28 of 28",
+		"Watchlist visits, Jan 2026 (estimate)",
+		"Biggest riser, MoM", "Biggest faller, MoM",
+		"Snapshot 2026-02 against 2026-01, the complete month before it, over the 28 domains", "Visits: biggest moves", "Global rank: biggest moves",
+		"Each chart has its own scale",
+		"log scale",
+		"Bars stop at ±100%; the printed value is the true change.",
+		"+108.3% (2.2B → 4.58B)", // theguardian.com's jump, printed uncapped
+		"United Kingdom", "Austria",
+		"goo keyword 0", "Most valuable keywords",
+		"AI visits · ", "other platforms",
+		"common-rival.example (on watchlist)", // not on the watchlist: must not match below
+		"Credits spent on this snapshot</div><div class=\"value\">57",
+		"no quality checks recorded",
+		`<span class="badge">analytics</span>`,
+	} {
+		if want == "common-rival.example (on watchlist)" {
+			if strings.Contains(html, want) {
+				t.Errorf("a competitor not on the watchlist is marked as on it")
+			}
+			continue
+		}
+		if !strings.Contains(html, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+	if n := strings.Count(html, `<div class="multiple">`); n != len(richDomains) {
+		t.Errorf("%d small multiples, want one per domain (%d)", n, len(richDomains))
+	}
+	// One competitor listed by all 28 domains in another spelling appears once, listed by 28.
+	if n := strings.Count(html, "<tr><td>common-rival.example</td>"); n != 1 {
+		t.Errorf("common-rival.example has %d table rows, want 1", n)
+	}
+	if !strings.Contains(html, "common-rival.example · listed by 28") && !strings.Contains(html, "listed by 28") {
+		t.Errorf("the shared competitor is not shown as listed by 28 domains")
+	}
+	noFont := regexp.MustCompile(`base64,[A-Za-z0-9+/=]+`).ReplaceAllString(html, "")
+	for _, bad := range []string{"0.00×", "NaN", "Inf", "e+0", "e-0", "<script", "<link", "<iframe", `src="http`, `href="http`, "url(http", "Liberation Serif", "…"} {
+		if strings.Contains(noFont, bad) {
+			t.Errorf("report contains %q", bad)
+		}
+	}
+	if strings.Contains(html, `id="incomplete"`) {
+		t.Errorf("a complete snapshot shows the incomplete warning")
+	}
+	assertSVGTextFits(t, html)
+}
+
+var (
+	svgRE     = regexp.MustCompile(`<svg [^>]*viewBox="0 0 ([\d.]+) ([\d.]+)"[^>]*>(.*?)</svg>`)
+	svgTextRE = regexp.MustCompile(`<text x="([\d.-]+)" y="([\d.-]+)" font-size="([\d.]+)" text-anchor="(\w+)"[^>]*>([^<]*)</text>`)
+)
+
+// assertSVGTextFits checks with the embedded font's metrics that every SVG text lies inside its
+// viewBox: no label is cut off, whatever the browser.
+func assertSVGTextFits(t *testing.T, html string) {
+	t.Helper()
+	svgs := svgRE.FindAllStringSubmatch(html, -1)
+	if len(svgs) < 30 {
+		t.Fatalf("found %d SVG charts, want at least 30 (28 small multiples and the charts)", len(svgs))
+	}
+	texts := 0
+	for _, m := range svgs {
+		w, _ := strconv.ParseFloat(m[1], 64)
+		h, _ := strconv.ParseFloat(m[2], 64)
+		for _, tm := range svgTextRE.FindAllStringSubmatch(m[3], -1) {
+			x, _ := strconv.ParseFloat(tm[1], 64)
+			y, _ := strconv.ParseFloat(tm[2], 64)
+			size, _ := strconv.ParseFloat(tm[3], 64)
+			s := unescape(tm[5])
+			tw := textWidth(s, size)
+			x0 := x
+			switch tm[4] {
+			case "middle":
+				x0 = x - tw/2
+			case "end":
+				x0 = x - tw
+			}
+			if x0 < -0.5 || x0+tw > w+0.5 || y-size < -0.5 || y+size*0.25 > h+0.5 {
+				t.Errorf("text %q at x %.1f–%.1f, y %.1f falls outside its %gx%g chart", s, x0, x0+tw, y, w, h)
+			}
+			texts++
+		}
+	}
+	if texts < 200 {
+		t.Errorf("checked %d SVG texts, want at least 200", texts)
+	}
+}
+
+func unescape(s string) string {
+	return strings.NewReplacer("&lt;", "<", "&gt;", ">", "&amp;", "&", "&#34;", `"`, "&#39;", "'", "&quot;", `"`).Replace(s)
+}
 
 func TestWriteFixture(t *testing.T) {
 	db := openWarehouse(t)
 	loadFixture(t, db)
-	var buf bytes.Buffer
-	if err := Write(context.Background(), db, "2026-02", &buf); err != nil {
-		t.Fatal(err)
-	}
-	html := buf.String()
+	html := render(t, db, "2026-02")
 	for _, want := range []string{
 		"snapshot 2026-02",
-		"<b>Data snapshot date (API):</b> 2026-02-01",
-		"<b>Reporting period:</b> 2026-01",
 		"A &lt;Shop&gt;", // titles escaped by html/template
-		"Traffic trend per domain (estimate)",
-		"Channel mix (estimate)",
-		"AI assistant referrals by platform (estimate)",
-		"Top competitors by visits (estimate)",
-		"<svg",
 		"@font-face",
 		"<td>analytics</td>", // b.com traffic comes from GA
 		"<td>estimate</td>",
+		"Completeness unknown: 2 domains loaded, no run recorded for 2026-02",
+		"▲ 10", // a.com: rank 100 -> 90
 	} {
 		if !strings.Contains(html, want) {
 			t.Errorf("report lacks %q", want)
 		}
 	}
-	for _, bad := range []string{"A <Shop>", "<script", "<link", "<iframe", `src="http`, `href="http`, "url(http", "Liberation Serif"} {
-		if strings.Contains(html, bad) {
-			t.Errorf("report contains %q (must be escaped / self-contained)", bad)
+	if strings.Contains(html, "A <Shop>") {
+		t.Errorf("report contains an unescaped title")
+	}
+}
+
+func TestIncompleteSnapshotWarning(t *testing.T) {
+	tests := []struct {
+		name, status         string
+		total, rejected      int
+		want                 string
+		wantWarning, wantAny bool
+	}{
+		{"StoppedForCredits", "stopped_credits", 28, 0, "Incomplete snapshot: 2 of 28 domains loaded", true, true},
+		{"Failed", "failed", 5, 1, "Incomplete snapshot: 2 of 4 domains loaded", true, true},
+		{"Complete", "complete", 2, 0, "", false, false},
+		{"CompleteAfterRejections", "complete", 3, 1, "", false, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			db := openWarehouse(t)
+			loadFixture(t, db)
+			insertRun(t, db, "2026-02", tt.status, tt.total, 2, tt.rejected, 10, 4, 0)
+			html := render(t, db, "2026-02")
+			if got := strings.Contains(html, `id="incomplete"`); got != tt.wantWarning {
+				t.Fatalf("warning shown = %v, want %v", got, tt.wantWarning)
+			}
+			if tt.want != "" && !strings.Contains(html, tt.want) {
+				t.Errorf("warning lacks %q", tt.want)
+			}
+			if tt.status == "stopped_credits" && !strings.Contains(html, "stopped for credits") {
+				t.Errorf("warning does not say the run stopped for credits")
+			}
+			if tt.wantWarning && !strings.Contains(html, "sitewatch run --snapshot 2026-02") {
+				t.Errorf("warning does not say how to complete the snapshot")
+			}
+		})
+	}
+}
+
+func TestQualitySection(t *testing.T) {
+	db := openWarehouse(t)
+	loadFixture(t, db)
+	html := render(t, db, "2026-02")
+	if !strings.Contains(html, "No quality checks recorded for this snapshot.") {
+		t.Errorf("a snapshot never checked is not reported as such")
+	}
+	const q = `INSERT INTO quality_checks (snapshot_month, "check", table_name, domain, observed, expected, severity, observed_value, checked_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	at := day("2026-02-02")
+	insert(t, db, q,
+		[]any{"2026-02", "history_contiguous", "traffic_history", nil, "contiguous", "contiguous", "ok", nil, at},
+		[]any{"2026-02", "channel_shares_sum", "sources_share", "a.com", "0.375", "1 ± 0.02", "error", 0.375, at},
+		[]any{"2026-02", "visits_jump", "traffic_history", "b.com", "+320%", "within +50% / −33%", "warn", 4.2, at},
+		[]any{"2026-01", "visits_jump", "traffic_history", "c.com", "+800%", "within +50% / −33%", "warn", 9.0, at})
+	html = render(t, db, "2026-02")
+	for _, want := range []string{"Data-quality findings</div><div class=\"value\">2", "1 errors · 1 warnings from 3 checks",
+		"channel_shares_sum", "1 ± 0.02", "&#43;320%", `<td class="up">passed</td>`} {
+		if !strings.Contains(html, want) {
+			t.Errorf("quality section lacks %q", want)
 		}
+	}
+	if strings.Contains(html, "+800%") {
+		t.Errorf("a finding of another snapshot is shown")
 	}
 }
 
@@ -57,16 +237,14 @@ func TestWriteEscapesDomains(t *testing.T) {
 		[]any{"2026-03", evil, "<b>t</b>", 10.0, "2026-02", 100})
 	insert(t, db, `INSERT INTO traffic_history VALUES (?, ?, ?, ?)`,
 		[]any{"2026-03", evil, day("2026-01-01"), 5}, []any{"2026-03", evil, day("2026-02-01"), 7})
-	insert(t, db, `INSERT INTO sources_share VALUES (?, ?, ?, ?)`, []any{"2026-03", evil, "direct", 1.0})
+	insert(t, db, `INSERT INTO sources_share VALUES (?, ?, ?, ?)`, []any{"2026-03", evil, "<u>direct</u>", 1.0})
 	insert(t, db, `INSERT INTO ai_platforms VALUES (?, ?, ?, ?, ?)`, []any{"2026-03", evil, "<i>ai</i>", 1, 100.0})
+	insert(t, db, `INSERT INTO keywords VALUES (?, ?, ?, ?, ?, ?, ?)`, []any{"2026-03", evil, 1, "<s>kw</s>", 10, 1.0, 2.0})
+	insert(t, db, `INSERT INTO geography_share VALUES (?, ?, ?, ?)`, []any{"2026-03", evil, "<q>", 0.5})
 	insert(t, db, `INSERT INTO similar_sites (snapshot_month, domain, position, similar_domain, total_visits) VALUES (?, ?, ?, ?, ?)`,
 		[]any{"2026-03", evil, 1, "<svg onload=x>", 3.0})
-	var buf bytes.Buffer
-	if err := Write(context.Background(), db, "2026-03", &buf); err != nil {
-		t.Fatal(err)
-	}
-	html := buf.String()
-	for _, bad := range []string{"<img", "<b>t</b>", "<i>ai</i>", "<svg onload"} {
+	html := render(t, db, "2026-03")
+	for _, bad := range []string{"<img", "<b>t</b>", "<i>ai</i>", "<svg onload", "<u>", "<s>", "<q>"} {
 		if strings.Contains(html, bad) {
 			t.Errorf("report contains unescaped %q", bad)
 		}
@@ -98,6 +276,9 @@ func TestWriteErrors(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("Write(%q) error = %v, want it to contain %q", tt.snapshot, err, tt.want)
 			}
+			if strings.HasPrefix(err.Error(), "report") {
+				t.Errorf("error %q starts with a prefix the CLI adds itself", err)
+			}
 			if buf.Len() != 0 {
 				t.Errorf("Write wrote %d bytes despite the error", buf.Len())
 			}
@@ -105,133 +286,18 @@ func TestWriteErrors(t *testing.T) {
 	}
 }
 
-// loadRich inserts a realistic snapshot 2026-02: eight domains, 25 months of history, ten
-// channels, countries, AI platforms and competitors, for the rendering test.
-func loadRich(t *testing.T, db *sql.DB) {
-	t.Helper()
-	domains := []string{"shop-alpha.com", "bravo-news.org", "charlie.io", "delta-travel.com",
-		"echo-finance.net", "foxtrot.dev", "golf-outdoor.co.uk", "hotel-booking-comparison-site.com"}
-	chs := []string{"direct", "organic_search", "paid_search", "organic_social", "paid_social",
-		"email", "referrals", "generative_ai", "affiliate", "display_ads"}
-	plats := []string{"chatgpt.com", "perplexity.ai", "gemini.google.com", "copilot.microsoft.com", "claude.ai"}
-	for i, d := range domains {
-		base := 5e7 / float64((i+1)*(i+1))
-		insert(t, db, `INSERT INTO sites (snapshot_month, domain, snapshot_date, title, is_data_from_ga, global_rank,
-			traffic_period, ai_total_visits, total_visits, bounce_rate) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			[]any{"2026-02", d, day("2026-02-01"), "Title of " + d, i == 2, 100 * (i + 1) * (i + 1), "2026-01",
-				int64(base * 0.02), base, 0.3 + float64(i)/50})
-		for m := 0; m < 25; m++ {
-			month := time.Date(2024, 1+time.Month(m), 1, 0, 0, 0, 0, time.UTC)
-			v := base * (1 + 0.2*float64((m*(i+3))%7)/7 + 0.01*float64(m))
-			insert(t, db, `INSERT INTO traffic_history VALUES (?, ?, ?, ?)`, []any{"2026-02", d, month, int64(v)})
-		}
-		rest := 1.0
-		for c, ch := range chs {
-			share := rest * (0.3 + 0.05*float64((i+c)%5))
-			if c == len(chs)-1 {
-				share = rest
-			}
-			rest -= share
-			insert(t, db, `INSERT INTO sources_share VALUES (?, ?, ?, ?)`, []any{"2026-02", d, ch, share})
-		}
-		for p, pl := range plats[:3+i%3] {
-			insert(t, db, `INSERT INTO ai_platforms VALUES (?, ?, ?, ?, ?)`,
-				[]any{"2026-02", d, pl, p + 1, 60.0 / float64(p+1)})
-		}
-		insert(t, db, `INSERT INTO geography_share VALUES (?, ?, ?, ?)`,
-			[]any{"2026-02", d, "US", 0.5}, []any{"2026-02", d, "DE", 0.2}, []any{"2026-02", d, "FR", 0.1})
-		for k := 0; k < 4; k++ {
-			comp := fmt.Sprintf("rival-%d-%d.com", i, k)
-			if k == 0 {
-				comp = domains[(i+1)%len(domains)]
-			}
-			insert(t, db, `INSERT INTO similar_sites (snapshot_month, domain, position, similar_domain, global_rank, total_visits)
-				VALUES (?, ?, ?, ?, ?, ?)`, []any{"2026-02", d, k + 1, comp, 500 * (k + 1), base * (1.5 - 0.3*float64(k))})
+func TestFormats(t *testing.T) {
+	tests := []struct{ got, want string }{
+		{pct(0.123), "12.3%"}, {pct(0.0042), "0.42%"}, {pct(0.000031), "0.0031%"}, {pct(0), "0%"},
+		{signedPct(0.25), "+25%"}, {signedPct(-0.5), "−50%"}, {signedPct(0.004), "+0.4%"},
+		{ratio(2.5), "2.5×"}, {ratio(0.0041), "0.0041×"}, {ratio(37.2), "37×"}, {ratio(0.5), "0.5×"},
+		{human(19010718581), "19.01B"}, {human(234736386), "234.74M"}, {human(950), "950"}, {human(12345), "12.3k"},
+		{thousands(1234567), "1,234,567"}, {thousands(-1000), "-1,000"}, {thousands(12), "12"},
+		{duration(125), "2m 05s"}, {duration(42), "42s"},
+	}
+	for _, tt := range tests {
+		if tt.got != tt.want {
+			t.Errorf("got %q, want %q", tt.got, tt.want)
 		}
 	}
-	insert(t, db, `INSERT INTO countries VALUES (?, ?, ?, ?)`,
-		[]any{"US", "USA", "840", "United States"}, []any{"DE", "DEU", "276", "Germany"}, []any{"FR", "FRA", "250", "France"})
-}
-
-// TestRenderInChromium writes the report to a file, opens it in headless Chromium (Debian's
-// chromium) with networking off and checks that a non-trivial screenshot is produced. It skips
-// when chromium is absent unless CI=true. SITEWATCH_REPORT_DIR keeps the HTML and PNG for a look.
-func TestRenderInChromium(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a browser")
-	}
-	chromium := "/usr/bin/chromium"
-	if _, err := os.Stat(chromium); err != nil {
-		if p, lerr := exec.LookPath("chromium"); lerr == nil {
-			chromium = p
-		} else if os.Getenv("CI") == "true" {
-			t.Fatalf("chromium not found (CI=true requires it; .ci/run installs Debian's chromium)")
-		} else {
-			t.Skip("chromium not installed (apt-get install -y chromium)")
-		}
-	}
-	db := openWarehouse(t)
-	loadRich(t, db)
-	dir := t.TempDir()
-	if keep := os.Getenv("SITEWATCH_REPORT_DIR"); keep != "" {
-		dir = keep
-	}
-	htmlPath := filepath.Join(dir, "report.html")
-	f, err := os.Create(htmlPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := Write(context.Background(), db, "2026-02", f); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
-	shot := filepath.Join(dir, "shot.png")
-	os.Remove(shot)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-		"--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync",
-		"--user-data-dir="+filepath.Join(t.TempDir(), "profile"), "--window-size=1280,2000",
-		"--screenshot="+shot, "file://"+htmlPath)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("chromium: %v\n%s", err, out)
-	}
-	pf, err := os.Open(shot)
-	if err != nil {
-		t.Fatalf("no screenshot: %v\nchromium output:\n%s", err, out)
-	}
-	defer pf.Close()
-	img, err := png.Decode(pf)
-	if err != nil {
-		t.Fatalf("decode screenshot: %v", err)
-	}
-	if b := img.Bounds(); b.Dx() != 1280 || b.Dy() != 2000 {
-		t.Errorf("screenshot is %dx%d, want 1280x2000", b.Dx(), b.Dy())
-	}
-	colors, dark := stats(img)
-	// A blank or error page has a handful of colours; the charts bring hundreds (antialiasing
-	// of ten series colours) and a fair amount of dark text and lines.
-	if colors < 200 || dark < 0.005 {
-		t.Errorf("screenshot looks empty: %d distinct colours, %.2f%% dark pixels", colors, dark*100)
-	}
-}
-
-func stats(img image.Image) (colors int, darkShare float64) {
-	seen := map[[3]uint32]bool{}
-	dark, total := 0, 0
-	b := img.Bounds()
-	for y := b.Min.Y; y < b.Max.Y; y++ {
-		for x := b.Min.X; x < b.Max.X; x++ {
-			r, g, bl, _ := img.At(x, y).RGBA()
-			seen[[3]uint32{r >> 8, g >> 8, bl >> 8}] = true
-			if r>>8 < 100 && g>>8 < 100 && bl>>8 < 100 {
-				dark++
-			}
-			total++
-		}
-	}
-	return len(seen), float64(dark) / float64(total)
 }

@@ -12,15 +12,24 @@ import (
 	"github.com/apache/arrow/go/v17/arrow"
 )
 
-// inTx runs fn inside one transaction on the load connection, holding the write lock. It
-// commits when fn returns nil and rolls back otherwise (also when ctx is cancelled), so a
-// failure or crash leaves the database as it was before.
+// inTx commits the pending batch, then runs fn inside one transaction on the load connection,
+// holding the write lock. It commits when fn returns nil and rolls back otherwise (also when
+// ctx is cancelled or fn panics), so a failure or crash leaves the database as it was before.
+// A failed commit of the pending batch is returned (fn does not run).
 func (w *Warehouse) inTx(ctx context.Context, fn func(ctx context.Context) error) error {
 	if w.opts.ReadOnly {
 		return errors.New("the warehouse is open read-only")
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if err := w.flushLocked(ctx); err != nil {
+		return err
+	}
+	return w.txLocked(ctx, fn)
+}
+
+// txLocked runs fn in a transaction; the caller holds mu.
+func (w *Warehouse) txLocked(ctx context.Context, fn func(ctx context.Context) error) (err error) {
 	if w.load == nil {
 		return errors.New("the warehouse is closed")
 	}
@@ -32,30 +41,37 @@ func (w *Warehouse) inTx(ctx context.Context, fn func(ctx context.Context) error
 	if _, err := w.load.ExecContext(context.Background(), "BEGIN TRANSACTION"); err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
-	err := fn(ctx)
+	committed := false
+	defer func() {
+		if committed {
+			return
+		}
+		// fn failed or panicked: nothing of it may stay, and the connection must not be left
+		// inside an open transaction for the next caller.
+		if _, rerr := w.load.ExecContext(context.Background(), "ROLLBACK"); rerr != nil && err != nil {
+			err = errors.Join(err, fmt.Errorf("rollback: %w", rerr))
+		}
+	}()
+	err = fn(ctx)
 	if err == nil && ctx.Err() != nil {
 		err = ctx.Err()
 	}
 	if err != nil {
-		if _, rerr := w.load.ExecContext(context.Background(), "ROLLBACK"); rerr != nil {
-			return errors.Join(err, fmt.Errorf("rollback: %w", rerr))
-		}
 		return err
 	}
 	// COMMIT is not interruptible: a cancelled context must not report a commit that DuckDB
 	// completed as failed.
 	if _, err := w.load.ExecContext(context.Background(), "COMMIT"); err != nil {
-		// A failed COMMIT may leave the transaction open; end it.
-		_, _ = w.load.ExecContext(context.Background(), "ROLLBACK")
-		return fmt.Errorf("commit: %w", err)
+		return fmt.Errorf("commit: %w", err) // the deferred ROLLBACK ends what COMMIT left open
 	}
+	committed = true
 	return nil
 }
 
 // insertRecord appends rec to table on the load connection, inside the caller's transaction:
 // it registers rec as a view, runs INSERT … SELECT, and drops the view before releasing the
 // stream (a committed view would crash the process on a later query; see
-// shared/notes/duckdb-arrow-go.md traps 1–3). rec is not released.
+// docs/warehouse-internals.md, "Arrow views"). rec is not released.
 func (w *Warehouse) insertRecord(ctx context.Context, t flatten.Table, rec arrow.Record) error {
 	if rec.NumRows() == 0 {
 		return nil
@@ -92,7 +108,8 @@ func quotedColumns(t flatten.Table) string {
 
 // onceReader is an array.RecordReader over one record that releases the record as soon as
 // the consumer moves past it. DuckDB 1.1 never calls the exported stream's release, so a
-// reader that kept its last record until Release would leak it (trap 3); drop frees whatever
+// reader that kept its last record until Release would leak it (docs/warehouse-internals.md,
+// "onceReader"); drop frees whatever
 // is left if the consumer stopped early.
 type onceReader struct {
 	refs   atomic.Int64

@@ -10,8 +10,11 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"sitewatch/schema/flatten"
+	"regexp"
 	"strings"
+	"syscall"
+
+	"sitewatch/schema/flatten"
 )
 
 // parquetFile is the one file of each partition (and of countries/). Publishing a partition
@@ -55,7 +58,7 @@ func (w *Warehouse) ExportParquet(ctx context.Context, snapshot string) error {
 		if err := w.copyParquet(ctx, `SELECT * FROM countries`, dir); err != nil {
 			return fmt.Errorf("countries: %w", err)
 		}
-		return nil
+		return w.exportRunHealth(ctx, snapshot)
 	})
 	if err != nil {
 		return fmt.Errorf("export Parquet of snapshot %s to %s: %w", snapshot, w.opts.ParquetDir, err)
@@ -120,26 +123,47 @@ func syncFile(path string) error {
 	return nil
 }
 
-// cleanStaging removes the staging files a crashed export left under dir.
-func cleanStaging(dir string, log *slog.Logger) error {
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+// stagingName matches exactly the staging files copyParquet creates, and nothing else: a
+// hidden *.tmp file of another program under the Parquet root is not ours to delete.
+var stagingName = regexp.MustCompile(`^\.` + regexp.QuoteMeta(parquetFile) + `\.[0-9a-f]{16}` + regexp.QuoteMeta(stagingSuffix) + `$`)
+
+// cleanStaging removes the staging files a crashed export left in the partition directories
+// under root (resolving a symlinked root): only names copyParquet generates, only where it
+// writes them (<table>/snapshot_month=*/ and countries/).
+func cleanStaging(root string, log *slog.Logger) error {
+	resolved, err := filepath.EvalSymlinks(root)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		return fmt.Errorf("clean Parquet staging files under %s: %w", root, err)
+	}
+	var dirs []string
+	for _, t := range flatten.SnapshotTables {
+		parts, err := filepath.Glob(filepath.Join(resolved, t.Name, "snapshot_month=*"))
 		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				return nil
-			}
 			return err
 		}
-		name := d.Name()
-		if !d.IsDir() && strings.HasPrefix(name, ".") && strings.HasSuffix(name, stagingSuffix) {
-			log.Info("removing Parquet staging leftover of an interrupted export", "file", path)
-			if err := os.Remove(path); err != nil {
-				return err
+		dirs = append(dirs, parts...)
+	}
+	dirs = append(dirs, filepath.Join(resolved, flatten.TableCountries))
+	for _, dir := range dirs {
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+				continue
+			}
+			return fmt.Errorf("clean Parquet staging files in %s: %w", dir, err)
+		}
+		for _, e := range entries {
+			if e.Type().IsRegular() && stagingName.MatchString(e.Name()) {
+				path := filepath.Join(dir, e.Name())
+				log.Info("removing Parquet staging leftover of an interrupted export", "file", path)
+				if err := os.Remove(path); err != nil {
+					return fmt.Errorf("clean Parquet staging file %s: %w", path, err)
+				}
 			}
 		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("clean Parquet staging files under %s: %w", dir, err)
 	}
 	return nil
 }

@@ -14,7 +14,7 @@ type RunRecord struct {
 	RunID, SnapshotMonth string
 	StartedAt            time.Time
 	FinishedAt           *time.Time
-	Status               string // running | complete | stopped_credits | failed | unauthorized | interrupted
+	Status               string // running | complete | stopped_credits | failed | unauthorized | interrupted | up_to_date | abandoned
 
 	DomainsTotal, DomainsLoaded, DomainsRejected, Requests, CreditsSpent, RateLimited int
 	CreditsRemaining                                                                  *int64
@@ -57,12 +57,18 @@ func (w *Warehouse) StartRun(ctx context.Context, r RunRecord) error {
 	if err != nil {
 		return fmt.Errorf("record start of run %s: %w", r.RunID, err)
 	}
+	if r.Status == "running" {
+		liveRuns.Store(r.RunID, struct{}{})
+	}
 	return nil
 }
 
 // FinishRun updates the runs row of r.RunID with every field of r but StartedAt. It fails
 // when no such run was started.
 func (w *Warehouse) FinishRun(ctx context.Context, r RunRecord) error {
+	if r.Status != "running" {
+		defer liveRuns.Delete(r.RunID)
+	}
 	err := w.inTx(ctx, func(ctx context.Context) error {
 		res, err := w.load.ExecContext(ctx, `UPDATE runs SET snapshot_month = ?, finished_at = ?, status = ?,
 			domains_total = ?, domains_loaded = ?, domains_rejected = ?, requests = ?, credits_spent = ?,
@@ -85,9 +91,19 @@ func (w *Warehouse) FinishRun(ctx context.Context, r RunRecord) error {
 
 // Runs returns up to limit runs (limit <= 0: all), newest first.
 func (w *Warehouse) Runs(ctx context.Context, limit int) ([]RunRecord, error) {
+	return w.runsWhere(ctx, "", limit)
+}
+
+// runsWhere returns the runs matching the SQL condition cond ("" = all), newest first.
+func (w *Warehouse) runsWhere(ctx context.Context, cond string, limit int) ([]RunRecord, error) {
+	w.flushQuietly()
 	q := `SELECT run_id, snapshot_month, started_at, finished_at, status, domains_total, domains_loaded,
 		domains_rejected, requests, credits_spent, credits_remaining, rate_limited, message
-		FROM runs ORDER BY started_at DESC, run_id DESC`
+		FROM runs`
+	if cond != "" {
+		q += ` WHERE ` + cond
+	}
+	q += ` ORDER BY started_at DESC, run_id DESC`
 	var args []any
 	if limit > 0 {
 		q += ` LIMIT ?`
@@ -125,20 +141,18 @@ func (w *Warehouse) Runs(ctx context.Context, limit int) ([]RunRecord, error) {
 	return out, nil
 }
 
-// RecordFetchError inserts e into fetch_errors (OccurredAt zero: now).
+// RecordFetchError records e in fetch_errors (OccurredAt zero: now). It is buffered like Store:
+// committed with the pending batch; a storage error surfaces at the next Store or Flush.
 func (w *Warehouse) RecordFetchError(ctx context.Context, e FetchError) error {
-	at := e.OccurredAt
-	if at.IsZero() {
-		at = time.Now()
+	if e.OccurredAt.IsZero() {
+		e.OccurredAt = time.Now()
 	}
-	err := w.inTx(ctx, func(ctx context.Context) error {
-		_, err := w.load.ExecContext(ctx, `INSERT INTO fetch_errors (run_id, snapshot_month, domain, endpoint, http_status, code, message, occurred_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-			e.RunID, e.SnapshotMonth, e.Domain, string(e.Endpoint), e.HTTPStatus, e.Code, e.Message, at.UTC())
-		return err
-	})
+	if w.opts.ReadOnly {
+		return fmt.Errorf("record fetch error of %s %s: the warehouse is open read-only", DisplayDomain(e.Domain), e.Endpoint)
+	}
+	err := w.write(ctx, func(b *batch) error { b.addFailure(e); return nil })
 	if err != nil {
-		return fmt.Errorf("record fetch error of %s %s: %w", e.Domain, e.Endpoint, err)
+		return fmt.Errorf("record fetch error of %s %s: %w", DisplayDomain(e.Domain), e.Endpoint, err)
 	}
 	return nil
 }

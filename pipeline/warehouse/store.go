@@ -12,12 +12,27 @@ import (
 	"sitewatch/schema/flatten"
 )
 
-// Raw is one successful API response to land. Domain is "" for country-metadata.
+// Raw is one charged, successful API response to land. Domain is "" for country-metadata.
 type Raw struct {
 	Endpoint  schema.Endpoint
 	Domain    string
 	Body      []byte
 	FetchedAt time.Time
+
+	// RunID is the run that fetched the body. When set, Store writes the answer's run_calls
+	// ledger row (Credits) in the same transaction as the body, and records the body's run in
+	// raw_responses.run_id.
+	RunID   string
+	Credits int64
+	// Refresh marks an answer of `run --refresh`: the domain is loaded only from two bodies of
+	// the same RunID, never a new one beside an older partner (see Store).
+	Refresh bool
+
+	// The decoded body, when the caller already decoded it (the client does, once); Store
+	// decodes Body only when the field of its endpoint is nil (rebuild, older callers).
+	Overview  *schema.SiteOverview
+	Similar   *schema.SiteSimilar
+	Countries *schema.CountryMetadata
 }
 
 // SnapshotState is what a snapshot already holds, for resuming a run.
@@ -42,6 +57,9 @@ func checkSnapshot(snapshot string) error {
 func (w *Warehouse) State(ctx context.Context, snapshot string) (*SnapshotState, error) {
 	if err := checkSnapshot(snapshot); err != nil {
 		return nil, fmt.Errorf("state: %w", err)
+	}
+	if err := w.Flush(ctx); err != nil {
+		return nil, fmt.Errorf("state of snapshot %s: %w", snapshot, err)
 	}
 	st := &SnapshotState{
 		Stored:   map[string]map[schema.Endpoint]bool{},
@@ -93,82 +111,104 @@ func (w *Warehouse) State(ctx context.Context, snapshot string) (*SnapshotState,
 	return st, nil
 }
 
-// Store lands one successful response. In one transaction it replaces the raw row for
-// (snapshot, domain, endpoint) and, when the domain then has both site-overview and
-// site-similar stored, flattens both and replaces all of that (snapshot, domain)'s rows in
-// every derived table. For country-metadata it replaces the countries table. A failure or
-// crash mid-call leaves the database as before. A body that does not decode is refused and
-// nothing is written; a pair that decodes but cannot be flattened (a malformed date) is kept
-// raw, with no derived rows, and Store returns an *UnloadableError.
+// Store lands one charged, successful response: its raw body, its run_calls ledger row, and,
+// once the domain has both site-overview and site-similar, that (snapshot, domain)'s rows in
+// every derived table, replacing whatever they held. country-metadata replaces the countries
+// table.
+//
+// Store buffers: the answer is committed by a background flush within BatchWindow (250 ms by
+// default) in one transaction with the answers around it, or earlier by Flush, Close, State,
+// DB or any other method that reads or writes. A crash (kill -9, power loss) loses at most the
+// answers of a batch younger than that bound plus one flush; nothing committed is lost, and a
+// domain's raw bodies and derived rows are always committed together.
+//
+// Errors about the body itself come back synchronously, for this answer: a body that does not
+// decode is refused (nothing but its ledger row, outcome "refused", is written) with a
+// *schema.DecodeError; a pair that decodes but cannot be flattened (a malformed date) is kept
+// raw with no derived rows, and Store returns an *UnloadableError. Storage errors (a failed
+// flush: disk full, I/O) surface at the next Store, Flush or Close; the answers of the failed
+// batch are not stored (a rerun fetches them again).
+//
+// With raw.Refresh, a domain whose other body was stored by another run (or before run IDs
+// were recorded) is not loaded beside it: that older body and the domain's derived rows are
+// removed, and the domain loads when its other body of the same run arrives (a stopped
+// refresh leaves it half-loaded, which the next run completes).
 func (w *Warehouse) Store(ctx context.Context, snapshot string, raw Raw) error {
 	if err := checkSnapshot(snapshot); err != nil {
 		return fmt.Errorf("store: %w", err)
 	}
-	what := raw.Domain
-	if what == "" {
-		what = string(raw.Endpoint)
+	if err := checkRawKey(raw); err != nil {
+		return err
 	}
+	if w.opts.ReadOnly {
+		return fmt.Errorf("store %s %s: the warehouse is open read-only", DisplayDomain(raw.Domain), raw.Endpoint)
+	}
+	if err := decodeRaw(&raw); err != nil {
+		if raw.RunID != "" {
+			if cerr := w.write(ctx, func(b *batch) error { b.addCharge(chargeOf(snapshot, raw, OutcomeRefused)); return nil }); cerr != nil {
+				err = errors.Join(err, cerr)
+			}
+		}
+		return fmt.Errorf("store %s (snapshot %s): %w", DisplayDomain(raw.Domain), snapshot, err)
+	}
+	fetched := raw.FetchedAt
+	if fetched.IsZero() {
+		fetched = time.Now()
+	}
+	raw.FetchedAt = fetched.UTC()
+	body, encoding := compressBody(raw.Body)
+	row := rawRow{rawKey: rawKey{snapshot, raw.Domain, raw.Endpoint}, fetchedAt: raw.FetchedAt,
+		body: string(body), encoding: encoding, runID: raw.RunID}
+	err := w.enqueue(ctx, snapshot, raw, row)
+	var unloadable *UnloadableError
+	if errors.As(err, &unloadable) {
+		return err
+	}
+	if err != nil {
+		return fmt.Errorf("store %s %s (snapshot %s): %w", DisplayDomain(raw.Domain), raw.Endpoint, snapshot, err)
+	}
+	return nil
+}
+
+func checkRawKey(raw Raw) error {
 	switch raw.Endpoint {
 	case schema.EndpointCountries:
 		if raw.Domain != "" {
-			return fmt.Errorf("store %s: country-metadata has no domain, got %q", what, raw.Domain)
+			return fmt.Errorf("store %s: country-metadata has no domain, got %q", raw.Endpoint, raw.Domain)
 		}
-		cm, err := schema.DecodeCountries(raw.Body)
-		if err != nil {
-			return fmt.Errorf("store %s (snapshot %s): %w", what, snapshot, err)
-		}
-		err = w.inTx(ctx, func(ctx context.Context) error {
-			if err := w.putRaw(ctx, snapshot, raw); err != nil {
-				return err
-			}
-			return w.replaceCountries(ctx, cm)
-		})
-		if err != nil {
-			return fmt.Errorf("store %s (snapshot %s): %w", what, snapshot, err)
-		}
-		return nil
 	case schema.EndpointOverview, schema.EndpointSimilar:
 		if raw.Domain == "" {
 			return fmt.Errorf("store %s: the domain is empty", raw.Endpoint)
 		}
-		if err := schema.Validate(raw.Endpoint, raw.Body); err != nil {
-			return fmt.Errorf("store %s (snapshot %s): %w", what, snapshot, err)
-		}
 	default:
-		return fmt.Errorf("store %s: unknown endpoint %q", what, raw.Endpoint)
-	}
-	var unloadable *UnloadableError
-	err := w.inTx(ctx, func(ctx context.Context) error {
-		if err := w.putRaw(ctx, snapshot, raw); err != nil {
-			return err
-		}
-		pair, err := w.rawPair(ctx, snapshot, raw.Domain)
-		if err != nil || pair == nil {
-			return err
-		}
-		batch := flatten.NewBatch(w.mem)
-		defer batch.Release()
-		if err := w.deleteDerived(ctx, snapshot, raw.Domain); err != nil {
-			return err
-		}
-		if err := pair.addTo(batch, snapshot); err != nil {
-			if isBodyError(err) {
-				// Keep the paid-for body (so no run refetches it) but no rows: the domain
-				// is "stored, not loaded" until a fixed sitewatch rebuilds it.
-				unloadable = &UnloadableError{Domain: raw.Domain, Err: err}
-				return nil
-			}
-			return err
-		}
-		return w.insertBatch(ctx, batch)
-	})
-	if err != nil {
-		return fmt.Errorf("store %s %s (snapshot %s): %w", what, raw.Endpoint, snapshot, err)
-	}
-	if unloadable != nil {
-		return unloadable
+		return fmt.Errorf("store %s: unknown endpoint %q", DisplayDomain(raw.Domain), raw.Endpoint)
 	}
 	return nil
+}
+
+// decodeRaw fills the decoded field of raw's endpoint from its body when the caller did not.
+func decodeRaw(raw *Raw) error {
+	var err error
+	switch raw.Endpoint {
+	case schema.EndpointCountries:
+		if raw.Countries == nil {
+			raw.Countries, err = schema.DecodeCountries(raw.Body)
+		}
+	case schema.EndpointOverview:
+		if raw.Overview == nil {
+			raw.Overview, err = schema.DecodeOverviewFast(raw.Body)
+		}
+	case schema.EndpointSimilar:
+		if raw.Similar == nil {
+			raw.Similar, err = schema.DecodeSimilarFast(raw.Body)
+		}
+	}
+	return err
+}
+
+func chargeOf(snapshot string, raw Raw, outcome string) Charge {
+	return Charge{RunID: raw.RunID, SnapshotMonth: snapshot, Domain: raw.Domain, Endpoint: raw.Endpoint,
+		HTTPStatus: 200, Credits: raw.Credits, FetchedAt: raw.FetchedAt, Outcome: outcome}
 }
 
 // UnloadableError reports a domain whose stored responses decode but cannot be flattened
@@ -192,26 +232,10 @@ func isBodyError(err error) bool {
 	return errors.As(err, &fe) || errors.As(err, &de)
 }
 
-func (w *Warehouse) putRaw(ctx context.Context, snapshot string, raw Raw) error {
-	if _, err := w.load.ExecContext(ctx, `DELETE FROM raw_responses WHERE snapshot_month = ? AND domain = ? AND endpoint = ?`,
-		snapshot, raw.Domain, string(raw.Endpoint)); err != nil {
-		return fmt.Errorf("replace raw response: %w", err)
-	}
-	fetched := raw.FetchedAt
-	if fetched.IsZero() {
-		fetched = time.Now()
-	}
-	body, encoding := compressBody(raw.Body)
-	if _, err := w.load.ExecContext(ctx, `INSERT INTO raw_responses (snapshot_month, domain, endpoint, fetched_at, body, body_encoding) VALUES (?, ?, ?, ?, ?, ?)`,
-		snapshot, raw.Domain, string(raw.Endpoint), fetched.UTC(), body, encoding); err != nil {
-		return fmt.Errorf("store raw response: %w", err)
-	}
-	return nil
-}
-
 // RawBody returns a stored response body as received (decompressed), or an error wrapping
 // sql.ErrNoRows when none is stored. domain is "" for country-metadata.
 func (w *Warehouse) RawBody(ctx context.Context, snapshot, domain string, endpoint schema.Endpoint) ([]byte, error) {
+	w.flushQuietly()
 	var stored []byte
 	var encoding string
 	err := w.db.QueryRowContext(ctx, `SELECT body, body_encoding FROM raw_responses WHERE snapshot_month = ? AND domain = ? AND endpoint = ?`,
@@ -232,31 +256,6 @@ type rawDomain struct {
 	overviewEncoding, similarEncoding string
 	overviewFetchedAt                 time.Time
 	hasOverview, hasSi                bool
-}
-
-// rawPair reads the domain's stored bodies on the load connection (inside the transaction);
-// nil when one of the two is not stored yet.
-func (w *Warehouse) rawPair(ctx context.Context, snapshot, domain string) (*rawDomain, error) {
-	p := &rawDomain{domain: domain}
-	err := queryEach(ctx, w.load, `SELECT endpoint, fetched_at, body, body_encoding FROM raw_responses
-		WHERE snapshot_month = ? AND domain = ? AND endpoint IN ('site-overview', 'site-similar')`,
-		[]any{snapshot, domain}, func(rows *sql.Rows) error {
-			var endpoint, encoding string
-			var body []byte
-			var fetched time.Time
-			if err := rows.Scan(&endpoint, &fetched, &body, &encoding); err != nil {
-				return err
-			}
-			p.set(schema.Endpoint(endpoint), fetched, body, encoding)
-			return nil
-		})
-	if err != nil {
-		return nil, fmt.Errorf("read raw responses: %w", err)
-	}
-	if !p.hasOverview || !p.hasSi {
-		return nil, nil
-	}
-	return p, nil
 }
 
 func (p *rawDomain) set(endpoint schema.Endpoint, fetched time.Time, body []byte, encoding string) {
@@ -286,31 +285,6 @@ func (p *rawDomain) addTo(batch *flatten.Batch, snapshot string) error {
 		return fmt.Errorf("%s: %w", p.domain, err)
 	}
 	return batch.Add(snapshot, p.domain, p.overviewFetchedAt, ov, sim)
-}
-
-func (w *Warehouse) deleteDerived(ctx context.Context, snapshot, domain string) error {
-	for _, t := range flatten.SnapshotTables {
-		if _, err := w.load.ExecContext(ctx, `DELETE FROM `+t.Name+` WHERE snapshot_month = ? AND domain = ?`, snapshot, domain); err != nil {
-			return fmt.Errorf("delete %s rows of %s: %w", t.Name, domain, err)
-		}
-	}
-	return nil
-}
-
-// insertBatch turns the batch into records and appends each to its table.
-func (w *Warehouse) insertBatch(ctx context.Context, batch *flatten.Batch) error {
-	recs := batch.NewRecords()
-	defer func() {
-		for _, r := range recs {
-			r.Release()
-		}
-	}()
-	for i, rec := range recs {
-		if err := w.insertRecord(ctx, flatten.SnapshotTables[i], rec); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 func (w *Warehouse) replaceCountries(ctx context.Context, cm *schema.CountryMetadata) error {

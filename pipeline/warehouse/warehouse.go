@@ -18,9 +18,12 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/apache/arrow/go/v17/arrow/memory"
 	"github.com/marcboeker/go-duckdb"
+
+	"sitewatch/schema/flatten"
 )
 
 // ErrLocked reports that another process holds the DuckDB file. The wrapping error names the
@@ -40,14 +43,25 @@ type Options struct {
 	Allocator memory.Allocator
 	// BatchDomains bounds the domains per Arrow batch on the bulk path (Rebuild); 0 = 1000.
 	BatchDomains int
-	// MemoryLimit is DuckDB's memory_limit, e.g. "2GB" ("" = DuckDB's default, 80% of RAM).
+	// MemoryLimit is DuckDB's memory_limit, e.g. "256MB". "" = DefaultMemoryLimit for a
+	// writer (config warehouse.memory_limit), DuckDB's default (80% of RAM) for a reader.
 	MemoryLimit string
 	// BulkMemoryLimit is DuckDB's memory_limit while Rebuild runs ("" = DefaultBulkMemoryLimit).
 	// DuckDB otherwise keeps the blocks it reads and writes cached up to MemoryLimit, so a
 	// rebuild's peak memory would grow with the warehouse; beyond the limit it evicts cached
 	// blocks and spills to <file>.tmp/.
 	BulkMemoryLimit string
+	// BatchWindow bounds how long an answer Store accepted waits before its commit starts
+	// (0 = DefaultBatchWindow): what a kill -9 can lose beyond the calls in flight.
+	BatchWindow time.Duration
+	// BatchAnswers starts a commit before the window ends once this many answers are pending
+	// (0 = DefaultBatchAnswers).
+	BatchAnswers int
 }
+
+// DefaultMemoryLimit is DuckDB's memory_limit for a writer unless Options.MemoryLimit is set
+// (the default of config warehouse.memory_limit).
+const DefaultMemoryLimit = "256MB"
 
 // DefaultBulkMemoryLimit is DuckDB's memory_limit during Rebuild unless
 // Options.BulkMemoryLimit is set.
@@ -69,6 +83,19 @@ type Warehouse struct {
 	// read is a second connection for streaming raw bodies during a rebuild (under mu).
 	read   *sql.Conn
 	readAr *duckdb.Arrow
+
+	// pmu guards the buffered writes (batch.go). Lock order: mu before pmu.
+	pmu       sync.Mutex
+	pending   *batch
+	spareRows *flatten.Batch
+	flushErr  error                            // a background commit's error, for the next Store or Flush
+	index     map[string]map[string]*pairState // snapshot -> domain -> stored bodies
+	halves    int                              // decoded bodies held in index, waiting for a partner
+
+	wake, full, stop chan struct{}
+	flusherDone      chan struct{}
+
+	abandoned []RunRecord // runs this Open closed as abandoned
 }
 
 // Open creates parent directories, opens DuckDB (read-write holds the file lock), applies
@@ -84,18 +111,22 @@ func Open(ctx context.Context, opts Options) (*Warehouse, error) {
 	if opts.BatchDomains <= 0 {
 		opts.BatchDomains = 1000
 	}
+	if opts.BatchWindow <= 0 {
+		opts.BatchWindow = DefaultBatchWindow
+	}
+	if opts.BatchAnswers <= 0 {
+		opts.BatchAnswers = DefaultBatchAnswers
+	}
+	if opts.MemoryLimit == "" && !opts.ReadOnly {
+		opts.MemoryLimit = DefaultMemoryLimit
+	}
 	w := &Warehouse{opts: opts, log: opts.Logger, mem: opts.Allocator}
 	if w.mem == nil {
 		w.mem = memory.DefaultAllocator
 	}
 	if !opts.ReadOnly {
-		if err := os.MkdirAll(filepath.Dir(opts.DuckDBPath), 0o755); err != nil {
-			return nil, fmt.Errorf("open warehouse: create directory of %s: %w", opts.DuckDBPath, err)
-		}
-		if opts.ParquetDir != "" {
-			if err := os.MkdirAll(opts.ParquetDir, 0o755); err != nil {
-				return nil, fmt.Errorf("open warehouse: create Parquet directory %s: %w", opts.ParquetDir, err)
-			}
+		if err := checkWritable(opts); err != nil {
+			return nil, fmt.Errorf("open warehouse: %w", err)
 		}
 	} else if _, err := os.Stat(opts.DuckDBPath); err != nil {
 		return nil, fmt.Errorf("open warehouse %s read-only: %w (run `sitewatch run` first to create it)", opts.DuckDBPath, err)
@@ -141,13 +172,30 @@ func Open(ctx context.Context, opts Options) (*Warehouse, error) {
 		w.Close()
 		return nil, fmt.Errorf("open warehouse %s: %w", opts.DuckDBPath, err)
 	}
-	if !opts.ReadOnly && opts.ParquetDir != "" {
+	if opts.ReadOnly {
+		return w, nil
+	}
+	if opts.ParquetDir != "" {
 		if err := cleanStaging(opts.ParquetDir, w.log); err != nil {
 			w.Close()
 			return nil, fmt.Errorf("open warehouse: %w", err)
 		}
 	}
+	w.startWriter()
+	if w.abandoned, err = w.closeAbandoned(ctx); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("open warehouse %s: close the runs of dead processes: %w", opts.DuckDBPath, err)
+	}
 	return w, nil
+}
+
+// startWriter sets up the buffered writes and starts the background flusher.
+func (w *Warehouse) startWriter() {
+	w.pending = newBatch(flatten.NewBatch(w.mem))
+	w.index = map[string]map[string]*pairState{}
+	w.wake, w.full, w.stop = make(chan struct{}, 1), make(chan struct{}, 1), make(chan struct{})
+	w.flusherDone = make(chan struct{})
+	go w.flusher()
 }
 
 func (w *Warehouse) openLoadConn(ctx context.Context) error {
@@ -183,11 +231,35 @@ func (w *Warehouse) arrowConn(ctx context.Context) (*sql.Conn, *duckdb.Arrow, er
 	return conn, ar, nil
 }
 
-// Close closes the database and releases the file lock.
+// Close commits what Store accepted, checkpoints the database (so its write-ahead log is
+// folded into the file) and closes it, releasing the file lock. It returns every failure of
+// those steps, naming what failed: a failed checkpoint leaves the committed data in the WAL,
+// which the next Open replays.
 func (w *Warehouse) Close() error {
+	var errs []error
+	if w.stop != nil {
+		close(w.stop)
+		<-w.flusherDone
+		w.stop = nil
+		errs = append(errs, w.Flush(context.Background()))
+		if w.load != nil {
+			if _, err := w.load.ExecContext(context.Background(), `CHECKPOINT`); err != nil {
+				errs = append(errs, fmt.Errorf("checkpoint: %w", diskError(w.opts.DuckDBPath, err)))
+			}
+		}
+		w.pmu.Lock()
+		if w.pending != nil {
+			w.pending.rows.Release()
+			w.pending = nil
+		}
+		if w.spareRows != nil {
+			w.spareRows.Release()
+			w.spareRows = nil
+		}
+		w.pmu.Unlock()
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	var errs []error
 	for _, c := range []**sql.Conn{&w.load, &w.read} {
 		if *c != nil {
 			errs = append(errs, (*c).Close())
@@ -204,8 +276,12 @@ func (w *Warehouse) Close() error {
 	return nil
 }
 
-// DB is the underlying database, for queries. Write through the Warehouse methods.
-func (w *Warehouse) DB() *sql.DB { return w.db }
+// DB is the underlying database, for queries; it commits what Store accepted first, so the
+// caller reads its own writes. Write through the Warehouse methods.
+func (w *Warehouse) DB() *sql.DB {
+	w.flushQuietly()
+	return w.db
+}
 
 var lockHolder = regexp.MustCompile(`Conflicting lock is held in (.*?) \(PID (\d+)\)`)
 

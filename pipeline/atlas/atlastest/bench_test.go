@@ -104,3 +104,18 @@ func BenchmarkServe(b *testing.B) {
 	b.ReportMetric(base.Seconds()/sim.Seconds(), "sim/bare")
 	b.ReportMetric(0, "ns/op")
 }
+
+// BenchmarkGenerateCold measures building both bodies of a domain not yet in the cache (the
+// first request for each domain of a month pays it; later ones are served from the cache).
+func BenchmarkGenerateCold(b *testing.B) {
+	domains := atlastest.Domains(200)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		g := atlastest.NewGenerator(int64(i+1), testMonth)
+		for _, d := range domains {
+			g.OverviewBody(d)
+			g.SimilarBody(d)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*len(domains)), "µs/domain")
+}

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"strings"
 	"sync"
-
-	"sitewatch/schema"
 )
 
 // iso3166JSON is derived from Debian's iso-codes 4.15.0
@@ -19,11 +17,11 @@ var iso3166JSON []byte
 
 var (
 	isoOnce  sync.Once
-	isoList  []schema.Country
+	isoList  []countryItem
 	isoNames map[string]string
 )
 
-func isoCountries() []schema.Country {
+func isoCountries() []countryItem {
 	isoOnce.Do(func() {
 		if err := json.Unmarshal(iso3166JSON, &isoList); err != nil {
 			panic("atlastest: embedded iso3166-1.json: " + err.Error())
@@ -80,31 +78,68 @@ func (c category) mixedSlug() string {
 	return strings.Join(seg, "/")
 }
 
+// Category slugs referred to by the table of famous sites.
+const (
+	catCode        = "computers_electronics_and_technology/programming_and_developer_software"
+	catSearch      = "computers_electronics_and_technology/search_engines"
+	catSocial      = "computers_electronics_and_technology/social_networks_and_online_communities"
+	catTech        = "computers_electronics_and_technology/computers_electronics_and_technology"
+	catMarketplace = "e-commerce_and_shopping/marketplace"
+	catElectronics = "e-commerce_and_shopping/consumer_electronics"
+	catNews        = "news_and_media/news_and_media"
+	catStreaming   = "arts_and_entertainment/streaming_and_online_tv"
+	catMusic       = "arts_and_entertainment/music"
+	catBanking     = "finance/banking_credit_and_lending"
+	catInvesting   = "finance/investing"
+	catHotels      = "travel_and_tourism/accommodation_and_hotels"
+	catEducation   = "science_and_education/education"
+	catHealth      = "health/health_conditions_and_concerns"
+	catGames       = "games/video_games_consoles_and_accessories"
+	catSoccer      = "sports/soccer"
+	catSports      = "sports/sports"
+	catMarketing   = "business_and_consumer_services/online_marketing"
+	catRecipes     = "food_and_drink/cooking_and_recipes"
+	catJobs        = "jobs_and_career/jobs_and_employment"
+	catAuto        = "vehicles/automotive_industry"
+	catFashion     = "lifestyle/fashion_and_apparel"
+	catReference   = "reference_materials/dictionaries_and_encyclopedias"
+	catFurniture   = "home_and_garden/furniture"
+)
+
 var categories = []category{
-	{"computers_electronics_and_technology/programming_and_developer_software", "code", "Developer Tools"},
-	{"computers_electronics_and_technology/search_engines", "search", "Search the Web"},
-	{"computers_electronics_and_technology/social_networks_and_online_communities", "social", "Connect and Share"},
-	{"computers_electronics_and_technology/computers_electronics_and_technology", "tech", "Technology News and Reviews"},
-	{"e-commerce_and_shopping/marketplace", "shop", "Buy and Sell Online"},
-	{"e-commerce_and_shopping/consumer_electronics", "gadget", "Electronics Deals"},
-	{"news_and_media/news_and_media", "news", "Latest News"},
-	{"arts_and_entertainment/streaming_and_online_tv", "stream", "Watch Online"},
-	{"arts_and_entertainment/music", "music", "Music Streaming"},
-	{"finance/banking_credit_and_lending", "bank", "Online Banking"},
-	{"finance/investing", "invest", "Markets and Investing"},
-	{"travel_and_tourism/accommodation_and_hotels", "stay", "Book Hotels"},
-	{"science_and_education/education", "learn", "Learn Online"},
-	{"health/health_conditions_and_concerns", "health", "Health Information"},
-	{"games/video_games_consoles_and_accessories", "game", "Games and Guides"},
-	{"sports/soccer", "goal", "Football Scores"},
-	{"business_and_consumer_services/online_marketing", "market", "Marketing Software"},
-	{"food_and_drink/cooking_and_recipes", "recipe", "Recipes and Cooking"},
-	{"jobs_and_career/jobs_and_employment", "job", "Find Jobs"},
-	{"vehicles/automotive_industry", "auto", "Cars and Reviews"},
-	{"lifestyle/fashion_and_apparel", "style", "Fashion Online"},
-	{"reference_materials/dictionaries_and_encyclopedias", "wiki", "Free Reference"},
-	{"home_and_garden/furniture", "home", "Furniture and Decor"},
+	{catCode, "code", "Developer Tools"},
+	{catSearch, "search", "Search the Web"},
+	{catSocial, "social", "Connect and Share"},
+	{catTech, "tech", "Technology News and Reviews"},
+	{catMarketplace, "shop", "Buy and Sell Online"},
+	{catElectronics, "gadget", "Electronics Deals"},
+	{catNews, "news", "Latest News"},
+	{catStreaming, "stream", "Watch Online"},
+	{catMusic, "music", "Music Streaming"},
+	{catBanking, "bank", "Online Banking"},
+	{catInvesting, "invest", "Markets and Investing"},
+	{catHotels, "stay", "Book Hotels"},
+	{catEducation, "learn", "Learn Online"},
+	{catHealth, "health", "Health Information"},
+	{catGames, "game", "Games and Guides"},
+	{catSoccer, "goal", "Football Scores"},
+	{catSports, "sport", "Sports News and Scores"},
+	{catMarketing, "market", "Marketing Software"},
+	{catRecipes, "recipe", "Recipes and Cooking"},
+	{catJobs, "job", "Find Jobs"},
+	{catAuto, "auto", "Cars and Reviews"},
+	{catFashion, "style", "Fashion Online"},
+	{catReference, "wiki", "Free Reference"},
+	{catFurniture, "home", "Furniture and Decor"},
 }
+
+var categoryBySlug = func() map[string]category {
+	m := make(map[string]category, len(categories))
+	for _, c := range categories {
+		m[c.slug] = c
+	}
+	return m
+}()
 
 var wordsAdj = []string{
 	"bright", "swift", "blue", "green", "clever", "quiet", "bold", "golden", "silver", "happy",
@@ -133,7 +168,7 @@ var descriptionTails = []string{
 var keywordTemplates = []string{
 	"{name} login", "{name} app", "{name} review", "{name} pricing", "{name} alternatives",
 	"best {topic}", "{topic} online", "free {topic}", "{topic} near me", "{name} {topic}",
-	"is {name} safe", "{name} customer service", "{topic} 2025", "cheap {topic}",
+	"is {name} safe", "{name} customer service", "{topic} {year}", "cheap {topic}",
 }
 
 var promptTemplates = []string{
@@ -151,12 +186,15 @@ var tagPool = []string{
 	"free", "community", "news", "streaming", "ecommerce", "education", "analytics",
 }
 
-// aiPlatforms are real AI assistant host names with a typical weight of their referrals.
+// aiPlatforms are real AI assistant host names with a typical weight of their referrals and
+// the month from which sites start to receive referrals from them (roughly their launch).
 var aiPlatforms = []struct {
-	host   string
-	weight float64
+	host     string
+	weight   float64
+	launched int // months since 2020-01
 }{
-	{"chatgpt.com", 60}, {"perplexity.ai", 12}, {"gemini.google.com", 10},
-	{"copilot.microsoft.com", 6}, {"claude.ai", 5}, {"chat.deepseek.com", 3},
-	{"meta.ai", 1.5}, {"grok.com", 1.5}, {"chat.mistral.ai", 0.5}, {"you.com", 0.5},
+	{"chatgpt.com", 60, 35}, {"perplexity.ai", 12, 41}, {"gemini.google.com", 10, 49},
+	{"copilot.microsoft.com", 6, 46}, {"claude.ai", 5, 50}, {"chat.deepseek.com", 3, 60},
+	{"meta.ai", 1.5, 56}, {"grok.com", 1.5, 59}, {"chat.mistral.ai", 0.5, 58}, {"you.com", 0.5, 38},
+	{"poe.com", 0.8, 42}, {"chat.qwen.ai", 1, 66}, {"kimi.com", 0.5, 68}, {"manus.im", 0.5, 75},
 }

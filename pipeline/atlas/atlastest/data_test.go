@@ -323,8 +323,8 @@ func TestSimilarSitesAgreeWithTheirOverview(t *testing.T) {
 	s, _ := schema.DecodeSimilar(g.SimilarBody("example.com"))
 	for _, it := range s.SimilarSites {
 		o, _ := schema.DecodeOverview(g.OverviewBody(it.Domain))
-		if fmt_i64(o.Rankings.Global.Rank) != fmt_i64(it.Rankings.Global.Rank) {
-			t.Errorf("%s: rank %s in similar, %s in overview", it.Domain, fmt_i64(it.Rankings.Global.Rank), fmt_i64(o.Rankings.Global.Rank))
+		if fmtI64(o.Rankings.Global.Rank) != fmtI64(it.Rankings.Global.Rank) {
+			t.Errorf("%s: rank %s in similar, %s in overview", it.Domain, fmtI64(it.Rankings.Global.Rank), fmtI64(o.Rankings.Global.Rank))
 		}
 		if len(o.Traffic.History) == 12 && math.Abs(float64(*o.Traffic.History[11].Visits)-*it.Traffic.TotalVisits) >= 1 {
 			t.Errorf("%s: visits %v in similar, %d in overview", it.Domain, *it.Traffic.TotalVisits, *o.Traffic.History[11].Visits)
@@ -332,7 +332,7 @@ func TestSimilarSitesAgreeWithTheirOverview(t *testing.T) {
 	}
 }
 
-func fmt_i64(p *int64) string {
+func fmtI64(p *int64) string {
 	if p == nil {
 		return "null"
 	}

@@ -9,6 +9,26 @@
 // paths without /atlas, for requests carrying an x-marketplace-host or x-marketplace-key
 // header). Data is synthetic and deterministic for (seed, month, domain); see Generator.
 //
+// # Data month
+//
+// The simulator serves one data month at a time, as the real API serves only its current
+// month. An overview says which: meta.snapshot_date is the first day of the data month
+// (YYYY-MM-01), traffic.period is the month itself (YYYY-MM), and traffic.history ends at
+// it. The month is Options.Month (default the current UTC month); it turns to the next one
+// once Options.MonthTurnAfter has passed since the handler was created, or when a test calls
+// SetMonth or TurnMonth. Every body is built whole from one month, so a request that races a
+// turn sees the old month or the new one, never a mix. The similar-sites operation carries
+// no date; its data follows the same month.
+//
+// # Data model
+//
+// About seventy of the largest sites (table famous) have built-in visits of the right order
+// of magnitude; other domains are a long tail. One curve ties rank to visits for every domain.
+// Each domain has a month-independent profile, and each month's figures are that profile
+// moved by smooth functions of the month (trend, season) plus small per-month noise, so
+// competitors, keywords, top countries and AI platforms turn over a little from month to
+// month. See model.go.
+//
 // # Order of checks
 //
 // Each request passes these steps in order; the first that fails answers:
@@ -43,7 +63,9 @@
 //  10. 200, charged one credit, possibly damaged by a 200 fault.
 //
 // Steps 6 to 10 are decided in one critical section, so concurrent requests can never
-// overdraw a wallet or exceed the rate.
+// overdraw a wallet or exceed the rate. Because the key (4) and the wallet (8) come before
+// the request's own validation (9), a request without url is a free probe of the key, the
+// balance and the rate: 401, 402 or 400 MISSING_PARAMETER with the usual headers.
 //
 // # Charging policy
 //

@@ -44,11 +44,11 @@ var routes = map[string]string{
 
 // Handler is the simulator as an http.Handler. It is safe for concurrent use.
 type Handler struct {
-	opts Options
-	gen  *Generator
-	rate atomic.Int64
-	done chan struct{} // closed by Server.Close: sleeping requests stop sleeping
-	stop sync.Once
+	opts  Options
+	month *monthClock
+	rate  atomic.Int64
+	done  chan struct{} // closed by Server.Close: sleeping requests stop sleeping
+	stop  sync.Once
 
 	keysMu sync.RWMutex
 	keys   []keyEntry
@@ -122,7 +122,7 @@ func NewHandler(opts Options) (*Handler, error) {
 	}
 	h := &Handler{
 		opts:    opts,
-		gen:     NewGenerator(opts.Seed, opts.Month),
+		month:   newMonthClock(opts.Seed, opts.Month, opts.MonthTurnAfter, time.Now()),
 		done:    make(chan struct{}),
 		wallets: make(map[string]*int64),
 		windows: make(map[string]*window),
@@ -143,8 +143,9 @@ func (h *Handler) addKeyLocked(key string, credits int64) {
 	h.keysMu.Unlock()
 }
 
-// Generator returns the data generator the handler serves from.
-func (h *Handler) Generator() *Generator { return h.gen }
+// Generator returns the data generator the handler serves from now (it changes when the
+// month turns).
+func (h *Handler) Generator() *Generator { return h.generator() }
 
 // Credits returns the balance of key's wallet (0 for an unknown key).
 func (h *Handler) Credits(key string) int64 {
@@ -627,7 +628,7 @@ func (h *Handler) fail(w http.ResponseWriter, q *request, status int, body any) 
 	w.Header()["Content-Length"] = []string{strconv.Itoa(len(b))}
 	h.count(q, status)
 	w.WriteHeader(status)
-	w.Write(b)
+	_, _ = w.Write(b) // a failed write means the client left; there is no one to tell
 }
 
 const htmlErrorPage = `<!DOCTYPE html>
@@ -682,7 +683,7 @@ func (h *Handler) success(w http.ResponseWriter, q *request) {
 	hd["Content-Length"] = []string{strconv.Itoa(len(body))}
 	h.count(q, http.StatusOK)
 	w.WriteHeader(http.StatusOK)
-	w.Write(body)
+	_, _ = w.Write(body) // a failed write means the client left; there is no one to tell
 }
 
 // driftBody returns body with its main array replaced by a string: well-formed JSON that no
@@ -710,33 +711,36 @@ func (h *Handler) reset(w http.ResponseWriter, body []byte) {
 	hj, ok := w.(http.Hijacker)
 	if !ok {
 		w.WriteHeader(http.StatusOK)
-		w.Write(body[:len(body)/2])
+		_, _ = w.Write(body[:len(body)/2]) // the connection is cut next anyway
 		panic(http.ErrAbortHandler)
 	}
 	conn, buf, err := hj.Hijack()
 	if err != nil {
 		panic(http.ErrAbortHandler)
 	}
-	defer conn.Close()
-	fmt.Fprintf(buf, "HTTP/1.1 200 OK\r\n")
-	w.Header().Write(buf)
-	fmt.Fprintf(buf, "\r\n")
-	buf.Write(body[:len(body)/2])
-	buf.Flush()
+	// Cutting the connection is the point of this fault: errors writing or closing it change
+	// nothing for the client. bufio errors are sticky, so only Flush reports them.
+	defer func() { _ = conn.Close() }()
+	_, _ = buf.WriteString("HTTP/1.1 200 OK\r\n")
+	_ = w.Header().Write(buf)
+	_, _ = buf.WriteString("\r\n")
+	_, _ = buf.Write(body[:len(body)/2])
+	_ = buf.Flush()
 }
 
 func (h *Handler) countriesBody() []byte {
 	if h.opts.Legacy {
 		return legacyCountries()
 	}
-	return h.gen.CountriesBody()
+	return h.generator().CountriesBody()
 }
 
 func (h *Handler) domainBody(endpoint, domain, rawURL string) []byte {
+	g := h.generator()
 	if h.opts.Legacy {
-		return h.gen.legacyBody(endpoint, domain)
+		return g.legacyBody(endpoint, domain)
 	}
-	return h.gen.body(endpoint, domain, rawURL)
+	return g.body(endpoint, domain, rawURL)
 }
 
 // count records the response in the stats; status 0 means no response (client gone).

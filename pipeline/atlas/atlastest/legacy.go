@@ -1,10 +1,6 @@
 package atlastest
 
-import (
-	"sync"
-
-	"sitewatch/schema"
-)
+import "sync"
 
 // Legacy v1 bodies: the retired contract of an older marketplace listing — flat camelCase
 // fields, a boolean success flag, traffic sources as an array, a per-month percentageChange,
@@ -86,59 +82,60 @@ func (g *Generator) legacyBody(endpoint, domain string) []byte {
 	}
 }
 
-func legacyFromOverview(o schema.SiteOverview) legacyOverview {
+func legacyFromOverview(o overviewBody) legacyOverview {
+	e := o.Traffic.Engagement
 	v := legacyOverview{
 		Success:          true,
 		Domain:           o.Website.Domain,
-		Title:            o.Website.Title,
+		Title:            ptr(o.Website.Title),
 		Description:      o.Website.Description,
-		Category:         o.Website.Category.Slug,
+		Category:         ptr(o.Website.Category.Slug),
 		GlobalRank:       o.Rankings.Global.Rank,
-		CountryCode:      o.Rankings.Country.CountryCode,
-		CountryRank:      o.Rankings.Country.Rank,
-		CategoryRank:     o.Rankings.Category.Rank,
-		SnapshotDate:     o.Meta.SnapshotDate,
-		PagesPerVisit:    o.Traffic.Engagement.PagesPerVisit,
-		BounceRate:       o.Traffic.Engagement.BounceRate,
-		AvgVisitDuration: o.Traffic.Engagement.AverageVisitDurationSeconds,
+		CountryCode:      ptr(o.Rankings.Country.CountryCode),
+		CountryRank:      ptr(o.Rankings.Country.Rank),
+		CategoryRank:     ptr(o.Rankings.Category.Rank),
+		SnapshotDate:     ptr(o.Meta.SnapshotDate),
+		PagesPerVisit:    ptr(e.PagesPerVisit),
+		BounceRate:       ptr(e.BounceRate),
+		AvgVisitDuration: ptr(e.AverageVisitDurationSeconds),
 		MonthlyVisits:    []legacyMonth{},
 		TrafficSources:   []legacySource{},
 		TopCountries:     []legacyCountryRank{},
 		TopKeywords:      []legacyKeyword{},
 	}
-	for i, p := range o.Traffic.History {
-		m := legacyMonth{Month: p.Month[:7], Visits: p.Visits}
-		if i > 0 && *o.Traffic.History[i-1].Visits > 0 {
-			ch := round(100*(float64(*p.Visits)/float64(*o.Traffic.History[i-1].Visits)-1), 2)
-			m.PercentageChange = &ch
+	h := o.Traffic.History
+	for i, p := range h {
+		m := legacyMonth{Month: p.Month[:7], Visits: ptr(p.Visits)}
+		if i > 0 && h[i-1].Visits > 0 {
+			m.PercentageChange = ptr(round(100*(float64(p.Visits)/float64(h[i-1].Visits)-1), 2))
 		}
 		v.MonthlyVisits = append(v.MonthlyVisits, m)
 	}
-	for _, c := range o.Traffic.SourcesShare.Channels() {
-		v.TrafficSources = append(v.TrafficSources, legacySource{Source: c.Channel, Share: c.Share})
+	for _, c := range o.Traffic.SourcesShare.channels() {
+		v.TrafficSources = append(v.TrafficSources, legacySource{Source: c.name, Share: ptr(c.share)})
 	}
 	for _, gs := range o.Traffic.GeographyShare {
-		v.TopCountries = append(v.TopCountries, legacyCountryRank{CountryCode: gs.CountryCode, Share: gs.Share})
+		v.TopCountries = append(v.TopCountries, legacyCountryRank{CountryCode: gs.CountryCode, Share: ptr(gs.Share)})
 	}
 	for _, k := range o.SEO.TopKeywords {
-		v.TopKeywords = append(v.TopKeywords, legacyKeyword{Keyword: k.Keyword, SearchVolume: k.SearchVolume, CPC: k.CPCUSD})
+		v.TopKeywords = append(v.TopKeywords, legacyKeyword{Keyword: k.Keyword, SearchVolume: ptr(k.SearchVolume), CPC: k.CPCUSD})
 	}
 	return v
 }
 
-func legacyFromSimilar(s schema.SiteSimilar) legacySimilar {
+func legacyFromSimilar(s similarBody) legacySimilar {
 	v := legacySimilar{
 		Success: true,
 		SourceSite: legacySite{
-			Domain: s.Website.Domain, Title: s.Website.Title, Description: s.Website.Description,
-			GlobalRank: s.Rankings.Global.Rank, TotalVisits: s.Traffic.TotalVisits,
+			Domain: s.Website.Domain, Title: ptr(s.Website.Title), Description: s.Website.Description,
+			GlobalRank: s.Rankings.Global.Rank, TotalVisits: ptr(s.Traffic.TotalVisits),
 		},
 		SimilarSites: []legacySite{},
 	}
 	for i, it := range s.SimilarSites {
 		v.SimilarSites = append(v.SimilarSites, legacySite{
-			Domain: it.Domain, Title: it.Title, Description: it.Description,
-			GlobalRank: it.Rankings.Global.Rank, TotalVisits: it.Traffic.TotalVisits,
+			Domain: it.Domain, Title: ptr(it.Title), Description: it.Description,
+			GlobalRank: it.Rankings.Global.Rank, TotalVisits: ptr(it.Traffic.TotalVisits),
 			SimilarityScore: round(0.95-0.05*float64(i), 2),
 		})
 	}

@@ -22,6 +22,10 @@ type Options struct {
 	FailRate float64
 	// Month is the YYYY-MM the data describes; "" means the current UTC month.
 	Month string
+	// MonthTurnAfter, when > 0, turns the month once, that long after the handler is
+	// created: from then on the data is that of the month after Month, as the real API's
+	// data month turns while clients are calling it. SetMonth and TurnMonth turn it at once.
+	MonthTurnAfter time.Duration
 	// Seed seeds the synthetic data; 0 means 1.
 	Seed int64
 	// MarketplaceHost and MarketplaceKey, when both set, also serve the marketplace listing
@@ -92,6 +96,9 @@ func (o Options) validate() error {
 		if _, err := parseMonth(o.Month); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if o.MonthTurnAfter < 0 {
+		errs = append(errs, fmt.Errorf("month turn after %v is negative; want a duration > 0, or 0 for never", o.MonthTurnAfter))
 	}
 	if (o.MarketplaceHost == "") != (o.MarketplaceKey == "") {
 		errs = append(errs, errors.New("marketplace host and key must be set together"))

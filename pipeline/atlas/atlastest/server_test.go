@@ -764,6 +764,7 @@ func TestOptionsValidation(t *testing.T) {
 		{"NegativeRate", atlastest.Options{Rate: -1}},
 		{"FailRateAboveOne", atlastest.Options{FailRate: 1.5}},
 		{"BadMonth", atlastest.Options{Month: "2026-13"}},
+		{"NegativeMonthTurnAfter", atlastest.Options{MonthTurnAfter: -time.Second}},
 		{"LatencyInverted", atlastest.Options{LatencyMin: time.Second, LatencyMax: time.Millisecond}},
 		{"MarketplaceHostOnly", atlastest.Options{MarketplaceHost: "x"}},
 		{"RequireBearerWithoutListing", atlastest.Options{MarketplaceRequireBearer: true}},

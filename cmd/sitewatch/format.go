@@ -1,0 +1,181 @@
+package main
+
+import (
+	"encoding/csv"
+	"fmt"
+	"io"
+	"strings"
+	"unicode/utf8"
+)
+
+// formatter writes one query result in one output format.
+type formatter interface {
+	header(cols []column) error
+	row(vals []any) error
+	end() error
+}
+
+func newFormatter(format string, w io.Writer, raw bool) (formatter, error) {
+	switch format {
+	case "table":
+		return &tableFormatter{w: w, raw: raw}, nil
+	case "csv":
+		return &csvFormatter{w: csv.NewWriter(w), style: valueStyle{fullBlob: raw}}, nil
+	case "json":
+		return &jsonFormatter{w: w, style: valueStyle{fullBlob: raw}}, nil
+	}
+	return nil, &UsageError{Msg: fmt.Sprintf("--format %q: use table, csv or json", format)}
+}
+
+// maxCell bounds a table cell (in characters) unless --raw; csv and json are never cut.
+const maxCell = 80
+
+// tableFormatter writes an aligned table: numbers right-aligned with thousands separators
+// (plain with --raw), text left-aligned, NULL written as NULL, then the row count. It holds
+// the rows until the end, since a column's width is known only then.
+type tableFormatter struct {
+	w     io.Writer
+	raw   bool
+	cols  []column
+	cells [][]string
+}
+
+func (t *tableFormatter) header(cols []column) error {
+	t.cols = cols
+	names := make([]string, len(cols))
+	for i, c := range cols {
+		names[i] = c.name
+	}
+	t.cells = append(t.cells, names)
+	return nil
+}
+
+func (t *tableFormatter) row(vals []any) error {
+	st := valueStyle{grouped: !t.raw, fullBlob: t.raw}
+	cells := make([]string, len(vals))
+	for i, v := range vals {
+		cells[i] = t.cell(textOf(v, t.cols[i].typ, st))
+	}
+	t.cells = append(t.cells, cells)
+	return nil
+}
+
+// cell makes a value fit on one line of a table cell.
+func (t *tableFormatter) cell(s string) string {
+	s = strings.NewReplacer("\r\n", `\n`, "\n", `\n`, "\r", `\r`, "\t", `\t`).Replace(s)
+	if !t.raw && utf8.RuneCountInString(s) > maxCell {
+		s = string([]rune(s)[:maxCell-1]) + "…"
+	}
+	return s
+}
+
+func (t *tableFormatter) end() error {
+	widths := make([]int, len(t.cols))
+	for _, r := range t.cells {
+		for i, c := range r {
+			widths[i] = max(widths[i], utf8.RuneCountInString(c))
+		}
+	}
+	var b strings.Builder
+	for n, r := range t.cells {
+		t.writeLine(&b, r, widths)
+		if n == 0 {
+			rule := make([]string, len(widths))
+			for i, w := range widths {
+				rule[i] = strings.Repeat("-", w)
+			}
+			b.WriteString(strings.Join(rule, "  ") + "\n")
+		}
+	}
+	rows := len(t.cells) - 1
+	fmt.Fprintf(&b, "(%d %s)\n", rows, map[bool]string{true: "row", false: "rows"}[rows == 1])
+	_, err := io.WriteString(t.w, b.String())
+	return err
+}
+
+func (t *tableFormatter) writeLine(b *strings.Builder, cells []string, widths []int) {
+	line := make([]string, len(cells))
+	for i, c := range cells {
+		pad := strings.Repeat(" ", widths[i]-utf8.RuneCountInString(c))
+		if t.cols[i].typ.numeric() {
+			line[i] = pad + c
+		} else if i < len(cells)-1 {
+			line[i] = c + pad
+		} else {
+			line[i] = c
+		}
+	}
+	b.WriteString(strings.TrimRight(strings.Join(line, "  "), " ") + "\n")
+}
+
+// csvFormatter writes RFC 4180 CSV with a header row; NULL is an empty field and numbers are
+// plain (no separators), so spreadsheets and scripts read them as numbers.
+type csvFormatter struct {
+	w     *csv.Writer
+	style valueStyle
+	cols  []column
+}
+
+func (c *csvFormatter) header(cols []column) error {
+	c.cols = cols
+	names := make([]string, len(cols))
+	for i, col := range cols {
+		names[i] = col.name
+	}
+	return c.w.Write(names)
+}
+
+func (c *csvFormatter) row(vals []any) error {
+	cells := make([]string, len(vals))
+	for i, v := range vals {
+		if v != nil {
+			cells[i] = textOf(v, c.cols[i].typ, c.style)
+		}
+	}
+	return c.w.Write(cells)
+}
+
+func (c *csvFormatter) end() error { c.w.Flush(); return c.w.Error() }
+
+// jsonFormatter writes one JSON array of objects, keys in column order, one row per line.
+type jsonFormatter struct {
+	w     io.Writer
+	style valueStyle
+	cols  []column
+	n     int
+}
+
+func (j *jsonFormatter) header(cols []column) error {
+	j.cols = cols
+	_, err := io.WriteString(j.w, "[")
+	return err
+}
+
+func (j *jsonFormatter) row(vals []any) error {
+	var b []byte
+	if j.n > 0 {
+		b = append(b, ',')
+	}
+	b = append(b, "\n  {"...)
+	for i, v := range vals {
+		if i > 0 {
+			b = append(b, ", "...)
+		}
+		b = appendJSONString(b, j.cols[i].name)
+		b = append(b, ": "...)
+		b = appendJSON(b, v, j.cols[i].typ, j.style)
+	}
+	b = append(b, '}')
+	j.n++
+	_, err := j.w.Write(b)
+	return err
+}
+
+func (j *jsonFormatter) end() error {
+	end := "\n]\n"
+	if j.n == 0 {
+		end = "]\n"
+	}
+	_, err := io.WriteString(j.w, end)
+	return err
+}

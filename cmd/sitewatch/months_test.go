@@ -1,0 +1,101 @@
+package main
+
+import (
+	"database/sql"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"sitewatch/pipeline"
+	"sitewatch/pipeline/atlas/atlastest"
+)
+
+// TestMonthTurnsMidRun: the API turns to the next month during a run. Every answer is stored
+// under its own month (no row under a month its data is not for), the run stops and says so
+// (exit 1, status month_turned), the old month stays visibly incomplete, and a rerun
+// completes the new month paying only for what it lacks.
+func TestMonthTurnsMidRun(t *testing.T) {
+	domains := atlastest.Domains(24)
+	h := newHarness(t, atlastest.Options{LatencyMin: 20 * time.Millisecond, LatencyMax: 60 * time.Millisecond}, domains, "  rate_limit: 40\n")
+	next := nextMonth(testMonth)
+	done := make(chan int, 1)
+	go func() { done <- h.run("run") }()
+	waitFor(t, 20*time.Second, func() bool { return h.srv.Stats().Charged >= 12 })
+	if got := h.srv.TurnMonth(); got != next {
+		t.Fatalf("TurnMonth = %s, want %s", got, next)
+	}
+	code := <-done
+	out := h.stdout.String()
+	if code != ExitFailed || !strings.Contains(out, "month_turned") || !strings.Contains(out, "turned to "+next) {
+		t.Fatalf("exit %d, want %d with a month_turned summary:\n%s", code, ExitFailed, out)
+	}
+	var oldLoaded int
+	withDB(t, h, func(db *sql.DB) {
+		if n := count(t, db, "SELECT count(*) FROM sites WHERE traffic_period <> snapshot_month"); n != 0 {
+			t.Errorf("%d sites rows are stored under a month their data is not for", n)
+		}
+		oldLoaded = count(t, db, "SELECT count(*) FROM sites WHERE snapshot_month = ?", testMonth)
+		if oldLoaded == 0 || oldLoaded == len(domains) {
+			t.Errorf("%s has %d of %d domains: the turn did not land mid-run", testMonth, oldLoaded, len(domains))
+		}
+		if n := count(t, db, "SELECT count(*) FROM runs WHERE status = 'month_turned' AND snapshot_month = ?", testMonth); n != 1 {
+			t.Errorf("runs month_turned for %s = %d, want 1", testMonth, n)
+		}
+	})
+
+	charged := h.srv.Stats().Charged
+	if code := h.run("run"); code != ExitOK {
+		t.Fatalf("rerun exit %d\n%s", code, h.stdout)
+	}
+	withDB(t, h, func(db *sql.DB) {
+		if n := count(t, db, "SELECT count(*) FROM sites WHERE snapshot_month = ?", next); n != len(domains) {
+			t.Errorf("%s has %d sites after the rerun, want %d", next, n, len(domains))
+		}
+		if n := count(t, db, "SELECT count(*) FROM sites WHERE snapshot_month = ?", testMonth); n != oldLoaded {
+			t.Errorf("%s changed from %d to %d sites: the old month must stay as it was", testMonth, oldLoaded, n)
+		}
+		stored := count(t, db, "SELECT count(*) FROM raw_responses WHERE snapshot_month = ?", next)
+		if got, want := h.srv.Stats().Charged-charged, int64(2*len(domains)+1-(stored-2*len(domains)-1)); got > int64(2*len(domains)+1) {
+			t.Errorf("rerun charged %d, want at most %d (only what %s lacked)", got, want, next)
+		}
+	})
+}
+
+// TestScheduleWaitsForNewData: at a tick the API still serves a month completed before it
+// ("no new data yet"). The schedule probes again every retry_every, 1 credit per attempt,
+// until the API turns; then it loads the new month once and waits for the next tick.
+func TestScheduleWaitsForNewData(t *testing.T) {
+	domains := atlastest.Domains(5)
+	h := newHarness(t, atlastest.Options{}, domains, "")
+	if code := h.run("run"); code != ExitOK {
+		t.Fatalf("first run exit %d\n%s", code, h.stdout)
+	}
+	full := int64(2*len(domains) + 1)
+	time.Sleep(1100 * time.Millisecond)
+	// A daily tick one second ago: after the month was completed.
+	tick := time.Now().UTC().Add(-time.Second)
+	runs := runLog{onRun: func(n int, sum *pipeline.Summary) {
+		if n == 3 {
+			h.srv.TurnMonth()
+		}
+	}}
+	daily := fmt.Sprintf("%d %d %d * * *", tick.Second(), tick.Minute(), tick.Hour())
+	stop := scheduleRun(t, h, daily, pipeline.ScheduleOptions{OnRun: runs.record, RetryEvery: 300 * time.Millisecond, Parse: secondsParser})
+	waitFor(t, 30*time.Second, func() bool { return len(runs.get()) >= 4 })
+	time.Sleep(1200 * time.Millisecond)
+	stop()
+	got := runs.get()
+	want := []string{pipeline.StatusUpToDate, pipeline.StatusUpToDate, pipeline.StatusUpToDate, pipeline.StatusComplete}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("runs = %v, want %v", got, want)
+	}
+	if charged, want := h.srv.Stats().Charged, 2*full+3; charged != want {
+		t.Errorf("charged %d, want %d: a month each, plus 1 credit per attempt while waiting", charged, want)
+	}
+}
+
+func nextMonth(m string) string {
+	t, _ := time.Parse("2006-01", m)
+	return t.AddDate(0, 1, 0).Format("2006-01")
+}

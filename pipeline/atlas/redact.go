@@ -1,0 +1,203 @@
+package atlas
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
+	"regexp"
+	"slices"
+	"strings"
+	"unicode"
+)
+
+// redacted replaces every form of a secret in text that leaves the client.
+const redacted = "[REDACTED]"
+
+// secrets knows every encoding of every key a server could reflect: plain, percent-encoded
+// (query and path escaping, upper- and lower-case hex), JSON-escaped, and base64 (standard
+// and URL alphabets, padded or not) of the key and of the Authorization value "Bearer <key>".
+type secrets struct {
+	forms    [][]byte // longest first, so a longer form is replaced before a form inside it
+	replacer *strings.Replacer
+}
+
+var percentHex = regexp.MustCompile(`%[0-9A-F]{2}`)
+
+func newSecrets(keys ...string) *secrets {
+	var forms []string
+	add := func(s string) {
+		if s != "" && !slices.Contains(forms, s) {
+			forms = append(forms, s)
+		}
+	}
+	for _, k := range keys {
+		if k == "" {
+			continue
+		}
+		for _, v := range []string{k, "Bearer " + k} {
+			add(v)
+			for _, esc := range []string{url.QueryEscape(v), url.PathEscape(v)} {
+				add(esc)
+				add(percentHex.ReplaceAllStringFunc(esc, strings.ToLower))
+			}
+			if j, err := json.Marshal(v); err == nil {
+				add(string(j[1 : len(j)-1]))
+			}
+			for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
+				add(enc.EncodeToString([]byte(v)))
+			}
+		}
+	}
+	slices.SortStableFunc(forms, func(a, b string) int { return len(b) - len(a) })
+	s := &secrets{}
+	pairs := make([]string, 0, 2*len(forms))
+	for _, f := range forms {
+		s.forms = append(s.forms, []byte(f))
+		pairs = append(pairs, f, redacted)
+	}
+	s.replacer = strings.NewReplacer(pairs...)
+	return s
+}
+
+// redact returns text with every form of every key replaced by [REDACTED].
+func (s *secrets) redact(text string) string { return s.replacer.Replace(text) }
+
+// in reports whether b holds any form of any key.
+func (s *secrets) in(b []byte) bool {
+	for _, f := range s.forms {
+		if bytes.Contains(b, f) {
+			return true
+		}
+	}
+	return false
+}
+
+// RedactURL returns raw without user information, query and fragment (where secrets would
+// sit), for messages; "(unparseable URL)" if it does not parse.
+func RedactURL(raw string) string {
+	u, err := url.Parse(strings.TrimSpace(raw))
+	if err != nil {
+		return "(unparseable URL)"
+	}
+	u.User, u.RawQuery, u.ForceQuery, u.Fragment, u.RawFragment = nil, "", false, "", ""
+	return u.String()
+}
+
+// CheckBaseURL reports why raw cannot be the API base URL: not set, not http(s), carrying
+// credentials, a query or a fragment, or (unless allowInsecureHTTP) plain http:// to a host
+// other than this machine, which would send the key in clear text (wrapping ErrInsecureHTTP).
+// Its messages name no setting, so the caller can blame api.base_url or ATLAS_BASE_URL.
+func CheckBaseURL(raw string, allowInsecureHTTP bool) error {
+	raw = strings.TrimSpace(raw)
+	if raw == "" {
+		return fmt.Errorf("not set; set api.base_url or ATLAS_BASE_URL to the gateway address")
+	}
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("%q is not an http(s) URL such as https://gateway.example", RedactURL(raw))
+	}
+	if u.User != nil {
+		return fmt.Errorf("must not carry credentials (user:password@); set ATLAS_API_KEY instead")
+	}
+	if u.RawQuery != "" || u.ForceQuery || u.Fragment != "" {
+		return fmt.Errorf("%q must not have a query or fragment", RedactURL(raw))
+	}
+	if u.Scheme == "http" && !allowInsecureHTTP && !isLoopback(u.Hostname()) {
+		return fmt.Errorf("%q: %w", RedactURL(raw), ErrInsecureHTTP)
+	}
+	return nil
+}
+
+// isLoopback reports whether host is this machine: localhost or a loopback address.
+func isLoopback(host string) bool {
+	if strings.EqualFold(host, "localhost") || strings.HasSuffix(strings.ToLower(host), ".localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// checkKey refuses a key with surrounding whitespace or control characters, saying where
+// without printing the key.
+func checkKey(setting, key string) error {
+	if key == "" {
+		return nil
+	}
+	var where string
+	switch {
+	case strings.HasSuffix(key, "\r\n") || strings.HasSuffix(key, "\r"):
+		where = "it ends with a carriage return (\\r): was it read from a file with Windows line endings?"
+	case strings.TrimSpace(key) != key:
+		where = "it starts or ends with whitespace"
+	default:
+		if i := strings.IndexFunc(key, unicode.IsControl); i >= 0 {
+			where = fmt.Sprintf("it holds a control character at byte %d", i+1)
+		}
+	}
+	if where == "" {
+		return nil
+	}
+	return &ConfigError{Setting: setting, Err: fmt.Errorf("%w (%s); nothing was sent", ErrBadKey, where)}
+}
+
+// redactingHandler is a slog.Handler that removes every form of every key from the message
+// and from string, error and Stringer attributes before they reach the caller's handler.
+type redactingHandler struct {
+	next    slog.Handler
+	secrets *secrets
+}
+
+func (h redactingHandler) Enabled(ctx context.Context, l slog.Level) bool {
+	return h.next.Enabled(ctx, l)
+}
+
+func (h redactingHandler) Handle(ctx context.Context, r slog.Record) error {
+	out := slog.NewRecord(r.Time, r.Level, h.secrets.redact(r.Message), r.PC)
+	r.Attrs(func(a slog.Attr) bool {
+		out.AddAttrs(h.attr(a))
+		return true
+	})
+	return h.next.Handle(ctx, out)
+}
+
+func (h redactingHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	clean := make([]slog.Attr, len(attrs))
+	for i, a := range attrs {
+		clean[i] = h.attr(a)
+	}
+	return redactingHandler{next: h.next.WithAttrs(clean), secrets: h.secrets}
+}
+
+func (h redactingHandler) WithGroup(name string) slog.Handler {
+	return redactingHandler{next: h.next.WithGroup(name), secrets: h.secrets}
+}
+
+func (h redactingHandler) attr(a slog.Attr) slog.Attr {
+	v := a.Value.Resolve()
+	switch v.Kind() {
+	case slog.KindString:
+		return slog.String(a.Key, h.secrets.redact(v.String()))
+	case slog.KindGroup:
+		g := v.Group()
+		clean := make([]any, len(g))
+		for i, x := range g {
+			clean[i] = h.attr(x)
+		}
+		return slog.Group(a.Key, clean...)
+	case slog.KindAny:
+		switch x := v.Any().(type) {
+		case error:
+			return slog.String(a.Key, h.secrets.redact(x.Error()))
+		case fmt.Stringer:
+			return slog.String(a.Key, h.secrets.redact(x.String()))
+		default:
+			return slog.String(a.Key, h.secrets.redact(fmt.Sprint(x)))
+		}
+	}
+	return slog.Attr{Key: a.Key, Value: v}
+}

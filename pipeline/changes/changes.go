@@ -1,0 +1,361 @@
+// Package changes builds the monthly "what changed" digest: biggest movers, competitors that
+// appeared or dropped out, new AI platforms and keywords, countries entering a domain's top 5,
+// and the month's data-quality findings. It reads the changes_* views (sql/views/changes.sql),
+// which compare a complete month with the complete month before it, so the digest, the
+// report, the webhook and an analyst's own SQL all agree.
+package changes
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+
+	"sitewatch/pipeline/warehouse"
+)
+
+// ErrNoCompleteMonth reports a warehouse without any complete month: nothing to compare yet.
+var ErrNoCompleteMonth = errors.New("no complete month in the warehouse")
+
+// ErrMonthNotComplete reports a requested month that is not complete (its latest run did not
+// load or reject every watchlist domain).
+var ErrMonthNotComplete = errors.New("month is not complete")
+
+// Metrics of changes_movers, in the order the digest shows them.
+const (
+	MetricVisits         = "visits"
+	MetricGlobalRank     = "global_rank"
+	MetricAIVisits       = "ai_visits"
+	MetricAITrafficShare = "ai_traffic_share"
+	MetricChannelShare   = "channel_share"
+)
+
+var metricOrder = []string{MetricVisits, MetricGlobalRank, MetricAIVisits, MetricAITrafficShare, MetricChannelShare}
+
+// MoversPerMetric bounds the movers the digest keeps per metric (the view has them all).
+const MoversPerMetric = 5
+
+// Mover is one row of changes_movers.
+type Mover struct {
+	Domain, Metric, Channel string // Channel only for MetricChannelShare
+	Previous, Current       float64
+	Change                  float64  // Current - Previous, in the metric's unit
+	ChangeRatio             *float64 // Current/Previous - 1; nil when Previous is 0
+	Improved                *bool    // nil for channel shares and no change
+	Rank                    int      // 1 = biggest move of the metric
+}
+
+// CompetitorChange is one row of changes_competitors.
+type CompetitorChange struct {
+	Domain, Change, Competitor string // Change: new | dropped
+	Position                   int
+	GlobalRank                 *int64
+	TotalVisits                *float64
+	OnWatchlist                bool
+}
+
+// PlatformChange is one row of changes_ai_platforms.
+type PlatformChange struct {
+	Domain, Change, Platform string // Change: new | dropped
+	Rank                     *int64
+	SharePct                 *float64 // percent 0-100
+}
+
+// KeywordChange is one row of changes_keywords.
+type KeywordChange struct {
+	Domain, Change, Keyword string // Change: new | dropped
+	Position                int
+	SearchVolume            *int64
+	EstimatedValueUSD       *float64
+}
+
+// CountryChange is one row of changes_top_countries.
+type CountryChange struct {
+	Domain, Change, CountryCode, CountryName string // Change: entered | left; CountryName "" when unknown
+	Position, PreviousPosition               *int64
+	Share, PreviousShare                     *float64 // decimals 0-1
+}
+
+// Digest is what changed between Month and PreviousMonth, two consecutive complete months.
+type Digest struct {
+	Month         string
+	PreviousMonth string // "" when Month is the first complete month: nothing to compare
+	Domains       int    // domains loaded in both months
+	// Incomplete lists months after Month whose latest run did not complete, so a reader
+	// knows why a newer month is not the one shown.
+	Incomplete []string
+
+	Movers      []Mover // up to MoversPerMetric per metric with a non-zero change, by metric then rank
+	Competitors []CompetitorChange
+	AIPlatforms []PlatformChange
+	Keywords    []KeywordChange
+	Countries   []CountryChange
+
+	Quality        []warehouse.QualityCheckSummary // one per check run on Month; empty when never checked
+	QualityIssues  []warehouse.QualityFinding      // Month's error and warn findings, errors first
+	QualityChecked bool
+}
+
+var monthRE = regexp.MustCompile(`^[0-9]{4}-(0[1-9]|1[0-2])$`)
+
+// Build reads the digest of month (YYYY-MM) compared with the complete month before it; month
+// "" means the latest complete month. It returns an error wrapping ErrNoCompleteMonth when no
+// month is complete, ErrMonthNotComplete when month is not complete, and a plain error when
+// the warehouse lacks the views (a warehouse last written by an older sitewatch).
+func Build(ctx context.Context, db *sql.DB, month string) (*Digest, error) {
+	if month != "" && !monthRE.MatchString(month) {
+		return nil, fmt.Errorf("changes: month %q is not YYYY-MM (e.g. 2026-01)", month)
+	}
+	if err := requireViews(ctx, db); err != nil {
+		return nil, err
+	}
+	d, err := pickMonths(ctx, db, month)
+	if err != nil {
+		return nil, err
+	}
+	steps := []func(context.Context, *sql.DB) error{d.readIncomplete, d.readQuality}
+	if d.PreviousMonth != "" {
+		steps = append(steps, d.readDomains, d.readMovers, d.readCompetitors, d.readPlatforms, d.readKeywords, d.readCountries)
+	}
+	for _, step := range steps {
+		if err := step(ctx, db); err != nil {
+			return nil, fmt.Errorf("changes of %s: %w", d.Month, err)
+		}
+	}
+	return d, nil
+}
+
+// requireViews fails with a way out when the warehouse predates the changes views (they are
+// created when a warehouse is opened for writing).
+func requireViews(ctx context.Context, db *sql.DB) error {
+	var n int
+	err := db.QueryRowContext(ctx, `SELECT count(*) FROM duckdb_views()
+		WHERE view_name IN ('complete_months', 'changes_movers') AND NOT internal`).Scan(&n)
+	if err != nil {
+		return fmt.Errorf("changes: read the warehouse catalog: %w", err)
+	}
+	var q int
+	err = db.QueryRowContext(ctx, `SELECT count(*) FROM duckdb_tables() WHERE table_name = 'quality_checks' AND NOT internal`).Scan(&q)
+	if err != nil {
+		return fmt.Errorf("changes: read the warehouse catalog: %w", err)
+	}
+	if n < 2 || q < 1 {
+		return errors.New("changes: the warehouse has no changes views yet (it was last written by an older sitewatch); " +
+			"run `sitewatch run` or `sitewatch rebuild` once to upgrade it")
+	}
+	return nil
+}
+
+func pickMonths(ctx context.Context, db *sql.DB, month string) (*Digest, error) {
+	q := `SELECT snapshot_month, coalesce(previous_month, '') FROM complete_months`
+	var args []any
+	if month == "" {
+		q += ` ORDER BY snapshot_month DESC LIMIT 1`
+	} else {
+		q += ` WHERE snapshot_month = ?`
+		args = append(args, month)
+	}
+	d := &Digest{}
+	err := db.QueryRowContext(ctx, q, args...).Scan(&d.Month, &d.PreviousMonth)
+	if errors.Is(err, sql.ErrNoRows) {
+		if month == "" {
+			return nil, fmt.Errorf("changes: %w: run `sitewatch run` until a month completes (`sitewatch status` shows each run)", ErrNoCompleteMonth)
+		}
+		return nil, fmt.Errorf("changes: %w: %s (%s); rerun `sitewatch run --snapshot %s` to finish it, or pick one of: %s",
+			ErrMonthNotComplete, month, latestRunOf(ctx, db, month), month, completeList(ctx, db))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("changes: read complete_months: %w", err)
+	}
+	return d, nil
+}
+
+// latestRunOf describes month's latest run for an error message.
+func latestRunOf(ctx context.Context, db *sql.DB, month string) string {
+	var status string
+	var loaded, rejected, total sql.NullInt64
+	err := db.QueryRowContext(ctx, `SELECT status, domains_loaded, domains_rejected, domains_total FROM runs
+		WHERE snapshot_month = ? ORDER BY started_at DESC, run_id DESC LIMIT 1`, month).Scan(&status, &loaded, &rejected, &total)
+	if err != nil {
+		return "no run of that month"
+	}
+	return fmt.Sprintf("latest run %s, %d loaded + %d rejected of %d domains", status, loaded.Int64, rejected.Int64, total.Int64)
+}
+
+func completeList(ctx context.Context, db *sql.DB) string {
+	var months []string
+	rows, err := db.QueryContext(ctx, `SELECT snapshot_month FROM complete_months ORDER BY snapshot_month DESC LIMIT 12`)
+	if err == nil {
+		defer rows.Close()
+		for rows.Next() {
+			var m string
+			if rows.Scan(&m) == nil {
+				months = append(months, m)
+			}
+		}
+	}
+	if len(months) == 0 {
+		return "none yet"
+	}
+	return strings.Join(months, ", ")
+}
+
+func (d *Digest) readIncomplete(ctx context.Context, db *sql.DB) error {
+	return each(ctx, db, `SELECT DISTINCT snapshot_month FROM runs
+		WHERE snapshot_month > ? AND snapshot_month NOT IN (SELECT snapshot_month FROM complete_months)
+		ORDER BY 1`, []any{d.Month}, func(rows *sql.Rows) error {
+		var m string
+		if err := rows.Scan(&m); err != nil {
+			return err
+		}
+		d.Incomplete = append(d.Incomplete, m)
+		return nil
+	})
+}
+
+func (d *Digest) readQuality(ctx context.Context, db *sql.DB) error {
+	var err error
+	if d.Quality, err = warehouse.QualitySummary(ctx, db, d.Month); err != nil {
+		return err
+	}
+	d.QualityChecked = len(d.Quality) > 0
+	d.QualityIssues, err = warehouse.QualityIssues(ctx, db, d.Month)
+	return err
+}
+
+func (d *Digest) readDomains(ctx context.Context, db *sql.DB) error {
+	return db.QueryRowContext(ctx, `SELECT count(*) FROM sites s JOIN sites o ON o.domain = s.domain
+		WHERE s.snapshot_month = ? AND o.snapshot_month = ?`, d.Month, d.PreviousMonth).Scan(&d.Domains)
+}
+
+func (d *Digest) readMovers(ctx context.Context, db *sql.DB) error {
+	// A rank among the moves that changed at all: unchanged rows keep their place in the
+	// view's mover_rank but are no news.
+	err := each(ctx, db, `SELECT domain, metric, coalesce(channel, ''), previous_value, current_value, change,
+			change_ratio, improved,
+			CAST(row_number() OVER (PARTITION BY metric ORDER BY mover_rank) AS BIGINT) AS r
+		FROM changes_movers
+		WHERE snapshot_month = ? AND change <> 0
+		QUALIFY r <= ?
+		ORDER BY metric, r`,
+		[]any{d.Month, MoversPerMetric}, func(rows *sql.Rows) error {
+			var m Mover
+			var ratio sql.NullFloat64
+			var improved sql.NullBool
+			if err := rows.Scan(&m.Domain, &m.Metric, &m.Channel, &m.Previous, &m.Current, &m.Change, &ratio, &improved, &m.Rank); err != nil {
+				return err
+			}
+			m.ChangeRatio = floatPtr(ratio)
+			if improved.Valid {
+				m.Improved = &improved.Bool
+			}
+			d.Movers = append(d.Movers, m)
+			return nil
+		})
+	if err != nil {
+		return err
+	}
+	sort.SliceStable(d.Movers, func(i, j int) bool {
+		return slices.Index(metricOrder, d.Movers[i].Metric) < slices.Index(metricOrder, d.Movers[j].Metric)
+	})
+	return nil
+}
+
+func (d *Digest) readCompetitors(ctx context.Context, db *sql.DB) error {
+	return each(ctx, db, `SELECT domain, change, competitor, competitor_position, competitor_global_rank,
+			competitor_total_visits, competitor_on_watchlist
+		FROM changes_competitors WHERE snapshot_month = ?
+		ORDER BY domain, change DESC, competitor_position, competitor`, []any{d.Month}, func(rows *sql.Rows) error {
+		var c CompetitorChange
+		var rank sql.NullInt64
+		var visits sql.NullFloat64
+		if err := rows.Scan(&c.Domain, &c.Change, &c.Competitor, &c.Position, &rank, &visits, &c.OnWatchlist); err != nil {
+			return err
+		}
+		c.GlobalRank, c.TotalVisits = intPtr(rank), floatPtr(visits)
+		d.Competitors = append(d.Competitors, c)
+		return nil
+	})
+}
+
+func (d *Digest) readPlatforms(ctx context.Context, db *sql.DB) error {
+	return each(ctx, db, `SELECT domain, change, platform, rank, share_pct
+		FROM changes_ai_platforms WHERE snapshot_month = ?
+		ORDER BY domain, change DESC, rank NULLS LAST, platform`, []any{d.Month}, func(rows *sql.Rows) error {
+		var p PlatformChange
+		var rank sql.NullInt64
+		var share sql.NullFloat64
+		if err := rows.Scan(&p.Domain, &p.Change, &p.Platform, &rank, &share); err != nil {
+			return err
+		}
+		p.Rank, p.SharePct = intPtr(rank), floatPtr(share)
+		d.AIPlatforms = append(d.AIPlatforms, p)
+		return nil
+	})
+}
+
+func (d *Digest) readKeywords(ctx context.Context, db *sql.DB) error {
+	return each(ctx, db, `SELECT domain, change, keyword, position, search_volume, estimated_value_usd
+		FROM changes_keywords WHERE snapshot_month = ?
+		ORDER BY domain, change DESC, position, keyword`, []any{d.Month}, func(rows *sql.Rows) error {
+		var k KeywordChange
+		var volume sql.NullInt64
+		var value sql.NullFloat64
+		if err := rows.Scan(&k.Domain, &k.Change, &k.Keyword, &k.Position, &volume, &value); err != nil {
+			return err
+		}
+		k.SearchVolume, k.EstimatedValueUSD = intPtr(volume), floatPtr(value)
+		d.Keywords = append(d.Keywords, k)
+		return nil
+	})
+}
+
+func (d *Digest) readCountries(ctx context.Context, db *sql.DB) error {
+	return each(ctx, db, `SELECT domain, change, country_code, coalesce(country_name, ''), position, previous_position,
+			share, previous_share
+		FROM changes_top_countries WHERE snapshot_month = ?
+		ORDER BY domain, change, coalesce(position, previous_position), country_code`, []any{d.Month}, func(rows *sql.Rows) error {
+		var c CountryChange
+		var pos, prevPos sql.NullInt64
+		var share, prevShare sql.NullFloat64
+		if err := rows.Scan(&c.Domain, &c.Change, &c.CountryCode, &c.CountryName, &pos, &prevPos, &share, &prevShare); err != nil {
+			return err
+		}
+		c.Position, c.PreviousPosition = intPtr(pos), intPtr(prevPos)
+		c.Share, c.PreviousShare = floatPtr(share), floatPtr(prevShare)
+		d.Countries = append(d.Countries, c)
+		return nil
+	})
+}
+
+func each(ctx context.Context, db *sql.DB, query string, args []any, fn func(*sql.Rows) error) error {
+	rows, err := db.QueryContext(ctx, query, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := fn(rows); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+func floatPtr(v sql.NullFloat64) *float64 {
+	if !v.Valid {
+		return nil
+	}
+	return &v.Float64
+}
+
+func intPtr(v sql.NullInt64) *int64 {
+	if !v.Valid {
+		return nil
+	}
+	return &v.Int64
+}

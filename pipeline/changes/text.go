@@ -1,0 +1,357 @@
+package changes
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+)
+
+// MaxLinesPerSection bounds each list of WriteText; the rest is counted and pointed to its view.
+const MaxLinesPerSection = 15
+
+var metricTitles = map[string]string{
+	MetricVisits:         "Visits",
+	MetricGlobalRank:     "Global rank (1 = most visited)",
+	MetricAIVisits:       "AI-referred visits",
+	MetricAITrafficShare: "AI share of traffic",
+	MetricChannelShare:   "Channel share",
+}
+
+// WriteText writes the digest for a terminal: movers per metric, then competitors, AI
+// platforms, keywords and countries per domain, then the quality findings. Every list is
+// bounded by MaxLinesPerSection and names the view holding the rest. It returns the first
+// write error.
+func (d *Digest) WriteText(w io.Writer) error {
+	p := &printer{w: w}
+	p.printf("What changed in %s\n", d.Month)
+	if d.PreviousMonth == "" {
+		p.printf("  %s is the first complete month: nothing to compare yet.\n", d.Month)
+	} else {
+		p.printf("  compared with %s, the complete month before; %d domains loaded in both. Traffic figures are estimates.\n",
+			d.PreviousMonth, d.Domains)
+	}
+	if len(d.Incomplete) > 0 {
+		p.printf("  Not complete yet (not compared): %s.\n", strings.Join(d.Incomplete, ", "))
+	}
+	if d.PreviousMonth != "" {
+		d.writeMovers(p)
+		d.writeCompetitors(p)
+		d.writePlatforms(p)
+		d.writeKeywords(p)
+		d.writeCountries(p)
+	}
+	d.writeQuality(p)
+	return p.err
+}
+
+// Headline is one or two lines for a chat message or webhook: the months compared, the
+// biggest visits mover, the counts of new competitors, AI platforms, keywords and top-5
+// countries, and the quality verdict.
+func (d *Digest) Headline() string {
+	var first string
+	if d.PreviousMonth == "" {
+		first = fmt.Sprintf("sitewatch %s: first complete month, nothing to compare yet.", d.Month)
+	} else {
+		parts := []string{}
+		if m, ok := d.topMover(MetricVisits); ok {
+			parts = append(parts, fmt.Sprintf("biggest mover %s visits %s", m.Domain, ratioText(m.ChangeRatio, m.Change)))
+		}
+		parts = append(parts,
+			plural(d.count(d.competitorChanges(), "new"), "new competitor", "new competitors"),
+			plural(d.count(d.platformChanges(), "new"), "new AI platform", "new AI platforms"),
+			plural(d.count(d.keywordChanges(), "new"), "new keyword", "new keywords"),
+			plural(d.count(d.countryChanges(), "entered"), "country into a top 5", "countries into a top 5"))
+		first = fmt.Sprintf("sitewatch %s vs %s: %s.", d.Month, d.PreviousMonth, strings.Join(parts, ", "))
+	}
+	return first + "\n" + d.qualityVerdict()
+}
+
+func (d *Digest) topMover(metric string) (Mover, bool) {
+	for _, m := range d.Movers {
+		if m.Metric == metric {
+			return m, true
+		}
+	}
+	return Mover{}, false
+}
+
+func (d *Digest) competitorChanges() []string {
+	return changeKinds(d.Competitors, func(c CompetitorChange) string { return c.Change })
+}
+func (d *Digest) platformChanges() []string {
+	return changeKinds(d.AIPlatforms, func(c PlatformChange) string { return c.Change })
+}
+func (d *Digest) keywordChanges() []string {
+	return changeKinds(d.Keywords, func(c KeywordChange) string { return c.Change })
+}
+func (d *Digest) countryChanges() []string {
+	return changeKinds(d.Countries, func(c CountryChange) string { return c.Change })
+}
+
+func changeKinds[T any](items []T, kind func(T) string) []string {
+	out := make([]string, len(items))
+	for i, it := range items {
+		out[i] = kind(it)
+	}
+	return out
+}
+
+func (d *Digest) count(kinds []string, kind string) int {
+	n := 0
+	for _, k := range kinds {
+		if k == kind {
+			n++
+		}
+	}
+	return n
+}
+
+func (d *Digest) qualityVerdict() string {
+	if !d.QualityChecked {
+		return fmt.Sprintf("Data quality of %s: not checked yet.", d.Month)
+	}
+	errs, warns := 0, 0
+	for _, q := range d.Quality {
+		errs += q.Errors
+		warns += q.Warnings
+	}
+	if errs == 0 && warns == 0 {
+		return fmt.Sprintf("Data quality of %s: all %d checks passed.", d.Month, len(d.Quality))
+	}
+	return fmt.Sprintf("Data quality of %s: %s, %s (%d checks).", d.Month,
+		plural(errs, "error", "errors"), plural(warns, "warning", "warnings"), len(d.Quality))
+}
+
+func (d *Digest) writeMovers(p *printer) {
+	p.printf("\nBiggest movers\n")
+	if len(d.Movers) == 0 {
+		p.printf("  no metric changed\n")
+		return
+	}
+	metric := ""
+	tw := p.table()
+	for _, m := range d.Movers {
+		if m.Metric != metric {
+			metric = m.Metric
+			fmt.Fprintf(tw, "  %s\n", metricTitles[metric])
+		}
+		name := m.Domain
+		if m.Channel != "" {
+			name += " " + m.Channel
+		}
+		fmt.Fprintf(tw, "    %s\t%s\t→ %s\t%s\n", name, value(m.Metric, m.Previous), value(m.Metric, m.Current), moveText(m))
+	}
+	p.flush(tw)
+}
+
+func (d *Digest) writeCompetitors(p *printer) {
+	p.printf("\nCompetitors that appeared or dropped out\n")
+	lines := make([]string, 0, len(d.Competitors))
+	for _, c := range d.Competitors {
+		detail := []string{}
+		if c.GlobalRank != nil {
+			detail = append(detail, "#"+thousands(float64(*c.GlobalRank)))
+		}
+		if c.TotalVisits != nil {
+			detail = append(detail, thousands(*c.TotalVisits)+" visits")
+		}
+		if c.OnWatchlist {
+			detail = append(detail, "on the watchlist")
+		}
+		lines = append(lines, fmt.Sprintf("  %s\t%s\t%s\t%s", c.Domain, c.Change, c.Competitor, strings.Join(detail, ", ")))
+	}
+	p.list(lines, "changes_competitors", d.Month)
+}
+
+func (d *Digest) writePlatforms(p *printer) {
+	p.printf("\nAI platforms that appeared or dropped out\n")
+	lines := make([]string, 0, len(d.AIPlatforms))
+	for _, a := range d.AIPlatforms {
+		detail := ""
+		if a.Rank != nil && a.SharePct != nil {
+			detail = fmt.Sprintf("#%d, %.1f%% of AI visits", *a.Rank, *a.SharePct)
+		}
+		lines = append(lines, fmt.Sprintf("  %s\t%s\t%s\t%s", a.Domain, a.Change, a.Platform, detail))
+	}
+	p.list(lines, "changes_ai_platforms", d.Month)
+}
+
+func (d *Digest) writeKeywords(p *printer) {
+	p.printf("\nTop keywords that appeared or dropped out\n")
+	lines := make([]string, 0, len(d.Keywords))
+	for _, k := range d.Keywords {
+		detail := fmt.Sprintf("#%d", k.Position)
+		if k.SearchVolume != nil {
+			detail += ", " + thousands(float64(*k.SearchVolume)) + " searches/month"
+		}
+		lines = append(lines, fmt.Sprintf("  %s\t%s\t%q\t%s", k.Domain, k.Change, k.Keyword, detail))
+	}
+	p.list(lines, "changes_keywords", d.Month)
+}
+
+func (d *Digest) writeCountries(p *printer) {
+	p.printf("\nCountries entering or leaving a top 5\n")
+	lines := make([]string, 0, len(d.Countries))
+	for _, c := range d.Countries {
+		name := c.CountryCode
+		if c.CountryName != "" {
+			name = c.CountryName + " (" + c.CountryCode + ")"
+		}
+		lines = append(lines, fmt.Sprintf("  %s\t%s\t%s\t%s → %s", c.Domain, c.Change, name,
+			positionShare(c.PreviousPosition, c.PreviousShare), positionShare(c.Position, c.Share)))
+	}
+	p.list(lines, "changes_top_countries", d.Month)
+}
+
+func (d *Digest) writeQuality(p *printer) {
+	p.printf("\n%s\n", d.qualityVerdict())
+	if !d.QualityChecked {
+		return
+	}
+	lines := make([]string, 0, len(d.QualityIssues))
+	for _, f := range d.QualityIssues {
+		lines = append(lines, fmt.Sprintf("  %s\t%s\t%s\t%s\tobserved %s, expected %s",
+			f.Severity, f.Check, f.Table, orDash(f.Domain), f.Observed, f.Expected))
+	}
+	if len(lines) > 0 {
+		p.list(lines, "quality_checks", d.Month)
+	}
+}
+
+// printer remembers the first write error so the writers can print without checking each call.
+type printer struct {
+	w   io.Writer
+	err error
+}
+
+func (p *printer) Write(b []byte) (int, error) {
+	if p.err != nil {
+		return 0, p.err
+	}
+	n, err := p.w.Write(b)
+	p.err = err
+	return n, err
+}
+
+func (p *printer) printf(format string, args ...any) { fmt.Fprintf(p, format, args...) }
+
+func (p *printer) table() *tabwriter.Writer { return tabwriter.NewWriter(p, 0, 0, 2, ' ', 0) }
+
+func (p *printer) flush(tw *tabwriter.Writer) {
+	if err := tw.Flush(); err != nil && p.err == nil {
+		p.err = err
+	}
+}
+
+// list prints up to MaxLinesPerSection tab-separated lines aligned, then how many more there
+// are and the query that shows them all.
+func (p *printer) list(lines []string, view, month string) {
+	if len(lines) == 0 {
+		p.printf("  none\n")
+		return
+	}
+	tw := p.table()
+	for i, l := range lines {
+		if i == MaxLinesPerSection {
+			break
+		}
+		fmt.Fprintln(tw, l)
+	}
+	p.flush(tw)
+	if more := len(lines) - MaxLinesPerSection; more > 0 {
+		p.printf("  … and %d more: sitewatch query \"SELECT * FROM %s WHERE snapshot_month = '%s'\"\n", more, view, month)
+	}
+}
+
+// value renders a metric value in its unit.
+func value(metric string, v float64) string {
+	switch metric {
+	case MetricGlobalRank:
+		return "#" + thousands(v)
+	case MetricAITrafficShare, MetricChannelShare:
+		return strconv.FormatFloat(v*100, 'f', 1, 64) + "%"
+	default:
+		return thousands(v)
+	}
+}
+
+func moveText(m Mover) string {
+	switch m.Metric {
+	case MetricGlobalRank:
+		places := thousands(math.Abs(m.Change))
+		if m.Change < 0 {
+			return "up " + places + " places"
+		}
+		return "down " + places + " places"
+	case MetricAITrafficShare, MetricChannelShare:
+		return signed(m.Change*100, 1) + " pts"
+	default:
+		return ratioText(m.ChangeRatio, m.Change)
+	}
+}
+
+// ratioText is a relative change in percent, or the absolute change when the base was 0.
+func ratioText(ratio *float64, change float64) string {
+	if ratio == nil {
+		return signedThousands(change) + " (from 0)"
+	}
+	return signed(*ratio*100, 1) + "%"
+}
+
+func signed(v float64, decimals int) string {
+	s := strconv.FormatFloat(v, 'f', decimals, 64)
+	if v >= 0 {
+		s = "+" + s
+	}
+	return s
+}
+
+func signedThousands(v float64) string {
+	if v >= 0 {
+		return "+" + thousands(v)
+	}
+	return "-" + thousands(-v)
+}
+
+// thousands renders v rounded to an integer with comma separators (1234567 -> 1,234,567).
+func thousands(v float64) string {
+	s := strconv.FormatFloat(math.Round(math.Abs(v)), 'f', 0, 64)
+	var b strings.Builder
+	if v < 0 && s != "0" {
+		b.WriteByte('-')
+	}
+	for i, r := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+func positionShare(pos *int64, share *float64) string {
+	if pos == nil {
+		return "not listed"
+	}
+	if share == nil {
+		return fmt.Sprintf("#%d", *pos)
+	}
+	return fmt.Sprintf("#%d (%.1f%%)", *pos, *share*100)
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return strconv.Itoa(n) + " " + many
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

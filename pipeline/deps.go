@@ -1,0 +1,57 @@
+// Package pipeline is the run itself: which calls a snapshot still needs, fetching them
+// through a Fetcher, landing the answers in a Store under the month the API's data is for, and
+// the schedule that keeps the current month complete. It declares the small interfaces it
+// needs; pipeline/atlas and pipeline/warehouse implement them, and cmd/sitewatch wires them.
+package pipeline
+
+import (
+	"context"
+	"time"
+
+	"sitewatch/pipeline/atlas"
+	"sitewatch/pipeline/warehouse"
+)
+
+// Fetcher is what a run needs of the API client.
+type Fetcher interface {
+	// FetchAll makes the calls, handing each result to handle from one goroutine, and returns
+	// the reason the client stopped early (nil when every call was attempted).
+	FetchAll(ctx context.Context, reqs []atlas.Request, handle func(atlas.Result)) error
+	// Stop ends the run's fetching: no new call starts; calls in flight finish.
+	Stop(reason error)
+	Stats() atlas.Stats
+}
+
+// Store is what a run needs of the warehouse.
+type Store interface {
+	State(ctx context.Context, month string) (*warehouse.SnapshotState, error)
+	// Store lands one answer; storage errors may surface at a later Store or at Flush.
+	Store(ctx context.Context, month string, raw warehouse.Raw) error
+	// Flush commits every answer Store accepted.
+	Flush(ctx context.Context) error
+	// RecordCharge records a charged answer that was not stored, for the credit ledger.
+	RecordCharge(ctx context.Context, c warehouse.Charge) error
+	RecordFetchError(ctx context.Context, e warehouse.FetchError) error
+	StartRun(ctx context.Context, r warehouse.RunRecord) error
+	FinishRun(ctx context.Context, r warehouse.RunRecord) error
+	ExportParquet(ctx context.Context, month string) error
+	// ExportRunHealth re-exports the runs, fetch_errors and quality_checks Parquet of month.
+	ExportRunHealth(ctx context.Context, month string) error
+	// RunQualityChecks records the data-quality findings of month (never blocks loading).
+	RunQualityChecks(ctx context.Context, month string) ([]warehouse.QualityFinding, error)
+	// LatestMonth is the newest month with any stored answer ("" for an empty warehouse).
+	LatestMonth(ctx context.Context) (string, error)
+	// MonthCompleteSince says when month was first complete.
+	MonthCompleteSince(ctx context.Context, month string) (time.Time, bool, error)
+}
+
+// Clock tells the time; tests pass a controllable one.
+type Clock interface {
+	Now() time.Time
+}
+
+// The adapters implement the interfaces (checked at compile time).
+var (
+	_ Fetcher = (*atlas.Client)(nil)
+	_ Store   = (*warehouse.Warehouse)(nil)
+)

@@ -1,0 +1,94 @@
+package pipeline
+
+import (
+	"time"
+
+	"sitewatch/schema"
+)
+
+// A snapshot is the month the API's data is for, never the wall-clock month: see
+// docs/design.md ("Snapshots are data months"). The rule, applied to every site-overview
+// answer:
+//
+//  1. traffic.period (YYYY-MM), the month the traffic figures describe;
+//  2. else, when meta.snapshot_date is absent or the same date as the answers that set the
+//     run's month, the run's month (a missing period on one domain does not split the month);
+//  3. else the month of meta.snapshot_date (the API moved on and says so only there).
+//
+// site-similar and country-metadata answers carry no date: they belong to the month of their
+// domain's overview answered in the same run, else to the run's month.
+
+// monthOfPeriod returns p when it is a valid YYYY-MM.
+func monthOfPeriod(p *string) (string, bool) {
+	if p == nil {
+		return "", false
+	}
+	if _, err := time.Parse("2006-01", *p); err != nil || len(*p) != 7 {
+		return "", false
+	}
+	return *p, true
+}
+
+// monthOfDate returns the YYYY-MM of a YYYY-MM-DD date.
+func monthOfDate(d *string) (string, bool) {
+	if d == nil {
+		return "", false
+	}
+	t, err := time.Parse("2006-01-02", *d)
+	if err != nil {
+		return "", false
+	}
+	return t.Format("2006-01"), true
+}
+
+// monthTracker decides the data month of each answer of one run.
+type monthTracker struct {
+	month        string            // the run's month, set by the first overview answer
+	snapshotDate string            // meta.snapshot_date of the answer that set month
+	byDomain     map[string]string // domain -> month of its overview answered in this run
+}
+
+func newMonthTracker() *monthTracker {
+	return &monthTracker{byDomain: map[string]string{}}
+}
+
+// overview returns the data month of an overview answer ("" when it says nothing usable and
+// the run has no month yet) and remembers it for the domain's other answers.
+func (m *monthTracker) overview(domain string, ov *schema.SiteOverview) string {
+	month := m.overviewMonth(ov)
+	if month == "" {
+		return ""
+	}
+	if m.month == "" {
+		m.month = month
+		if ov.Meta.SnapshotDate != nil {
+			m.snapshotDate = *ov.Meta.SnapshotDate
+		}
+	}
+	m.byDomain[domain] = month
+	return month
+}
+
+func (m *monthTracker) overviewMonth(ov *schema.SiteOverview) string {
+	if ov.Traffic != nil {
+		if month, ok := monthOfPeriod(ov.Traffic.Period); ok {
+			return month
+		}
+	}
+	date := ov.Meta.SnapshotDate
+	if m.month != "" && (date == nil || *date == m.snapshotDate) {
+		return m.month
+	}
+	if month, ok := monthOfDate(date); ok {
+		return month
+	}
+	return m.month
+}
+
+// other returns the month of an answer that carries no date.
+func (m *monthTracker) other(domain string) string {
+	if month, ok := m.byDomain[domain]; ok {
+		return month
+	}
+	return m.month
+}

@@ -1,0 +1,119 @@
+package pipeline
+
+import (
+	"context"
+	"database/sql"
+	"os"
+	"time"
+
+	"sitewatch/pipeline/atlas"
+	"sitewatch/pipeline/changes"
+	"sitewatch/pipeline/livestatus"
+	"sitewatch/pipeline/metrics"
+	"sitewatch/pipeline/notify"
+	"sitewatch/pipeline/warehouse"
+)
+
+// observers are what watches a run from outside: the live progress file beside the
+// warehouse (for `sitewatch status` while the run holds the file), the Prometheus recorder
+// (schedule --listen, run --metrics-file) and the webhook.
+type observers struct {
+	keeper   *livestatus.Keeper
+	metrics  *metrics.Recorder
+	notifier *notify.Notifier
+}
+
+// startObserving starts the progress file and tells the recorder a run began.
+func (r *runState) startObserving(started time.Time, month string) {
+	r.obs.metrics = r.env.Metrics
+	r.obs.metrics.RunStarted(month, len(r.wl.Domains), started)
+	r.obs.keeper = livestatus.Start(livestatus.Path(r.cfg.Warehouse.DuckDB), 0, func() livestatus.Status {
+		return r.liveStatus(started)
+	}, r.env.Logger)
+}
+
+// liveStatus is the progress file's content now.
+func (r *runState) liveStatus(started time.Time) livestatus.Status {
+	pr := r.progress.snapshot()
+	stats := r.client.Stats()
+	st := livestatus.Status{RunID: r.sum.RunID, Month: pr.Month, Loaded: pr.Loaded, Total: len(r.wl.Domains),
+		Requests: stats.Requests, RateLimited: stats.RateLimited, CreditsSpent: stats.CreditsSpent,
+		Rate: pr.RatePerSecond, StartedAt: started}
+	if stats.CreditsRemaining >= 0 {
+		left := stats.CreditsRemaining
+		st.CreditsLeft = &left
+	}
+	if pr.ETA >= 0 {
+		eta := pr.ETA.Seconds()
+		st.ETASeconds = &eta
+	}
+	return st
+}
+
+// observeProgress feeds the recorder and Env.OnProgress.
+func (r *runState) observeProgress(pr Progress, stats atlas.Stats) {
+	r.env.Metrics.Progress(metrics.Progress{Loaded: pr.Loaded, Requests: stats.ByStatus, RateLimited: stats.RateLimited,
+		Retries: stats.Retries, CreditsSpent: stats.CreditsSpent, CreditsLeft: stats.CreditsRemaining})
+	if r.env.OnProgress != nil {
+		r.env.OnProgress(pr, stats)
+	}
+}
+
+// finishObserving marks the progress file final and tells the recorder the outcome.
+func (r *runState) finishObserving(finished time.Time, msg string) {
+	if err := r.obs.keeper.Finish(r.sum.Status, msg); err != nil {
+		r.env.Logger.Warn("could not finalize the progress file", "err", err)
+	}
+	r.obs.metrics.RunFinished(r.sum.Status, finished)
+	if r.sum.Status == StatusComplete || r.sum.Status == StatusUpToDate {
+		if err := r.obs.metrics.MonthComplete(r.sum.Snapshot, finished); err != nil {
+			r.env.Logger.Warn("could not record the complete month in the metrics", "err", err)
+		}
+	}
+}
+
+// notifyOutcome posts the run's outcome to the webhook (bounded by the notifier's timeout;
+// a failing webhook is logged, never the run's failure). A complete month leads with what
+// changed since the previous one.
+func notifyOutcome(ctx context.Context, n *notify.Notifier, db *sql.DB, sum *Summary, runErr error, logger logWarner) {
+	if n == nil {
+		return
+	}
+	ev := notify.Event{RunID: sum.RunID, Month: sum.Snapshot, Outcome: sum.Status, Loaded: sum.DomainsLoaded,
+		Total: sum.DomainsTotal, CreditsSpent: int64(sum.CreditsSpent), CreditsLeft: sum.CreditsRemaining, Duration: sum.Duration}
+	ev.Host, _ = os.Hostname()
+	if runErr != nil {
+		ev.FirstError = runErr.Error()
+	}
+	if sum.Status == StatusComplete {
+		if d, err := changes.Build(ctx, db, sum.Snapshot); err == nil {
+			ev.Changes = d.Headline()
+		}
+	}
+	if err := n.Send(context.WithoutCancel(ctx), ev); err != nil {
+		logger.Warn("webhook notification failed (the run's outcome is unchanged)", "err", err)
+	}
+}
+
+// notifyAbandoned reports runs the warehouse found dead at open.
+func notifyAbandoned(ctx context.Context, n *notify.Notifier, runs []warehouse.RunRecord, logger logWarner) {
+	for _, a := range runs {
+		logger.Warn("a run whose process died was recorded as abandoned", "run_id", a.RunID, "snapshot", a.SnapshotMonth,
+			"domains_loaded", a.DomainsLoaded, "credits_spent", a.CreditsSpent)
+		if n == nil {
+			continue
+		}
+		ev := notify.Event{RunID: a.RunID, Month: a.SnapshotMonth, Outcome: notify.OutcomeAbandoned, Loaded: a.DomainsLoaded,
+			Total: a.DomainsTotal, CreditsSpent: int64(a.CreditsSpent), CreditsLeft: -1, FirstError: "the run's process died (killed or power loss)"}
+		if a.FinishedAt != nil {
+			ev.Duration = a.FinishedAt.Sub(a.StartedAt)
+		}
+		if err := n.Send(context.WithoutCancel(ctx), ev); err != nil {
+			logger.Warn("webhook notification failed", "err", err)
+		}
+	}
+}
+
+type logWarner interface {
+	Warn(msg string, args ...any)
+}

@@ -1,0 +1,169 @@
+package report
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// layoutProbe is appended to a copy of the report (the report itself has no script). Once the
+// embedded font is loaded it measures, in the browser's own layout, every SVG text against its
+// chart's viewBox and against the other texts of the chart, and every table cell, card, legend
+// entry and small-multiple title for clipped content, and writes what it found into the DOM.
+const layoutProbe = `<script>
+document.fonts.ready.then(function () {
+  var out = [], texts = 0;
+  document.querySelectorAll('svg').forEach(function (svg) {
+    var vb = svg.viewBox.baseVal, boxes = [];
+    svg.querySelectorAll('text').forEach(function (t) {
+      var b = t.getBBox(); texts++;
+      if (b.x < -0.5 || b.y < -0.5 || b.x + b.width > vb.width + 0.5 || b.y + b.height > vb.height + 0.5)
+        out.push('OUTSIDE ' + t.textContent);
+      boxes.forEach(function (o) {
+        if (b.x < o.b.x + o.b.width - 0.5 && o.b.x < b.x + b.width - 0.5 && b.y < o.b.y + o.b.height - 0.5 && o.b.y < b.y + b.height - 0.5)
+          out.push('OVERLAP ' + t.textContent + ' / ' + o.s);
+      });
+      boxes.push({b: b, s: t.textContent});
+    });
+  });
+  document.querySelectorAll('td, th, .card .value, .card .label, .card .detail, .multiple .name, .legend > span, nav a').forEach(function (e) {
+    if (e.scrollWidth > e.clientWidth + 1 || e.scrollHeight > e.clientHeight + 1) out.push('CLIPPED ' + e.textContent.slice(0, 80));
+  });
+  document.querySelectorAll('.legend .sw').forEach(function (e) {
+    var r = e.getBoundingClientRect();
+    if (r.width < 8 || r.height < 8 || getComputedStyle(e).backgroundColor === 'rgba(0, 0, 0, 0)') out.push('SWATCH missing for ' + e.parentNode.textContent);
+  });
+  document.querySelectorAll('section').forEach(function (s) {
+    if (s.getBoundingClientRect().right > document.documentElement.clientWidth + 1) out.push('WIDE section ' + s.id);
+  });
+  var p = document.createElement('pre');
+  p.id = 'layout-probe';
+  p.textContent = 'texts=' + texts + ' fonts=' + document.fonts.check('12px "Liberation Sans"') + '\n' + out.join('\n');
+  document.body.appendChild(p);
+});
+</script>`
+
+// chromiumPath finds Debian's chromium; CI=true makes its absence a failure.
+func chromiumPath(t *testing.T) string {
+	t.Helper()
+	if _, err := os.Stat("/usr/bin/chromium"); err == nil {
+		return "/usr/bin/chromium"
+	}
+	if p, err := exec.LookPath("chromium"); err == nil {
+		return p
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("chromium not found (CI=true requires it; .ci/run installs Debian's chromium)")
+	}
+	t.Skip("chromium not installed (apt-get install -y chromium)")
+	return ""
+}
+
+// renderedDOM opens html (plus the layout probe) in headless Chromium with networking off and
+// returns the DOM after the probe ran.
+func renderedDOM(t *testing.T, html string, width int) string {
+	t.Helper()
+	chromium := chromiumPath(t)
+	dir := t.TempDir()
+	page := filepath.Join(dir, "report.html")
+	probed := strings.Replace(html, "</body>", layoutProbe+"</body>", 1)
+	if err := os.WriteFile(page, []byte(probed), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+		"--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync",
+		"--user-data-dir="+filepath.Join(dir, "profile"), "--window-size="+strconv.Itoa(width)+",2000",
+		"--virtual-time-budget=10000", "--dump-dom", "file://"+page)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("chromium: %v\n%s", err, stderr.String())
+	}
+	return string(out)
+}
+
+var probeRE = regexp.MustCompile(`(?s)<pre id="layout-probe">texts=(\d+) fonts=(\w+)\n?(.*?)</pre>`)
+
+// TestRenderInChromium renders the 28-domain report at a desktop and a laptop width and
+// asserts on the browser's layout: every section present and linked, every domain labelled
+// in the small multiples, no SVG text outside its chart or on top of another, no clipped table
+// cell, card or legend entry, every legend entry with a visible swatch.
+func TestRenderInChromium(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a browser")
+	}
+	db := openWarehouse(t)
+	loadRich(t, db)
+	insertRun(t, db, "2026-02", "stopped_credits", 30, 28, 0, 2, 2, 0) // a later run ran out of credits
+	html := render(t, db, "2026-02")
+	for _, width := range []int{1280, 900} {
+		t.Run(strconv.Itoa(width), func(t *testing.T) {
+			dom := renderedDOM(t, html, width)
+			m := probeRE.FindStringSubmatch(dom)
+			if m == nil {
+				t.Fatalf("the layout probe did not run; DOM tail:\n%s", tail(dom, 2000))
+			}
+			if n, _ := strconv.Atoi(m[1]); n < 300 {
+				t.Errorf("probe measured %d SVG texts, want at least 300", n)
+			}
+			if m[2] != "true" {
+				t.Errorf("the embedded font did not load")
+			}
+			if problems := strings.TrimSpace(m[3]); problems != "" {
+				t.Errorf("layout problems:\n%s", problems)
+			}
+			for _, id := range sectionIDs {
+				if !strings.Contains(dom, `<section id="`+id+`">`) || !strings.Contains(dom, `href="#`+id+`"`) {
+					t.Errorf("section %q missing or not in the contents", id)
+				}
+			}
+			for _, d := range richDomains {
+				if !strings.Contains(dom, `<div class="name">`+d) {
+					t.Errorf("no small multiple titled %s", d)
+				}
+			}
+			if !strings.Contains(dom, "Incomplete snapshot: 28 of 30 domains loaded") || !strings.Contains(dom, "stopped for credits") {
+				t.Errorf("the incomplete-snapshot warning is missing")
+			}
+		})
+	}
+}
+
+// TestLayoutProbeCatchesFaults shows the probe can fail: a text past its chart's edge, two
+// texts on top of each other, a clipped cell and a legend entry without a swatch colour.
+func TestLayoutProbeCatchesFaults(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a browser")
+	}
+	bad := `<!DOCTYPE html><html><body>
+<svg viewBox="0 0 100 40" width="100" height="40"><text x="60" y="20" font-size="12">far-too-long-label.example</text>
+<text x="2" y="35" font-size="12">aaaa</text><text x="10" y="35" font-size="12">bbbb</text></svg>
+<table style="table-layout:fixed;width:60px"><tr><td style="overflow:hidden;white-space:nowrap">a very long cell that cannot fit</td></tr></table>
+<div class="legend"><span><span class="sw" style="display:inline-block;width:12px;height:12px"></span>no colour</span></div>
+</body></html>`
+	m := probeRE.FindStringSubmatch(renderedDOM(t, bad, 800))
+	if m == nil {
+		t.Fatal("the layout probe did not run")
+	}
+	for _, want := range []string{"OUTSIDE far-too-long-label.example", "OVERLAP bbbb / aaaa", "CLIPPED a very long cell", "SWATCH missing for no colour"} {
+		if !strings.Contains(m[3], want) {
+			t.Errorf("probe did not report %q; it reported:\n%s", want, m[3])
+		}
+	}
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
+}

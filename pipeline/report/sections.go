@@ -1,0 +1,528 @@
+package report
+
+import (
+	"database/sql"
+	"fmt"
+	"html/template"
+	"math"
+	"sort"
+	"strings"
+)
+
+// sparkCard is one small multiple: a domain's traffic on its own scale, with its figures.
+type sparkCard struct {
+	Domain, Rank, Last, LastMonth, MoM, MoMTone, YoY, YoYTone string
+	Analytics                                                 bool
+	SVG                                                       template.HTML
+}
+
+func buildTraffic(d *data) []sparkCard {
+	var cards []sparkCard
+	for _, s := range d.Sites {
+		pts := d.Traffic[s.Domain]
+		c := sparkCard{Domain: s.Domain, Rank: rank(s.GlobalRank), Last: humanNull(s.LastVisits), MoM: "—", YoY: "—",
+			Analytics: s.FromGA, SVG: sparkline(s.Domain, pts, s.LastMonth.AddDate(-1, 0, 0))}
+		if !s.LastMonth.IsZero() {
+			c.LastMonth = s.LastMonth.Format("Jan 2006")
+		}
+		if ch, ok := s.mom(); ok {
+			c.MoM, c.MoMTone = signedPct(ch), tone(ch)
+		}
+		if ch, ok := s.yoy(); ok {
+			c.YoY, c.YoYTone = signedPct(ch), tone(ch)
+		}
+		cards = append(cards, c)
+	}
+	return cards
+}
+
+// buildSize draws every domain's visits in the period on a log scale, with its global rank.
+func buildSize(d *data) template.HTML {
+	var rows []barRow
+	have := false
+	for _, s := range d.Sites {
+		r := barRow{Label: s.Domain, Text: "no visits figure"}
+		if s.TotalVisits.Valid {
+			have = true
+			r.Value, r.Valid = s.TotalVisits.Float64, true
+			r.Text = human(s.TotalVisits.Float64)
+			if s.GlobalRank.Valid {
+				r.Text += " · rank " + rank(s.GlobalRank)
+			}
+		}
+		rows = append(rows, r)
+	}
+	if !have {
+		return ""
+	}
+	return logBars("visits in the period per domain, log scale", rows)
+}
+
+// yoyCap keeps one domain that tripled from flattening every other bar.
+const yoyCap = 1.0
+
+func buildYoY(d *data) *chartSection {
+	var rows []barRow
+	capped, have := false, false
+	for _, s := range d.Sites {
+		r := barRow{Label: s.Domain, Text: "no month a year earlier"}
+		if ch, ok := s.yoy(); ok {
+			have = true
+			r.Value, r.Valid = ch, true
+			r.Text = fmt.Sprintf("%s (%s → %s)", signedPct(ch), human(s.YearAgoVisits.Float64), human(s.LastVisits.Float64))
+			capped = capped || math.Abs(ch) > yoyCap
+		}
+		rows = append(rows, r)
+	}
+	if !have {
+		return nil
+	}
+	sort.SliceStable(rows, func(i, j int) bool {
+		if rows[i].Valid != rows[j].Valid {
+			return rows[i].Valid
+		}
+		return rows[i].Value > rows[j].Value
+	})
+	note := "Visits in each domain's latest history month against the same month a year earlier (estimates)."
+	if capped {
+		note += " Bars stop at ±100%; the printed value is the true change."
+	}
+	return &chartSection{Note: note, SVG: divergingBars("year-on-year change of monthly visits per domain", rows, yoyCap)}
+}
+
+// channels is the order of traffic.sources_share's ten keys in the spec.
+var channels = []string{"direct", "organic_search", "paid_search", "organic_social", "paid_social",
+	"email", "referrals", "generative_ai", "affiliate", "display_ads"}
+
+var channelNames = map[string]string{"direct": "Direct", "organic_search": "Organic search", "paid_search": "Paid search",
+	"organic_social": "Organic social", "paid_social": "Paid social", "email": "Email", "referrals": "Referrals",
+	"generative_ai": "Generative AI", "affiliate": "Affiliate", "display_ads": "Display ads"}
+
+func buildChannels(d *data) *legendChart {
+	if len(d.Channels) == 0 {
+		return nil
+	}
+	byDomain := map[string]map[string]float64{}
+	avg := map[string]float64{}
+	for _, c := range d.Channels {
+		if byDomain[c.Domain] == nil {
+			byDomain[c.Domain] = map[string]float64{}
+		}
+		byDomain[c.Domain][c.Channel] = c.Share
+		avg[c.Channel] = c.Avg
+	}
+	var used []string // channels with a share somewhere, spec order, then unknown ones
+	for _, ch := range append(channels, extraKeys(avg, channels)...) {
+		if avg[ch] > 0 {
+			used = append(used, ch)
+		}
+	}
+	rows := []stackRow{shareRow("watchlist average", avg, used)}
+	var missing []string
+	for _, s := range d.Sites {
+		if byDomain[s.Domain] == nil {
+			missing = append(missing, s.Domain)
+			continue
+		}
+		rows = append(rows, shareRow(s.Domain, byDomain[s.Domain], used))
+	}
+	lc := &legendChart{
+		Note: "Share of each domain's visits by traffic source (estimates). Bars are 100% of the channels the API lists; the first row is the unweighted average over the loaded domains (view channel_mix). Hover a segment for its value.",
+		SVG:  stackedShares("channel mix per domain", names(used, channelNames), rows),
+	}
+	lc.Legend = legend(names(used, channelNames))
+	lc.Missing = strings.Join(missing, ", ")
+	return lc
+}
+
+func shareRow(label string, shares map[string]float64, keys []string) stackRow {
+	r := stackRow{Label: label}
+	for _, k := range keys {
+		r.Shares = append(r.Shares, shares[k])
+	}
+	return r
+}
+
+func extraKeys(m map[string]float64, known []string) []string {
+	var out []string
+	for k := range m {
+		if !contains(known, k) {
+			out = append(out, k)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func names(keys []string, pretty map[string]string) []string {
+	out := make([]string, len(keys))
+	for i, k := range keys {
+		out[i] = k
+		if p, ok := pretty[k]; ok {
+			out[i] = p
+		}
+	}
+	return out
+}
+
+func legend(series []string) []legendEntry {
+	out := make([]legendEntry, len(series))
+	for i, s := range series {
+		out[i] = legendEntry{Name: s, Color: colorAt(i)}
+	}
+	return out
+}
+
+// maxAIPlatforms are drawn by name; the rest are summed as "other platforms".
+const maxAIPlatforms = 7
+
+func buildAI(d *data) *legendChart {
+	total := map[string]float64{}
+	for _, as := range d.AI {
+		for _, a := range as {
+			total[a.Platform] += a.SharePct
+		}
+	}
+	if len(total) == 0 {
+		return nil
+	}
+	platforms := make([]string, 0, len(total))
+	for p := range total {
+		platforms = append(platforms, p)
+	}
+	sort.Slice(platforms, func(i, j int) bool {
+		if total[platforms[i]] != total[platforms[j]] {
+			return total[platforms[i]] > total[platforms[j]]
+		}
+		return platforms[i] < platforms[j]
+	})
+	shown := platforms
+	if len(shown) > maxAIPlatforms {
+		shown = platforms[:maxAIPlatforms]
+	}
+	series := append([]string{}, shown...)
+	if len(platforms) > len(shown) {
+		series = append(series, "other platforms")
+	}
+	var rows []stackRow
+	var missing []string
+	for _, s := range d.Sites {
+		as := d.AI[s.Domain]
+		if len(as) == 0 {
+			missing = append(missing, s.Domain)
+			continue
+		}
+		r := stackRow{Label: s.Domain, Shares: make([]float64, len(series)), Note: aiNote(s)}
+		for _, a := range as {
+			i := indexOf(shown, a.Platform)
+			if i < 0 {
+				i = len(series) - 1
+			}
+			r.Shares[i] += a.SharePct / 100
+		}
+		rows = append(rows, r)
+	}
+	return &legendChart{
+		Note: "Each bar is 100% of the domain's AI-assistant referrals, split by platform (the API's percent shares). Beside it: AI-referred visits in the period and their share of the domain's visits. All estimates.",
+		SVG:  stackedShares("AI referrals per domain by platform", series, rows), Legend: legend(series),
+		Missing: strings.Join(missing, ", "),
+	}
+}
+
+func aiNote(s site) string {
+	if !s.AITotal.Valid {
+		return "AI visits not stated"
+	}
+	n := human(float64(s.AITotal.Int64)) + " AI visits"
+	if s.TotalVisits.Valid && s.TotalVisits.Float64 > 0 {
+		n += " · " + pct(float64(s.AITotal.Int64)/s.TotalVisits.Float64) + " of visits"
+	}
+	return n
+}
+
+func indexOf(list []string, s string) int {
+	for i, x := range list {
+		if x == s {
+			return i
+		}
+	}
+	return -1
+}
+
+// geoTable is a heat table: one row per domain, one column per leading country.
+type geoTable struct {
+	Countries []string // column heads
+	Rows      []geoRow
+	Missing   string
+}
+
+type geoRow struct {
+	Domain string
+	Cells  []geoCell
+	Other  string // listed shares outside the columns
+}
+
+type geoCell struct {
+	Text  string
+	Style template.CSS
+}
+
+const maxGeoColumns = 8
+
+func buildGeography(d *data) *geoTable {
+	weight := map[string]float64{}
+	name := map[string]string{}
+	for _, cs := range d.Countries {
+		for _, c := range cs {
+			weight[c.Code] += c.Share
+			name[c.Code] = c.Name
+		}
+	}
+	if len(weight) == 0 {
+		return nil
+	}
+	codes := make([]string, 0, len(weight))
+	for c := range weight {
+		codes = append(codes, c)
+	}
+	sort.Slice(codes, func(i, j int) bool {
+		if weight[codes[i]] != weight[codes[j]] {
+			return weight[codes[i]] > weight[codes[j]]
+		}
+		return codes[i] < codes[j]
+	})
+	if len(codes) > maxGeoColumns {
+		codes = codes[:maxGeoColumns]
+	}
+	g := &geoTable{}
+	for _, c := range codes {
+		g.Countries = append(g.Countries, name[c])
+	}
+	var missing []string
+	for _, s := range d.Sites {
+		cs := d.Countries[s.Domain]
+		if len(cs) == 0 {
+			missing = append(missing, s.Domain)
+			continue
+		}
+		g.Rows = append(g.Rows, geoRow{Domain: s.Domain, Cells: geoCells(cs, codes), Other: geoOther(cs, codes)})
+	}
+	g.Missing = strings.Join(missing, ", ")
+	return g
+}
+
+func geoCells(cs []countryShare, codes []string) []geoCell {
+	cells := make([]geoCell, len(codes))
+	for i, code := range codes {
+		cells[i] = geoCell{Text: "—"}
+		for _, c := range cs {
+			if c.Code == code {
+				alpha := math.Min(1, c.Share) * 0.85
+				ink := inkColor
+				if alpha > 0.5 {
+					ink = "#ffffff"
+				}
+				cells[i] = geoCell{Text: pct(c.Share), Style: template.CSS(fmt.Sprintf("background:rgba(78,121,167,%.2f);color:%s", alpha, ink))}
+			}
+		}
+	}
+	return cells
+}
+
+func geoOther(cs []countryShare, codes []string) string {
+	var names []string
+	for _, c := range cs {
+		if !contains(codes, c.Code) {
+			names = append(names, c.Name+" "+pct(c.Share))
+		}
+	}
+	if len(names) == 0 {
+		return "—"
+	}
+	if len(names) > 3 {
+		names = append(names[:3], fmt.Sprintf("%d more", len(names)-3))
+	}
+	return strings.Join(names, ", ")
+}
+
+type keywordSection struct {
+	Rows     []keywordRow // one per domain
+	Valuable []valuableKeyword
+	Overlaps []overlapRow
+}
+
+type keywordRow struct {
+	Domain   string
+	Keywords []keywordChip
+}
+
+type keywordChip struct{ Keyword, Detail string }
+
+type valuableKeyword struct{ Keyword, Domain, Volume, CPC, Value string }
+
+type overlapRow struct{ Pair, Count, Keywords string }
+
+func buildKeywords(d *data) *keywordSection {
+	k := &keywordSection{}
+	var all []keyword
+	for _, s := range d.Sites {
+		kws := d.Keywords[s.Domain]
+		if len(kws) == 0 {
+			continue
+		}
+		row := keywordRow{Domain: s.Domain}
+		for _, kw := range kws {
+			row.Keywords = append(row.Keywords, keywordChip{Keyword: kw.Keyword, Detail: humanInt(kw.Volume) + " searches"})
+			all = append(all, kw)
+		}
+		k.Rows = append(k.Rows, row)
+	}
+	if len(k.Rows) == 0 {
+		return nil
+	}
+	sort.SliceStable(all, func(i, j int) bool { return all[i].Value.Float64 > all[j].Value.Float64 })
+	for i, kw := range all {
+		if i == 10 || !kw.Value.Valid {
+			break
+		}
+		k.Valuable = append(k.Valuable, valuableKeyword{Keyword: kw.Keyword, Domain: kw.Domain, Volume: humanInt(kw.Volume),
+			CPC: usd(kw.CPC), Value: usd(kw.Value)})
+	}
+	for i, o := range d.Overlaps {
+		if i == 10 {
+			break
+		}
+		k.Overlaps = append(k.Overlaps, overlapRow{Pair: o.Domain + " ↔ " + o.Other, Count: fmt.Sprint(len(o.Keywords)),
+			Keywords: strings.Join(o.Keywords, ", ")})
+	}
+	return k
+}
+
+func usd(v sql.NullFloat64) string {
+	if !v.Valid {
+		return "—"
+	}
+	f := v.Float64
+	if f >= 1000 {
+		return "$" + human(f)
+	}
+	return "$" + fmt.Sprintf("%.2f", f)
+}
+
+// competitorSection lists each competitor once, however many watchlist domains list it.
+type competitorSection struct {
+	Chart template.HTML
+	Rows  []compRow
+	More  int
+}
+
+type compRow struct{ Competitor, ListedBy, Visits, Rank, Ratio, Watchlist string }
+
+type compAgg struct {
+	name     string
+	listedBy []string
+	visits   float64
+	hasVis   bool
+	rank     int64
+	ratios   []float64
+	on       bool
+}
+
+const maxCompetitors = 20
+
+func buildCompetitors(d *data) *competitorSection {
+	byName := map[string]*compAgg{}
+	var order []string
+	for _, c := range d.Competitors {
+		key := normalizeHost(c.Competitor)
+		a := byName[key]
+		if a == nil {
+			a = &compAgg{name: key}
+			byName[key] = a
+			order = append(order, key)
+		}
+		if !contains(a.listedBy, c.Domain) {
+			a.listedBy = append(a.listedBy, c.Domain)
+		}
+		if c.CompVisits.Valid && c.CompVisits.Float64 > a.visits {
+			a.visits, a.hasVis = c.CompVisits.Float64, true
+		}
+		if c.CompRank.Valid && (a.rank == 0 || c.CompRank.Int64 < a.rank) {
+			a.rank = c.CompRank.Int64
+		}
+		if c.Ratio.Valid {
+			a.ratios = append(a.ratios, c.Ratio.Float64)
+		}
+		a.on = a.on || c.OnWatchlist
+	}
+	if len(order) == 0 {
+		return nil
+	}
+	aggs := make([]*compAgg, len(order))
+	for i, k := range order {
+		aggs[i] = byName[k]
+	}
+	sort.SliceStable(aggs, func(i, j int) bool {
+		if len(aggs[i].listedBy) != len(aggs[j].listedBy) {
+			return len(aggs[i].listedBy) > len(aggs[j].listedBy)
+		}
+		return aggs[i].visits > aggs[j].visits
+	})
+	sec := &competitorSection{}
+	if len(aggs) > maxCompetitors {
+		sec.More = len(aggs) - maxCompetitors
+		aggs = aggs[:maxCompetitors]
+	}
+	var bars []barRow
+	for _, a := range aggs {
+		sec.Rows = append(sec.Rows, a.row())
+		label := a.name
+		if a.on {
+			label += " (on watchlist)"
+		}
+		b := barRow{Label: label, Text: "visits not stated"}
+		if a.hasVis {
+			b.Value, b.Valid, b.Text = a.visits, true, human(a.visits)
+		}
+		b.Text += fmt.Sprintf(" · listed by %d", len(a.listedBy))
+		bars = append(bars, b)
+	}
+	sec.Chart = logBars("competitors by visits, log scale", bars)
+	return sec
+}
+
+func (a *compAgg) row() compRow {
+	r := compRow{Competitor: a.name, ListedBy: strings.Join(a.listedBy, ", "), Visits: "—", Rank: "—", Ratio: "—", Watchlist: "no"}
+	if a.hasVis {
+		r.Visits = human(a.visits)
+	}
+	if a.rank > 0 {
+		r.Rank = "#" + thousands(a.rank)
+	}
+	if len(a.ratios) > 0 {
+		sort.Float64s(a.ratios)
+		r.Ratio = ratio(a.ratios[0])
+		if hi := a.ratios[len(a.ratios)-1]; ratio(hi) != r.Ratio {
+			r.Ratio += " – " + ratio(hi)
+		}
+	}
+	if a.on {
+		r.Watchlist = "yes"
+	}
+	return r
+}
+
+// normalizeHost folds the spellings the API uses for one site (case, www., trailing dot).
+func normalizeHost(h string) string {
+	h = strings.TrimSuffix(strings.ToLower(strings.TrimSpace(h)), ".")
+	return strings.TrimPrefix(h, "www.")
+}

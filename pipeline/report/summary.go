@@ -1,0 +1,331 @@
+package report
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"time"
+)
+
+// warning is the banner of an incomplete snapshot.
+type warning struct {
+	Title, Detail string
+}
+
+// statusText says in words how a run ended (runs.status).
+var statusText = map[string]string{
+	"complete":        "completed",
+	"up_to_date":      "found the snapshot already complete",
+	"stopped_credits": "stopped for credits",
+	"failed":          "failed",
+	"interrupted":     "was interrupted",
+	"unauthorized":    "was refused by the API (401, check ATLAS_API_KEY)",
+	"running":         "is still running, or its process died",
+	"abandoned":       "was abandoned (its process died)",
+}
+
+// completeness compares what is loaded with what the newest run of the snapshot expected.
+func completeness(d *data) *warning {
+	loaded := len(d.Sites)
+	if len(d.Runs) == 0 {
+		return &warning{
+			Title:  fmt.Sprintf("Completeness unknown: %d domains loaded, no run recorded for %s", loaded, d.Snapshot),
+			Detail: "The warehouse has no runs row for this snapshot (loaded by another tool, or the runs were deleted), so the report cannot tell whether the watchlist is complete.",
+		}
+	}
+	last := d.Runs[len(d.Runs)-1]
+	expected := int(last.Total.Int64 - last.Rejected.Int64)
+	// As the complete_months view: complete when the run said so or loaded every domain.
+	if last.Status == "complete" || last.Status == "up_to_date" || loaded >= expected {
+		return nil
+	}
+	how, ok := statusText[last.Status]
+	if !ok {
+		how = "ended with status " + last.Status
+	}
+	title := fmt.Sprintf("Incomplete snapshot: %d of %d domains loaded", loaded, expected)
+	detail := fmt.Sprintf("The last run (%s UTC) %s.", last.Started.UTC().Format("2006-01-02 15:04"), how)
+	if last.Rejected.Int64 > 0 {
+		detail += fmt.Sprintf(" %d domains were rejected by the API and are not counted.", last.Rejected.Int64)
+	}
+	detail += fmt.Sprintf(" Every figure below covers the loaded domains only; totals and averages are not the watchlist's. Run `sitewatch run --snapshot %s` to fetch what is missing (nothing loaded is paid for twice).", d.Snapshot)
+	return &warning{Title: title, Detail: detail}
+}
+
+// card is one headline number.
+type card struct {
+	Label, Value, Detail, Tone string // Tone: up, down or ""
+}
+
+func headline(d *data) []card {
+	cards := []card{domainsCard(d)}
+	cards = append(cards, visitsCard(d))
+	if c, ok := aiCard(d); ok {
+		cards = append(cards, c)
+	}
+	cards = append(cards, moverCards(d)...)
+	cards = append(cards, creditsCard(d), qualityCard(d))
+	return cards
+}
+
+func domainsCard(d *data) card {
+	c := card{Label: "Domains loaded", Value: fmt.Sprint(len(d.Sites))}
+	if len(d.Runs) > 0 {
+		last := d.Runs[len(d.Runs)-1]
+		expected := last.Total.Int64 - last.Rejected.Int64
+		c.Value = fmt.Sprintf("%d of %d", len(d.Sites), expected)
+		if int64(len(d.Sites)) < expected {
+			c.Tone = "down"
+		}
+		if last.Rejected.Int64 > 0 {
+			c.Detail = fmt.Sprintf("%d rejected by the API", last.Rejected.Int64)
+		}
+	}
+	if c.Detail == "" {
+		c.Detail = "API snapshot " + span(siteDates(d))
+	}
+	return c
+}
+
+func siteDates(d *data) []string {
+	var out []string
+	for _, s := range d.Sites {
+		out = append(out, s.SnapshotDate)
+	}
+	return out
+}
+
+// latestMonth is the newest history month most domains share (a domain with a shorter history
+// is left out of the watchlist total rather than mixing months).
+func latestMonth(d *data) time.Time {
+	count := map[time.Time]int{}
+	var best time.Time
+	for _, s := range d.Sites {
+		if s.LastMonth.IsZero() {
+			continue
+		}
+		count[s.LastMonth]++
+		if count[s.LastMonth] > count[best] || (count[s.LastMonth] == count[best] && s.LastMonth.After(best)) {
+			best = s.LastMonth
+		}
+	}
+	return best
+}
+
+func visitsCard(d *data) card {
+	m := latestMonth(d)
+	if m.IsZero() {
+		return card{Label: "Watchlist visits", Value: "—", Detail: "no traffic history in this snapshot"}
+	}
+	var total, curM, prevM, curY, prevY float64
+	n := 0
+	for _, s := range d.Sites {
+		if !s.LastMonth.Equal(m) {
+			continue
+		}
+		n++
+		total += s.LastVisits.Float64
+		if s.PrevVisits.Valid {
+			curM, prevM = curM+s.LastVisits.Float64, prevM+s.PrevVisits.Float64
+		}
+		if s.YearAgoVisits.Valid {
+			curY, prevY = curY+s.LastVisits.Float64, prevY+s.YearAgoVisits.Float64
+		}
+	}
+	c := card{Label: "Watchlist visits, " + m.Format("Jan 2006") + " (estimate)", Value: human(total)}
+	var parts []string
+	if prevM > 0 {
+		ch := curM/prevM - 1
+		parts = append(parts, "MoM "+signedPct(ch))
+		c.Tone = tone(ch)
+	}
+	if prevY > 0 {
+		parts = append(parts, "YoY "+signedPct(curY/prevY-1))
+	}
+	c.Detail = fmt.Sprintf("%d domains", n)
+	if len(parts) > 0 {
+		c.Detail = joinDot(parts) + " · " + c.Detail
+	}
+	return c
+}
+
+func tone(change float64) string {
+	switch {
+	case change > 0:
+		return "up"
+	case change < 0:
+		return "down"
+	}
+	return ""
+}
+
+func joinDot(parts []string) string {
+	out := ""
+	for i, p := range parts {
+		if i > 0 {
+			out += " · "
+		}
+		out += p
+	}
+	return out
+}
+
+func aiCard(d *data) (card, bool) {
+	var ai, visits float64
+	n := 0
+	for _, s := range d.Sites {
+		if s.AITotal.Valid {
+			ai += float64(s.AITotal.Int64)
+			n++
+			if s.TotalVisits.Valid {
+				visits += s.TotalVisits.Float64
+			}
+		}
+	}
+	if n == 0 {
+		return card{}, false
+	}
+	c := card{Label: "AI-referred visits in the period (estimate)", Value: human(ai), Detail: fmt.Sprintf("%d domains", n)}
+	if visits > 0 {
+		c.Detail = pct(ai/visits) + " of their visits · " + c.Detail
+	}
+	return c, true
+}
+
+// moverCards name the domains with the largest month-over-month rise and fall.
+func moverCards(d *data) []card {
+	up, down := movers(d)
+	var cards []card
+	if len(up) > 0 {
+		s := up[0]
+		ch, _ := s.mom()
+		cards = append(cards, card{Label: "Biggest riser, MoM", Value: s.Domain, Tone: "up",
+			Detail: fmt.Sprintf("%s (%s → %s)", signedPct(ch), human(s.PrevVisits.Float64), human(s.LastVisits.Float64))})
+	}
+	if len(down) > 0 {
+		s := down[0]
+		ch, _ := s.mom()
+		cards = append(cards, card{Label: "Biggest faller, MoM", Value: s.Domain, Tone: "down",
+			Detail: fmt.Sprintf("%s (%s → %s)", signedPct(ch), human(s.PrevVisits.Float64), human(s.LastVisits.Float64))})
+	}
+	return cards
+}
+
+// movers returns the domains whose visits rose (largest first) and fell (largest fall first)
+// from the previous month to the latest month of their history.
+func movers(d *data) (up, down []site) {
+	for _, s := range d.Sites {
+		if ch, ok := s.mom(); ok {
+			if ch > 0 {
+				up = append(up, s)
+			} else if ch < 0 {
+				down = append(down, s)
+			}
+		}
+	}
+	momOf := func(s site) float64 { ch, _ := s.mom(); return ch }
+	sort.SliceStable(up, func(i, j int) bool { return momOf(up[i]) > momOf(up[j]) })
+	sort.SliceStable(down, func(i, j int) bool { return momOf(down[i]) < momOf(down[j]) })
+	return up, down
+}
+
+func creditsCard(d *data) card {
+	if len(d.Runs) == 0 {
+		return card{Label: "Credits spent on this snapshot", Value: "—", Detail: "no run recorded"}
+	}
+	var spent int64
+	remaining := int64(-1)
+	for _, r := range d.Runs {
+		spent += r.Credits.Int64
+		if r.Remaining.Valid && r.Remaining.Int64 >= 0 {
+			remaining = r.Remaining.Int64
+		}
+	}
+	c := card{Label: "Credits spent on this snapshot", Value: thousands(spent), Detail: fmt.Sprintf("%d runs", len(d.Runs))}
+	if len(d.Runs) == 1 {
+		c.Detail = "1 run"
+	}
+	if remaining >= 0 {
+		c.Detail += " · " + thousands(remaining) + " left after the last"
+	}
+	return c
+}
+
+func qualityCard(d *data) card {
+	c := card{Label: "Data-quality findings"}
+	if !d.QualityRecorded || len(d.QualitySummary) == 0 {
+		c.Value, c.Detail = "—", "no quality checks recorded for this snapshot"
+		return c
+	}
+	errs, warns := 0, 0
+	for _, q := range d.QualitySummary {
+		errs, warns = errs+q.Errors, warns+q.Warnings
+	}
+	c.Value = fmt.Sprint(errs + warns)
+	if errs+warns == 0 {
+		c.Detail, c.Tone = fmt.Sprintf("all %d checks passed", len(d.QualitySummary)), "up"
+		return c
+	}
+	c.Detail = fmt.Sprintf("%d errors · %d warnings from %d checks", errs, warns, len(d.QualitySummary))
+	if errs > 0 {
+		c.Tone = "down"
+	}
+	return c
+}
+
+// rankMove is a domain whose global rank changed since the previous snapshot.
+type rankMove struct {
+	Domain, From, To, Change string
+	Tone                     string
+	delta                    float64 // log-ratio: moving #2 → #1 weighs like #2000 → #1000
+}
+
+// changesSection is "what changed": movers by visits (from the snapshot's history) and by rank
+// (against the previous snapshot).
+type changesSection struct {
+	Digest       *digestSection
+	Note         string // why there is no digest, or ""
+	PrevSnapshot string
+	Risers       []moverRow
+	Fallers      []moverRow
+	RankMoves    []rankMove
+}
+
+type moverRow struct{ Domain, Change, From, To, Months string }
+
+func buildChanges(d *data) *changesSection {
+	c := &changesSection{PrevSnapshot: d.PrevSnapshot, Digest: buildDigest(d.Digest), Note: d.DigestNote}
+	up, down := movers(d)
+	c.Risers, c.Fallers = moverRows(up, 5), moverRows(down, 5)
+	for _, s := range d.Sites {
+		if !s.GlobalRank.Valid || !s.PrevRank.Valid || s.GlobalRank.Int64 == s.PrevRank.Int64 || s.GlobalRank.Int64 <= 0 || s.PrevRank.Int64 <= 0 {
+			continue
+		}
+		delta := math.Log(float64(s.PrevRank.Int64) / float64(s.GlobalRank.Int64))
+		m := rankMove{Domain: s.Domain, From: rank(s.PrevRank), To: rank(s.GlobalRank), delta: delta, Tone: tone(delta)}
+		if delta > 0 {
+			m.Change = fmt.Sprintf("up %s places", thousands(s.PrevRank.Int64-s.GlobalRank.Int64))
+		} else {
+			m.Change = fmt.Sprintf("down %s places", thousands(s.GlobalRank.Int64-s.PrevRank.Int64))
+		}
+		c.RankMoves = append(c.RankMoves, m)
+	}
+	sort.SliceStable(c.RankMoves, func(i, j int) bool { return math.Abs(c.RankMoves[i].delta) > math.Abs(c.RankMoves[j].delta) })
+	if len(c.RankMoves) > 8 {
+		c.RankMoves = c.RankMoves[:8]
+	}
+	return c
+}
+
+func moverRows(ss []site, n int) []moverRow {
+	var out []moverRow
+	for i, s := range ss {
+		if i == n {
+			break
+		}
+		ch, _ := s.mom()
+		out = append(out, moverRow{Domain: s.Domain, Change: signedPct(ch), From: human(s.PrevVisits.Float64),
+			To: human(s.LastVisits.Float64), Months: s.LastMonth.AddDate(0, -1, 0).Format("Jan") + " → " + s.LastMonth.Format("Jan 2006")})
+	}
+	return out
+}

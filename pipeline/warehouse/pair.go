@@ -1,0 +1,209 @@
+package warehouse
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"sitewatch/schema"
+)
+
+// errIndexGone asks Store to read the pair states again (a failed commit dropped them).
+var errIndexGone = errors.New("pair index dropped")
+
+// needPartner asks Store to read the other body of a domain back from the database.
+type needPartner struct{ endpoint schema.Endpoint }
+
+func (needPartner) Error() string { return "partner body needed" }
+
+// enqueue adds one decoded answer to the pending batch, retrying after the commits or reads
+// that add asks for. It returns add's body error (an *UnloadableError) or a storage error.
+func (w *Warehouse) enqueue(ctx context.Context, snapshot string, raw Raw, row rawRow) error {
+	for range 4 {
+		if raw.Endpoint != schema.EndpointCountries {
+			if err := w.ensureIndex(ctx, snapshot); err != nil {
+				return err
+			}
+		}
+		var bodyErr error
+		err := w.write(ctx, func(b *batch) error {
+			var err error
+			bodyErr, err = w.add(b, snapshot, raw, row)
+			return err
+		})
+		var np needPartner
+		switch {
+		case errors.Is(err, errIndexGone):
+			continue
+		case errors.As(err, &np):
+			if err := w.loadPartner(ctx, snapshot, raw.Domain, np.endpoint); err != nil {
+				return err
+			}
+			continue
+		}
+		if bodyErr != nil {
+			return bodyErr
+		}
+		return err
+	}
+	return fmt.Errorf("store %s %s: the pending batch kept changing; retry", raw.Domain, raw.Endpoint)
+}
+
+// add puts one answer into b: its raw row, its ledger row, and the domain's derived rows when
+// its pair is complete. It changes nothing when it returns errFlushFirst, errIndexGone or
+// needPartner. bodyErr is an *UnloadableError when the pair cannot be flattened.
+func (w *Warehouse) add(b *batch, snapshot string, raw Raw, row rawRow) (bodyErr, err error) {
+	key := row.rawKey
+	if b.pending[key] {
+		return nil, errFlushFirst // the same row is pending: commit it before replacing it
+	}
+	if raw.Endpoint == schema.EndpointCountries {
+		if b.countries != nil {
+			return nil, errFlushFirst
+		}
+		b.touch()
+		b.deleteRaw = append(b.deleteRaw, key) // at most one row, and no index: always delete
+		b.countries = raw.Countries
+		b.addRaw(row)
+		b.addChargeOf(snapshot, raw, OutcomeStored)
+		return nil, nil
+	}
+	idx := w.index[snapshot]
+	if idx == nil {
+		return nil, errIndexGone
+	}
+	st := idx[raw.Domain]
+	if st == nil {
+		st = &pairState{}
+	}
+	e := pairIndex(raw.Endpoint)
+	o := 1 - e
+	stale := raw.Refresh && st.stored[o] && st.runs[o] != raw.RunID
+	partner := rawKey{snapshot, raw.Domain, schema.DomainEndpoints[o]}
+	if b.pending[partner] && (stale || !st.hasHalf(o)) {
+		return nil, errFlushFirst
+	}
+	if st.stored[o] && !stale && !st.hasHalf(o) && st.partnerErr == nil {
+		return nil, needPartner{schema.DomainEndpoints[o]}
+	}
+	// From here on, b changes.
+	idx[raw.Domain] = st
+	b.touch()
+	if st.stored[e] {
+		b.deleteRaw = append(b.deleteRaw, key)
+	}
+	if st.stored[0] && st.stored[1] {
+		b.clear = append(b.clear, domainKey{snapshot, raw.Domain}) // its rows may exist
+	}
+	if stale {
+		// A refresh pairs only bodies of the same run: the older partner goes, and the domain
+		// loads when the partner of this run arrives.
+		b.deleteRaw = append(b.deleteRaw, partner)
+		st.stored[o], st.runs[o] = false, ""
+		w.setHalf(st, o, nil, nil, time.Time{}, false)
+	}
+	st.stored[e], st.runs[e] = true, raw.RunID
+	w.setHalf(st, e, raw.Overview, raw.Similar, raw.FetchedAt, false)
+	outcome := OutcomeStored
+	if st.stored[o] {
+		if bodyErr = w.addPair(b, snapshot, raw.Domain, st); bodyErr != nil {
+			outcome = OutcomeUnloadable
+		}
+	}
+	b.addRaw(row)
+	b.addChargeOf(snapshot, raw, outcome)
+	return bodyErr, nil
+}
+
+// addPair flattens the domain's two bodies into b's rows and releases them from memory.
+func (w *Warehouse) addPair(b *batch, snapshot, domain string, st *pairState) error {
+	ov, sim, fetched := st.overview, st.similar, st.ovFetched
+	w.setHalf(st, 0, nil, nil, time.Time{}, false)
+	w.setHalf(st, 1, nil, nil, time.Time{}, false)
+	err := st.partnerErr
+	st.partnerErr = nil
+	if err == nil {
+		err = b.rows.Add(snapshot, domain, fetched, ov, sim)
+	}
+	if err != nil {
+		// Keep the paid-for bodies (so no run refetches them) but no rows: the domain is
+		// "stored, not loaded" until a fixed sitewatch rebuilds it.
+		b.clear = append(b.clear, domainKey{snapshot, domain})
+		return &UnloadableError{Domain: domain, Err: err}
+	}
+	b.rowDomains++
+	return nil
+}
+
+// setHalf keeps (or, with nil values, forgets) the decoded body i of a pair, counting the
+// halves held; beyond maxHalves a body is not kept (unless force) and its partner reads it
+// back.
+func (w *Warehouse) setHalf(st *pairState, i int, ov *schema.SiteOverview, sim *schema.SiteSimilar, fetched time.Time, force bool) {
+	had := st.hasHalf(i)
+	keep := (i == 0 && ov != nil) || (i == 1 && sim != nil)
+	if keep && !had && !force && w.halves >= maxHalves {
+		keep = false
+	}
+	switch {
+	case i == 0 && keep:
+		st.overview, st.ovFetched = ov, fetched.UTC()
+	case i == 0:
+		st.overview = nil
+	case keep:
+		st.similar = sim
+	default:
+		st.similar = nil
+	}
+	switch {
+	case had && !keep:
+		w.halves--
+	case !had && keep:
+		w.halves++
+	}
+}
+
+func (b *batch) addRaw(r rawRow) {
+	b.raws = append(b.raws, r)
+	b.pending[r.rawKey] = true
+}
+
+func (b *batch) addChargeOf(snapshot string, raw Raw, outcome string) {
+	if raw.RunID != "" {
+		b.addCharge(chargeOf(snapshot, raw, outcome))
+	}
+}
+
+// loadPartner reads a domain's committed body of endpoint back from raw_responses, decodes it
+// and keeps it as the pair's half, for a pair completed across processes (a resumed run).
+func (w *Warehouse) loadPartner(ctx context.Context, snapshot, domain string, endpoint schema.Endpoint) error {
+	w.flushQuietly()
+	var stored []byte
+	var encoding string
+	var fetched time.Time
+	err := w.db.QueryRowContext(ctx, `SELECT body, body_encoding, fetched_at FROM raw_responses WHERE snapshot_month = ? AND domain = ? AND endpoint = ?`,
+		snapshot, domain, string(endpoint)).Scan(&stored, &encoding, &fetched)
+	if errors.Is(err, sql.ErrNoRows) {
+		w.dropIndex() // the index was wrong about it; read it again
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read stored %s response of %s: %w", endpoint, domain, err)
+	}
+	body, err := decompressBody(stored, encoding)
+	if err != nil {
+		return fmt.Errorf("stored %s response of %s: %w", endpoint, domain, err)
+	}
+	partner := Raw{Endpoint: endpoint, Domain: domain, Body: body}
+	decodeErr := decodeRaw(&partner)
+	w.pmu.Lock()
+	defer w.pmu.Unlock()
+	if st := w.index[snapshot][domain]; st != nil {
+		// A stored partner that no longer decodes makes the pair unloadable, not the answer
+		// that arrives refused: that one is paid for and fine.
+		st.partnerErr = decodeErr
+		w.setHalf(st, pairIndex(endpoint), partner.Overview, partner.Similar, fetched, true)
+	}
+	return nil
+}

@@ -1,0 +1,145 @@
+package warehouse
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"sitewatch/schema/flatten"
+	sqlfiles "sitewatch/sql"
+)
+
+// RunHealthTables are the tables ExportParquet mirrors per month beside the snapshot tables,
+// so dashboards read run health (what each run loaded and cost, what failed, the quality
+// findings) from the Parquet tree too.
+var RunHealthTables = []string{"runs", "fetch_errors", "quality_checks"}
+
+// BIViewsFile is the embedded SQL that maps the Parquet tree to views (sql/bi/parquet_views.sql).
+const BIViewsFile = "bi/parquet_views.sql"
+
+// BIRootPlaceholder stands for the Parquet root in BIViewsFile.
+const BIRootPlaceholder = "@PARQUET_ROOT@"
+
+// ExportRunHealth writes month's partition of every RunHealthTables table,
+// <parquet>/<table>/snapshot_month=M/data_0.parquet, staged and renamed like ExportParquet
+// (which calls it too). Call it after FinishRun so the runs partition shows the run's final
+// status. It returns an error when month is not YYYY-MM, no Parquet directory is configured,
+// or a file cannot be written.
+func (w *Warehouse) ExportRunHealth(ctx context.Context, month string) error {
+	if err := checkSnapshot(month); err != nil {
+		return fmt.Errorf("export run health: %w", err)
+	}
+	if w.opts.ParquetDir == "" {
+		return fmt.Errorf("export run health of %s: warehouse.parquet is empty: set the Parquet directory in the config", month)
+	}
+	err := w.inTx(ctx, func(ctx context.Context) error { return w.exportRunHealth(ctx, month) })
+	if err != nil {
+		return fmt.Errorf("export run health of %s to %s: %w", month, w.opts.ParquetDir, err)
+	}
+	return nil
+}
+
+// exportRunHealth writes the run-health partitions of month inside the caller's transaction.
+func (w *Warehouse) exportRunHealth(ctx context.Context, month string) error {
+	for _, t := range RunHealthTables {
+		dir := filepath.Join(w.opts.ParquetDir, t, "snapshot_month="+month)
+		// month was checked against the snapshot pattern, so it is safe as a literal.
+		query := fmt.Sprintf(`SELECT * EXCLUDE (snapshot_month) FROM %s WHERE snapshot_month = '%s'`, t, month)
+		if err := w.copyParquet(ctx, query, dir); err != nil {
+			return fmt.Errorf("%s: %w", t, err)
+		}
+	}
+	return nil
+}
+
+// BIViews returns the SQL of BIViewsFile with root (the Parquet directory, absolute or relative
+// to where DuckDB runs) in place of BIRootPlaceholder. Run it in any DuckDB to get every
+// table and analyst view of the warehouse over the Parquet tree.
+func BIViews(root string) (string, error) {
+	text, err := fs.ReadFile(sqlfiles.FS, BIViewsFile)
+	if err != nil {
+		return "", fmt.Errorf("read embedded %s: %w", BIViewsFile, err)
+	}
+	// The root lands inside SQL string literals: double its quotes.
+	return strings.ReplaceAll(string(text), BIRootPlaceholder, strings.ReplaceAll(root, "'", "''")), nil
+}
+
+// RenderBIViewsFile generates the content of BIViewsFile from the tables of db (a migrated
+// warehouse, e.g. an in-memory one) and the embedded sql/views/*.sql, so the file cannot drift
+// from the warehouse (a test compares them). It returns an error when the catalog cannot be read.
+func RenderBIViewsFile(ctx context.Context, db *sql.DB) (string, error) {
+	var b strings.Builder
+	b.WriteString(biHeader)
+	tables := make([]string, 0, len(flatten.SnapshotTables)+len(RunHealthTables))
+	for _, t := range flatten.SnapshotTables {
+		tables = append(tables, t.Name)
+	}
+	tables = append(tables, RunHealthTables...)
+	for _, t := range tables {
+		cols, err := columnList(ctx, db, t)
+		if err != nil {
+			return "", err
+		}
+		// Columns listed in the warehouse's order (the partition column is last in a Hive
+		// read); union_by_name reads a month exported before a column existed as NULLs.
+		fmt.Fprintf(&b, "CREATE OR REPLACE VIEW %s AS SELECT %s\nFROM read_parquet('%s/%s/*/*.parquet', %s);\n\n",
+			t, cols, BIRootPlaceholder, t, `hive_partitioning = true, hive_types = {'snapshot_month': VARCHAR}, union_by_name = true`)
+	}
+	fmt.Fprintf(&b, "-- countries has no partition: one file for the whole table.\nCREATE OR REPLACE VIEW %s AS SELECT * FROM read_parquet('%s/%s/*.parquet');\n",
+		flatten.TableCountries, BIRootPlaceholder, flatten.TableCountries)
+	names, err := fs.Glob(sqlfiles.FS, "views/*.sql")
+	if err != nil {
+		return "", err
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		text, err := fs.ReadFile(sqlfiles.FS, name)
+		if err != nil {
+			return "", err
+		}
+		fmt.Fprintf(&b, "\n-- ---- sql/%s ----\n%s", name, strings.TrimRight(string(text), "\n")+"\n")
+	}
+	return b.String(), nil
+}
+
+// columnList is table's columns in db, quoted, comma-separated, in catalog order.
+func columnList(ctx context.Context, db *sql.DB, table string) (string, error) {
+	var cols []string
+	err := queryEach(ctx, db, `SELECT column_name FROM duckdb_columns() WHERE table_name = ? AND schema_name = 'main' ORDER BY column_index`,
+		[]any{table}, func(rows *sql.Rows) error {
+			var c string
+			if err := rows.Scan(&c); err != nil {
+				return err
+			}
+			cols = append(cols, `"`+strings.ReplaceAll(c, `"`, `""`)+`"`)
+			return nil
+		})
+	if err != nil {
+		return "", fmt.Errorf("read the columns of %s: %w", table, err)
+	}
+	if len(cols) == 0 {
+		return "", fmt.Errorf("read the columns of %s: no such table in the warehouse", table)
+	}
+	return strings.Join(cols, ", "), nil
+}
+
+const biHeader = `-- sitewatch BI views over the Parquet tree: one view per warehouse table, then every analyst
+-- view of sql/views/, so a BI tool (or any DuckDB) queries the Parquet files exactly as it
+-- would the warehouse, without ever holding the DuckDB file's lock.
+--
+-- Generated from the warehouse schema and sql/views/*.sql by
+-- go test ./pipeline/warehouse -run TestBIViewsFileIsCurrent -update; do not edit by hand.
+--
+-- Usage: replace ` + BIRootPlaceholder + ` by the Parquet directory (warehouse.parquet; absolute, so
+-- the views work from anywhere), then run the file once into a small DuckDB file of views:
+--
+--   sed "s|` + BIRootPlaceholder + `|$PWD/data/parquet|g" sql/bi/parquet_views.sql | duckdb data/bi.duckdb
+--
+-- The views read the files at query time: new months appear without rerunning this. Every table
+-- needs at least one file: a month exported by sitewatch has a file for every table.
+
+`

@@ -1,0 +1,625 @@
+-- sitewatch BI views over the Parquet tree: one view per warehouse table, then every analyst
+-- view of sql/views/, so a BI tool (or any DuckDB) queries the Parquet files exactly as it
+-- would the warehouse, without ever holding the DuckDB file's lock.
+--
+-- Generated from the warehouse schema and sql/views/*.sql by
+-- go test ./pipeline/warehouse -run TestBIViewsFileIsCurrent -update; do not edit by hand.
+--
+-- Usage: replace @PARQUET_ROOT@ by the Parquet directory (warehouse.parquet; absolute, so
+-- the views work from anywhere), then run the file once into a small DuckDB file of views:
+--
+--   sed "s|@PARQUET_ROOT@|$PWD/data/parquet|g" sql/bi/parquet_views.sql | duckdb data/bi.duckdb
+--
+-- The views read the files at query time: new months appear without rerunning this. Every table
+-- needs at least one file: a month exported by sitewatch has a file for every table.
+
+CREATE OR REPLACE VIEW sites AS SELECT "snapshot_month", "domain", "requested_url", "snapshot_date", "data_coverage", "title", "description", "category_slug", "category_name", "favicon_url", "screenshot_desktop_url", "screenshot_mobile_url", "is_small_site", "is_from_google_analytics", "is_data_from_ga", "global_rank", "country_code", "country_rank", "category_rank", "pages_per_visit", "bounce_rate", "average_visit_duration_seconds", "traffic_period", "ai_total_visits", "ai_global_traffic_share", "total_visits", "fetched_at"
+FROM read_parquet('@PARQUET_ROOT@/sites/*/*.parquet', hive_partitioning = true, hive_types = {'snapshot_month': VARCHAR}, union_by_name = true);
+
+CREATE OR REPLACE VIEW traffic_history AS SELECT "snapshot_month", "domain", "month", "visits"
+FROM read_parquet('@PARQUET_ROOT@/traffic_history/*/*.parquet', hive_partitioning = true, hive_types = {'snapshot_month': VARCHAR}, union_by_name = true);
+
+CREATE OR REPLACE VIEW sources_share AS SELECT "snapshot_month", "domain", "channel", "share"
+FROM read_parquet('@PARQUET_ROOT@/sources_share/*/*.parquet', hive_partitioning = true, hive_types = {'snapshot_month': VARCHAR}, union_by_name = true);
+
+CREATE OR REPLACE VIEW geography_share AS SELECT "snapshot_month", "domain", "country_code", "share"
+FROM read_parquet('@PARQUET_ROOT@/geography_share/*/*.parquet', hive_partitioning = true, hive_types = {'snapshot_month': VARCHAR}, union_by_name = true);
+
+CREATE OR REPLACE VIEW keywords AS SELECT "snapshot_month", "domain", "position", "keyword", "search_volume", "cpc_usd", "estimated_value_usd"
+FROM read_parquet('@PARQUET_ROOT@/keywords/*/*.parquet', hive_partitioning = true, hive_types = {'snapshot_month': VARCHAR}, union_by_name = true);
+
+CREATE OR REPLACE VIEW ai_platforms AS SELECT "snapshot_month", "domain", "platform", "rank", "share_pct"
+FROM read_parquet('@PARQUET_ROOT@/ai_platforms/*/*.parquet', hive_partitioning = true, hive_types = {'snapshot_month': VARCHAR}, union_by_name = true);
+
+CREATE OR REPLACE VIEW ai_platform_history AS SELECT "snapshot_month", "domain", "platform", "month", "share_pct"
+FROM read_parquet('@PARQUET_ROOT@/ai_platform_history/*/*.parquet', hive_partitioning = true, hive_types = {'snapshot_month': VARCHAR}, union_by_name = true);
+
+CREATE OR REPLACE VIEW ai_prompts AS SELECT "snapshot_month", "domain", "position", "prompt"
+FROM read_parquet('@PARQUET_ROOT@/ai_prompts/*/*.parquet', hive_partitioning = true, hive_types = {'snapshot_month': VARCHAR}, union_by_name = true);
+
+CREATE OR REPLACE VIEW similar_sites AS SELECT "snapshot_month", "domain", "position", "similar_domain", "title", "description", "global_rank", "country_code", "country_name", "country_rank", "category_slug", "category_rank", "total_visits", "favicon_url", "screenshot_desktop_url", "screenshot_mobile_url"
+FROM read_parquet('@PARQUET_ROOT@/similar_sites/*/*.parquet', hive_partitioning = true, hive_types = {'snapshot_month': VARCHAR}, union_by_name = true);
+
+CREATE OR REPLACE VIEW site_tags AS SELECT "snapshot_month", "domain", "tag"
+FROM read_parquet('@PARQUET_ROOT@/site_tags/*/*.parquet', hive_partitioning = true, hive_types = {'snapshot_month': VARCHAR}, union_by_name = true);
+
+CREATE OR REPLACE VIEW runs AS SELECT "run_id", "snapshot_month", "started_at", "finished_at", "status", "domains_total", "domains_loaded", "domains_rejected", "requests", "credits_spent", "credits_remaining", "rate_limited", "message"
+FROM read_parquet('@PARQUET_ROOT@/runs/*/*.parquet', hive_partitioning = true, hive_types = {'snapshot_month': VARCHAR}, union_by_name = true);
+
+CREATE OR REPLACE VIEW fetch_errors AS SELECT "run_id", "snapshot_month", "domain", "endpoint", "http_status", "code", "message", "occurred_at"
+FROM read_parquet('@PARQUET_ROOT@/fetch_errors/*/*.parquet', hive_partitioning = true, hive_types = {'snapshot_month': VARCHAR}, union_by_name = true);
+
+CREATE OR REPLACE VIEW quality_checks AS SELECT "snapshot_month", "check", "table_name", "domain", "observed", "expected", "severity", "observed_value", "checked_at"
+FROM read_parquet('@PARQUET_ROOT@/quality_checks/*/*.parquet', hive_partitioning = true, hive_types = {'snapshot_month': VARCHAR}, union_by_name = true);
+
+-- countries has no partition: one file for the whole table.
+CREATE OR REPLACE VIEW countries AS SELECT * FROM read_parquet('@PARQUET_ROOT@/countries/*.parquet');
+
+-- ---- sql/views/ai_platform_trend.sql ----
+-- ai_platform_trend: per domain, AI platform and month, the platform's share of the domain's
+-- AI-referred visits (0-100 as returned) and an estimate of the visits it sent. Rows come from
+-- ai_platform_history, plus each snapshot's current platform share (ai_platforms) for the
+-- snapshot's reporting period when the history does not list that month. When several
+-- snapshots list the same month, the newest snapshot wins.
+CREATE OR REPLACE VIEW ai_platform_trend AS
+WITH snap AS (
+    SELECT snapshot_month, domain, ai_total_visits,
+           CAST(strptime(coalesce(traffic_period, snapshot_month), '%Y-%m') AS DATE) AS period_month
+    FROM sites
+),
+hist AS (
+    SELECT snapshot_month, domain, platform, month, share_pct, 'history' AS source
+    FROM ai_platform_history
+),
+cur AS (
+    SELECT p.snapshot_month, p.domain, p.platform, s.period_month AS month, p.share_pct, 'current' AS source
+    FROM ai_platforms p
+    JOIN snap s ON s.snapshot_month = p.snapshot_month AND s.domain = p.domain
+    WHERE NOT EXISTS (
+        SELECT 1 FROM ai_platform_history h
+        WHERE h.snapshot_month = p.snapshot_month AND h.domain = p.domain
+          AND h.platform = p.platform AND h.month = s.period_month)
+),
+best AS (
+    SELECT * FROM (SELECT * FROM hist UNION ALL SELECT * FROM cur)
+    QUALIFY row_number() OVER (
+        PARTITION BY domain, platform, month
+        ORDER BY snapshot_month DESC, source = 'history' DESC) = 1
+)
+SELECT
+    b.domain,
+    b.platform,
+    b.month,
+    b.share_pct,
+    s.ai_total_visits AS snapshot_ai_total_visits,
+    b.share_pct / 100 * s.ai_total_visits AS estimated_visits,
+    b.snapshot_month AS source_snapshot,
+    b.source
+FROM best b
+LEFT JOIN snap s ON s.snapshot_month = b.snapshot_month AND s.domain = b.domain;
+
+COMMENT ON VIEW ai_platform_trend IS 'AI assistant referrals per domain, platform and month across snapshots (newest snapshot wins), with an estimate of visits per platform.';
+COMMENT ON COLUMN ai_platform_trend.domain IS 'Normalized watchlist domain.';
+COMMENT ON COLUMN ai_platform_trend.platform IS 'AI platform host name, e.g. chatgpt.com.';
+COMMENT ON COLUMN ai_platform_trend.month IS 'Month (DATE, first day of the month).';
+COMMENT ON COLUMN ai_platform_trend.share_pct IS 'Percent 0-100 as returned: the platform''s share of the domain''s AI-referred visits in the month.';
+COMMENT ON COLUMN ai_platform_trend.snapshot_ai_total_visits IS 'sites.ai_total_visits of source_snapshot: all AI-referred visits in that snapshot''s period (count, estimate).';
+COMMENT ON COLUMN ai_platform_trend.estimated_visits IS 'ESTIMATE, derived here: share_pct / 100 * snapshot_ai_total_visits (visits, fractional). For history months it applies the month''s share to the snapshot''s total.';
+COMMENT ON COLUMN ai_platform_trend.source_snapshot IS 'Snapshot (YYYY-MM) the row was taken from.';
+COMMENT ON COLUMN ai_platform_trend.source IS 'history = ai_platform_history; current = ai_platforms share for the snapshot''s reporting period (traffic_period).';
+
+-- ---- sql/views/changes.sql ----
+-- What changed between complete months: complete_months first (the other views compare each
+-- complete month with the complete month before it), then one view per question analysts ask
+-- every month. They live in one file because views are created in file-name order and every
+-- changes_* view reads complete_months.
+--
+-- A month is complete when its latest finished run (status other than 'running') loaded or
+-- recorded as rejected every watchlist domain: status 'complete' or 'up_to_date', or the run's
+-- own counts say so (domains_loaded + domains_rejected >= domains_total > 0; a run that loaded
+-- everything but failed afterwards, e.g. on the Parquet export, still left complete data).
+-- Comparisons are between complete months only, so a month stopped for credits halfway never
+-- makes half the watchlist look as if it vanished. The previous complete month need not be the
+-- previous calendar month.
+
+CREATE OR REPLACE VIEW complete_months AS
+WITH latest AS (
+    SELECT *
+    FROM runs
+    WHERE status <> 'running'
+    QUALIFY row_number() OVER (PARTITION BY snapshot_month ORDER BY started_at DESC, run_id DESC) = 1
+)
+SELECT
+    l.snapshot_month,
+    lag(l.snapshot_month) OVER (ORDER BY l.snapshot_month) AS previous_month,
+    l.run_id,
+    l.status,
+    l.finished_at,
+    l.domains_total,
+    l.domains_loaded,
+    l.domains_rejected,
+    (SELECT count(*) FROM sites s WHERE s.snapshot_month = l.snapshot_month) AS domains_in_warehouse
+FROM latest l
+WHERE l.status IN ('complete', 'up_to_date')
+   OR (l.domains_total > 0 AND coalesce(l.domains_loaded, 0) + coalesce(l.domains_rejected, 0) >= l.domains_total);
+
+COMMENT ON VIEW complete_months IS 'Snapshots whose latest finished run left every watchlist domain loaded or rejected by the API (status complete or up_to_date, or loaded + rejected = total), each with the complete month before it. The changes_* views compare each month here with its previous_month.';
+COMMENT ON COLUMN complete_months.snapshot_month IS 'Complete snapshot (YYYY-MM).';
+COMMENT ON COLUMN complete_months.previous_month IS 'The complete snapshot before it (YYYY-MM), not necessarily the previous calendar month; NULL for the first complete month.';
+COMMENT ON COLUMN complete_months.run_id IS 'The latest finished run of the snapshot (runs.run_id), the one that decides completeness.';
+COMMENT ON COLUMN complete_months.status IS 'That run''s status (complete, up_to_date, or another status when its counts show every domain loaded or rejected).';
+COMMENT ON COLUMN complete_months.finished_at IS 'When that run finished (TIMESTAMP, UTC).';
+COMMENT ON COLUMN complete_months.domains_total IS 'Watchlist domains in that run''s plan (count).';
+COMMENT ON COLUMN complete_months.domains_loaded IS 'Domains of the snapshot loaded when that run ended (count).';
+COMMENT ON COLUMN complete_months.domains_rejected IS 'Domains the API rejected with 400 in the snapshot (count).';
+COMMENT ON COLUMN complete_months.domains_in_warehouse IS 'Rows of sites for the snapshot (count): every domain ever loaded for it, also ones since dropped from the watchlist.';
+
+-- changes_movers: per pair of consecutive complete months, each domain's change in visits,
+-- global rank, AI-referred visits and share, and every channel share, with a mover rank per
+-- metric. Domains must have the metric in both months.
+CREATE OR REPLACE VIEW changes_movers AS
+WITH pairs AS (
+    SELECT snapshot_month, previous_month FROM complete_months WHERE previous_month IS NOT NULL
+),
+metrics AS (
+    SELECT snapshot_month, domain, 'visits' AS metric, CAST(NULL AS VARCHAR) AS channel, total_visits AS value FROM sites
+    UNION ALL
+    SELECT snapshot_month, domain, 'global_rank', NULL, CAST(global_rank AS DOUBLE) FROM sites
+    UNION ALL
+    SELECT snapshot_month, domain, 'ai_visits', NULL, CAST(ai_total_visits AS DOUBLE) FROM sites
+    UNION ALL
+    SELECT snapshot_month, domain, 'ai_traffic_share', NULL, ai_global_traffic_share FROM sites
+    UNION ALL
+    SELECT snapshot_month, domain, 'channel_share', channel, share FROM sources_share
+),
+joined AS (
+    SELECT p.snapshot_month, p.previous_month, c.domain, c.metric, c.channel,
+           o.value AS previous_value, c.value AS current_value
+    FROM pairs p
+    JOIN metrics c ON c.snapshot_month = p.snapshot_month
+    JOIN metrics o ON o.snapshot_month = p.previous_month AND o.domain = c.domain
+                  AND o.metric = c.metric AND o.channel IS NOT DISTINCT FROM c.channel
+    WHERE c.value IS NOT NULL AND o.value IS NOT NULL
+),
+scored AS (
+    SELECT *,
+           current_value - previous_value AS change,
+           CASE WHEN previous_value <> 0 THEN current_value / previous_value - 1 END AS change_ratio,
+           CASE
+               WHEN metric IN ('channel_share', 'ai_traffic_share') THEN abs(current_value - previous_value)
+               WHEN previous_value > 0 AND current_value > 0 THEN abs(ln(current_value / previous_value))
+           END AS magnitude
+    FROM joined
+)
+SELECT
+    snapshot_month,
+    previous_month,
+    domain,
+    metric,
+    channel,
+    previous_value,
+    current_value,
+    change,
+    change_ratio,
+    CASE
+        WHEN change = 0 OR metric = 'channel_share' THEN NULL
+        WHEN metric = 'global_rank' THEN change < 0
+        ELSE change > 0
+    END AS improved,
+    row_number() OVER (
+        PARTITION BY snapshot_month, metric
+        ORDER BY magnitude DESC NULLS LAST, abs(change) DESC, domain, channel) AS mover_rank
+FROM scored;
+
+COMMENT ON VIEW changes_movers IS 'Change of each domain''s visits, global rank, AI-referred visits, AI traffic share and channel shares between a complete month and the complete month before it, ranked per metric (mover_rank 1 = biggest move). Only domains with the metric in both months.';
+COMMENT ON COLUMN changes_movers.snapshot_month IS 'Complete snapshot (YYYY-MM) compared.';
+COMMENT ON COLUMN changes_movers.previous_month IS 'Complete snapshot (YYYY-MM) it is compared with (complete_months.previous_month).';
+COMMENT ON COLUMN changes_movers.domain IS 'Normalized watchlist domain.';
+COMMENT ON COLUMN changes_movers.metric IS 'visits (sites.total_visits, count), global_rank (1 = most visited), ai_visits (sites.ai_total_visits, count), ai_traffic_share (sites.ai_global_traffic_share, decimal 0-1) or channel_share (sources_share.share of channel, decimal 0-1).';
+COMMENT ON COLUMN changes_movers.channel IS 'Channel of a channel_share row (direct, organic_search, ...); NULL for the other metrics.';
+COMMENT ON COLUMN changes_movers.previous_value IS 'Value in previous_month, in the metric''s unit (estimates).';
+COMMENT ON COLUMN changes_movers.current_value IS 'Value in snapshot_month, in the metric''s unit (estimates).';
+COMMENT ON COLUMN changes_movers.change IS 'current_value - previous_value in the metric''s unit: visits, rank places (negative = climbed), or decimal share points for shares (0.05 = 5 percentage points).';
+COMMENT ON COLUMN changes_movers.change_ratio IS 'current_value / previous_value - 1 as a decimal (0.25 = +25%); NULL when previous_value is 0.';
+COMMENT ON COLUMN changes_movers.improved IS 'true when the move is an improvement (more visits, more AI visits or share, a better i.e. lower rank), false when it is a decline; NULL for channel shares (a shift, neither) and for no change.';
+COMMENT ON COLUMN changes_movers.mover_rank IS 'Rank of the move within snapshot_month and metric, 1 = biggest: by |ln(current / previous)| for visits, ranks and AI visits (doubling and halving weigh the same), by |change| in share points for shares.';
+
+-- changes_competitors: similar sites that appeared in or dropped out of a domain's list
+-- between consecutive complete months (domains loaded in both months; competitors compared
+-- lower-cased without www., so a repeated or re-cased entry is one competitor).
+CREATE OR REPLACE VIEW changes_competitors AS
+WITH pairs AS (
+    SELECT snapshot_month, previous_month FROM complete_months WHERE previous_month IS NOT NULL
+),
+both_months AS (
+    SELECT p.snapshot_month, p.previous_month, s.domain
+    FROM pairs p
+    JOIN sites s ON s.snapshot_month = p.snapshot_month
+    JOIN sites o ON o.snapshot_month = p.previous_month AND o.domain = s.domain
+),
+comp AS (
+    SELECT snapshot_month, domain,
+           regexp_replace(rtrim(lower(similar_domain), '.'), '^www\.', '') AS competitor,
+           min(position) AS position,
+           arg_min(global_rank, position) AS global_rank,
+           arg_min(total_visits, position) AS total_visits
+    FROM similar_sites
+    GROUP BY 1, 2, 3
+),
+diff AS (
+    SELECT b.snapshot_month, b.previous_month, b.domain, 'new' AS change, c.*  EXCLUDE (snapshot_month, domain)
+    FROM both_months b
+    JOIN comp c ON c.snapshot_month = b.snapshot_month AND c.domain = b.domain
+    WHERE NOT EXISTS (SELECT 1 FROM comp o WHERE o.snapshot_month = b.previous_month AND o.domain = b.domain AND o.competitor = c.competitor)
+    UNION ALL
+    SELECT b.snapshot_month, b.previous_month, b.domain, 'dropped', o.* EXCLUDE (snapshot_month, domain)
+    FROM both_months b
+    JOIN comp o ON o.snapshot_month = b.previous_month AND o.domain = b.domain
+    WHERE NOT EXISTS (SELECT 1 FROM comp c WHERE c.snapshot_month = b.snapshot_month AND c.domain = b.domain AND c.competitor = o.competitor)
+)
+SELECT
+    d.snapshot_month,
+    d.previous_month,
+    d.domain,
+    d.change,
+    d.competitor,
+    d.position AS competitor_position,
+    d.global_rank AS competitor_global_rank,
+    d.total_visits AS competitor_total_visits,
+    w.domain IS NOT NULL AS competitor_on_watchlist
+FROM diff d
+LEFT JOIN sites w ON w.snapshot_month = d.snapshot_month AND w.domain = d.competitor;
+
+COMMENT ON VIEW changes_competitors IS 'Competitors (similar sites) that appeared in (new) or dropped out of (dropped) a domain''s list between a complete month and the complete month before it; domains loaded in both months only.';
+COMMENT ON COLUMN changes_competitors.snapshot_month IS 'Complete snapshot (YYYY-MM) compared.';
+COMMENT ON COLUMN changes_competitors.previous_month IS 'Complete snapshot (YYYY-MM) it is compared with.';
+COMMENT ON COLUMN changes_competitors.domain IS 'Normalized watchlist domain whose list changed.';
+COMMENT ON COLUMN changes_competitors.change IS 'new = listed in snapshot_month but not in previous_month; dropped = the other way round.';
+COMMENT ON COLUMN changes_competitors.competitor IS 'Similar domain, lower case, www. and a trailing dot removed.';
+COMMENT ON COLUMN changes_competitors.competitor_position IS 'Position in the list it is in (snapshot_month for new, previous_month for dropped), 1-based.';
+COMMENT ON COLUMN changes_competitors.competitor_global_rank IS 'The competitor''s worldwide rank in that list, 1 = most visited; NULL when not ranked.';
+COMMENT ON COLUMN changes_competitors.competitor_total_visits IS 'The competitor''s visits as given in that list (count, estimate).';
+COMMENT ON COLUMN changes_competitors.competitor_on_watchlist IS 'true when the competitor is a watchlist domain loaded in snapshot_month.';
+
+-- changes_ai_platforms: AI platforms that started (new) or stopped (dropped) referring visits
+-- to a domain between consecutive complete months (platforms compared lower-cased).
+CREATE OR REPLACE VIEW changes_ai_platforms AS
+WITH pairs AS (
+    SELECT snapshot_month, previous_month FROM complete_months WHERE previous_month IS NOT NULL
+),
+both_months AS (
+    SELECT p.snapshot_month, p.previous_month, s.domain
+    FROM pairs p
+    JOIN sites s ON s.snapshot_month = p.snapshot_month
+    JOIN sites o ON o.snapshot_month = p.previous_month AND o.domain = s.domain
+),
+plat AS (
+    SELECT snapshot_month, domain, lower(trim(platform)) AS platform,
+           min(rank) AS rank, arg_min(share_pct, rank) AS share_pct
+    FROM ai_platforms
+    GROUP BY 1, 2, 3
+)
+SELECT b.snapshot_month, b.previous_month, b.domain, 'new' AS change, c.platform, c.rank, c.share_pct
+FROM both_months b
+JOIN plat c ON c.snapshot_month = b.snapshot_month AND c.domain = b.domain
+WHERE NOT EXISTS (SELECT 1 FROM plat o WHERE o.snapshot_month = b.previous_month AND o.domain = b.domain AND o.platform = c.platform)
+UNION ALL
+SELECT b.snapshot_month, b.previous_month, b.domain, 'dropped', o.platform, o.rank, o.share_pct
+FROM both_months b
+JOIN plat o ON o.snapshot_month = b.previous_month AND o.domain = b.domain
+WHERE NOT EXISTS (SELECT 1 FROM plat c WHERE c.snapshot_month = b.snapshot_month AND c.domain = b.domain AND c.platform = o.platform);
+
+COMMENT ON VIEW changes_ai_platforms IS 'AI platforms that began (new) or stopped (dropped) referring visits to a domain between a complete month and the complete month before it; domains loaded in both months only.';
+COMMENT ON COLUMN changes_ai_platforms.snapshot_month IS 'Complete snapshot (YYYY-MM) compared.';
+COMMENT ON COLUMN changes_ai_platforms.previous_month IS 'Complete snapshot (YYYY-MM) it is compared with.';
+COMMENT ON COLUMN changes_ai_platforms.domain IS 'Normalized watchlist domain.';
+COMMENT ON COLUMN changes_ai_platforms.change IS 'new = listed in snapshot_month but not in previous_month; dropped = the other way round.';
+COMMENT ON COLUMN changes_ai_platforms.platform IS 'AI platform host name, lower case, e.g. chatgpt.com.';
+COMMENT ON COLUMN changes_ai_platforms.rank IS 'The platform''s rank for the domain in the month it is listed in, 1 = largest share.';
+COMMENT ON COLUMN changes_ai_platforms.share_pct IS 'Percent 0-100 as returned: the platform''s share of the domain''s AI-referred visits in the month it is listed in.';
+
+-- changes_keywords: top keywords new to or gone from a domain's list between consecutive
+-- complete months (compared case-insensitively, trimmed).
+CREATE OR REPLACE VIEW changes_keywords AS
+WITH pairs AS (
+    SELECT snapshot_month, previous_month FROM complete_months WHERE previous_month IS NOT NULL
+),
+both_months AS (
+    SELECT p.snapshot_month, p.previous_month, s.domain
+    FROM pairs p
+    JOIN sites s ON s.snapshot_month = p.snapshot_month
+    JOIN sites o ON o.snapshot_month = p.previous_month AND o.domain = s.domain
+),
+kw AS (
+    SELECT snapshot_month, domain, lower(trim(keyword)) AS key,
+           arg_min(keyword, position) AS keyword, min(position) AS position,
+           arg_min(search_volume, position) AS search_volume,
+           arg_min(estimated_value_usd, position) AS estimated_value_usd
+    FROM keywords
+    GROUP BY 1, 2, 3
+)
+SELECT b.snapshot_month, b.previous_month, b.domain, 'new' AS change, c.keyword, c.position, c.search_volume, c.estimated_value_usd
+FROM both_months b
+JOIN kw c ON c.snapshot_month = b.snapshot_month AND c.domain = b.domain
+WHERE NOT EXISTS (SELECT 1 FROM kw o WHERE o.snapshot_month = b.previous_month AND o.domain = b.domain AND o.key = c.key)
+UNION ALL
+SELECT b.snapshot_month, b.previous_month, b.domain, 'dropped', o.keyword, o.position, o.search_volume, o.estimated_value_usd
+FROM both_months b
+JOIN kw o ON o.snapshot_month = b.previous_month AND o.domain = b.domain
+WHERE NOT EXISTS (SELECT 1 FROM kw c WHERE c.snapshot_month = b.snapshot_month AND c.domain = b.domain AND c.key = o.key);
+
+COMMENT ON VIEW changes_keywords IS 'Top SEO keywords new to (new) or gone from (dropped) a domain''s list between a complete month and the complete month before it; domains loaded in both months only.';
+COMMENT ON COLUMN changes_keywords.snapshot_month IS 'Complete snapshot (YYYY-MM) compared.';
+COMMENT ON COLUMN changes_keywords.previous_month IS 'Complete snapshot (YYYY-MM) it is compared with.';
+COMMENT ON COLUMN changes_keywords.domain IS 'Normalized watchlist domain.';
+COMMENT ON COLUMN changes_keywords.change IS 'new = in snapshot_month''s list but not previous_month''s; dropped = the other way round (keywords matched case-insensitively, trimmed).';
+COMMENT ON COLUMN changes_keywords.keyword IS 'Keyword as spelled in the list it is in.';
+COMMENT ON COLUMN changes_keywords.position IS 'Position in that list, 1-based.';
+COMMENT ON COLUMN changes_keywords.search_volume IS 'Monthly search volume in that list (searches per month, estimate).';
+COMMENT ON COLUMN changes_keywords.estimated_value_usd IS 'Estimated value of the keyword''s traffic to the domain in that list (US dollars, estimate).';
+
+-- changes_top_countries: visitor countries entering or leaving a domain's top 5 by share
+-- between consecutive complete months (ranking as in top_countries: share, then code).
+CREATE OR REPLACE VIEW changes_top_countries AS
+WITH pairs AS (
+    SELECT snapshot_month, previous_month FROM complete_months WHERE previous_month IS NOT NULL
+),
+both_months AS (
+    SELECT p.snapshot_month, p.previous_month, s.domain
+    FROM pairs p
+    JOIN sites s ON s.snapshot_month = p.snapshot_month
+    JOIN sites o ON o.snapshot_month = p.previous_month AND o.domain = s.domain
+),
+ranked AS (
+    SELECT snapshot_month, domain, upper(country_code) AS country_code, share,
+           row_number() OVER (PARTITION BY snapshot_month, domain
+                              ORDER BY share DESC NULLS LAST, upper(country_code)) AS position
+    FROM geography_share
+),
+moves AS (
+    SELECT b.snapshot_month, b.previous_month, b.domain, 'entered' AS change, c.country_code,
+           c.position, o.position AS previous_position, c.share, o.share AS previous_share
+    FROM both_months b
+    JOIN ranked c ON c.snapshot_month = b.snapshot_month AND c.domain = b.domain AND c.position <= 5
+    LEFT JOIN ranked o ON o.snapshot_month = b.previous_month AND o.domain = b.domain AND o.country_code = c.country_code
+    WHERE o.position IS NULL OR o.position > 5
+    UNION ALL
+    SELECT b.snapshot_month, b.previous_month, b.domain, 'left', o.country_code,
+           c.position, o.position, c.share, o.share
+    FROM both_months b
+    JOIN ranked o ON o.snapshot_month = b.previous_month AND o.domain = b.domain AND o.position <= 5
+    LEFT JOIN ranked c ON c.snapshot_month = b.snapshot_month AND c.domain = b.domain AND c.country_code = o.country_code
+    WHERE c.position IS NULL OR c.position > 5
+)
+SELECT m.snapshot_month, m.previous_month, m.domain, m.change, m.country_code, n.name AS country_name,
+       m.position, m.previous_position, m.share, m.previous_share
+FROM moves m
+LEFT JOIN countries n ON n.alpha2 = m.country_code;
+
+COMMENT ON VIEW changes_top_countries IS 'Visitor countries that entered (entered) or left (left) a domain''s top 5 by share between a complete month and the complete month before it; domains loaded in both months only.';
+COMMENT ON COLUMN changes_top_countries.snapshot_month IS 'Complete snapshot (YYYY-MM) compared.';
+COMMENT ON COLUMN changes_top_countries.previous_month IS 'Complete snapshot (YYYY-MM) it is compared with.';
+COMMENT ON COLUMN changes_top_countries.domain IS 'Normalized watchlist domain.';
+COMMENT ON COLUMN changes_top_countries.change IS 'entered = in the top 5 of snapshot_month but not of previous_month; left = the other way round.';
+COMMENT ON COLUMN changes_top_countries.country_code IS 'ISO 3166-1 alpha-2 code (upper case).';
+COMMENT ON COLUMN changes_top_countries.country_name IS 'Country name from countries; NULL when countries has no row for the code.';
+COMMENT ON COLUMN changes_top_countries.position IS 'Position by share in snapshot_month (1 = largest share); NULL when the country is not listed then.';
+COMMENT ON COLUMN changes_top_countries.previous_position IS 'Position by share in previous_month; NULL when the country was not listed then.';
+COMMENT ON COLUMN changes_top_countries.share IS 'Decimal share 0-1 of the domain''s visits from the country in snapshot_month; NULL when not listed.';
+COMMENT ON COLUMN changes_top_countries.previous_share IS 'Decimal share 0-1 in previous_month; NULL when not listed.';
+
+-- ---- sql/views/channel_mix.sql ----
+-- channel_mix: each domain's traffic share per channel beside the watchlist's average share
+-- for that channel in the same snapshot.
+CREATE OR REPLACE VIEW channel_mix AS
+SELECT
+    snapshot_month,
+    domain,
+    channel,
+    share,
+    avg(share) OVER w AS watchlist_avg_share,
+    share - avg(share) OVER w AS diff_from_avg,
+    count(share) OVER w AS watchlist_domains
+FROM sources_share
+WINDOW w AS (PARTITION BY snapshot_month, channel);
+
+COMMENT ON VIEW channel_mix IS 'Traffic share by channel per domain and snapshot, next to the average over the watchlist domains loaded in that snapshot. All shares are decimals 0-1.';
+COMMENT ON COLUMN channel_mix.snapshot_month IS 'Snapshot (YYYY-MM).';
+COMMENT ON COLUMN channel_mix.domain IS 'Normalized watchlist domain.';
+COMMENT ON COLUMN channel_mix.channel IS 'Channel: direct, organic_search, paid_search, organic_social, paid_social, email, referrals, generative_ai, affiliate or display_ads.';
+COMMENT ON COLUMN channel_mix.share IS 'Decimal share 0-1 of the domain''s visits from the channel (estimate).';
+COMMENT ON COLUMN channel_mix.watchlist_avg_share IS 'Unweighted mean of share over the watchlist domains with a value for this channel in this snapshot (decimal 0-1).';
+COMMENT ON COLUMN channel_mix.diff_from_avg IS 'share - watchlist_avg_share, in decimal share points (0.05 = 5 percentage points above average).';
+COMMENT ON COLUMN channel_mix.watchlist_domains IS 'Number of domains the average is taken over (count).';
+
+-- ---- sql/views/competitors.sql ----
+-- competitors: each watchlist domain's similar sites with both sides' rank and traffic, and
+-- whether the competitor is itself on the watchlist (loaded in sites for the same snapshot).
+CREATE OR REPLACE VIEW competitors AS
+SELECT
+    ss.snapshot_month,
+    ss.domain,
+    ss.position AS competitor_position,
+    ss.similar_domain AS competitor,
+    ss.title AS competitor_title,
+    s.global_rank AS domain_global_rank,
+    ss.global_rank AS competitor_global_rank,
+    s.total_visits AS domain_total_visits,
+    ss.total_visits AS competitor_total_visits,
+    ss.total_visits / nullif(s.total_visits, 0) AS competitor_visits_ratio,
+    ss.category_slug AS competitor_category_slug,
+    ss.country_code AS competitor_country_code,
+    ss.country_rank AS competitor_country_rank,
+    w.domain IS NOT NULL AS competitor_on_watchlist
+FROM similar_sites ss
+LEFT JOIN sites s
+    ON s.snapshot_month = ss.snapshot_month AND s.domain = ss.domain
+LEFT JOIN sites w
+    ON w.snapshot_month = ss.snapshot_month
+   AND w.domain = regexp_replace(rtrim(lower(ss.similar_domain), '.'), '^www\.', '');
+
+COMMENT ON VIEW competitors IS 'Watchlist domain -> similar (competing) domain per snapshot, with both sides'' global rank and visits (estimates) and a watchlist flag.';
+COMMENT ON COLUMN competitors.snapshot_month IS 'Snapshot (YYYY-MM).';
+COMMENT ON COLUMN competitors.domain IS 'Normalized watchlist domain.';
+COMMENT ON COLUMN competitors.competitor_position IS 'Position in the domain''s similar-sites list, 1-based.';
+COMMENT ON COLUMN competitors.competitor IS 'Similar domain as returned by the API.';
+COMMENT ON COLUMN competitors.competitor_title IS 'Similar site''s title.';
+COMMENT ON COLUMN competitors.domain_global_rank IS 'The watchlist domain''s worldwide rank in the snapshot, 1 = most visited.';
+COMMENT ON COLUMN competitors.competitor_global_rank IS 'The competitor''s worldwide rank, 1 = most visited; NULL when not ranked.';
+COMMENT ON COLUMN competitors.domain_total_visits IS 'The watchlist domain''s visits in the period (count, estimate).';
+COMMENT ON COLUMN competitors.competitor_total_visits IS 'The competitor''s visits in the period (count, estimate).';
+COMMENT ON COLUMN competitors.competitor_visits_ratio IS 'competitor_total_visits / domain_total_visits (ratio; 2.0 = twice the domain''s visits); NULL when either is missing or 0.';
+COMMENT ON COLUMN competitors.competitor_category_slug IS 'The competitor''s category path as returned (may be mixed case or NULL).';
+COMMENT ON COLUMN competitors.competitor_country_code IS 'ISO alpha-2 country of competitor_country_rank.';
+COMMENT ON COLUMN competitors.competitor_country_rank IS 'The competitor''s rank within its country.';
+COMMENT ON COLUMN competitors.competitor_on_watchlist IS 'true when the competitor (lower-cased, www. removed) is itself a watchlist domain loaded in the same snapshot.';
+
+-- ---- sql/views/keyword_overlap.sql ----
+-- keyword_overlap: for two watchlist domains that list each other as similar in the same
+-- snapshot, the top keywords both rank for (matched case-insensitively, trimmed). Each pair
+-- appears twice, once from each side (domain, other_domain), so filter on domain.
+CREATE OR REPLACE VIEW keyword_overlap AS
+WITH pairs AS (
+    SELECT DISTINCT a.snapshot_month, a.domain, b.domain AS other_domain
+    FROM similar_sites a
+    JOIN similar_sites b
+      ON b.snapshot_month = a.snapshot_month
+     AND b.domain = regexp_replace(rtrim(lower(a.similar_domain), '.'), '^www\.', '')
+     AND a.domain = regexp_replace(rtrim(lower(b.similar_domain), '.'), '^www\.', '')
+    WHERE a.domain <> b.domain
+)
+SELECT
+    p.snapshot_month,
+    p.domain,
+    p.other_domain,
+    ka.keyword,
+    ka.position AS domain_keyword_position,
+    kb.position AS other_keyword_position,
+    ka.search_volume AS domain_search_volume,
+    kb.search_volume AS other_search_volume,
+    ka.estimated_value_usd AS domain_estimated_value_usd,
+    kb.estimated_value_usd AS other_estimated_value_usd,
+    ka.cpc_usd AS domain_cpc_usd,
+    kb.cpc_usd AS other_cpc_usd
+FROM pairs p
+JOIN keywords ka ON ka.snapshot_month = p.snapshot_month AND ka.domain = p.domain
+JOIN keywords kb ON kb.snapshot_month = p.snapshot_month AND kb.domain = p.other_domain
+ AND lower(trim(kb.keyword)) = lower(trim(ka.keyword));
+
+COMMENT ON VIEW keyword_overlap IS 'Shared top keywords of watchlist domains that list each other as similar in the same snapshot; one row per snapshot, domain, other_domain and keyword (each pair appears from both sides).';
+COMMENT ON COLUMN keyword_overlap.snapshot_month IS 'Snapshot (YYYY-MM).';
+COMMENT ON COLUMN keyword_overlap.domain IS 'Watchlist domain whose point of view the row takes.';
+COMMENT ON COLUMN keyword_overlap.other_domain IS 'Watchlist domain that lists domain as similar and is listed by it.';
+COMMENT ON COLUMN keyword_overlap.keyword IS 'Keyword as spelled in domain''s list (matched to other_domain''s case-insensitively, trimmed).';
+COMMENT ON COLUMN keyword_overlap.domain_keyword_position IS 'Position of the keyword in domain''s top keywords, 1-based.';
+COMMENT ON COLUMN keyword_overlap.other_keyword_position IS 'Position of the keyword in other_domain''s top keywords, 1-based.';
+COMMENT ON COLUMN keyword_overlap.domain_search_volume IS 'Search volume reported with domain''s keyword (searches per month, estimate).';
+COMMENT ON COLUMN keyword_overlap.other_search_volume IS 'Search volume reported with other_domain''s keyword (searches per month, estimate).';
+COMMENT ON COLUMN keyword_overlap.domain_estimated_value_usd IS 'Estimated value of the keyword''s traffic to domain (US dollars, estimate).';
+COMMENT ON COLUMN keyword_overlap.other_estimated_value_usd IS 'Estimated value of the keyword''s traffic to other_domain (US dollars, estimate).';
+COMMENT ON COLUMN keyword_overlap.domain_cpc_usd IS 'Cost per click reported with domain''s keyword (US dollars); NULL when not returned.';
+COMMENT ON COLUMN keyword_overlap.other_cpc_usd IS 'Cost per click reported with other_domain''s keyword (US dollars); NULL when not returned.';
+
+-- ---- sql/views/latest_sites.sql ----
+-- latest_sites: each domain's row from its newest snapshot.
+CREATE OR REPLACE VIEW latest_sites AS
+SELECT *
+FROM sites
+QUALIFY row_number() OVER (PARTITION BY domain ORDER BY snapshot_month DESC) = 1;
+
+COMMENT ON VIEW latest_sites IS 'Each watchlist domain''s sites row from its newest snapshot (one row per domain ever loaded). Same columns as sites.';
+COMMENT ON COLUMN latest_sites.snapshot_month IS 'Newest snapshot holding this domain (YYYY-MM).';
+COMMENT ON COLUMN latest_sites.domain IS 'Normalized watchlist domain.';
+COMMENT ON COLUMN latest_sites.requested_url IS 'As sites.requested_url: the domain echoed by the API.';
+COMMENT ON COLUMN latest_sites.snapshot_date IS 'As sites.snapshot_date: the API''s snapshot date (DATE); show it to readers.';
+COMMENT ON COLUMN latest_sites.data_coverage IS 'As sites.data_coverage: coverage label from the API.';
+COMMENT ON COLUMN latest_sites.title IS 'As sites.title.';
+COMMENT ON COLUMN latest_sites.description IS 'As sites.description; NULL when not returned.';
+COMMENT ON COLUMN latest_sites.category_slug IS 'As sites.category_slug: category path joined by /.';
+COMMENT ON COLUMN latest_sites.category_name IS 'As sites.category_name: category path joined by " > ".';
+COMMENT ON COLUMN latest_sites.favicon_url IS 'As sites.favicon_url (URL).';
+COMMENT ON COLUMN latest_sites.screenshot_desktop_url IS 'As sites.screenshot_desktop_url (URL).';
+COMMENT ON COLUMN latest_sites.screenshot_mobile_url IS 'As sites.screenshot_mobile_url (URL).';
+COMMENT ON COLUMN latest_sites.is_small_site IS 'As sites.is_small_site.';
+COMMENT ON COLUMN latest_sites.is_from_google_analytics IS 'As sites.is_from_google_analytics.';
+COMMENT ON COLUMN latest_sites.is_data_from_ga IS 'As sites.is_data_from_ga: true = analytics data; false or NULL = traffic values are estimates.';
+COMMENT ON COLUMN latest_sites.global_rank IS 'As sites.global_rank: worldwide rank, 1 = most visited.';
+COMMENT ON COLUMN latest_sites.country_code IS 'As sites.country_code: ISO alpha-2 country of country_rank.';
+COMMENT ON COLUMN latest_sites.country_rank IS 'As sites.country_rank.';
+COMMENT ON COLUMN latest_sites.category_rank IS 'As sites.category_rank.';
+COMMENT ON COLUMN latest_sites.pages_per_visit IS 'As sites.pages_per_visit: pages per visit (estimate).';
+COMMENT ON COLUMN latest_sites.bounce_rate IS 'As sites.bounce_rate: decimal share 0-1 (estimate).';
+COMMENT ON COLUMN latest_sites.average_visit_duration_seconds IS 'As sites.average_visit_duration_seconds: seconds (estimate).';
+COMMENT ON COLUMN latest_sites.traffic_period IS 'As sites.traffic_period: reporting period of the traffic figures (YYYY-MM).';
+COMMENT ON COLUMN latest_sites.ai_total_visits IS 'As sites.ai_total_visits: AI-referred visits (count, estimate).';
+COMMENT ON COLUMN latest_sites.ai_global_traffic_share IS 'As sites.ai_global_traffic_share: decimal share 0-1 (estimate).';
+COMMENT ON COLUMN latest_sites.total_visits IS 'As sites.total_visits: visits in the period (count, estimate unless is_data_from_ga).';
+COMMENT ON COLUMN latest_sites.fetched_at IS 'As sites.fetched_at (TIMESTAMP, UTC).';
+
+-- ---- sql/views/top_countries.sql ----
+-- top_countries: each domain's visitor countries ranked by share, with ISO names.
+CREATE OR REPLACE VIEW top_countries AS
+SELECT
+    g.snapshot_month,
+    g.domain,
+    row_number() OVER (
+        PARTITION BY g.snapshot_month, g.domain
+        ORDER BY g.share DESC NULLS LAST, g.country_code) AS country_position,
+    upper(g.country_code) AS country_code,
+    c.alpha3 AS country_alpha3,
+    c.name AS country_name,
+    g.share
+FROM geography_share g
+LEFT JOIN countries c ON c.alpha2 = upper(g.country_code);
+
+COMMENT ON VIEW top_countries IS 'Visitor countries per domain and snapshot, ranked by share (1 = largest), with names from countries.';
+COMMENT ON COLUMN top_countries.snapshot_month IS 'Snapshot (YYYY-MM).';
+COMMENT ON COLUMN top_countries.domain IS 'Normalized watchlist domain.';
+COMMENT ON COLUMN top_countries.country_position IS 'Position by share within the domain and snapshot, 1 = largest share (ties by country code).';
+COMMENT ON COLUMN top_countries.country_code IS 'ISO 3166-1 alpha-2 code (upper case).';
+COMMENT ON COLUMN top_countries.country_alpha3 IS 'ISO 3166-1 alpha-3 code; NULL when countries has no row for the code.';
+COMMENT ON COLUMN top_countries.country_name IS 'Country name from countries; NULL when countries has no row for the code.';
+COMMENT ON COLUMN top_countries.share IS 'Decimal share 0-1 of the domain''s visits from the country (estimate).';
+
+-- ---- sql/views/traffic_monthly.sql ----
+-- traffic_monthly: one row per domain and month across every snapshot. When several snapshots
+-- list the same month, the newest snapshot with a non-NULL value wins (the API revises its
+-- estimates; a NULL is a missing value, not a revision). Growth compares calendar months: the
+-- base of mom_change is the previous calendar month and of yoy_change the same month a year
+-- earlier, each NULL when that month is absent, NULL or 0.
+CREATE OR REPLACE VIEW traffic_monthly AS
+WITH best AS (
+    SELECT domain, month, visits, snapshot_month
+    FROM traffic_history
+    QUALIFY row_number() OVER (
+        PARTITION BY domain, month
+        ORDER BY visits IS NULL, snapshot_month DESC) = 1
+)
+SELECT
+    b.domain,
+    b.month,
+    b.visits,
+    b.snapshot_month AS source_snapshot,
+    NOT coalesce(s.is_data_from_ga, false) AS is_estimate,
+    prev.visits AS prev_month_visits,
+    CASE WHEN prev.visits <> 0 THEN b.visits::DOUBLE / prev.visits - 1 END AS mom_change,
+    year_ago.visits AS year_ago_visits,
+    CASE WHEN year_ago.visits <> 0 THEN b.visits::DOUBLE / year_ago.visits - 1 END AS yoy_change
+FROM best b
+LEFT JOIN best prev
+    ON prev.domain = b.domain AND prev.month = CAST(b.month - INTERVAL 1 MONTH AS DATE)
+LEFT JOIN best year_ago
+    ON year_ago.domain = b.domain AND year_ago.month = CAST(b.month - INTERVAL 12 MONTH AS DATE)
+LEFT JOIN sites s
+    ON s.snapshot_month = b.snapshot_month AND s.domain = b.domain;
+
+COMMENT ON VIEW traffic_monthly IS 'Monthly visits per domain across all snapshots, one row per domain and month; the newest snapshot with a value wins. Growth is by calendar month.';
+COMMENT ON COLUMN traffic_monthly.domain IS 'Normalized watchlist domain.';
+COMMENT ON COLUMN traffic_monthly.month IS 'Month (DATE, first day of the month).';
+COMMENT ON COLUMN traffic_monthly.visits IS 'Visits in the month (count; estimate unless is_estimate is false).';
+COMMENT ON COLUMN traffic_monthly.source_snapshot IS 'Snapshot (YYYY-MM) the value was taken from: the newest one listing the month with a non-NULL value.';
+COMMENT ON COLUMN traffic_monthly.is_estimate IS 'true unless the source snapshot says the traffic comes from an analytics source (sites.is_data_from_ga).';
+COMMENT ON COLUMN traffic_monthly.prev_month_visits IS 'Visits of the previous calendar month (count); NULL when that month is missing.';
+COMMENT ON COLUMN traffic_monthly.mom_change IS 'Month-over-month change as a decimal (0.25 = +25%): visits / prev_month_visits - 1; NULL when the previous calendar month is missing or 0.';
+COMMENT ON COLUMN traffic_monthly.year_ago_visits IS 'Visits of the same month one year earlier (count); NULL when that month is missing.';
+COMMENT ON COLUMN traffic_monthly.yoy_change IS 'Year-over-year change as a decimal (0.25 = +25%): visits / year_ago_visits - 1; NULL when the month a year earlier is missing or 0.';

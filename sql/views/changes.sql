@@ -1,0 +1,298 @@
+-- What changed between complete months: complete_months first (the other views compare each
+-- complete month with the complete month before it), then one view per question analysts ask
+-- every month. They live in one file because views are created in file-name order and every
+-- changes_* view reads complete_months.
+--
+-- A month is complete when its latest finished run (status other than 'running') loaded or
+-- recorded as rejected every watchlist domain: status 'complete' or 'up_to_date', or the run's
+-- own counts say so (domains_loaded + domains_rejected >= domains_total > 0; a run that loaded
+-- everything but failed afterwards, e.g. on the Parquet export, still left complete data).
+-- Comparisons are between complete months only, so a month stopped for credits halfway never
+-- makes half the watchlist look as if it vanished. The previous complete month need not be the
+-- previous calendar month.
+
+CREATE OR REPLACE VIEW complete_months AS
+WITH latest AS (
+    SELECT *
+    FROM runs
+    WHERE status <> 'running'
+    QUALIFY row_number() OVER (PARTITION BY snapshot_month ORDER BY started_at DESC, run_id DESC) = 1
+)
+SELECT
+    l.snapshot_month,
+    lag(l.snapshot_month) OVER (ORDER BY l.snapshot_month) AS previous_month,
+    l.run_id,
+    l.status,
+    l.finished_at,
+    l.domains_total,
+    l.domains_loaded,
+    l.domains_rejected,
+    (SELECT count(*) FROM sites s WHERE s.snapshot_month = l.snapshot_month) AS domains_in_warehouse
+FROM latest l
+WHERE l.status IN ('complete', 'up_to_date')
+   OR (l.domains_total > 0 AND coalesce(l.domains_loaded, 0) + coalesce(l.domains_rejected, 0) >= l.domains_total);
+
+COMMENT ON VIEW complete_months IS 'Snapshots whose latest finished run left every watchlist domain loaded or rejected by the API (status complete or up_to_date, or loaded + rejected = total), each with the complete month before it. The changes_* views compare each month here with its previous_month.';
+COMMENT ON COLUMN complete_months.snapshot_month IS 'Complete snapshot (YYYY-MM).';
+COMMENT ON COLUMN complete_months.previous_month IS 'The complete snapshot before it (YYYY-MM), not necessarily the previous calendar month; NULL for the first complete month.';
+COMMENT ON COLUMN complete_months.run_id IS 'The latest finished run of the snapshot (runs.run_id), the one that decides completeness.';
+COMMENT ON COLUMN complete_months.status IS 'That run''s status (complete, up_to_date, or another status when its counts show every domain loaded or rejected).';
+COMMENT ON COLUMN complete_months.finished_at IS 'When that run finished (TIMESTAMP, UTC).';
+COMMENT ON COLUMN complete_months.domains_total IS 'Watchlist domains in that run''s plan (count).';
+COMMENT ON COLUMN complete_months.domains_loaded IS 'Domains of the snapshot loaded when that run ended (count).';
+COMMENT ON COLUMN complete_months.domains_rejected IS 'Domains the API rejected with 400 in the snapshot (count).';
+COMMENT ON COLUMN complete_months.domains_in_warehouse IS 'Rows of sites for the snapshot (count): every domain ever loaded for it, also ones since dropped from the watchlist.';
+
+-- changes_movers: per pair of consecutive complete months, each domain's change in visits,
+-- global rank, AI-referred visits and share, and every channel share, with a mover rank per
+-- metric. Domains must have the metric in both months.
+CREATE OR REPLACE VIEW changes_movers AS
+WITH pairs AS (
+    SELECT snapshot_month, previous_month FROM complete_months WHERE previous_month IS NOT NULL
+),
+metrics AS (
+    SELECT snapshot_month, domain, 'visits' AS metric, CAST(NULL AS VARCHAR) AS channel, total_visits AS value FROM sites
+    UNION ALL
+    SELECT snapshot_month, domain, 'global_rank', NULL, CAST(global_rank AS DOUBLE) FROM sites
+    UNION ALL
+    SELECT snapshot_month, domain, 'ai_visits', NULL, CAST(ai_total_visits AS DOUBLE) FROM sites
+    UNION ALL
+    SELECT snapshot_month, domain, 'ai_traffic_share', NULL, ai_global_traffic_share FROM sites
+    UNION ALL
+    SELECT snapshot_month, domain, 'channel_share', channel, share FROM sources_share
+),
+joined AS (
+    SELECT p.snapshot_month, p.previous_month, c.domain, c.metric, c.channel,
+           o.value AS previous_value, c.value AS current_value
+    FROM pairs p
+    JOIN metrics c ON c.snapshot_month = p.snapshot_month
+    JOIN metrics o ON o.snapshot_month = p.previous_month AND o.domain = c.domain
+                  AND o.metric = c.metric AND o.channel IS NOT DISTINCT FROM c.channel
+    WHERE c.value IS NOT NULL AND o.value IS NOT NULL
+),
+scored AS (
+    SELECT *,
+           current_value - previous_value AS change,
+           CASE WHEN previous_value <> 0 THEN current_value / previous_value - 1 END AS change_ratio,
+           CASE
+               WHEN metric IN ('channel_share', 'ai_traffic_share') THEN abs(current_value - previous_value)
+               WHEN previous_value > 0 AND current_value > 0 THEN abs(ln(current_value / previous_value))
+           END AS magnitude
+    FROM joined
+)
+SELECT
+    snapshot_month,
+    previous_month,
+    domain,
+    metric,
+    channel,
+    previous_value,
+    current_value,
+    change,
+    change_ratio,
+    CASE
+        WHEN change = 0 OR metric = 'channel_share' THEN NULL
+        WHEN metric = 'global_rank' THEN change < 0
+        ELSE change > 0
+    END AS improved,
+    row_number() OVER (
+        PARTITION BY snapshot_month, metric
+        ORDER BY magnitude DESC NULLS LAST, abs(change) DESC, domain, channel) AS mover_rank
+FROM scored;
+
+COMMENT ON VIEW changes_movers IS 'Change of each domain''s visits, global rank, AI-referred visits, AI traffic share and channel shares between a complete month and the complete month before it, ranked per metric (mover_rank 1 = biggest move). Only domains with the metric in both months.';
+COMMENT ON COLUMN changes_movers.snapshot_month IS 'Complete snapshot (YYYY-MM) compared.';
+COMMENT ON COLUMN changes_movers.previous_month IS 'Complete snapshot (YYYY-MM) it is compared with (complete_months.previous_month).';
+COMMENT ON COLUMN changes_movers.domain IS 'Normalized watchlist domain.';
+COMMENT ON COLUMN changes_movers.metric IS 'visits (sites.total_visits, count), global_rank (1 = most visited), ai_visits (sites.ai_total_visits, count), ai_traffic_share (sites.ai_global_traffic_share, decimal 0-1) or channel_share (sources_share.share of channel, decimal 0-1).';
+COMMENT ON COLUMN changes_movers.channel IS 'Channel of a channel_share row (direct, organic_search, ...); NULL for the other metrics.';
+COMMENT ON COLUMN changes_movers.previous_value IS 'Value in previous_month, in the metric''s unit (estimates).';
+COMMENT ON COLUMN changes_movers.current_value IS 'Value in snapshot_month, in the metric''s unit (estimates).';
+COMMENT ON COLUMN changes_movers.change IS 'current_value - previous_value in the metric''s unit: visits, rank places (negative = climbed), or decimal share points for shares (0.05 = 5 percentage points).';
+COMMENT ON COLUMN changes_movers.change_ratio IS 'current_value / previous_value - 1 as a decimal (0.25 = +25%); NULL when previous_value is 0.';
+COMMENT ON COLUMN changes_movers.improved IS 'true when the move is an improvement (more visits, more AI visits or share, a better i.e. lower rank), false when it is a decline; NULL for channel shares (a shift, neither) and for no change.';
+COMMENT ON COLUMN changes_movers.mover_rank IS 'Rank of the move within snapshot_month and metric, 1 = biggest: by |ln(current / previous)| for visits, ranks and AI visits (doubling and halving weigh the same), by |change| in share points for shares.';
+
+-- changes_competitors: similar sites that appeared in or dropped out of a domain's list
+-- between consecutive complete months (domains loaded in both months; competitors compared
+-- lower-cased without www., so a repeated or re-cased entry is one competitor).
+CREATE OR REPLACE VIEW changes_competitors AS
+WITH pairs AS (
+    SELECT snapshot_month, previous_month FROM complete_months WHERE previous_month IS NOT NULL
+),
+both_months AS (
+    SELECT p.snapshot_month, p.previous_month, s.domain
+    FROM pairs p
+    JOIN sites s ON s.snapshot_month = p.snapshot_month
+    JOIN sites o ON o.snapshot_month = p.previous_month AND o.domain = s.domain
+),
+comp AS (
+    SELECT snapshot_month, domain,
+           regexp_replace(rtrim(lower(similar_domain), '.'), '^www\.', '') AS competitor,
+           min(position) AS position,
+           arg_min(global_rank, position) AS global_rank,
+           arg_min(total_visits, position) AS total_visits
+    FROM similar_sites
+    GROUP BY 1, 2, 3
+),
+diff AS (
+    SELECT b.snapshot_month, b.previous_month, b.domain, 'new' AS change, c.*  EXCLUDE (snapshot_month, domain)
+    FROM both_months b
+    JOIN comp c ON c.snapshot_month = b.snapshot_month AND c.domain = b.domain
+    WHERE NOT EXISTS (SELECT 1 FROM comp o WHERE o.snapshot_month = b.previous_month AND o.domain = b.domain AND o.competitor = c.competitor)
+    UNION ALL
+    SELECT b.snapshot_month, b.previous_month, b.domain, 'dropped', o.* EXCLUDE (snapshot_month, domain)
+    FROM both_months b
+    JOIN comp o ON o.snapshot_month = b.previous_month AND o.domain = b.domain
+    WHERE NOT EXISTS (SELECT 1 FROM comp c WHERE c.snapshot_month = b.snapshot_month AND c.domain = b.domain AND c.competitor = o.competitor)
+)
+SELECT
+    d.snapshot_month,
+    d.previous_month,
+    d.domain,
+    d.change,
+    d.competitor,
+    d.position AS competitor_position,
+    d.global_rank AS competitor_global_rank,
+    d.total_visits AS competitor_total_visits,
+    w.domain IS NOT NULL AS competitor_on_watchlist
+FROM diff d
+LEFT JOIN sites w ON w.snapshot_month = d.snapshot_month AND w.domain = d.competitor;
+
+COMMENT ON VIEW changes_competitors IS 'Competitors (similar sites) that appeared in (new) or dropped out of (dropped) a domain''s list between a complete month and the complete month before it; domains loaded in both months only.';
+COMMENT ON COLUMN changes_competitors.snapshot_month IS 'Complete snapshot (YYYY-MM) compared.';
+COMMENT ON COLUMN changes_competitors.previous_month IS 'Complete snapshot (YYYY-MM) it is compared with.';
+COMMENT ON COLUMN changes_competitors.domain IS 'Normalized watchlist domain whose list changed.';
+COMMENT ON COLUMN changes_competitors.change IS 'new = listed in snapshot_month but not in previous_month; dropped = the other way round.';
+COMMENT ON COLUMN changes_competitors.competitor IS 'Similar domain, lower case, www. and a trailing dot removed.';
+COMMENT ON COLUMN changes_competitors.competitor_position IS 'Position in the list it is in (snapshot_month for new, previous_month for dropped), 1-based.';
+COMMENT ON COLUMN changes_competitors.competitor_global_rank IS 'The competitor''s worldwide rank in that list, 1 = most visited; NULL when not ranked.';
+COMMENT ON COLUMN changes_competitors.competitor_total_visits IS 'The competitor''s visits as given in that list (count, estimate).';
+COMMENT ON COLUMN changes_competitors.competitor_on_watchlist IS 'true when the competitor is a watchlist domain loaded in snapshot_month.';
+
+-- changes_ai_platforms: AI platforms that started (new) or stopped (dropped) referring visits
+-- to a domain between consecutive complete months (platforms compared lower-cased).
+CREATE OR REPLACE VIEW changes_ai_platforms AS
+WITH pairs AS (
+    SELECT snapshot_month, previous_month FROM complete_months WHERE previous_month IS NOT NULL
+),
+both_months AS (
+    SELECT p.snapshot_month, p.previous_month, s.domain
+    FROM pairs p
+    JOIN sites s ON s.snapshot_month = p.snapshot_month
+    JOIN sites o ON o.snapshot_month = p.previous_month AND o.domain = s.domain
+),
+plat AS (
+    SELECT snapshot_month, domain, lower(trim(platform)) AS platform,
+           min(rank) AS rank, arg_min(share_pct, rank) AS share_pct
+    FROM ai_platforms
+    GROUP BY 1, 2, 3
+)
+SELECT b.snapshot_month, b.previous_month, b.domain, 'new' AS change, c.platform, c.rank, c.share_pct
+FROM both_months b
+JOIN plat c ON c.snapshot_month = b.snapshot_month AND c.domain = b.domain
+WHERE NOT EXISTS (SELECT 1 FROM plat o WHERE o.snapshot_month = b.previous_month AND o.domain = b.domain AND o.platform = c.platform)
+UNION ALL
+SELECT b.snapshot_month, b.previous_month, b.domain, 'dropped', o.platform, o.rank, o.share_pct
+FROM both_months b
+JOIN plat o ON o.snapshot_month = b.previous_month AND o.domain = b.domain
+WHERE NOT EXISTS (SELECT 1 FROM plat c WHERE c.snapshot_month = b.snapshot_month AND c.domain = b.domain AND c.platform = o.platform);
+
+COMMENT ON VIEW changes_ai_platforms IS 'AI platforms that began (new) or stopped (dropped) referring visits to a domain between a complete month and the complete month before it; domains loaded in both months only.';
+COMMENT ON COLUMN changes_ai_platforms.snapshot_month IS 'Complete snapshot (YYYY-MM) compared.';
+COMMENT ON COLUMN changes_ai_platforms.previous_month IS 'Complete snapshot (YYYY-MM) it is compared with.';
+COMMENT ON COLUMN changes_ai_platforms.domain IS 'Normalized watchlist domain.';
+COMMENT ON COLUMN changes_ai_platforms.change IS 'new = listed in snapshot_month but not in previous_month; dropped = the other way round.';
+COMMENT ON COLUMN changes_ai_platforms.platform IS 'AI platform host name, lower case, e.g. chatgpt.com.';
+COMMENT ON COLUMN changes_ai_platforms.rank IS 'The platform''s rank for the domain in the month it is listed in, 1 = largest share.';
+COMMENT ON COLUMN changes_ai_platforms.share_pct IS 'Percent 0-100 as returned: the platform''s share of the domain''s AI-referred visits in the month it is listed in.';
+
+-- changes_keywords: top keywords new to or gone from a domain's list between consecutive
+-- complete months (compared case-insensitively, trimmed).
+CREATE OR REPLACE VIEW changes_keywords AS
+WITH pairs AS (
+    SELECT snapshot_month, previous_month FROM complete_months WHERE previous_month IS NOT NULL
+),
+both_months AS (
+    SELECT p.snapshot_month, p.previous_month, s.domain
+    FROM pairs p
+    JOIN sites s ON s.snapshot_month = p.snapshot_month
+    JOIN sites o ON o.snapshot_month = p.previous_month AND o.domain = s.domain
+),
+kw AS (
+    SELECT snapshot_month, domain, lower(trim(keyword)) AS key,
+           arg_min(keyword, position) AS keyword, min(position) AS position,
+           arg_min(search_volume, position) AS search_volume,
+           arg_min(estimated_value_usd, position) AS estimated_value_usd
+    FROM keywords
+    GROUP BY 1, 2, 3
+)
+SELECT b.snapshot_month, b.previous_month, b.domain, 'new' AS change, c.keyword, c.position, c.search_volume, c.estimated_value_usd
+FROM both_months b
+JOIN kw c ON c.snapshot_month = b.snapshot_month AND c.domain = b.domain
+WHERE NOT EXISTS (SELECT 1 FROM kw o WHERE o.snapshot_month = b.previous_month AND o.domain = b.domain AND o.key = c.key)
+UNION ALL
+SELECT b.snapshot_month, b.previous_month, b.domain, 'dropped', o.keyword, o.position, o.search_volume, o.estimated_value_usd
+FROM both_months b
+JOIN kw o ON o.snapshot_month = b.previous_month AND o.domain = b.domain
+WHERE NOT EXISTS (SELECT 1 FROM kw c WHERE c.snapshot_month = b.snapshot_month AND c.domain = b.domain AND c.key = o.key);
+
+COMMENT ON VIEW changes_keywords IS 'Top SEO keywords new to (new) or gone from (dropped) a domain''s list between a complete month and the complete month before it; domains loaded in both months only.';
+COMMENT ON COLUMN changes_keywords.snapshot_month IS 'Complete snapshot (YYYY-MM) compared.';
+COMMENT ON COLUMN changes_keywords.previous_month IS 'Complete snapshot (YYYY-MM) it is compared with.';
+COMMENT ON COLUMN changes_keywords.domain IS 'Normalized watchlist domain.';
+COMMENT ON COLUMN changes_keywords.change IS 'new = in snapshot_month''s list but not previous_month''s; dropped = the other way round (keywords matched case-insensitively, trimmed).';
+COMMENT ON COLUMN changes_keywords.keyword IS 'Keyword as spelled in the list it is in.';
+COMMENT ON COLUMN changes_keywords.position IS 'Position in that list, 1-based.';
+COMMENT ON COLUMN changes_keywords.search_volume IS 'Monthly search volume in that list (searches per month, estimate).';
+COMMENT ON COLUMN changes_keywords.estimated_value_usd IS 'Estimated value of the keyword''s traffic to the domain in that list (US dollars, estimate).';
+
+-- changes_top_countries: visitor countries entering or leaving a domain's top 5 by share
+-- between consecutive complete months (ranking as in top_countries: share, then code).
+CREATE OR REPLACE VIEW changes_top_countries AS
+WITH pairs AS (
+    SELECT snapshot_month, previous_month FROM complete_months WHERE previous_month IS NOT NULL
+),
+both_months AS (
+    SELECT p.snapshot_month, p.previous_month, s.domain
+    FROM pairs p
+    JOIN sites s ON s.snapshot_month = p.snapshot_month
+    JOIN sites o ON o.snapshot_month = p.previous_month AND o.domain = s.domain
+),
+ranked AS (
+    SELECT snapshot_month, domain, upper(country_code) AS country_code, share,
+           row_number() OVER (PARTITION BY snapshot_month, domain
+                              ORDER BY share DESC NULLS LAST, upper(country_code)) AS position
+    FROM geography_share
+),
+moves AS (
+    SELECT b.snapshot_month, b.previous_month, b.domain, 'entered' AS change, c.country_code,
+           c.position, o.position AS previous_position, c.share, o.share AS previous_share
+    FROM both_months b
+    JOIN ranked c ON c.snapshot_month = b.snapshot_month AND c.domain = b.domain AND c.position <= 5
+    LEFT JOIN ranked o ON o.snapshot_month = b.previous_month AND o.domain = b.domain AND o.country_code = c.country_code
+    WHERE o.position IS NULL OR o.position > 5
+    UNION ALL
+    SELECT b.snapshot_month, b.previous_month, b.domain, 'left', o.country_code,
+           c.position, o.position, c.share, o.share
+    FROM both_months b
+    JOIN ranked o ON o.snapshot_month = b.previous_month AND o.domain = b.domain AND o.position <= 5
+    LEFT JOIN ranked c ON c.snapshot_month = b.snapshot_month AND c.domain = b.domain AND c.country_code = o.country_code
+    WHERE c.position IS NULL OR c.position > 5
+)
+SELECT m.snapshot_month, m.previous_month, m.domain, m.change, m.country_code, n.name AS country_name,
+       m.position, m.previous_position, m.share, m.previous_share
+FROM moves m
+LEFT JOIN countries n ON n.alpha2 = m.country_code;
+
+COMMENT ON VIEW changes_top_countries IS 'Visitor countries that entered (entered) or left (left) a domain''s top 5 by share between a complete month and the complete month before it; domains loaded in both months only.';
+COMMENT ON COLUMN changes_top_countries.snapshot_month IS 'Complete snapshot (YYYY-MM) compared.';
+COMMENT ON COLUMN changes_top_countries.previous_month IS 'Complete snapshot (YYYY-MM) it is compared with.';
+COMMENT ON COLUMN changes_top_countries.domain IS 'Normalized watchlist domain.';
+COMMENT ON COLUMN changes_top_countries.change IS 'entered = in the top 5 of snapshot_month but not of previous_month; left = the other way round.';
+COMMENT ON COLUMN changes_top_countries.country_code IS 'ISO 3166-1 alpha-2 code (upper case).';
+COMMENT ON COLUMN changes_top_countries.country_name IS 'Country name from countries; NULL when countries has no row for the code.';
+COMMENT ON COLUMN changes_top_countries.position IS 'Position by share in snapshot_month (1 = largest share); NULL when the country is not listed then.';
+COMMENT ON COLUMN changes_top_countries.previous_position IS 'Position by share in previous_month; NULL when the country was not listed then.';
+COMMENT ON COLUMN changes_top_countries.share IS 'Decimal share 0-1 of the domain''s visits from the country in snapshot_month; NULL when not listed.';
+COMMENT ON COLUMN changes_top_countries.previous_share IS 'Decimal share 0-1 in previous_month; NULL when not listed.';
