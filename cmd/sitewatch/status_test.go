@@ -182,7 +182,7 @@ func TestStatusPIDGone(t *testing.T) {
 	}
 	text := h.stdout.String()
 	t.Logf("status after the run's process died:\n%s", text)
-	for _, want := range []string{"r-dead", "process is gone", fmt.Sprintf("PID %d", dead.Process.Pid), "abandoned", "complete", "credits: "} {
+	for _, want := range []string{"r-dead", "process is gone", fmt.Sprintf("PID %d", dead.Process.Pid), "abandoned", "complete", "credits: ", "quality " + testMonth + ": "} {
 		if !strings.Contains(text, want) {
 			t.Errorf("status lacks %q:\n%s", want, text)
 		}
@@ -196,6 +196,9 @@ func TestStatusPIDGone(t *testing.T) {
 	}
 	if rep.Credits == nil || rep.Credits.Remaining == nil || rep.Credits.SpentThisMonth < 0 {
 		t.Errorf("JSON credits %+v, want the wallet from the runs table", rep.Credits)
+	}
+	if q, _ := rep.Sections["quality"].(map[string]any); q == nil || q["month"] != testMonth || q["checks"] == nil {
+		t.Errorf("JSON sections.quality = %v, want the checks of %s", rep.Sections["quality"], testMonth)
 	}
 
 	// A live PID whose file stopped being refreshed (a hung or SIGSTOPped run).
