@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -77,7 +78,68 @@ type statusSection struct {
 }
 
 // statusSections run in order after the recent runs; add one entry per feature.
-var statusSections []statusSection
+var statusSections = []statusSection{
+	{Name: "quality", Collect: collectQuality, Text: printQuality},
+}
+
+// qualityJSON is sections.quality: the data-quality checks of the newest month they ran on,
+// null when they never ran.
+type qualityJSON struct {
+	Month    string             `json:"month"`
+	Errors   int                `json:"errors"`   // error findings over all checks
+	Warnings int                `json:"warnings"` // warn findings over all checks
+	Checks   []qualityCheckJSON `json:"checks"`   // worst first
+}
+
+type qualityCheckJSON struct {
+	Check    string `json:"check"`
+	Severity string `json:"severity"` // error | warn | ok
+	Errors   int    `json:"errors"`
+	Warnings int    `json:"warnings"`
+	Tables   int    `json:"tables"`
+}
+
+func collectQuality(ctx context.Context, db *sql.DB, _ *config.Config) (any, error) {
+	var month sql.NullString
+	if err := db.QueryRowContext(ctx, `SELECT max(snapshot_month) FROM quality_checks`).Scan(&month); err != nil {
+		return nil, err
+	}
+	if !month.Valid {
+		return (*qualityJSON)(nil), nil
+	}
+	sums, err := warehouse.QualitySummary(ctx, db, month.String)
+	if err != nil {
+		return nil, err
+	}
+	q := &qualityJSON{Month: month.String, Checks: []qualityCheckJSON{}}
+	for _, c := range sums {
+		q.Errors += c.Errors
+		q.Warnings += c.Warnings
+		q.Checks = append(q.Checks, qualityCheckJSON{Check: c.Check, Severity: c.Severity, Errors: c.Errors, Warnings: c.Warnings, Tables: c.Tables})
+	}
+	return q, nil
+}
+
+func printQuality(w io.Writer, v any) error {
+	q, _ := v.(*qualityJSON)
+	if q == nil {
+		return nil
+	}
+	var found []string
+	for _, c := range q.Checks {
+		if c.Severity != warehouse.SeverityOK {
+			found = append(found, fmt.Sprintf("%s (%d errors, %d warnings)", c.Check, c.Errors, c.Warnings))
+		}
+	}
+	if len(found) == 0 {
+		_, err := fmt.Fprintf(w, "quality %s: all %d checks ok\n", q.Month, len(q.Checks))
+		return err
+	}
+	_, err := fmt.Fprintf(w, "quality %s: %d errors, %d warnings in %s; details: sitewatch query "+
+		"\"SELECT * FROM quality_checks WHERE snapshot_month = '%s' AND severity <> 'ok'\"\n",
+		q.Month, q.Errors, q.Warnings, strings.Join(found, ", "), q.Month)
+	return err
+}
 
 func cmdStatus(ctx context.Context, args []string, env pipeline.Env) error {
 	f := newFlags("status", env, true, false)

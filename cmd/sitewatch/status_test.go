@@ -182,7 +182,7 @@ func TestStatusPIDGone(t *testing.T) {
 	}
 	text := h.stdout.String()
 	t.Logf("status after the run's process died:\n%s", text)
-	for _, want := range []string{"r-dead", "process is gone", fmt.Sprintf("PID %d", dead.Process.Pid), "abandoned", "complete", "credits: "} {
+	for _, want := range []string{"r-dead", "process is gone", fmt.Sprintf("PID %d", dead.Process.Pid), "abandoned", "complete", "credits: ", "quality " + testMonth + ": "} {
 		if !strings.Contains(text, want) {
 			t.Errorf("status lacks %q:\n%s", want, text)
 		}
@@ -196,6 +196,9 @@ func TestStatusPIDGone(t *testing.T) {
 	}
 	if rep.Credits == nil || rep.Credits.Remaining == nil || rep.Credits.SpentThisMonth < 0 {
 		t.Errorf("JSON credits %+v, want the wallet from the runs table", rep.Credits)
+	}
+	if q, _ := rep.Sections["quality"].(map[string]any); q == nil || q["month"] != testMonth || q["checks"] == nil {
+		t.Errorf("JSON sections.quality = %v, want the checks of %s", rep.Sections["quality"], testMonth)
 	}
 
 	// A live PID whose file stopped being refreshed (a hung or SIGSTOPped run).
@@ -221,5 +224,56 @@ func TestStatusUsage(t *testing.T) {
 		if code := h.run(args...); code != ExitUsage {
 			t.Errorf("%v: exit %d, want 2\n%s", args, code, h.stderr)
 		}
+	}
+}
+
+// TestStatusDuringRealRun: a real `sitewatch run` process loads a paced snapshot; `status`
+// from outside shows its live figures and exits 0 while it holds the warehouse, and the
+// recent runs once it has ended.
+func TestStatusDuringRealRun(t *testing.T) {
+	domains := atlastest.Domains(12)
+	h := newHarness(t, atlastest.Options{Rate: 4}, domains, "  rate_limit: 4\n")
+	run, out := h.command("run", "--snapshot", testMonth)
+	if err := run.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = run.Process.Kill(); _ = run.Wait() }()
+	live := livestatus.Path(filepath.Join(h.dir, "data/w.duckdb"))
+	waitFor(t, 30*time.Second, func() bool {
+		s, err := livestatus.Read(live)
+		return err == nil && s.State == livestatus.StateRunning && s.Loaded >= 1 && s.Loaded < len(domains)
+	})
+
+	if code := h.run("status"); code != ExitOK {
+		t.Fatalf("status during the run: exit %d\n%s%s\nrun output:\n%s", code, h.stdout, h.stderr, out)
+	}
+	text := h.stdout.String()
+	t.Logf("status during a real run:\n%s", text)
+	for _, want := range []string{"live run", ": running (PID " + fmt.Sprint(run.Process.Pid), fmt.Sprintf("/%d loaded", len(domains)), "req/s", "ETA", "holds the warehouse"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("status lacks %q", want)
+		}
+	}
+	if code := h.run("status", "--format", "json"); code != ExitOK {
+		t.Fatalf("status --format json during the run: exit %d", code)
+	}
+	rep := decodeStatus(t, h.stdout.String())
+	if rep.Live == nil || rep.Live.Process != "running" || rep.Live.PID != run.Process.Pid || rep.Live.Total != len(domains) ||
+		rep.Live.Requests < 1 || rep.Live.CreditsSpent < 1 || rep.WarehouseState != "locked" {
+		t.Errorf("JSON during the run: live %+v, warehouse_state %q", rep.Live, rep.WarehouseState)
+	}
+
+	if code := exitCodeOf(t, run.Wait()); code != ExitOK {
+		t.Fatalf("run exit %d\n%s", code, out)
+	}
+	if code := h.run("status", "--format", "json"); code != ExitOK {
+		t.Fatalf("status after the run: exit %d", code)
+	}
+	rep = decodeStatus(t, h.stdout.String())
+	if rep.Live == nil || rep.Live.Process != "finished" || rep.Live.Outcome != "complete" || rep.Live.Loaded != len(domains) {
+		t.Errorf("JSON after the run: live %+v, want a final file, outcome complete, all loaded", rep.Live)
+	}
+	if rep.WarehouseState != "ok" || len(rep.Runs) != 1 || rep.Runs[0].Status != "complete" || rep.Runs[0].CreditsSpent != int(h.srv.Stats().Charged) {
+		t.Errorf("JSON after the run: warehouse %q, runs %+v (server charged %d)", rep.WarehouseState, rep.Runs, h.srv.Stats().Charged)
 	}
 }

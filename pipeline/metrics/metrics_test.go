@@ -10,9 +10,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
 )
 
 // clock is a controllable time source.
@@ -36,60 +33,32 @@ func day(s string) time.Time {
 	return t
 }
 
-func parse(t *testing.T, r io.Reader) map[string]*dto.MetricFamily {
+func parse(t *testing.T, r io.Reader) Families {
 	t.Helper()
-	var p expfmt.TextParser
-	fams, err := p.TextToMetricFamilies(r)
+	fams, err := ParseText(r)
 	if err != nil {
-		t.Fatalf("the exposition does not parse: %v", err)
+		t.Fatal(err)
 	}
 	return fams
 }
 
-// value returns the value of the sample of name whose labels include want (label=value).
-func value(t *testing.T, fams map[string]*dto.MetricFamily, name string, labels ...string) float64 {
+// value returns the value of the sample of name whose labels include the label/value pairs.
+func value(t *testing.T, fams Families, name string, labels ...string) float64 {
 	t.Helper()
-	mf, ok := fams[name]
+	v, ok := fams.Value(name, labels...)
 	if !ok {
-		t.Fatalf("no metric %s", name)
+		t.Fatalf("no sample of %s with labels %v", name, labels)
 	}
-next:
-	for _, m := range mf.GetMetric() {
-		have := map[string]string{}
-		for _, l := range m.GetLabel() {
-			have[l.GetName()] = l.GetValue()
-		}
-		for i := 0; i+1 < len(labels); i += 2 {
-			if have[labels[i]] != labels[i+1] {
-				continue next
-			}
-		}
-		switch {
-		case m.Counter != nil:
-			return m.GetCounter().GetValue()
-		case m.Gauge != nil:
-			return m.GetGauge().GetValue()
-		case m.Histogram != nil:
-			return float64(m.GetHistogram().GetSampleCount())
-		case m.Untyped != nil:
-			return m.GetUntyped().GetValue()
-		}
-	}
-	t.Fatalf("no sample of %s with labels %v", name, labels)
-	return 0
+	return v
 }
 
-func scrape(t *testing.T, url string) map[string]*dto.MetricFamily {
+func scrape(t *testing.T, url string) Families {
 	t.Helper()
-	resp, err := http.Get(url + "/metrics")
+	fams, err := Scrape(context.Background(), url)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	if resp.StatusCode != 200 {
-		t.Fatalf("/metrics answered %d", resp.StatusCode)
-	}
-	return parse(t, resp.Body)
+	return fams
 }
 
 // TestRecorderOverHTTP feeds a run and a second one through the recorder and scrapes the real
@@ -204,13 +173,13 @@ func TestNewMonthResetsDomainSeries(t *testing.T) {
 	}
 }
 
-func gather(t *testing.T, r *Recorder) map[string]*dto.MetricFamily {
+func gather(t *testing.T, r *Recorder) Families {
 	t.Helper()
 	list, err := r.reg.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := map[string]*dto.MetricFamily{}
+	out := Families{}
 	for _, mf := range list {
 		out[mf.GetName()] = mf
 	}
@@ -350,5 +319,23 @@ func TestNilRecorder(t *testing.T) {
 	}
 	if err := r.WriteTextfile("x.prom"); err != nil {
 		t.Error(err)
+	}
+}
+
+func TestScrapeErrors(t *testing.T) {
+	if _, err := ParseText(strings.NewReader("sitewatch_x{ 1\n")); err == nil {
+		t.Error("garbage parsed")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	addr, err := New(Options{}).Serve(ctx, "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Scrape(ctx, "http://"+addr.String()+"/nothing-here"); err == nil || !strings.Contains(err.Error(), "404") {
+		t.Errorf("Scrape of a 404: %v, want an error naming the status", err)
+	}
+	if _, ok := scrape(t, "http://"+addr.String()).Value("sitewatch_no_such_metric"); ok {
+		t.Error("Value found a metric that does not exist")
 	}
 }
