@@ -734,8 +734,10 @@ func statusOf(stopErr error) string {
 	}
 }
 
+// IsCreditStop says whether err stops a run (or a check) for credits: exit 3.
 func IsCreditStop(err error) bool {
-	return errors.Is(err, atlas.ErrOutOfCredits) || errors.Is(err, atlas.ErrCreditReserve) || errors.Is(err, atlas.ErrRunBudget)
+	return errors.Is(err, atlas.ErrOutOfCredits) || errors.Is(err, atlas.ErrCreditReserve) || errors.Is(err, atlas.ErrRunBudget) ||
+		errors.Is(err, ErrNotEnoughCredits)
 }
 
 func (r *runState) record(started time.Time, finished *time.Time, status, msg string) warehouse.RunRecord {

@@ -46,6 +46,8 @@ var commands = []command{
 	{"query", cmdQuery, queryHelp},
 	{"report", cmdReport, reportHelp},
 	{"schema", cmdSchema, schemaHelp},
+	{"check", cmdCheck, checkHelp},
+	{"changes", cmdChanges, changesHelp},
 }
 
 func lookup(name string) (command, bool) {
@@ -259,63 +261,6 @@ func openWarehouse(ctx context.Context, cfg *config.Config, env pipeline.Env, re
 		return nil, err // the warehouse names the file and the holder
 	}
 	return wh, nil
-}
-
-var runHelp = help{
-	summary: "fetch and load one monthly snapshot now; resumes where an earlier run of it stopped",
-	usage:   "[--config F] [--snapshot YYYY-MM] [--dry-run] [--refresh]",
-	examples: []string{
-		"sitewatch run --dry-run            # the plan and its credit cost; calls nothing that costs credits",
-		"sitewatch run                      # the current month (UTC)",
-		"sitewatch run --snapshot 2026-11 --refresh",
-	},
-}
-
-func cmdRun(ctx context.Context, args []string, env pipeline.Env) error {
-	f := newFlags("run", env, true, true)
-	dry := f.fs.Bool("dry-run", false, "print the plan and its credit cost; call nothing that costs credits")
-	refresh := f.fs.Bool("refresh", false, "refetch domains already loaded in this snapshot")
-	cfg, err := f.parse(args, env, 0, 0)
-	if err != nil {
-		return err
-	}
-	opts := pipeline.RunOptions{Snapshot: f.snapshot, Refresh: *refresh}
-	if *dry {
-		plan, err := pipeline.DryRun(ctx, cfg, opts, env)
-		if err != nil {
-			return err
-		}
-		printPlan(env.Stdout, plan, cfg, config.NewWatchlist(cfg))
-		return nil
-	}
-	sum, err := pipeline.Run(ctx, cfg, opts, env)
-	if sum == nil {
-		return err
-	}
-	PrintSummary(env.Stdout, sum, err)
-	if err != nil {
-		return reportedError{err}
-	}
-	return nil
-}
-
-var scheduleHelp = help{
-	summary:  "stay up and run the current month's snapshot on the config's cron schedule (UTC)",
-	usage:    "[--config F]",
-	examples: []string{"sitewatch schedule --config /srv/sitewatch/domains.yaml"},
-}
-
-func cmdSchedule(ctx context.Context, args []string, env pipeline.Env) error {
-	f := newFlags("schedule", env, true, false)
-	cfg, err := f.parse(args, env, 0, 0)
-	if err != nil {
-		return err
-	}
-	if _, err := config.CredentialsFrom(cfg, env.Getenv); err != nil {
-		return err
-	}
-	onRun := func(sum *pipeline.Summary, err error) { PrintSummary(env.Stdout, sum, err) }
-	return pipeline.Schedule(ctx, cfg, env, pipeline.ScheduleOptions{OnRun: onRun})
 }
 
 var rebuildHelp = help{

@@ -37,7 +37,7 @@ func ExitCode(err error) int {
 	switch {
 	case err == nil:
 		return ExitOK
-	case errors.As(err, &ce), errors.As(err, &ue):
+	case errors.As(err, &ce), errors.As(err, &ue), errors.As(err, new(*atlas.ConfigError)):
 		return ExitUsage
 	case pipeline.IsCreditStop(err):
 		return ExitCredits

@@ -10,6 +10,8 @@ import (
 	"syscall"
 
 	"sitewatch/pipeline"
+
+	"golang.org/x/term"
 )
 
 func main() {
@@ -26,6 +28,13 @@ func main() {
 		Stderr:     os.Stderr,
 		Logger:     slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: LogLevel(os.Getenv)})),
 		IsTerminal: fi != nil && fi.Mode()&os.ModeCharDevice != 0,
+		TermWidth: func() int {
+			w, _, err := term.GetSize(int(os.Stderr.Fd()))
+			if err != nil {
+				return 0
+			}
+			return w
+		},
 	}
 	code := Main(ctx, os.Args[1:], env)
 	stop()

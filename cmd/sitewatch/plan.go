@@ -10,7 +10,11 @@ import (
 
 // Print writes the plan as a user reads it in --dry-run output.
 func printPlan(w io.Writer, p *pipeline.Plan, cfg *config.Config, wl *config.Watchlist) {
-	fmt.Fprintf(w, "snapshot %s — plan (dry run: nothing that costs credits is called)\n", p.Snapshot)
+	month := p.Snapshot
+	if month == "" {
+		month = "(the month the API serves; learned from its first answer)"
+	}
+	fmt.Fprintf(w, "snapshot %s — plan (dry run: nothing that costs credits is called)\n", month)
 	rows := [][2]string{
 		{"watchlist entries", fmt.Sprint(len(cfg.Domains))},
 		{"valid domains", fmt.Sprint(p.Domains)},
@@ -22,11 +26,15 @@ func printPlan(w io.Writer, p *pipeline.Plan, cfg *config.Config, wl *config.Wat
 		{"domains to fetch", fmt.Sprintf("%d (%d half-loaded: only the missing call)", p.PendingDomains(), p.HalfLoaded)},
 		{"country-metadata", map[bool]string{true: "to fetch (1 call)", false: "already loaded"}[p.Countries]},
 		{"calls", fmt.Sprint(len(p.Requests))},
-		{"credits (at most)", fmt.Sprint(p.Credits())},
+		{"credits (at most)", fmt.Sprintf("%d (%d calls, plus up to api.max_wasted_credits refetches of broken answers)", pipeline.MaxCredits(cfg, p.Credits()), p.Credits())},
 		{"min_credits reserve", fmt.Sprint(cfg.API.MinCredits)},
 		{"max_credits_per_run", capText(cfg.API.MaxCreditsPerRun)},
 	}
 	printRows(w, rows)
+	if p.HeldComplete {
+		fmt.Fprintf(w, "note: %s is held complete: if the API still serves it the run stops up to date after 1 credit; "+
+			"if it serves a new month the run needs %d calls (2 per domain and country-metadata)\n", p.Snapshot, p.FullCredits)
+	}
 	if c := cfg.API.MaxCreditsPerRun; c > 0 && int64(p.Credits()) > c {
 		fmt.Fprintf(w, "note: the run will stop after %d calls (max_credits_per_run) with exit code 3; rerun to continue\n", c)
 	}

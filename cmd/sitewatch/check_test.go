@@ -1,0 +1,147 @@
+package main
+
+import (
+	"context"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"sitewatch/pipeline"
+	"sitewatch/pipeline/atlas/atlastest"
+	"sitewatch/pipeline/config"
+	"sitewatch/pipeline/metrics"
+)
+
+// TestCheck: the preflight spends no credit and maps each failure to run's exit codes.
+func TestCheck(t *testing.T) {
+	domains := atlastest.Domains(5)
+	t.Run("Ready", func(t *testing.T) {
+		h := newHarness(t, atlastest.Options{}, domains, "")
+		if code := h.run("check"); code != ExitOK {
+			t.Fatalf("exit %d\n%s\n%s", code, h.stdout, h.stderr)
+		}
+		out := h.stdout.String()
+		for _, want := range []string{"key         accepted", "balance (credits)", "10000", "next run needs", "11 credits", "expected duration", "ready: 0 credits"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("output lacks %q:\n%s", want, out)
+			}
+		}
+		if got := h.srv.Stats().Charged; got != 0 {
+			t.Errorf("check charged %d credits, want 0", got)
+		}
+	})
+	t.Run("NotEnoughCredits", func(t *testing.T) {
+		h := newHarness(t, atlastest.Options{Keys: map[string]int64{"canary-key-7f3a9c": 8}}, domains, "")
+		if code := h.run("check"); code != ExitCredits || !strings.Contains(h.stdout.String(), "covered") {
+			t.Fatalf("exit %d, want %d\n%s\n%s", code, ExitCredits, h.stdout, h.stderr)
+		}
+		if !strings.Contains(h.stderr.String(), "not enough credits") {
+			t.Errorf("no message saying the balance does not cover the run:\n%s", h.stderr)
+		}
+		if code := h.run("run", "--dry-run"); code != ExitOK || !strings.Contains(h.stdout.String(), "covered") || !strings.Contains(h.stdout.String(), "NO") {
+			t.Errorf("dry run exit %d or no balance lines:\n%s", code, h.stdout)
+		}
+		if got := h.srv.Stats().Charged; got != 0 {
+			t.Errorf("check and dry run charged %d credits, want 0", got)
+		}
+	})
+	t.Run("KeyRejected", func(t *testing.T) {
+		h := newHarness(t, atlastest.Options{Keys: map[string]int64{"another-key": 100}}, domains, "")
+		if code := h.run("check"); code != ExitUnauthorized {
+			t.Fatalf("exit %d, want %d\n%s\n%s", code, ExitUnauthorized, h.stdout, h.stderr)
+		}
+	})
+	t.Run("KeyWithCarriageReturn", func(t *testing.T) {
+		h := newHarness(t, atlastest.Options{}, domains, "")
+		h.key = "canary-key-7f3a9c"
+		h.extraEnv = map[string]string{config.EnvAPIKey: h.key + "\r"}
+		for _, cmd := range []string{"check", "run"} {
+			if code := h.run(cmd); code != ExitUsage {
+				t.Fatalf("%s: exit %d, want %d\n%s", cmd, code, ExitUsage, h.stderr)
+			}
+		}
+		if h.srv.Stats().Requests != 0 {
+			t.Errorf("%d requests sent with a malformed key, want 0", h.srv.Stats().Requests)
+		}
+	})
+	t.Run("Unreachable", func(t *testing.T) {
+		h := newHarness(t, atlastest.Options{}, domains, "")
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		closed := "http://" + ln.Addr().String()
+		ln.Close()
+		h.extraEnv = map[string]string{config.EnvBaseURL: closed}
+		for _, cmd := range []string{"check", "run"} {
+			start := time.Now()
+			if code := h.run(cmd); code != ExitFailed {
+				t.Fatalf("%s: exit %d, want %d\n%s", cmd, code, ExitFailed, h.stderr)
+			}
+			if took := time.Since(start); took > 10*time.Second {
+				t.Errorf("%s took %s against a closed port, want a few seconds", cmd, took)
+			}
+			if all := h.stdout.String() + h.stderr.String(); !strings.Contains(all, "TCP") || !strings.Contains(all, ln.Addr().String()) {
+				t.Errorf("%s: the message does not name the failed stage and the address:\n%s", cmd, all)
+			}
+		}
+	})
+}
+
+// TestScheduleListenMetrics: `schedule --listen 127.0.0.1:0` serves /metrics during and after
+// a run (parsed with the Prometheus text parser) and /healthz.
+func TestScheduleListenMetrics(t *testing.T) {
+	domains := atlastest.Domains(12)
+	h := newHarness(t, atlastest.Options{LatencyMin: 30 * time.Millisecond, LatencyMax: 60 * time.Millisecond}, domains, "  rate_limit: 10\n")
+	rec := metrics.New(metrics.Options{})
+	env := h.env()
+	env.Metrics = rec
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	addr, err := rec.Serve(ctx, "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := "http://" + addr.String()
+	var runs runLog
+	cfg, err := config.Load(h.cfgPath, env.Getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- pipeline.Schedule(ctx, cfg, env, pipeline.ScheduleOptions{OnRun: runs.record}) }()
+
+	waitFor(t, 20*time.Second, func() bool { return h.srv.Stats().Charged >= 6 })
+	during, err := metrics.Scrape(ctx, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := during.Value("sitewatch_run_in_progress"); !ok || v != 1 {
+		t.Errorf("sitewatch_run_in_progress during the run = %v (%v), want 1", v, ok)
+	}
+	waitFor(t, 30*time.Second, func() bool { return len(runs.get()) == 1 })
+	after, err := metrics.Scrape(ctx, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]float64{
+		"sitewatch_credits_spent_total": float64(h.srv.Stats().Charged),
+		"sitewatch_run_in_progress":     0,
+	}
+	for name, v := range want {
+		if got, ok := after.Value(name); !ok || got != v {
+			t.Errorf("%s = %v (%v), want %v", name, got, ok, v)
+		}
+	}
+	if got, ok := after.Value("sitewatch_runs_total", "outcome", "complete"); !ok || got != 1 {
+		t.Errorf("sitewatch_runs_total{outcome=complete} = %v (%v), want 1", got, ok)
+	}
+	if got, ok := after.Value("sitewatch_requests_total", "code", "200"); !ok || got != float64(2*len(domains)+1) {
+		t.Errorf("sitewatch_requests_total{code=200} = %v (%v), want %d", got, ok, 2*len(domains)+1)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("Schedule = %v", err)
+	}
+}

@@ -1,0 +1,154 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"sitewatch/pipeline"
+	"sitewatch/pipeline/config"
+	"sitewatch/pipeline/metrics"
+	"sitewatch/pipeline/warehouse"
+)
+
+var runHelp = help{
+	summary: "fetch and load the month the API serves now; resumes where an earlier run of it stopped",
+	usage:   "[--config F] [--snapshot YYYY-MM] [--dry-run] [--refresh] [--metrics-file F]",
+	examples: []string{
+		"sitewatch run --dry-run            # the plan and its credit cost; calls nothing that costs credits",
+		"sitewatch run                      # the month the API serves now",
+		"sitewatch run --snapshot 2026-11   # only if the API serves 2026-11 (else exit 5, nothing stored)",
+		"sitewatch run --metrics-file /var/lib/node_exporter/textfile/sitewatch.prom",
+	},
+}
+
+func cmdRun(ctx context.Context, args []string, env pipeline.Env) error {
+	f := newFlags("run", env, true, true)
+	dry := f.fs.Bool("dry-run", false, "print the plan and its credit cost; call nothing that costs credits")
+	refresh := f.fs.Bool("refresh", false, "refetch domains already loaded in this snapshot")
+	metricsFile := f.fs.String("metrics-file", "", "write the run's Prometheus metrics to this `file` (node_exporter textfile collector)")
+	cfg, err := f.parse(args, env, 0, 0)
+	if err != nil {
+		return err
+	}
+	opts := pipeline.RunOptions{Snapshot: f.snapshot, Refresh: *refresh}
+	if *dry {
+		return dryRun(ctx, cfg, opts, env)
+	}
+	if *metricsFile != "" {
+		env.Metrics = metrics.New(metrics.Options{HealthGrace: cfg.HealthGrace.Duration})
+	}
+	sum, err := pipeline.Run(ctx, cfg, opts, env)
+	if *metricsFile != "" {
+		if werr := env.Metrics.WriteTextfile(*metricsFile); werr != nil {
+			env.Logger.Warn("could not write the metrics file", "file", *metricsFile, "err", werr)
+		}
+	}
+	if sum == nil {
+		return err
+	}
+	PrintSummary(env.Stdout, sum, err)
+	if err != nil {
+		return reportedError{err}
+	}
+	return nil
+}
+
+// dryRun prints the plan; with a key set it also asks the API for free (no credit) what the
+// wallet and rate limit are, and whether they cover the run.
+func dryRun(ctx context.Context, cfg *config.Config, opts pipeline.RunOptions, env pipeline.Env) error {
+	plan, err := pipeline.DryRun(ctx, cfg, opts, env)
+	if err != nil {
+		return err
+	}
+	printPlan(env.Stdout, plan, cfg, config.NewWatchlist(cfg))
+	if _, err := config.CredentialsFrom(cfg, env.Getenv); err != nil {
+		fmt.Fprintln(env.Stdout, "balance: not checked (no usable API key in the environment)")
+		return nil
+	}
+	r, err := pipeline.Check(ctx, cfg, env)
+	if r == nil || r.Needed == 0 && err != nil {
+		fmt.Fprintf(env.Stdout, "balance: could not ask the API (no credit spent): %v\n", err)
+		return nil
+	}
+	printReadiness(env.Stdout, r)
+	return nil
+}
+
+var scheduleHelp = help{
+	summary: "stay up and keep the current month complete: cron runs, retries every retry_every, catch-up after downtime",
+	usage:   "[--config F] [--listen HOST:PORT]",
+	examples: []string{
+		"sitewatch schedule --config /srv/sitewatch/domains.yaml",
+		"sitewatch schedule --listen 127.0.0.1:9464   # Prometheus /metrics and /healthz",
+	},
+}
+
+func cmdSchedule(ctx context.Context, args []string, env pipeline.Env) error {
+	f := newFlags("schedule", env, true, false)
+	listen := f.fs.String("listen", "", "serve Prometheus /metrics and /healthz on `HOST:PORT` (:0 picks a port)")
+	cfg, err := f.parse(args, env, 0, 0)
+	if err != nil {
+		return err
+	}
+	if _, err := config.CredentialsFrom(cfg, env.Getenv); err != nil {
+		return err
+	}
+	if *listen != "" {
+		env.Metrics = metrics.New(metrics.Options{HealthGrace: cfg.HealthGrace.Duration, Logger: env.Logger})
+		seedLastComplete(ctx, cfg, env)
+		if _, err := env.Metrics.Serve(ctx, *listen); err != nil {
+			return &UsageError{Msg: fmt.Sprintf("--listen %s: %v", *listen, err)}
+		}
+	}
+	onRun := func(sum *pipeline.Summary, err error) { PrintSummary(env.Stdout, sum, err) }
+	return pipeline.Schedule(ctx, cfg, env, pipeline.ScheduleOptions{OnRun: onRun})
+}
+
+// seedLastComplete tells the recorder the newest complete month held, so /healthz is right
+// before the daemon's first run.
+func seedLastComplete(ctx context.Context, cfg *config.Config, env pipeline.Env) {
+	if _, err := os.Stat(cfg.Warehouse.DuckDB); errors.Is(err, os.ErrNotExist) {
+		return
+	}
+	wh, err := warehouse.Open(ctx, warehouse.Options{DuckDBPath: cfg.Warehouse.DuckDB, Logger: env.Logger, ReadOnly: true})
+	if err != nil {
+		env.Logger.Warn("could not read the last complete month for /healthz", "err", err)
+		return
+	}
+	defer wh.Close()
+	var month string
+	var finished time.Time
+	err = wh.DB().QueryRowContext(ctx, `SELECT snapshot_month, max(finished_at) FROM runs
+		WHERE status IN ('complete', 'up_to_date') GROUP BY snapshot_month ORDER BY snapshot_month DESC LIMIT 1`).Scan(&month, &finished)
+	if err == nil {
+		_ = env.Metrics.MonthComplete(month, finished)
+	}
+}
+
+// printReadiness writes the balance, rate and duration lines of check and --dry-run.
+func printReadiness(w io.Writer, r *pipeline.Readiness) {
+	balance := "unknown"
+	if r.Probe.Balance >= 0 {
+		balance = fmt.Sprint(r.Probe.Balance)
+	}
+	rows := [][2]string{{"balance (credits)", balance}}
+	if r.Probe.QuotaRemaining >= 0 {
+		rows = append(rows, [2]string{"marketplace quota left", fmt.Sprintf("%d of %d", r.Probe.QuotaRemaining, r.Probe.QuotaLimit)})
+	}
+	covers := "yes"
+	if !r.Covered {
+		covers = "NO"
+	}
+	rows = append(rows,
+		[2]string{"rate limit", fmt.Sprintf("%g requests/s", r.RateLimit)},
+		[2]string{"next run needs", fmt.Sprintf("%d credits (at most %d with refetches)", r.Needed, r.MaxCredits)},
+		[2]string{"usable (balance − min_credits)", fmt.Sprint(max(r.Available, 0))},
+		[2]string{"covered", covers},
+		[2]string{"expected duration", r.Duration.Round(time.Second).String()},
+	)
+	printRows(w, rows)
+}
