@@ -471,7 +471,7 @@ func cmdReport(ctx context.Context, args []string, env pipeline.Env) (err error)
 	}
 	err = writeFileAtomic(*out, func(w io.Writer) error { return report.Write(ctx, wh.DB(), f.snapshot, w) })
 	if err != nil {
-		return fmt.Errorf("snapshot %s: %w", f.snapshot, err)
+		return err // report names the snapshot; file errors name the file
 	}
 	o := &output{w: env.Stdout}
 	o.printf("wrote %s\n", *out)
