@@ -78,7 +78,7 @@ func Main(ctx context.Context, args []string, env pipeline.Env) int {
 	}
 	cmd, ok := lookup(args[0])
 	if !ok {
-		fmt.Fprintf(env.Stderr, "sitewatch: unknown command %q; run `sitewatch --help` for the list\n", args[0])
+		say(env.Stderr, "sitewatch: unknown command %q; run `sitewatch --help` for the list\n", args[0])
 		return ExitUsage
 	}
 	err := cmd.run(ctx, args[1:], env)
@@ -88,10 +88,10 @@ func Main(ctx context.Context, args []string, env pipeline.Env) int {
 		writeCommandHelp(env.Stdout, cmd, hr.fs)
 		return ExitOK
 	case err != nil && !errors.Is(err, errReported):
-		fmt.Fprintf(env.Stderr, "sitewatch %s: %v\n", cmd.name, err)
+		say(env.Stderr, "sitewatch %s: %v\n", cmd.name, err)
 		var ue *UsageError
 		if errors.As(err, &ue) {
-			fmt.Fprintf(env.Stderr, "usage: sitewatch %s %s (more: sitewatch %s --help)\n", cmd.name, cmd.help.usage, cmd.name)
+			say(env.Stderr, "usage: sitewatch %s %s (more: sitewatch %s --help)\n", cmd.name, cmd.help.usage, cmd.name)
 		}
 	}
 	return ExitCode(err)
@@ -104,18 +104,18 @@ func cmdHelp(ctx context.Context, args []string, env pipeline.Env) int {
 		return ExitOK
 	}
 	if _, ok := lookup(args[0]); !ok {
-		fmt.Fprintf(env.Stderr, "sitewatch help: unknown command %q; run `sitewatch --help` for the list\n", args[0])
+		say(env.Stderr, "sitewatch help: unknown command %q; run `sitewatch --help` for the list\n", args[0])
 		return ExitUsage
 	}
 	return Main(ctx, []string{args[0], "--help"}, env)
 }
 
 func writeUsage(w io.Writer) {
-	fmt.Fprint(w, "sitewatch — monthly snapshots of site intelligence into DuckDB and Parquet\n\nusage:\n")
+	say(w, "%s", "sitewatch — monthly snapshots of site intelligence into DuckDB and Parquet\n\nusage:\n")
 	for _, c := range commands {
-		fmt.Fprintf(w, "  sitewatch %-9s %s\n", c.name, c.help.summary)
+		say(w, "  sitewatch %-9s %s\n", c.name, c.help.summary)
 	}
-	fmt.Fprint(w, `  sitewatch --version  module and DuckDB versions
+	say(w, "%s", `  sitewatch --version  module and DuckDB versions
 
 Run "sitewatch CMD --help" for a command's flags and examples. Flags may come before or after
 arguments.
@@ -128,17 +128,42 @@ exit codes of run: 0 complete, 1 failed (rerun resumes), 2 bad usage or config,
 }
 
 func writeCommandHelp(w io.Writer, c command, fs *flag.FlagSet) {
-	fmt.Fprintf(w, "sitewatch %s — %s\n\nusage: sitewatch %s %s\n", c.name, c.help.summary, c.name, c.help.usage)
+	say(w, "sitewatch %s — %s\n\nusage: sitewatch %s %s\n", c.name, c.help.summary, c.name, c.help.usage)
 	if hasFlags(fs) {
-		fmt.Fprint(w, "\nflags:\n")
+		say(w, "%s", "\nflags:\n")
 		fs.SetOutput(w)
 		fs.PrintDefaults()
 	}
 	if len(c.help.examples) > 0 {
-		fmt.Fprint(w, "\nexamples:\n")
+		say(w, "%s", "\nexamples:\n")
 		for _, e := range c.help.examples {
-			fmt.Fprintf(w, "  %s\n", e)
+			say(w, "  %s\n", e)
 		}
+	}
+}
+
+// say writes a message or help text for the user; a write to a closed terminal has nowhere
+// else to be reported.
+func say(w io.Writer, format string, args ...any) { _, _ = fmt.Fprintf(w, format, args...) }
+
+// output writes a command's results and keeps the first write error (a closed pipe, a full
+// disk), which the command returns so the exit code says the output is incomplete.
+type output struct {
+	w   io.Writer
+	err error
+}
+
+func (o *output) printf(format string, args ...any) {
+	if o.err == nil {
+		_, o.err = fmt.Fprintf(o.w, format, args...)
+	}
+}
+
+// closeInto closes c when a command ends and keeps its error unless the command already
+// failed: closing the warehouse checkpoints it, and a failed checkpoint is a failed command.
+func closeInto(err *error, c io.Closer) {
+	if cerr := c.Close(); cerr != nil && *err == nil {
+		*err = cerr
 	}
 }
 
@@ -269,7 +294,7 @@ var rebuildHelp = help{
 	examples: []string{"sitewatch rebuild --snapshot 2026-11", "sitewatch rebuild --all"},
 }
 
-func cmdRebuild(ctx context.Context, args []string, env pipeline.Env) error {
+func cmdRebuild(ctx context.Context, args []string, env pipeline.Env) (err error) {
 	f := newFlags("rebuild", env, true, true)
 	all := f.fs.Bool("all", false, "rebuild every snapshot")
 	f.check = func() error {
@@ -282,7 +307,7 @@ func cmdRebuild(ctx context.Context, args []string, env pipeline.Env) error {
 	if err != nil {
 		return err
 	}
-	defer wh.Close()
+	defer closeInto(&err, wh)
 	snapshot := f.snapshot
 	if !*all && snapshot == "" {
 		if snapshot, err = latestMonth(ctx, wh); err != nil {
@@ -300,8 +325,9 @@ func cmdRebuild(ctx context.Context, args []string, env pipeline.Env) error {
 	if snapshot == "" {
 		what = "every snapshot"
 	}
-	fmt.Fprintf(env.Stdout, "rebuilt %s from stored responses: %d domains, 0 API calls; Parquet re-exported to %s\n", what, n, cfg.Warehouse.Parquet)
-	return nil
+	o := &output{w: env.Stdout}
+	o.printf("rebuilt %s from stored responses: %d domains, 0 API calls; Parquet re-exported to %s\n", what, n, cfg.Warehouse.Parquet)
+	return o.err
 }
 
 var validateHelp = help{
@@ -317,29 +343,33 @@ func cmdValidate(_ context.Context, args []string, env pipeline.Env) error {
 		return err
 	}
 	wl := config.NewWatchlist(cfg)
-	fmt.Fprintf(env.Stdout, "%s: schedule %q, mode %s, rate_limit %g/s\n", cfg.Path, cfg.Schedule, cfg.API.Mode, cfg.API.RateLimit)
-	fmt.Fprintf(env.Stdout, "watchlist: %d entries -> %d domains (%d rewritten, %d duplicates collapsed, %d rejected)\n",
+	o := &output{w: env.Stdout}
+	o.printf("%s: schedule %q, mode %s, rate_limit %g/s\n", cfg.Path, cfg.Schedule, cfg.API.Mode, cfg.API.RateLimit)
+	o.printf("watchlist: %d entries -> %d domains (%d rewritten, %d duplicates collapsed, %d rejected)\n",
 		len(cfg.Domains), len(wl.Domains), len(wl.Rewritten), len(wl.Duplicates), len(wl.Rejected))
 	for _, r := range wl.Rewritten {
-		fmt.Fprintf(env.Stdout, "  rewritten  line %d: %q -> %s\n", r.Line, r.Input, r.Domain)
+		o.printf("  rewritten  line %d: %q -> %s\n", r.Line, r.Input, r.Domain)
 	}
 	for _, r := range wl.Duplicates {
-		fmt.Fprintf(env.Stdout, "  duplicate  line %d: %q -> %s (already listed)\n", r.Line, r.Input, r.Domain)
+		o.printf("  duplicate  line %d: %q -> %s (already listed)\n", r.Line, r.Input, r.Domain)
 	}
 	for _, r := range wl.Rejected {
-		fmt.Fprintf(env.Stdout, "  rejected   line %d: %q: %s\n", r.Line, r.Input, r.Reason)
+		o.printf("  rejected   line %d: %q: %s\n", r.Line, r.Input, r.Reason)
 	}
 	if _, err := config.CredentialsFrom(cfg, env.Getenv); err != nil {
 		if !errors.Is(err, config.ErrKeyNotSet) {
 			return err
 		}
-		fmt.Fprintf(env.Stdout, "note: %v; `sitewatch run` will need it\n", err)
+		o.printf("note: %v; `sitewatch run` will need it\n", err)
+	}
+	if o.err != nil {
+		return o.err
 	}
 	if len(wl.Rejected) > 0 {
 		return &config.Error{Path: cfg.Path, Msg: fmt.Sprintf("config not valid: %d watchlist entries are not host names and would never be sent; fix or remove them", len(wl.Rejected))}
 	}
-	fmt.Fprintf(env.Stdout, "%s: config valid\n", cfg.Path)
-	return nil
+	o.printf("%s: config valid\n", cfg.Path)
+	return o.err
 }
 
 var statusHelp = help{
@@ -362,14 +392,14 @@ var reportHelp = help{
 	examples: []string{"sitewatch report --snapshot 2026-11 --out report.html"},
 }
 
-func cmdReport(ctx context.Context, args []string, env pipeline.Env) error {
+func cmdReport(ctx context.Context, args []string, env pipeline.Env) (err error) {
 	f := newFlags("report", env, true, true)
 	out := f.fs.String("out", "", "the HTML `file` to write (default report-YYYY-MM.html)")
 	_, wh, err := f.parseAndOpen(ctx, args, env, 0, 0, true)
 	if err != nil {
 		return err
 	}
-	defer wh.Close()
+	defer closeInto(&err, wh)
 	if f.snapshot == "" {
 		if f.snapshot, err = latestMonth(ctx, wh); err != nil {
 			return err
@@ -380,10 +410,11 @@ func cmdReport(ctx context.Context, args []string, env pipeline.Env) error {
 	}
 	err = writeFileAtomic(*out, func(w io.Writer) error { return report.Write(ctx, wh.DB(), f.snapshot, w) })
 	if err != nil {
-		return fmt.Errorf("snapshot %s: %w", f.snapshot, err)
+		return err // report names the snapshot; file errors name the file
 	}
-	fmt.Fprintf(env.Stdout, "wrote %s\n", *out)
-	return nil
+	o := &output{w: env.Stdout}
+	o.printf("wrote %s\n", *out)
+	return o.err
 }
 
 var schemaHelp = help{
@@ -392,7 +423,7 @@ var schemaHelp = help{
 	examples: []string{"sitewatch schema", "sitewatch schema --format markdown > docs/data-dictionary.md"},
 }
 
-func cmdSchema(ctx context.Context, args []string, env pipeline.Env) error {
+func cmdSchema(ctx context.Context, args []string, env pipeline.Env) (err error) {
 	f := newFlags("schema", env, false, false)
 	format := f.fs.String("format", "text", "text or markdown")
 	f.check = func() error {
@@ -409,7 +440,7 @@ func cmdSchema(ctx context.Context, args []string, env pipeline.Env) error {
 	if err != nil {
 		return fmt.Errorf("open in-memory DuckDB: %w", err)
 	}
-	defer db.Close()
+	defer closeInto(&err, db)
 	if err := warehouse.Migrate(ctx, db); err != nil {
 		return fmt.Errorf("apply the DDL: %w", err)
 	}
@@ -443,13 +474,13 @@ func writeFileAtomic(path string, write func(io.Writer) error) error {
 	if err != nil {
 		return err
 	}
-	defer os.Remove(tmp.Name())
+	defer func() { _ = os.Remove(tmp.Name()) }() // fails once renamed: nothing left to remove
 	if err := write(tmp); err != nil {
-		tmp.Close()
+		_ = tmp.Close() // the write error is the one to report
 		return err
 	}
 	if err := tmp.Sync(); err != nil {
-		tmp.Close()
+		_ = tmp.Close()
 		return err
 	}
 	if err := tmp.Close(); err != nil {
@@ -478,19 +509,19 @@ func writeVersion(ctx context.Context, stdout, stderr io.Writer) int {
 	}
 	duck, err := duckDBVersion(ctx)
 	if err != nil {
-		fmt.Fprintf(stderr, "sitewatch --version: %v\n", err)
+		say(stderr, "sitewatch --version: %v\n", err)
 		return ExitFailed
 	}
-	fmt.Fprintf(stdout, "sitewatch %s\nDuckDB %s (go-duckdb %s)\n%s %s/%s\n", version, duck, driver, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	say(stdout, "sitewatch %s\nDuckDB %s (go-duckdb %s)\n%s %s/%s\n", version, duck, driver, runtime.Version(), runtime.GOOS, runtime.GOARCH)
 	return ExitOK
 }
 
-func duckDBVersion(ctx context.Context) (string, error) {
+func duckDBVersion(ctx context.Context) (_ string, err error) {
 	db, err := sql.Open("duckdb", "")
 	if err != nil {
 		return "", fmt.Errorf("open in-memory DuckDB: %w", err)
 	}
-	defer db.Close()
+	defer closeInto(&err, db)
 	var v string
 	if err := db.QueryRowContext(ctx, "SELECT version()").Scan(&v); err != nil {
 		return "", fmt.Errorf("read the DuckDB version: %w", err)

@@ -70,6 +70,11 @@ func (t *tableFormatter) cell(s string) string {
 }
 
 func (t *tableFormatter) end() error {
+	for i, c := range t.cols {
+		if c.typ.name == "DOUBLE" || c.typ.name == "FLOAT" {
+			t.alignDecimals(i)
+		}
+	}
 	widths := make([]int, len(t.cols))
 	for _, r := range t.cells {
 		for i, c := range r {
@@ -91,6 +96,34 @@ func (t *tableFormatter) end() error {
 	fmt.Fprintf(&b, "(%d %s)\n", rows, map[bool]string{true: "row", false: "rows"}[rows == 1])
 	_, err := io.WriteString(t.w, b.String())
 	return err
+}
+
+// alignDecimals pads a float column's values to the same number of decimals (5 and 22.5 print
+// as 5.0 and 22.5, as DuckDB shows them), so the decimal points line up.
+func (t *tableFormatter) alignDecimals(col int) {
+	decimals := 0
+	for _, r := range t.cells[1:] {
+		c := r[col]
+		if strings.ContainsAny(c, "eNI") { // exponent forms, NaN, Infinity, NULL: left as they are
+			continue
+		}
+		if i := strings.IndexByte(c, '.'); i >= 0 {
+			decimals = max(decimals, len(c)-i-1)
+		}
+	}
+	if decimals == 0 {
+		return
+	}
+	for _, r := range t.cells[1:] {
+		c := r[col]
+		if strings.ContainsAny(c, "eNI") {
+			continue
+		}
+		if !strings.Contains(c, ".") {
+			c += "."
+		}
+		r[col] = c + strings.Repeat("0", decimals-(len(c)-strings.IndexByte(c, '.')-1))
+	}
 }
 
 func (t *tableFormatter) writeLine(b *strings.Builder, cells []string, widths []int) {

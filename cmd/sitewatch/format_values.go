@@ -82,7 +82,10 @@ func floatText(f float64, bits int) string {
 	case math.IsInf(f, -1):
 		return "-Infinity"
 	}
-	if a := math.Abs(f); a != 0 && (a < 1e-6 || a >= 1e21) {
+	if f == 0 {
+		return "0" // also for -0, which round() yields for small negative numbers
+	}
+	if a := math.Abs(f); a < 1e-6 || a >= 1e21 {
 		return strconv.FormatFloat(f, 'g', -1, bits)
 	}
 	return strconv.FormatFloat(f, 'f', -1, bits)

@@ -22,7 +22,7 @@ var queryHelp = help{
 	},
 }
 
-func cmdQuery(ctx context.Context, args []string, env pipeline.Env) error {
+func cmdQuery(ctx context.Context, args []string, env pipeline.Env) (err error) {
 	f := newFlags("query", env, true, false)
 	format := f.fs.String("format", "table", "output `format`: table, csv or json")
 	raw := f.fs.Bool("raw", false, "plain values: no thousands separators or truncated cells in tables, whole blobs as hex")
@@ -59,7 +59,7 @@ func cmdQuery(ctx context.Context, args []string, env pipeline.Env) error {
 	if err != nil {
 		return err
 	}
-	defer wh.Close()
+	defer closeInto(&err, wh)
 	return runStatements(ctx, wh.DB(), stmts, name, func() formatter {
 		out, _ := newFormatter(*format, env.Stdout, *raw) // the format was checked above
 		return out
@@ -107,12 +107,12 @@ func runStatements(ctx context.Context, db *sql.DB, stmts []statement, name stri
 }
 
 // runQuery runs one SQL statement and streams its rows to out.
-func runQuery(ctx context.Context, db *sql.DB, query string, out formatter) error {
+func runQuery(ctx context.Context, db *sql.DB, query string, out formatter) (err error) {
 	rows, err := db.QueryContext(ctx, query)
 	if err != nil {
 		return err // DuckDB's message names the error class and the position
 	}
-	defer rows.Close()
+	defer closeInto(&err, rows)
 	types, err := rows.ColumnTypes()
 	if err != nil {
 		return fmt.Errorf("read the result's columns: %w", err)
