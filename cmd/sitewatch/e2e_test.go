@@ -290,8 +290,13 @@ func TestDryRunCallsNothing(t *testing.T) {
 			t.Errorf("dry run output lacks %q:\n%s", want, out)
 		}
 	}
-	if got := h.srv.Stats().Requests; got != 0 {
-		t.Errorf("dry run made %d requests", got)
+	// With a key set, the dry run asks the API for the balance with the free preflight (a
+	// request without url, answered 400 and never charged), and nothing else.
+	if st := h.srv.Stats(); st.Charged != 0 || st.Requests > 1 {
+		t.Errorf("dry run made %d requests, charged %d: want at most the free preflight", st.Requests, st.Charged)
+	}
+	if !strings.Contains(out, "balance (credits)") {
+		t.Errorf("dry run with a key shows no balance:\n%s", out)
 	}
 	if _, err := os.Stat(filepath.Join(h.dir, "data")); !os.IsNotExist(err) {
 		t.Errorf("dry run created the warehouse (stat: %v); it must only read", err)
