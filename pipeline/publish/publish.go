@@ -8,6 +8,7 @@ package publish
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -88,6 +89,9 @@ type Location struct {
 // ParseURL parses publish.url (s3://bucket or s3://bucket/prefix).
 func ParseURL(raw string) (Location, error) {
 	u, err := url.Parse(raw)
+	if err == nil && u.User != nil {
+		return Location{}, errors.New("publish.url holds credentials: remove them; they come from the AWS chain (AWS_ACCESS_KEY_ID, AWS_PROFILE, an instance role)")
+	}
 	if err != nil || u.Scheme != "s3" || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
 		return Location{}, fmt.Errorf("publish.url %q: write s3://bucket or s3://bucket/prefix (S3-compatible services: set publish.endpoint)", raw)
 	}

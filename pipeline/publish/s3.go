@@ -13,6 +13,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/feature/s3/transfermanager"
 	tmtypes "github.com/aws/aws-sdk-go-v2/feature/s3/transfermanager/types"
@@ -76,11 +77,12 @@ func secretsOf(c aws.Credentials) []string {
 
 func loadAWSConfig(ctx context.Context, cfg config.PublishConfig, opts Options) (aws.Config, error) {
 	// One transport for every request, so Concurrency bounds the connections to the endpoint.
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.MaxConnsPerHost = opts.Concurrency
-	tr.MaxIdleConnsPerHost = opts.Concurrency
+	httpClient := awshttp.NewBuildableClient().WithTransportOptions(func(tr *http.Transport) {
+		tr.MaxConnsPerHost = opts.Concurrency
+		tr.MaxIdleConnsPerHost = opts.Concurrency
+	})
 	loaders := []func(*awsconfig.LoadOptions) error{
-		awsconfig.WithHTTPClient(&http.Client{Transport: tr}),
+		awsconfig.WithHTTPClient(httpClient),
 		awsconfig.WithRetryer(func() aws.Retryer {
 			return retry.NewStandard(func(o *retry.StandardOptions) {
 				o.MaxAttempts = opts.MaxAttempts
@@ -116,7 +118,7 @@ func (p *Publisher) readManifest(ctx context.Context, month string) (*Manifest, 
 		}
 		return nil, p.fail("read manifest", rel, err)
 	}
-	defer out.Body.Close()
+	defer func() { _ = out.Body.Close() }() // read-only: nothing to lose
 	body, err := io.ReadAll(out.Body)
 	if err != nil {
 		return nil, p.fail("read manifest", rel, err)
@@ -174,7 +176,7 @@ func (p *Publisher) upload(ctx context.Context, f *localFile) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("open %s: %w", f.Path, err)
 	}
-	defer fh.Close()
+	defer func() { _ = fh.Close() }() // read-only
 	in := &transfermanager.UploadObjectInput{
 		Bucket: &p.loc.Bucket, Key: aws.String(p.loc.key(f.Rel)), Body: fh,
 		ContentLength:     aws.Int64(f.Size),

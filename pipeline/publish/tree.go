@@ -3,10 +3,8 @@ package publish
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -140,7 +138,7 @@ func (f *localFile) describe() error {
 	if err != nil {
 		return fmt.Errorf("read the Parquet footer of %s: %w", f.Path, err)
 	}
-	defer r.Close()
+	defer func() { _ = r.Close() }() // read-only
 	f.Rows = r.NumRows()
 	return nil
 }
@@ -150,7 +148,7 @@ func hashFile(p string) ([]byte, int64, error) {
 	if err != nil {
 		return nil, 0, err
 	}
-	defer fh.Close()
+	defer func() { _ = fh.Close() }() // read-only
 	h := sha256.New()
 	n, err := io.Copy(h, fh)
 	if err != nil {
@@ -160,6 +158,3 @@ func hashFile(p string) ([]byte, int64, error) {
 }
 
 func hexSum(b []byte) string { return hex.EncodeToString(b) }
-
-// isNotExist reports a missing file or directory.
-func isNotExist(err error) bool { return errors.Is(err, fs.ErrNotExist) }

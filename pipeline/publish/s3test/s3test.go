@@ -138,7 +138,7 @@ func freePort() (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	defer l.Close()
+	defer func() { _ = l.Close() }()
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
@@ -153,7 +153,7 @@ func (s *Server) waitReady(limit time.Duration) error {
 		}
 		resp, err := http.Get(s.Endpoint + "/")
 		if err == nil {
-			resp.Body.Close()
+			_ = resp.Body.Close()
 			return nil
 		}
 		time.Sleep(50 * time.Millisecond)
