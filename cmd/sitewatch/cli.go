@@ -30,6 +30,7 @@ usage:
   sitewatch query    [--config F] [--format table|csv|json] SQL
   sitewatch report   [--config F] [--snapshot YYYY-MM] [--out FILE]
   sitewatch schema   [--format text|markdown]
+  sitewatch publish  [--config F] [--snapshot YYYY-MM | --all]
 
 environment: ATLAS_API_KEY (required for run), ATLAS_BASE_URL, ATLAS_MARKETPLACE_KEY
 exit codes of run: 0 complete, 1 failed (rerun resumes), 2 bad usage or config,
@@ -50,6 +51,7 @@ func Main(ctx context.Context, args []string, env pipeline.Env) int {
 	commands := map[string]func(context.Context, []string, pipeline.Env) error{
 		"run": cmdRun, "schedule": cmdSchedule, "rebuild": cmdRebuild, "validate": cmdValidate,
 		"status": cmdStatus, "query": cmdQuery, "report": cmdReport, "schema": cmdSchema,
+		"publish": cmdPublish,
 	}
 	cmd, ok := commands[args[0]]
 	if !ok {

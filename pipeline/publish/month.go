@@ -272,3 +272,12 @@ func AfterRun(ctx context.Context, cfg config.PublishConfig, parquetRoot, month,
 	}
 	return &res, nil
 }
+
+// Months lists the months of the Parquet tree at parquetRoot, oldest first.
+func Months(parquetRoot string) ([]string, error) {
+	t, err := scanTree(parquetRoot)
+	if err != nil {
+		return nil, err
+	}
+	return t.months(), nil
+}
