@@ -120,7 +120,7 @@ type gateway struct {
 	bucket string
 }
 
-func newGateway(t *testing.T) *gateway {
+func newGateway(t testing.TB) *gateway {
 	t.Helper()
 	srv := s3test.Start(t)
 	g := &gateway{Server: srv, bucket: "warehouse"}
@@ -129,7 +129,7 @@ func newGateway(t *testing.T) *gateway {
 	return g
 }
 
-func setCredentials(t *testing.T, access, secret string) {
+func setCredentials(t testing.TB, access, secret string) {
 	t.Helper()
 	t.Setenv("AWS_ACCESS_KEY_ID", access)
 	t.Setenv("AWS_SECRET_ACCESS_KEY", secret)
@@ -146,7 +146,7 @@ func (g *gateway) config(endpoint, prefix string) config.PublishConfig {
 }
 
 // newPublisher returns a Publisher of s3://warehouse/<prefix> at endpoint, logging into log.
-func newPublisher(t *testing.T, cfg config.PublishConfig, log io.Writer, mod ...func(*publish.Options)) *publish.Publisher {
+func newPublisher(t testing.TB, cfg config.PublishConfig, log io.Writer, mod ...func(*publish.Options)) *publish.Publisher {
 	t.Helper()
 	opts := publish.Options{
 		Logger:      slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelDebug})),
