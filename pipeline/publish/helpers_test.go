@@ -195,6 +195,13 @@ func newProxy(t *testing.T, target string) *proxy {
 	return p
 }
 
+// setHook installs hook (under the lock, so the handler sees everything written before).
+func (p *proxy) setHook(hook func(w http.ResponseWriter, r *http.Request) bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.hook = hook
+}
+
 func (p *proxy) count(method string) int {
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -300,7 +300,7 @@ func TestRetriesThrottling(t *testing.T) {
 	var mu sync.Mutex
 	seen := map[string]bool{}
 	throttled := 0
-	px.hook = func(w http.ResponseWriter, r *http.Request) bool {
+	px.setHook(func(w http.ResponseWriter, r *http.Request) bool {
 		mu.Lock()
 		defer mu.Unlock()
 		id := r.Method + " " + r.URL.String()
@@ -313,7 +313,7 @@ func TestRetriesThrottling(t *testing.T) {
 		w.WriteHeader(http.StatusServiceUnavailable)
 		io.WriteString(w, `<?xml version="1.0" encoding="UTF-8"?><Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message></Error>`)
 		return true
-	}
+	})
 	p := newPublisher(t, g.config(px.URL, "p"), io.Discard, func(o *publish.Options) { o.MaxBackoff = 20 * time.Millisecond })
 	res, err := p.Month(context.Background(), fx.parquet(), monthB, "run-b")
 	if err != nil {
@@ -400,7 +400,7 @@ func TestKilledMidPublish(t *testing.T) {
 	third := make(chan struct{})
 	var puts int
 	var mu sync.Mutex
-	px.hook = func(w http.ResponseWriter, r *http.Request) bool {
+	px.setHook(func(w http.ResponseWriter, r *http.Request) bool {
 		if r.Method != http.MethodPut {
 			return false
 		}
@@ -419,7 +419,7 @@ func TestKilledMidPublish(t *testing.T) {
 		io.Copy(io.Discard, r.Body)
 		<-r.Context().Done()
 		return true
-	}
+	})
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), childEnv+"="+px.URL+"|"+fx.parquet()+"|"+monthB)
 	var stderr bytes.Buffer
