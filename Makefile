@@ -5,14 +5,14 @@ PKGS      := ./...
 DEMO_ADDR ?= 127.0.0.1:18080
 export CGO_ENABLED := 1
 
-.PHONY: build test test-short test-long demo bench lint fmt clean
+.PHONY: build test test-short test-long demo bench lint fmt clean tools
 
 build:
 	$(GO) build -o $(BIN)/sitewatch ./cmd/sitewatch
 	$(GO) build -o $(BIN)/atlas-sim ./cmd/atlas-sim
 
-# The whole suite, race detector on; CI runs this.
-test:
+# The whole suite, race detector on; CI runs this. The publish tests start versitygw.
+test: tools
 	$(GO) vet $(PKGS)
 	@test -z "$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))" || { echo "gofmt needed:"; gofmt -l .; exit 1; }
 	$(GO) test -race -timeout 40m $(PKGS)
@@ -37,6 +37,14 @@ lint: $(GOBIN_DIR)/golangci-lint
 
 $(GOBIN_DIR)/golangci-lint:
 	$(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
+
+# versitygw: the S3-compatible gateway the publish tests start on loopback (about 1-5 minutes
+# to build the first time).
+VERSITYGW_VERSION := v1.8.0
+tools: $(GOBIN_DIR)/versitygw
+
+$(GOBIN_DIR)/versitygw:
+	$(GO) install github.com/versity/versitygw/cmd/versitygw@$(VERSITYGW_VERSION)
 
 fmt:
 	gofmt -w .

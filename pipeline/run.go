@@ -16,6 +16,7 @@ import (
 	"sitewatch/pipeline/config"
 	"sitewatch/pipeline/metrics"
 	"sitewatch/pipeline/notify"
+	"sitewatch/pipeline/publish"
 	"sitewatch/pipeline/warehouse"
 	"sitewatch/schema"
 	"sitewatch/schema/flatten"
@@ -110,10 +111,12 @@ type Summary struct {
 	CompleteSince time.Time
 	// TurnedTo is the month the API moved to during the run ("" if it did not), and
 	// TurnedLoaded how many domains of it are loaded.
-	TurnedTo      string
-	TurnedLoaded  int
-	APIRejections map[string]string // domain -> code
-	Failures      []warehouse.FetchError
+	TurnedTo     string
+	TurnedLoaded int
+	// Published says what the run uploaded to publish.url; PublishError why it could not.
+	Published, PublishError string
+	APIRejections           map[string]string // domain -> code
+	Failures                []warehouse.FetchError
 }
 
 // runState is one run in progress.
@@ -170,7 +173,25 @@ func Run(ctx context.Context, cfg *config.Config, opts RunOptions, env Env) (*Su
 		r.sum.Status = StatusFailed
 		runErr = fmt.Errorf("close the warehouse %s: %w (the loaded data is in its write-ahead log; free space, then rerun)", cfg.Warehouse.DuckDB, err)
 	}
+	if runErr == nil && r.sum.Status == StatusComplete {
+		runErr = r.publish(ctx)
+	}
 	return r.sum, runErr
+}
+
+// publish uploads the month just completed to publish.url. A failing bucket never undoes the
+// local load: the run reports it apart (exit 1) and `sitewatch publish` retries.
+func (r *runState) publish(ctx context.Context) error {
+	res, err := publish.AfterRun(context.WithoutCancel(ctx), r.cfg.Publish, r.cfg.Warehouse.Parquet, r.sum.Snapshot, r.sum.RunID,
+		publish.Options{Logger: r.env.Logger})
+	if err != nil {
+		r.sum.PublishError = err.Error()
+		return fmt.Errorf("%w (the month is loaded locally; `sitewatch publish --snapshot %s` retries the upload)", err, r.sum.Snapshot)
+	}
+	if res != nil {
+		r.sum.Published = fmt.Sprintf("%s: %d files uploaded, %d unchanged", res.ManifestURL, res.Uploaded, res.Unchanged)
+	}
+	return nil
 }
 
 func newRunState(cfg *config.Config, opts RunOptions, env Env, store Store, client Fetcher, wl *config.Watchlist) *runState {

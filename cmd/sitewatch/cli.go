@@ -48,6 +48,7 @@ var commands = []command{
 	{"schema", cmdSchema, schemaHelp},
 	{"check", cmdCheck, checkHelp},
 	{"changes", cmdChanges, changesHelp},
+	{"publish", cmdPublish, publishHelp},
 }
 
 func lookup(name string) (command, bool) {

@@ -94,6 +94,12 @@ func PrintSummary(w io.Writer, s *pipeline.Summary, runErr error) {
 		{"credits left", credits},
 		{"duration", s.Duration.Round(100 * time.Millisecond).String()},
 	})
+	if s.Published != "" {
+		fmt.Fprintf(w, "  published: %s\n", s.Published)
+	}
+	if s.PublishError != "" {
+		fmt.Fprintf(w, "  publish FAILED: %s\n", s.PublishError)
+	}
 	if s.TurnedTo != "" {
 		fmt.Fprintf(w, "  note: the API turned to %s during the run: %s stays incomplete (%d of %d loaded), %s has %d domains so far\n",
 			s.TurnedTo, s.Snapshot, s.DomainsLoaded, s.DomainsTotal, s.TurnedTo, s.TurnedLoaded)

@@ -80,6 +80,7 @@ type statusSection struct {
 // statusSections run in order after the recent runs; add one entry per feature.
 var statusSections = []statusSection{
 	{Name: "quality", Collect: collectQuality, Text: printQuality},
+	{Name: "publish", Collect: collectPublish, Text: printPublishStatus},
 }
 
 // qualityJSON is sections.quality: the data-quality checks of the newest month they ran on,

@@ -1,0 +1,231 @@
+package publish
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/feature/s3/transfermanager"
+	tmtypes "github.com/aws/aws-sdk-go-v2/feature/s3/transfermanager/types"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/aws/smithy-go"
+
+	"sitewatch/pipeline/config"
+)
+
+// Publisher publishes months to an S3-compatible bucket. It is safe for one publish at a time.
+type Publisher struct {
+	loc     Location
+	opts    Options
+	log     *slog.Logger
+	s3      *s3.Client
+	tm      *transfermanager.Client
+	secrets []string // the resolved credentials, removed from every error message
+}
+
+// New returns the Publisher of cfg, with credentials from the standard AWS chain
+// (environment, shared profile, container or instance role). It returns ErrDisabled when
+// cfg.URL is empty, and an error wrapping ErrCredentials when no credentials are found. It
+// calls nothing on the bucket.
+func New(ctx context.Context, cfg config.PublishConfig, opts Options) (*Publisher, error) {
+	if cfg.URL == "" {
+		return nil, ErrDisabled
+	}
+	loc, err := ParseURL(cfg.URL)
+	if err != nil {
+		return nil, err
+	}
+	opts = opts.withDefaults()
+	awsCfg, err := loadAWSConfig(ctx, cfg, opts)
+	if err != nil {
+		return nil, err
+	}
+	creds, err := awsCfg.Credentials.Retrieve(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("publish to %s: %w: none found (set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, AWS_PROFILE, or run with an instance or container role): %s",
+			cfg.URL, ErrCredentials, redact(err.Error(), secretsOf(creds)...))
+	}
+	client := s3.NewFromConfig(awsCfg, func(o *s3.Options) {
+		if cfg.Endpoint != "" {
+			o.BaseEndpoint = aws.String(cfg.Endpoint)
+		}
+		o.UsePathStyle = cfg.PathStyle
+	})
+	tm := transfermanager.New(client, func(o *transfermanager.Options) {
+		o.PartSizeBytes = opts.PartSize
+		o.MultipartUploadThreshold = opts.PartSize
+		o.Concurrency = opts.Concurrency
+		o.ChecksumAlgorithm = tmtypes.ChecksumAlgorithmSha256
+	})
+	return &Publisher{loc: loc, opts: opts, log: opts.Logger, s3: client, tm: tm, secrets: secretsOf(creds)}, nil
+}
+
+func secretsOf(c aws.Credentials) []string {
+	return []string{c.SecretAccessKey, c.SessionToken, c.AccessKeyID}
+}
+
+func loadAWSConfig(ctx context.Context, cfg config.PublishConfig, opts Options) (aws.Config, error) {
+	// One transport for every request, so Concurrency bounds the connections to the endpoint.
+	httpClient := awshttp.NewBuildableClient().WithTransportOptions(func(tr *http.Transport) {
+		tr.MaxConnsPerHost = opts.Concurrency
+		tr.MaxIdleConnsPerHost = opts.Concurrency
+	})
+	loaders := []func(*awsconfig.LoadOptions) error{
+		awsconfig.WithHTTPClient(httpClient),
+		awsconfig.WithRetryer(func() aws.Retryer {
+			return retry.NewStandard(func(o *retry.StandardOptions) {
+				o.MaxAttempts = opts.MaxAttempts
+				o.MaxBackoff = opts.MaxBackoff
+			})
+		}),
+	}
+	if cfg.Region != "" {
+		loaders = append(loaders, awsconfig.WithRegion(cfg.Region))
+	}
+	awsCfg, err := awsconfig.LoadDefaultConfig(ctx, loaders...)
+	if err != nil {
+		return aws.Config{}, fmt.Errorf("publish to %s: load the AWS configuration (environment, shared config files): %w", cfg.URL, err)
+	}
+	if awsCfg.Region == "" {
+		awsCfg.Region = "us-east-1" // S3-compatible services mostly ignore it; AWS needs one to sign
+	}
+	return awsCfg, nil
+}
+
+func (p *Publisher) fail(op, rel string, err error) error {
+	return storageError(op, p.loc.URL(rel), err, p.secrets...)
+}
+
+// readManifest returns the published manifest of month, or nil when there is none.
+func (p *Publisher) readManifest(ctx context.Context, month string) (*Manifest, error) {
+	rel := manifestRel(month)
+	out, err := p.s3.GetObject(ctx, &s3.GetObjectInput{Bucket: &p.loc.Bucket, Key: aws.String(p.loc.key(rel))})
+	if err != nil {
+		var nsk *types.NoSuchKey
+		if errors.As(err, &nsk) {
+			return nil, nil
+		}
+		return nil, p.fail("read manifest", rel, err)
+	}
+	defer func() { _ = out.Body.Close() }() // read-only: nothing to lose
+	body, err := io.ReadAll(out.Body)
+	if err != nil {
+		return nil, p.fail("read manifest", rel, err)
+	}
+	var m Manifest
+	if err := json.Unmarshal(body, &m); err != nil {
+		// A manifest we cannot read is treated as absent: the publish rewrites it.
+		p.log.Warn("published manifest unreadable; it will be rewritten", "url", p.loc.URL(rel), "err", err)
+		return nil, nil
+	}
+	return &m, nil
+}
+
+// writeManifest puts m, with the server verifying its SHA-256.
+func (p *Publisher) writeManifest(ctx context.Context, m *Manifest) error {
+	body, err := m.marshal()
+	if err != nil {
+		return err
+	}
+	rel := manifestRel(m.SnapshotMonth)
+	_, err = p.s3.PutObject(ctx, &s3.PutObjectInput{
+		Bucket: &p.loc.Bucket, Key: aws.String(p.loc.key(rel)), Body: bytes.NewReader(body),
+		ContentType: aws.String("application/json"), ChecksumAlgorithm: types.ChecksumAlgorithmSha256,
+		ChecksumSHA256: aws.String(base64Sum(body)),
+	})
+	if err != nil {
+		return p.fail("write manifest", rel, err)
+	}
+	return nil
+}
+
+// remoteSum returns the sitewatch-sha256 metadata and the S3 SHA-256 checksum of the object
+// at rel; ok is false when the object does not exist.
+func (p *Publisher) remoteSum(ctx context.Context, rel string) (sum, s3sum string, ok bool, err error) {
+	out, err := p.s3.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &p.loc.Bucket, Key: aws.String(p.loc.key(rel)), ChecksumMode: types.ChecksumModeEnabled})
+	if err != nil {
+		var nf *types.NotFound
+		var api smithy.APIError
+		if errors.As(err, &nf) || (errors.As(err, &api) && api.ErrorCode() == "NoSuchKey") {
+			return "", "", false, nil
+		}
+		return "", "", false, p.fail("check", rel, err)
+	}
+	return out.Metadata[metaSHA256], aws.ToString(out.ChecksumSHA256), true, nil
+}
+
+// metaSHA256 is the user metadata holding an object's hex SHA-256: with it a publish that was
+// killed before its manifest recognises the objects it already uploaded.
+const metaSHA256 = "sitewatch-sha256"
+
+// upload puts f at its key. The server verifies the SHA-256: of the whole object for a single
+// PUT, of each part for a multipart upload. It returns the checksum the server stored.
+func (p *Publisher) upload(ctx context.Context, f *localFile) (string, error) {
+	fh, err := openFile(f.Path)
+	if err != nil {
+		return "", fmt.Errorf("open %s: %w", f.Path, err)
+	}
+	defer func() { _ = fh.Close() }() // read-only
+	in := &transfermanager.UploadObjectInput{
+		Bucket: &p.loc.Bucket, Key: aws.String(p.loc.key(f.Rel)), Body: fh,
+		ContentLength:     aws.Int64(f.Size),
+		ContentType:       aws.String("application/vnd.apache.parquet"),
+		ChecksumAlgorithm: tmtypes.ChecksumAlgorithmSha256,
+		Metadata:          map[string]string{metaSHA256: hexSum(f.SHA256)},
+	}
+	if f.Size < p.opts.PartSize {
+		in.ChecksumSHA256 = aws.String(encodeBase64(f.SHA256))
+	}
+	start := time.Now()
+	out, err := p.tm.UploadObject(ctx, in)
+	if err != nil {
+		return "", p.fail("upload", f.Rel, err)
+	}
+	p.log.Debug("uploaded", "url", p.loc.URL(f.Rel), "bytes", f.Size, "took", time.Since(start))
+	return aws.ToString(out.ChecksumSHA256), nil
+}
+
+// delete removes the object at rel.
+func (p *Publisher) delete(ctx context.Context, rel string) error {
+	if _, err := p.s3.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &p.loc.Bucket, Key: aws.String(p.loc.key(rel))}); err != nil {
+		return p.fail("delete", rel, err)
+	}
+	return nil
+}
+
+// list returns the objects directly under rel/ (not in its subdirectories): key relative to
+// the prefix -> size.
+func (p *Publisher) list(ctx context.Context, rel string) (map[string]int64, error) {
+	prefix := p.loc.key(rel) + "/"
+	keys := map[string]int64{}
+	pages := s3.NewListObjectsV2Paginator(p.s3, &s3.ListObjectsV2Input{Bucket: &p.loc.Bucket, Prefix: &prefix, Delimiter: aws.String("/")})
+	for pages.HasMorePages() {
+		page, err := pages.NextPage(ctx)
+		if err != nil {
+			return nil, p.fail("list", rel+"/", err)
+		}
+		for _, o := range page.Contents {
+			keys[p.loc.relOf(aws.ToString(o.Key))] = aws.ToInt64(o.Size)
+		}
+	}
+	return keys, nil
+}
+
+// relOf is the inverse of key.
+func (l Location) relOf(key string) string {
+	if l.Prefix == "" {
+		return key
+	}
+	return key[len(l.Prefix)+1:]
+}
