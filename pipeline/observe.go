@@ -18,9 +18,8 @@ import (
 // warehouse (for `sitewatch status` while the run holds the file), the Prometheus recorder
 // (schedule --listen, run --metrics-file) and the webhook.
 type observers struct {
-	keeper   *livestatus.Keeper
-	metrics  *metrics.Recorder
-	notifier *notify.Notifier
+	keeper  *livestatus.Keeper
+	metrics *metrics.Recorder
 }
 
 // startObserving starts the progress file and tells the recorder a run began.

@@ -159,7 +159,7 @@ func Run(ctx context.Context, cfg *config.Config, opts RunOptions, env Env) (*Su
 	}
 	client, err := atlas.New(clientConfig(cfg, creds, env.Logger))
 	if err != nil {
-		wh.Close()
+		_ = wh.Close() // nothing was written; the config error is the news
 		return nil, &config.Error{Path: cfg.Path, Msg: err.Error()}
 	}
 	notifier := notify.New(cfg.Notify.WebhookURL, env.Logger)
@@ -214,7 +214,7 @@ func DryRun(ctx context.Context, cfg *config.Config, opts RunOptions, env Env) (
 		if err != nil {
 			return nil, err
 		}
-		defer wh.Close()
+		defer func() { _ = wh.Close() }() // read-only
 		if month == "" {
 			if month, err = wh.LatestMonth(ctx); err != nil {
 				return nil, err

@@ -233,7 +233,7 @@ func (s *scheduler) runsSince(ctx context.Context, t time.Time) ([]warehouse.Run
 	if err != nil {
 		return nil, err
 	}
-	defer wh.Close()
+	defer func() { _ = wh.Close() }() // read-only
 	runs, err := wh.Runs(ctx, 100)
 	if err != nil {
 		return nil, err

@@ -34,7 +34,7 @@ func cmdChanges(ctx context.Context, args []string, env pipeline.Env) error {
 	if err != nil {
 		return err
 	}
-	defer wh.Close()
+	defer func() { _ = wh.Close() }() // read-only
 	d, err := changes.Build(ctx, wh.DB(), *month)
 	if err != nil {
 		return err

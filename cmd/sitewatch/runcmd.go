@@ -119,7 +119,7 @@ func seedLastComplete(ctx context.Context, cfg *config.Config, env pipeline.Env)
 		env.Logger.Warn("could not read the last complete month for /healthz", "err", err)
 		return
 	}
-	defer wh.Close()
+	defer func() { _ = wh.Close() }() // read-only
 	var month string
 	var finished time.Time
 	err = wh.DB().QueryRowContext(ctx, `SELECT snapshot_month, max(finished_at) FROM runs

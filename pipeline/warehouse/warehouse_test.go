@@ -64,10 +64,7 @@ func TestColumnsMatchDDL(t *testing.T) {
 	for _, tab := range allTables() {
 		t.Run(tab.Name, func(t *testing.T) {
 			rows := queryRows(t, w.DB(), `SELECT column_name, data_type FROM duckdb_columns() WHERE table_name = ? ORDER BY column_index`, tab.Name)
-			var got []string
-			for _, r := range rows {
-				got = append(got, r)
-			}
+			got := rows
 			var want []string
 			for _, f := range tab.Schema.Fields() {
 				want = append(want, fmt.Sprintf("%q | %q", f.Name, wantType[f.Type.String()]))
