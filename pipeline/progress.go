@@ -153,7 +153,7 @@ func (p *progress) report(last bool) {
 		if last {
 			end = "\n"
 		}
-		fmt.Fprintf(p.env.Stderr, "\r\033[K%s%s", fitLine(progressSegments(pr, stats.RateLimited, credits, eta), p.width()), end)
+		fmt.Fprintf(p.env.Stderr, "\r\033[K%s%s", fitLine(progressSegments(pr, stats, credits, eta), p.width()), end)
 		return
 	}
 	p.env.Logger.Info("progress", "month", pr.Month, "domains_done", pr.DomainsDone, "domains_total", pr.DomainsTotal,
@@ -172,17 +172,17 @@ func (p *progress) width() int {
 
 // progressSegments are the parts of the live line, most important first; fitLine drops
 // from the end until the line fits the terminal.
-func progressSegments(pr Progress, rateLimited int64, credits, eta string) []string {
+func progressSegments(pr Progress, stats atlas.Stats, credits, eta string) []string {
 	pct := 0.0
 	if pr.CallsTotal > 0 {
 		pct = 100 * float64(pr.CallsDone) / float64(pr.CallsTotal)
 	}
 	head := fmt.Sprintf("%3.0f%% %d/%d domains", pct, pr.DomainsDone, pr.DomainsTotal)
 	if pr.Stopping {
-		return []string{head, "stopping: waiting for the calls in flight", "press Ctrl-C again to abort"}
+		return []string{head, fmt.Sprintf("stopping: waiting for %d calls in flight — press Ctrl-C again to abort", stats.InFlight)}
 	}
 	return []string{head, "ETA " + eta, fmt.Sprintf("%.1f req/s", pr.RatePerSecond), "credits left " + credits,
-		fmt.Sprintf("429s %d", rateLimited), fmt.Sprintf("calls %d/%d", pr.CallsDone, pr.CallsTotal)}
+		fmt.Sprintf("429s %d", stats.RateLimited), fmt.Sprintf("calls %d/%d", pr.CallsDone, pr.CallsTotal)}
 }
 
 // fitLine joins segments with two spaces, dropping trailing ones (and finally cutting the

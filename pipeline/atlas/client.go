@@ -209,6 +209,8 @@ type Stats struct {
 	Refetches int64
 	// RateLimitWaited is the total time the run has been paused by 429 answers.
 	RateLimitWaited time.Duration
+	// InFlight is the attempts sent and not yet answered now.
+	InFlight int64
 }
 
 // Client calls the API. Its methods are safe for concurrent use.
@@ -398,6 +400,7 @@ func (c *Client) Stats() Stats {
 	}
 	s.CreditsRemaining, s.QuotaRemaining, s.RateLimit = c.remaining, c.quota, c.limit
 	s.PacedRate = c.limit * c.slow
+	s.InFlight = c.inflight
 	return s
 }
 
