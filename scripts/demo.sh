@@ -14,6 +14,7 @@ echo "demo: atlas-sim listening on $url (key demo-key, 500 credits, 3 req/s, 200
 
 export ATLAS_BASE_URL=$url ATLAS_API_KEY=demo-key
 bin/sitewatch validate --config domains.yaml || true
+bin/sitewatch check --config domains.yaml
 bin/sitewatch run --config domains.yaml
 echo
 echo "demo: latest traffic and AI share per domain (sitewatch query):"

@@ -123,8 +123,9 @@ arguments.
 
 environment: ATLAS_API_KEY (required for run), ATLAS_BASE_URL, ATLAS_MARKETPLACE_KEY,
              SITEWATCH_WEBHOOK_URL, SITEWATCH_LOG (debug|info|warn|error)
-exit codes of run: 0 complete, 1 failed (rerun resumes), 2 bad usage or config,
-                   3 stopped for credits (rerun resumes), 4 API key rejected
+exit codes of run: 0 complete or up to date, 1 failed (rerun resumes), 2 bad usage or config,
+                   3 stopped for credits (rerun resumes), 4 API key rejected,
+                   5 --snapshot M but the API serves another month (nothing stored)
 `)
 }
 
