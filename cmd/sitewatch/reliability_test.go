@@ -947,7 +947,11 @@ func TestBIToolHoldingTheFile(t *testing.T) {
 		t.Fatalf("first run exit %d\n%s", code, h.stdout)
 	}
 	want := dumpTablesClosed(t, h)
-	holder := exec.Command(os.Args[0], "-test.run=^TestHelperHoldDuckDB$")
+	// The holder runs as a program named like a BI tool: this test binary is sitewatch.test,
+	// which the lock message rightly takes for a sitewatch process.
+	tool := filepath.Join(t.TempDir(), "bi-tool")
+	copyFile(t, os.Args[0], tool)
+	holder := exec.Command(tool, "-test.run=^TestHelperHoldDuckDB$")
 	holder.Env = append(os.Environ(), "SITEWATCH_HOLD_DUCKDB="+filepath.Join(h.dir, "data/w.duckdb"))
 	stdin, err := holder.StdinPipe()
 	if err != nil {
@@ -1225,4 +1229,16 @@ func TestDriftFaultNeverRetried(t *testing.T) {
 		t.Errorf("rerun charged %d, more than the %d calls not stored", extra, most)
 	}
 	h.assertWarehouseHasNoKey()
+}
+
+// copyFile copies an executable from src to dst.
+func copyFile(t *testing.T, src, dst string) {
+	t.Helper()
+	b, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dst, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
 }
