@@ -390,14 +390,15 @@ func atLeast(name string, v, minimum int) error {
 
 var reportHelp = help{
 	summary:  "write a self-contained HTML report with charts for one snapshot",
-	usage:    "[--config F] [--snapshot YYYY-MM] [--out FILE]",
+	usage:    "[--config F] [--snapshot YYYY-MM] [--out FILE] [--force]",
 	examples: []string{"sitewatch report --snapshot 2026-11 --out report.html"},
 }
 
 func cmdReport(ctx context.Context, args []string, env pipeline.Env) (err error) {
 	f := newFlags("report", env, true, true)
 	out := f.fs.String("out", "", "the HTML `file` to write (default report-YYYY-MM.html)")
-	_, wh, err := f.parseAndOpen(ctx, args, env, 0, 0, true)
+	force := f.fs.Bool("force", false, "replace an existing --out file even if it is not an HTML page")
+	cfg, wh, err := f.parseAndOpen(ctx, args, env, 0, 0, true)
 	if err != nil {
 		return err
 	}
@@ -409,6 +410,9 @@ func cmdReport(ctx context.Context, args []string, env pipeline.Env) (err error)
 	}
 	if *out == "" {
 		*out = "report-" + f.snapshot + ".html"
+	}
+	if err := checkReportTarget(*out, cfg, *force); err != nil {
+		return err
 	}
 	err = writeFileAtomic(*out, func(w io.Writer) error { return report.Write(ctx, wh.DB(), f.snapshot, w) })
 	if err != nil {
