@@ -74,7 +74,7 @@ func (r *runState) finishObserving(finished time.Time, msg string) {
 // notifyOutcome posts the run's outcome to the webhook (bounded by the notifier's timeout;
 // a failing webhook is logged, never the run's failure). A complete month leads with what
 // changed since the previous one.
-func notifyOutcome(ctx context.Context, n *notify.Notifier, db *sql.DB, sum *Summary, runErr error, logger logWarner) {
+func notifyOutcome(ctx context.Context, n *notify.Notifier, db *sql.DB, sum *Summary, runErr error) {
 	if n == nil {
 		return
 	}
@@ -89,9 +89,7 @@ func notifyOutcome(ctx context.Context, n *notify.Notifier, db *sql.DB, sum *Sum
 			ev.Changes = d.Headline()
 		}
 	}
-	if err := n.Send(context.WithoutCancel(ctx), ev); err != nil {
-		logger.Warn("webhook notification failed (the run's outcome is unchanged)", "err", err)
-	}
+	_ = n.Send(context.WithoutCancel(ctx), ev) // Send logs a failure; it never changes the run's outcome
 }
 
 // notifyAbandoned reports runs the warehouse found dead at open.
@@ -107,9 +105,7 @@ func notifyAbandoned(ctx context.Context, n *notify.Notifier, runs []warehouse.R
 		if a.FinishedAt != nil {
 			ev.Duration = a.FinishedAt.Sub(a.StartedAt)
 		}
-		if err := n.Send(context.WithoutCancel(ctx), ev); err != nil {
-			logger.Warn("webhook notification failed", "err", err)
-		}
+		_ = n.Send(context.WithoutCancel(ctx), ev) // Send logs a failure
 	}
 }
 
