@@ -223,3 +223,22 @@ func shares(o *schema.SiteOverview) []float64 {
 	}
 	return out
 }
+
+// TestTopPromptsDistinct: a domain's top prompts never repeat (the warehouse's duplicate-key
+// quality check would flag every such domain).
+func TestTopPromptsDistinct(t *testing.T) {
+	g := atlastest.NewGenerator(1, testMonth)
+	for _, d := range append(atlastest.Domains(500), watchlist...) {
+		o := overview(t, g, d)
+		if o.AIReferrals == nil {
+			continue
+		}
+		seen := map[string]bool{}
+		for _, p := range o.AIReferrals.TopPrompts {
+			if seen[p] {
+				t.Fatalf("%s lists the prompt %q twice", d, p)
+			}
+			seen[p] = true
+		}
+	}
+}

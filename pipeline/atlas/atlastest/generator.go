@@ -207,8 +207,10 @@ func Domains(n int) []string {
 	return out
 }
 
-func promptFor(r *rand.Rand, s profile, i int) string {
-	t := promptTemplates[(i+r.IntN(len(promptTemplates)))%len(promptTemplates)]
+// promptFor is the prompt template number k (mod the templates) filled for s: consecutive k
+// give distinct prompts, as a real top-prompts list has no repeats.
+func promptFor(s profile, k int) string {
+	t := promptTemplates[k%len(promptTemplates)]
 	t = strings.ReplaceAll(t, "{domain}", s.domain)
 	t = strings.ReplaceAll(t, "{topic}", strings.ToLower(s.category.leaf()))
 	return t

@@ -495,8 +495,9 @@ func (g *Generator) aiReferrals(m metrics, genAI float64) aiReferralsBody {
 		ai.Platforms = append(ai.Platforms, p)
 	}
 	r := g.rng("prompts", m.domain)
-	for i, n := 0, r.IntN(6); i < n; i++ {
-		ai.TopPrompts = append(ai.TopPrompts, promptFor(r, m.profile, i))
+	first := r.IntN(len(promptTemplates))
+	for i, n := 0, min(r.IntN(6), len(promptTemplates)); i < n; i++ {
+		ai.TopPrompts = append(ai.TopPrompts, promptFor(m.profile, first+i))
 	}
 	return ai
 }
