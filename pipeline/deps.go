@@ -35,6 +35,8 @@ type Store interface {
 	StartRun(ctx context.Context, r warehouse.RunRecord) error
 	FinishRun(ctx context.Context, r warehouse.RunRecord) error
 	ExportParquet(ctx context.Context, month string) error
+	// ParquetMissing says whether the Parquet tree lacks a file of month.
+	ParquetMissing(month string) bool
 	// ExportRunHealth re-exports the runs, fetch_errors and quality_checks Parquet of month.
 	ExportRunHealth(ctx context.Context, month string) error
 	// RunQualityChecks records the data-quality findings of month (never blocks loading).

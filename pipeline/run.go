@@ -650,6 +650,14 @@ func (r *runState) finish(ctx context.Context, stopErr error) error {
 	case r.upToDate:
 		r.sum.Status = StatusUpToDate
 		r.countOutcome(ctx, r.sum.Snapshot)
+		// No row is rewritten; only a Parquet tree left behind by a run killed before its
+		// export is completed (0 credits).
+		if r.store.ParquetMissing(r.sum.Snapshot) {
+			if err := r.store.ExportParquet(ctx, r.sum.Snapshot); err != nil {
+				r.sum.Status = StatusFailed
+				return fmt.Errorf("export the missing Parquet of %s to %s: %w", r.sum.Snapshot, r.cfg.Warehouse.Parquet, err)
+			}
+		}
 		return nil
 	case r.months.month == "":
 		r.sum.Status = statusOf(stopErr)

@@ -150,7 +150,7 @@ func (s *scheduler) attempt(ctx context.Context) {
 	s.cur.retryNow = errors.As(err, &turned)
 	switch {
 	case s.cur.satisfied:
-		s.env.Logger.Info("scheduled run: the month is complete", "snapshot", sum.Snapshot, "status", sum.Status)
+		s.env.Logger.Info("scheduled run complete: the month the API serves is complete", "snapshot", sum.Snapshot, "status", sum.Status)
 	case sum.Status == StatusUpToDate:
 		s.env.Logger.Info("scheduled run: no new data yet (the API still serves a month completed before this tick); retrying later",
 			"snapshot", sum.Snapshot, "retry_every", s.retryEvery.String())

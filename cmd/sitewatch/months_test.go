@@ -3,6 +3,8 @@ package main
 import (
 	"database/sql"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -82,7 +84,7 @@ func TestScheduleWaitsForNewData(t *testing.T) {
 	}}
 	daily := fmt.Sprintf("%d %d %d * * *", tick.Second(), tick.Minute(), tick.Hour())
 	stop := scheduleRun(t, h, daily, pipeline.ScheduleOptions{OnRun: runs.record, RetryEvery: 300 * time.Millisecond, Parse: secondsParser})
-	waitFor(t, 30*time.Second, func() bool { return len(runs.get()) >= 4 })
+	waitFor(t, 90*time.Second, func() bool { return len(runs.get()) >= 4 })
 	time.Sleep(1200 * time.Millisecond)
 	stop()
 	got := runs.get()
@@ -98,4 +100,28 @@ func TestScheduleWaitsForNewData(t *testing.T) {
 func nextMonth(m string) string {
 	t, _ := time.Parse("2006-01", m)
 	return t.AddDate(0, 1, 0).Format("2006-01")
+}
+
+// TestUpToDateCompletesAMissingExport: a month complete in DuckDB whose Parquet export never
+// happened (the process was killed between its last commit and the export) is exported by the
+// up-to-date rerun, which rewrites no row and spends at most the probe's credit.
+func TestUpToDateCompletesAMissingExport(t *testing.T) {
+	h := newHarness(t, atlastest.Options{}, atlastest.Domains(3), "")
+	if code := h.run("run"); code != ExitOK {
+		t.Fatalf("run exit %d\n%s", code, h.stdout)
+	}
+	sites := filepath.Join(h.dir, "data/parquet/sites")
+	if err := os.RemoveAll(sites); err != nil {
+		t.Fatal(err)
+	}
+	charged := h.srv.Stats().Charged
+	if code := h.run("run"); code != ExitOK || !strings.Contains(h.stdout.String(), "up to date") {
+		t.Fatalf("rerun exit %d\n%s", code, h.stdout)
+	}
+	if got := h.srv.Stats().Charged - charged; got > 1 {
+		t.Errorf("rerun charged %d, want at most 1", got)
+	}
+	if files, _ := filepath.Glob(filepath.Join(sites, "snapshot_month="+testMonth, "*.parquet")); len(files) != 1 {
+		t.Errorf("sites Parquet after the up-to-date rerun: %v, want the month exported again", files)
+	}
 }

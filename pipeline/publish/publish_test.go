@@ -25,6 +25,7 @@ import (
 
 	"sitewatch/pipeline/config"
 	"sitewatch/pipeline/publish"
+	"sitewatch/pipeline/warehouse"
 	"sitewatch/schema/flatten"
 )
 
@@ -79,7 +80,7 @@ func checkReadBack(t *testing.T, g *gateway, fx fixture, prefix, month, runID st
 	if m.SnapshotMonth != month || m.RunID != runID || m.SitewatchVersion != "test-1.0" || m.Format != publish.ManifestFormat {
 		t.Errorf("manifest header = %+v", m)
 	}
-	if got, want := len(m.Files), len(flatten.SnapshotTables)+1; got != want {
+	if got, want := len(m.Files), publishedFiles; got != want {
 		t.Errorf("manifest lists %d files, want %d", got, want)
 	}
 	for _, f := range m.Files {
@@ -115,7 +116,7 @@ func TestPublishMonth(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	files := len(flatten.SnapshotTables) + 1
+	files := publishedFiles
 	if res.Files != files || res.Uploaded != files || res.Unchanged != 0 || !res.ManifestWritten || res.Rows == 0 {
 		t.Errorf("first publish: %+v, want %d files all uploaded and a manifest", res, files)
 	}
@@ -474,3 +475,7 @@ func TestParseURL(t *testing.T) {
 		}
 	}
 }
+
+// publishedFiles is the files of one month: the snapshot tables, the run-health tables (runs,
+// fetch_errors, quality_checks) and countries.
+var publishedFiles = len(flatten.SnapshotTables) + len(warehouse.RunHealthTables) + 1

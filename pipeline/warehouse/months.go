@@ -4,6 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"os"
+	"path/filepath"
+	"sitewatch/schema/flatten"
 )
 
 // LatestMonth returns the newest snapshot month with any stored answer, or "" when the
@@ -14,4 +17,23 @@ func (w *Warehouse) LatestMonth(ctx context.Context) (string, error) {
 		return "", fmt.Errorf("read the latest snapshot month: %w", err)
 	}
 	return month.String, nil
+}
+
+// ParquetMissing says whether the Parquet tree lacks a file of month (a snapshot table's,
+// or countries): a run killed after its last commit but before its export leaves the tree
+// behind the tables, and an up-to-date rerun exports it then.
+func (w *Warehouse) ParquetMissing(month string) bool {
+	if w.opts.ParquetDir == "" {
+		return false
+	}
+	files := []string{filepath.Join(w.opts.ParquetDir, flatten.TableCountries, parquetFile)}
+	for _, t := range flatten.SnapshotTables {
+		files = append(files, filepath.Join(w.opts.ParquetDir, t.Name, "snapshot_month="+month, parquetFile))
+	}
+	for _, f := range files {
+		if _, err := os.Stat(f); err != nil {
+			return true
+		}
+	}
+	return false
 }

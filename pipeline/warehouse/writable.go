@@ -22,14 +22,15 @@ func (w *Warehouse) CheckWritable() error {
 
 // checkWritable creates the output directories and writes and removes a probe file in each.
 func checkWritable(opts Options) error {
-	dirs := []struct{ dir, key string }{{filepath.Dir(opts.DuckDBPath), "warehouse.duckdb"}}
+	type output struct{ dir, key, file string }
+	dirs := []output{{filepath.Dir(opts.DuckDBPath), "warehouse.duckdb", opts.DuckDBPath}}
 	if opts.ParquetDir != "" {
-		dirs = append(dirs, struct{ dir, key string }{opts.ParquetDir, "warehouse.parquet"})
+		dirs = append(dirs, output{opts.ParquetDir, "warehouse.parquet", opts.ParquetDir})
 	}
 	for _, d := range dirs {
 		if err := probeDir(d.dir); err != nil {
-			return fmt.Errorf("%s: %s is not writable: %w; fix its permissions or point %s at a writable directory",
-				d.key, d.dir, err, d.key)
+			return fmt.Errorf("%s (%s): the directory %s is not writable: %w; fix the permissions or point %s at a writable directory",
+				d.key, d.file, d.dir, err, d.key)
 		}
 	}
 	return nil
