@@ -307,7 +307,7 @@ func (r *runState) execute(ctx context.Context) error {
 	if err := r.store.FinishRun(keep, r.record(started, &finished, r.sum.Status, msg)); err != nil && runErr == nil {
 		runErr = fmt.Errorf("record run end: %w", err)
 	}
-	if r.sum.Snapshot != "" {
+	if r.sum.Snapshot != "" && r.mismatch == nil {
 		// The runs table's Parquet now shows this run finished, not running.
 		if err := r.store.ExportRunHealth(keep, r.sum.Snapshot); err != nil {
 			r.env.Logger.Warn("could not export the run-health tables to Parquet", "snapshot", r.sum.Snapshot, "err", err)

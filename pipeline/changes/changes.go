@@ -206,7 +206,7 @@ func completeList(ctx context.Context, db *sql.DB) string {
 
 func (d *Digest) readIncomplete(ctx context.Context, db *sql.DB) error {
 	return each(ctx, db, `SELECT DISTINCT snapshot_month FROM runs
-		WHERE snapshot_month > ? AND snapshot_month NOT IN (SELECT snapshot_month FROM complete_months)
+		WHERE snapshot_month > ? AND status <> 'month_mismatch' AND snapshot_month NOT IN (SELECT snapshot_month FROM complete_months)
 		ORDER BY 1`, []any{d.Month}, func(rows *sql.Rows) error {
 		var m string
 		if err := rows.Scan(&m); err != nil {

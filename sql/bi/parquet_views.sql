@@ -114,7 +114,8 @@ COMMENT ON COLUMN ai_platform_trend.source IS 'history = ai_platform_history; cu
 -- every month. They live in one file because views are created in file-name order and every
 -- changes_* view reads complete_months.
 --
--- A month is complete when its latest finished run (status other than 'running') loaded or
+-- A month is complete when its latest finished run (status other than 'running', and other
+-- than 'month_mismatch': `run --snapshot M` against an API serving another month stores nothing) loaded or
 -- recorded as rejected every watchlist domain: status 'complete' or 'up_to_date', or the run's
 -- own counts say so (domains_loaded + domains_rejected >= domains_total > 0; a run that loaded
 -- everything but failed afterwards, e.g. on the Parquet export, still left complete data).
@@ -126,7 +127,7 @@ CREATE OR REPLACE VIEW complete_months AS
 WITH latest AS (
     SELECT *
     FROM runs
-    WHERE status <> 'running'
+    WHERE status NOT IN ('running', 'month_mismatch') -- a mismatch stored nothing under its month
     QUALIFY row_number() OVER (PARTITION BY snapshot_month ORDER BY started_at DESC, run_id DESC) = 1
 )
 SELECT
