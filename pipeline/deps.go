@@ -47,13 +47,22 @@ type Store interface {
 	MonthCompleteSince(ctx context.Context, month string) (time.Time, bool, error)
 }
 
-// Clock tells the time; tests pass a controllable one.
+// Clock tells the time and waits; tests pass a controllable one. It has the method set of
+// atlas.Clock, so one fake serves the client and the schedule.
 type Clock interface {
 	Now() time.Time
+	After(d time.Duration) <-chan time.Time
 }
+
+// realClock is the wall clock.
+type realClock struct{}
+
+func (realClock) Now() time.Time                         { return time.Now() }
+func (realClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
 
 // The adapters implement the interfaces (checked at compile time).
 var (
 	_ Fetcher = (*atlas.Client)(nil)
 	_ Store   = (*warehouse.Warehouse)(nil)
+	_ Clock   = atlas.Clock(nil)
 )

@@ -20,8 +20,9 @@ type ScheduleOptions struct {
 	// Parse parses the config's cron expression (default cron.ParseStandard, 5 fields); tests
 	// pass a seconds parser so a tick comes within a second instead of a minute.
 	Parse func(string) (cron.Schedule, error)
-	// After waits (default time.After); tests may shorten waits.
-	After func(time.Duration) <-chan time.Time
+	// Clock tells the time and waits (default: the real clock); a test can pass a controllable
+	// one (the same interface as atlas.Clock).
+	Clock Clock
 	// RetryEvery overrides the config's retry_every (tests use seconds; the config allows ≥ 1m).
 	RetryEvery time.Duration
 	// Started is called once the schedule has decided its first wake-up (tests, metrics).
@@ -51,8 +52,8 @@ func Schedule(ctx context.Context, cfg *config.Config, env Env, opts ScheduleOpt
 	if opts.Parse == nil {
 		opts.Parse = cron.ParseStandard
 	}
-	if opts.After == nil {
-		opts.After = time.After
+	if opts.Clock == nil {
+		opts.Clock = realClock{}
 	}
 	sched, err := opts.Parse(cfg.Schedule)
 	if err != nil {
@@ -77,7 +78,7 @@ type scheduler struct {
 func (s *scheduler) loop(ctx context.Context) error {
 	first := true
 	for {
-		now := s.env.Now().UTC()
+		now := s.opts.Clock.Now().UTC()
 		at, why := s.nextWake(now)
 		s.env.Logger.Info("next run", "at", at.Format(time.RFC3339), "why", why)
 		if first && s.opts.Started != nil {
@@ -88,9 +89,9 @@ func (s *scheduler) loop(ctx context.Context) error {
 		case <-ctx.Done():
 			s.env.Logger.Info("schedule stopped")
 			return nil
-		case <-s.opts.After(at.Sub(now)):
+		case <-s.opts.Clock.After(at.Sub(now)):
 		}
-		if tick := s.lastTick(s.env.Now().UTC()); tick.After(s.cur.start) {
+		if tick := s.lastTick(s.opts.Clock.Now().UTC()); tick.After(s.cur.start) {
 			s.cur = cycle{start: tick} // a new tick: a new month is expected
 		}
 		s.attempt(ctx)
@@ -131,7 +132,7 @@ func (s *scheduler) attempt(ctx context.Context) {
 	cfg, err := config.Load(s.cfg.Path, s.env.Getenv)
 	if err != nil {
 		s.env.Logger.Error("scheduled run skipped: config invalid; retrying later", "err", err)
-		s.cur.lastRun, s.cur.retryNow = s.env.Now().UTC(), false
+		s.cur.lastRun, s.cur.retryNow = s.opts.Clock.Now().UTC(), false
 		return
 	}
 	s.retryEvery = s.retryCadence(cfg)
@@ -140,7 +141,7 @@ func (s *scheduler) attempt(ctx context.Context) {
 	if sum != nil && s.opts.OnRun != nil {
 		s.opts.OnRun(sum, err)
 	}
-	s.cur.lastRun, s.cur.retryNow = s.env.Now().UTC(), false
+	s.cur.lastRun, s.cur.retryNow = s.opts.Clock.Now().UTC(), false
 	if sum == nil {
 		s.env.Logger.Error("scheduled run could not start; retrying later", "err", err)
 		return
@@ -195,7 +196,7 @@ func (s *scheduler) lastTick(now time.Time) time.Time {
 // while the process was down is caught up (no run since it), and a cycle left unsatisfied is
 // retried on its cadence, not at once.
 func (s *scheduler) resume(ctx context.Context) cycle {
-	now := s.env.Now().UTC()
+	now := s.opts.Clock.Now().UTC()
 	c := cycle{start: s.lastTick(now)}
 	if c.start.IsZero() {
 		c.satisfied = true // no tick yet: wait for the first one
