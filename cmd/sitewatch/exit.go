@@ -15,7 +15,7 @@ import (
 	"sitewatch/pipeline/config"
 )
 
-// Exit codes of `sitewatch run` (shared/CONTRACT.md).
+// Exit codes of `sitewatch run` (README.md, "Exit codes").
 const (
 	ExitOK           = 0
 	ExitFailed       = 1

@@ -63,7 +63,7 @@ func TestViewsOverParquet(t *testing.T) {
 	tables := []string{"sites", "traffic_history", "sources_share", "geography_share", "keywords",
 		"ai_platforms", "ai_platform_history", "similar_sites"}
 	for _, tb := range tables {
-		// The Parquet layout of CONTRACT.md: <parquet>/<table>/snapshot_month=YYYY-MM/*.parquet.
+		// The Parquet layout of README.md ("The warehouse"): <parquet>/<table>/snapshot_month=YYYY-MM/*.parquet.
 		insert(t, db, fmt.Sprintf(`COPY %s TO '%s' (FORMAT PARQUET, PARTITION_BY (snapshot_month))`, tb, filepath.Join(pq, tb)), nil)
 	}
 	if err := os.MkdirAll(filepath.Join(pq, "countries"), 0o755); err != nil {

@@ -234,7 +234,7 @@ func qualityChecks() []qualityCheck {
 }
 
 // naturalKeys are the columns that identify a row of each snapshot table within a snapshot
-// and domain (CONTRACT: "one row per").
+// and domain (the "one row per" of docs/data-dictionary.md).
 var naturalKeys = []struct {
 	table   string
 	columns []string

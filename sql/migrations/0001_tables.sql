@@ -1,6 +1,7 @@
--- The warehouse tables of shared/CONTRACT.md. Names are final: add columns in a new migration,
--- never rename or drop one. No primary keys: DuckDB 1.1 checks them eagerly, which breaks the
--- delete-then-insert that replaces a (snapshot_month, domain) as one unit.
+-- The warehouse tables (README.md, "The warehouse"; docs/data-dictionary.md). Names are final:
+-- add columns in a new migration, never rename or drop one. No primary keys: DuckDB 1.1 checks
+-- them eagerly, which breaks the delete-then-insert that replaces a (snapshot_month, domain) as
+-- one unit.
 
 CREATE TABLE raw_responses (
     snapshot_month VARCHAR NOT NULL,   -- YYYY-MM
