@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"math"
 	"os"
-	"runtime/debug"
 	"strings"
 	"time"
 
@@ -152,9 +151,7 @@ func Run(ctx context.Context, cfg *config.Config, opts RunOptions, env Env) (*Su
 	if err != nil {
 		return nil, err
 	}
-	defer softMemoryLimit()()
-	wh, err := warehouse.Open(ctx, warehouse.Options{DuckDBPath: cfg.Warehouse.DuckDB, ParquetDir: cfg.Warehouse.Parquet,
-		MemoryLimit: cfg.Warehouse.MemoryLimit, Logger: env.Logger})
+	wh, err := warehouse.Open(ctx, warehouse.Options{DuckDBPath: cfg.Warehouse.DuckDB, ParquetDir: cfg.Warehouse.Parquet, Logger: env.Logger})
 	if err != nil {
 		return nil, err // the warehouse names the file and the holder
 	}
@@ -175,23 +172,6 @@ func Run(ctx context.Context, cfg *config.Config, opts RunOptions, env Env) (*Su
 		runErr = fmt.Errorf("close the warehouse %s: %w (the loaded data is in its write-ahead log; free space, then rerun)", cfg.Warehouse.DuckDB, err)
 	}
 	return r.sum, runErr
-}
-
-// runGoMemoryLimit is the Go runtime's soft memory limit during a run (unless GOMEMLIMIT is
-// set): the run's live Go heap stays under 50 MB, but between collections the heap may grow
-// to twice that; the limit makes the collector run earlier instead (docs/warehouse-internals.md,
-// "Memory"). It is soft: a run that needs more gets it.
-const runGoMemoryLimit = 96 << 20
-
-// softMemoryLimit sets runGoMemoryLimit unless the process was started with GOMEMLIMIT (the
-// runtime reads the real environment, so this does too), and returns the function that
-// restores the previous limit.
-func softMemoryLimit() (restore func()) {
-	if os.Getenv("GOMEMLIMIT") != "" {
-		return func() {}
-	}
-	prev := debug.SetMemoryLimit(runGoMemoryLimit)
-	return func() { debug.SetMemoryLimit(prev) }
 }
 
 func newRunState(cfg *config.Config, opts RunOptions, env Env, store Store, client Fetcher, wl *config.Watchlist) *runState {
