@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"strings"
 	"time"
 
 	"sitewatch/schema"
@@ -59,10 +60,18 @@ func (m *monthTracker) overview(domain string, ov *schema.SiteOverview) string {
 	if month == "" {
 		return ""
 	}
+	// A decoded string shares the memory of its whole body (the JSON decoder does not copy
+	// strings): keeping it for every domain kept every overview body alive until the run
+	// ended. The month tracker keeps copies, and the run's own month as one shared string.
+	if month == m.month {
+		month = m.month
+	} else {
+		month = strings.Clone(month)
+	}
 	if m.month == "" {
 		m.month = month
 		if ov.Meta.SnapshotDate != nil {
-			m.snapshotDate = *ov.Meta.SnapshotDate
+			m.snapshotDate = strings.Clone(*ov.Meta.SnapshotDate)
 		}
 	}
 	m.byDomain[domain] = month

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"strings"
 	"time"
@@ -796,6 +797,20 @@ func clientConfig(cfg *config.Config, creds config.Credentials, logger *slog.Log
 		AllowInsecureHTTP: cfg.API.AllowInsecureHTTP,
 		MaxWastedCredits:  cfg.API.MaxWastedCredits,
 		MaxRateLimitWait:  cfg.API.MaxRateLimitWait.Duration,
+		Concurrency:       runConcurrency(cfg.API.RateLimit),
 		Logger:            logger,
 	}
+}
+
+// maxRunConcurrency bounds the calls a run keeps in flight (one goroutine each, waiting for
+// its turn with a grown stack and a connection). The client's default, three seconds of
+// calls at the rate limit, grew without bound with rate_limit: 10000 meant a worker per
+// planned call, 20,000 goroutines and 175 MB of stacks at 10,000 domains, so a run's memory
+// grew with its watchlist (docs/warehouse-internals.md, "Memory"). 1024 calls in flight
+// still keep 300 calls/s going at a 3 s API latency.
+const maxRunConcurrency = 1024
+
+// runConcurrency is the client's default concurrency for rate calls/s, capped.
+func runConcurrency(rate float64) int {
+	return min(int(math.Ceil(rate*3))+1, maxRunConcurrency)
 }

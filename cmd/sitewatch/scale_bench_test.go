@@ -4,10 +4,12 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"runtime/metrics"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -24,7 +26,9 @@ import (
 // a child process (TestRunScaleChild), so its peak RSS (VmHWM) is the run's alone, not the
 // simulator's. It prints the peak RSS at each size and the ratio to the smallest, the
 // milliseconds per domain and the calls per second; a run's cost should be flat in the
-// watchlist size (docs/warehouse-internals.md, "Memory").
+// watchlist size (docs/warehouse-internals.md, "Memory"). SITEWATCH_SCALE_SIZES the sizes (e.g. 1000,10000),
+// SITEWATCH_SCALE_PROFILE=dir writes CPU and peak-heap profiles and the child's output there,
+// SITEWATCH_SCALE_TRACE=1 adds the run's log and an RSS line every 20 ms to that output.
 //
 //	go test -run '^$' -bench BenchmarkRunScale -benchtime 1x -timeout 60m ./cmd/sitewatch/
 func BenchmarkRunScale(b *testing.B) {
@@ -74,7 +78,8 @@ func runScaleChild(b *testing.B, n int) scaleResult {
 	defer srv.Close()
 	dir := b.TempDir()
 	var cfg strings.Builder
-	fmt.Fprintf(&cfg, "api:\n  base_url: %s\n  rate_limit: 10000\n  timeout: 30s\nwarehouse:\n  duckdb: data/w.duckdb\n  parquet: data/parquet\ndomains:\n", srv.URL)
+	fmt.Fprintf(&cfg, "api:\n  base_url: %s\n  rate_limit: 10000\n  timeout: 30s\nwarehouse:\n  duckdb: data/w.duckdb\n  parquet: data/parquet\n", srv.URL)
+	cfg.WriteString("domains:\n")
 	for _, d := range atlastest.Domains(n) {
 		fmt.Fprintf(&cfg, "  - %s\n", d)
 	}
@@ -91,6 +96,9 @@ func runScaleChild(b *testing.B, n int) scaleResult {
 		}
 	}
 	out, err := cmd.CombinedOutput()
+	if dir := os.Getenv("SITEWATCH_SCALE_PROFILE"); dir != "" {
+		_ = os.WriteFile(filepath.Join(dir, strconv.Itoa(n), "child.log"), out, 0o644)
+	}
 	if err != nil {
 		b.Fatalf("run of %d domains: %v\n%s", n, err, tail(string(out), 3000))
 	}
@@ -137,8 +145,9 @@ func TestRunScaleChild(t *testing.T) {
 		stop := profileRun(t, dir)
 		defer stop()
 	}
+	peaks := startPeakSampler()
 	start := time.Now()
-	sum, err := pipeline.Run(context.Background(), cfg, pipeline.RunOptions{Snapshot: testMonth}, pipeline.Env{Getenv: os.Getenv})
+	sum, err := pipeline.Run(context.Background(), cfg, pipeline.RunOptions{Snapshot: testMonth}, scaleEnv())
 	if err != nil {
 		t.Fatalf("run: %v", err)
 	}
@@ -159,13 +168,94 @@ func TestRunScaleChild(t *testing.T) {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	fmt.Printf("scale go_sys_mib %.1f\n", float64(ms.Sys)/(1<<20))
+	for _, p := range peaks.stop() {
+		fmt.Printf("scale peak %s %.0f\n", p.name, p.max)
+	}
 }
 
-// samplePeakHeap writes a heap profile to path each time the live heap passes 1.2 times the
-// size of the last one written, so the file shows what the heap held at its peak.
+func scaleEnv() pipeline.Env {
+	env := pipeline.Env{Getenv: os.Getenv}
+	if os.Getenv("SITEWATCH_SCALE_TRACE") != "" {
+		env.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		env.ProgressEvery = time.Second
+	}
+	return env
+}
+
+// peakSampler follows runtime/metrics every 20 ms and keeps the highest value of each, so
+// the child can say what its Go memory was made of at its peak (heap objects, goroutine
+// stacks, goroutines), which a heap profile taken after a collection cannot show.
+type peakSampler struct {
+	done    chan struct{}
+	stopped chan struct{}
+	samples []metrics.Sample
+	peaks   []peakValue
+}
+
+type peakValue struct {
+	name string
+	max  float64
+}
+
+var peakMetrics = []string{
+	"/memory/classes/total:bytes",
+	"/memory/classes/heap/objects:bytes",
+	"/memory/classes/heap/stacks:bytes",
+	"/gc/heap/live:bytes",
+	"/sched/goroutines:goroutines",
+}
+
+func startPeakSampler() *peakSampler {
+	p := &peakSampler{done: make(chan struct{}), stopped: make(chan struct{})}
+	for _, name := range peakMetrics {
+		p.samples = append(p.samples, metrics.Sample{Name: name})
+		p.peaks = append(p.peaks, peakValue{name: name})
+	}
+	go func() {
+		defer close(p.stopped)
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			p.sample()
+			select {
+			case <-p.done:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return p
+}
+
+func (p *peakSampler) sample() {
+	if os.Getenv("SITEWATCH_SCALE_TRACE") != "" {
+		if statm, err := os.ReadFile("/proc/self/statm"); err == nil {
+			f := strings.Fields(string(statm))
+			pages, _ := strconv.Atoi(f[1])
+			fmt.Fprintf(os.Stderr, "trace %s rss %d MB\n", time.Now().Format("15:04:05.000"), pages*os.Getpagesize()>>20)
+		}
+	}
+	metrics.Read(p.samples)
+	for i, s := range p.samples {
+		if s.Value.Kind() == metrics.KindUint64 {
+			p.peaks[i].max = max(p.peaks[i].max, float64(s.Value.Uint64()))
+		}
+	}
+}
+
+func (p *peakSampler) stop() []peakValue {
+	close(p.done)
+	<-p.stopped
+	return p.peaks
+}
+
+// samplePeakHeap writes a heap profile to path each time the live heap after a collection
+// passes 1.1 times the size of the last one written, so the file shows what the heap held at
+// its peak (a heap profile describes the heap as of the last collection).
 func samplePeakHeap(path string, done <-chan struct{}) {
 	var written uint64
-	tick := time.NewTicker(100 * time.Millisecond)
+	live := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	for {
 		select {
@@ -173,12 +263,12 @@ func samplePeakHeap(path string, done <-chan struct{}) {
 			return
 		case <-tick.C:
 		}
-		var ms runtime.MemStats
-		runtime.ReadMemStats(&ms)
-		if ms.HeapAlloc < written*6/5 || ms.HeapAlloc < 32<<20 {
+		metrics.Read(live)
+		n := live[0].Value.Uint64()
+		if n < written*11/10 || n < 8<<20 {
 			continue
 		}
-		written = ms.HeapAlloc
+		written = n
 		if f, err := os.Create(path); err == nil {
 			_ = pprof.Lookup("heap").WriteTo(f, 0)
 			_ = f.Close()

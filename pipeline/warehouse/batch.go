@@ -25,7 +25,7 @@ import (
 const DefaultBatchWindow = 250 * time.Millisecond
 
 // DefaultBatchAnswers is the batch size that starts a commit before the window ends.
-const DefaultBatchAnswers = 1024
+const DefaultBatchAnswers = 512
 
 // maxHalves bounds the decoded bodies kept in memory while they wait for their partner; beyond
 // it the partner is read back from the database when it arrives.
