@@ -43,6 +43,8 @@ type Store interface {
 	RunQualityChecks(ctx context.Context, month string) ([]warehouse.QualityFinding, error)
 	// LatestMonth is the newest month with any stored answer ("" for an empty warehouse).
 	LatestMonth(ctx context.Context) (string, error)
+	// NewestOverview is when the newest site-overview answer of month was fetched (zero: none).
+	NewestOverview(ctx context.Context, month string) (time.Time, error)
 	// MonthCompleteSince says when month was first complete.
 	MonthCompleteSince(ctx context.Context, month string) (time.Time, bool, error)
 }

@@ -373,6 +373,9 @@ func (r *runState) probe(ctx context.Context, candidate string) error {
 	}
 	lacking, held := probeOrder(r.wl.Domains, state)
 	if len(lacking) == 0 {
+		if trusted, err := r.trustCandidate(ctx, candidate, state); err != nil || trusted {
+			return err
+		}
 		lacking = held[:1] // all held: one answer tells whether the month is still served
 	}
 	for _, domain := range lacking {
@@ -398,6 +401,28 @@ func (r *runState) probe(ctx context.Context, candidate string) error {
 		}
 	}
 	return fmt.Errorf("%w: no site-overview answer told the API's month (the domains the snapshot lacks failed; see fetch_errors)", ErrIncomplete)
+}
+
+// dateTrust is how long after its newest site-overview answer a month that lacks only calls
+// carrying no date (site-similar, country-metadata) is taken to be still served without a
+// probe. A probe there would be an overview the month already holds: a credit for nothing.
+const dateTrust = 24 * time.Hour
+
+// trustCandidate resumes candidate without a probe when it lacks only dateless calls and its
+// newest overview answer is younger than dateTrust. The risk this bounds: the API turning in
+// between would put a few site-similar answers of the new month under the old one.
+func (r *runState) trustCandidate(ctx context.Context, candidate string, state *warehouse.SnapshotState) (bool, error) {
+	if candidate == "" || r.opts.Refresh || (&Plan{}).Complete(state, r.wl.Domains) {
+		return false, nil
+	}
+	newest, err := r.store.NewestOverview(ctx, candidate)
+	if err != nil || newest.IsZero() || r.env.Now().Sub(newest) > dateTrust {
+		return false, err
+	}
+	r.months.month, r.sum.Snapshot = candidate, candidate
+	r.env.Logger.Info("resuming the month without a probe: it lacks only calls that carry no date",
+		"snapshot", candidate, "newest_overview", newest.Format(time.RFC3339))
+	return true, nil
 }
 
 // probeOrder splits the domains into those the candidate month lacks the overview of (probed

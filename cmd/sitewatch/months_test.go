@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"database/sql"
 	"fmt"
 	"os"
@@ -11,6 +12,7 @@ import (
 
 	"sitewatch/pipeline"
 	"sitewatch/pipeline/atlas/atlastest"
+	"sitewatch/pipeline/warehouse"
 )
 
 // TestMonthTurnsMidRun: the API turns to the next month during a run. Every answer is stored
@@ -123,5 +125,60 @@ func TestUpToDateCompletesAMissingExport(t *testing.T) {
 	}
 	if files, _ := filepath.Glob(filepath.Join(sites, "snapshot_month="+testMonth, "*.parquet")); len(files) != 1 {
 		t.Errorf("sites Parquet after the up-to-date rerun: %v, want the month exported again", files)
+	}
+}
+
+// TestResumeWithoutProbe: a month that lacks only site-similar answers (they carry no date)
+// resumes without a probe while its newest overview is under a day old, so the rerun pays
+// exactly the missing calls; a day later a probe confirms the month first (1 more credit).
+func TestResumeWithoutProbe(t *testing.T) {
+	domains := atlastest.Domains(4)
+	h := newHarness(t, atlastest.Options{}, domains, "")
+	if code := h.run("run"); code != ExitOK {
+		t.Fatalf("run exit %d\n%s", code, h.stdout)
+	}
+	dropSimilar := func() {
+		t.Helper()
+		withWritableDB(t, h, func(db *sql.DB) {
+			for _, q := range []string{
+				`DELETE FROM raw_responses WHERE domain = ? AND endpoint = 'site-similar'`,
+				`DELETE FROM sites WHERE domain = ?`, `DELETE FROM similar_sites WHERE domain = ?`,
+			} {
+				if _, err := db.Exec(q, domains[1]); err != nil {
+					t.Fatal(err)
+				}
+			}
+		})
+	}
+	for _, tc := range []struct {
+		name    string
+		later   time.Duration
+		charged int64
+	}{{"Fresh", 0, 1}, {"DayOld", 25 * time.Hour, 2}} {
+		dropSimilar()
+		charged := h.srv.Stats().Charged
+		env := h.env()
+		env.Now = func() time.Time { return time.Now().Add(tc.later) }
+		args := []string{"run", "--config", h.cfgPath}
+		if code := Main(context.Background(), args, env); code != ExitOK {
+			t.Fatalf("%s: exit %d\n%s", tc.name, code, h.stdout)
+		}
+		if got := h.srv.Stats().Charged - charged; got != tc.charged {
+			t.Errorf("%s: rerun charged %d, want %d", tc.name, got, tc.charged)
+		}
+	}
+}
+
+// withWritableDB opens the harness's warehouse for writing (no run holds it).
+func withWritableDB(t *testing.T, h *harness, fn func(db *sql.DB)) {
+	t.Helper()
+	wh, err := warehouse.Open(context.Background(), warehouse.Options{
+		DuckDBPath: filepath.Join(h.dir, "data/w.duckdb"), ParquetDir: filepath.Join(h.dir, "data/parquet")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fn(wh.DB())
+	if err := wh.Close(); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sitewatch/schema"
 	"sitewatch/schema/flatten"
+	"time"
 )
 
 // LatestMonth returns the newest snapshot month with any stored answer, or "" when the
@@ -36,4 +38,19 @@ func (w *Warehouse) ParquetMissing(month string) bool {
 		}
 	}
 	return false
+}
+
+// NewestOverview returns when the newest site-overview answer stored for month was fetched,
+// or the zero time when it holds none.
+func (w *Warehouse) NewestOverview(ctx context.Context, month string) (time.Time, error) {
+	if err := w.Flush(ctx); err != nil {
+		return time.Time{}, err
+	}
+	var t sql.NullTime
+	err := w.db.QueryRowContext(ctx, `SELECT max(fetched_at) FROM raw_responses WHERE snapshot_month = ? AND endpoint = ?`,
+		month, string(schema.EndpointOverview)).Scan(&t)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("read the newest overview of %s: %w", month, err)
+	}
+	return t.Time.UTC(), nil
 }
