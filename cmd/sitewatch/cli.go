@@ -442,15 +442,7 @@ func cmdSchema(ctx context.Context, args []string, env pipeline.Env) (err error)
 		return err
 	}
 	// The dictionary comes from the DDL itself, so it needs no warehouse file.
-	db, err := sql.Open("duckdb", "")
-	if err != nil {
-		return fmt.Errorf("open in-memory DuckDB: %w", err)
-	}
-	defer closeInto(&err, db)
-	if err := warehouse.Migrate(ctx, db); err != nil {
-		return fmt.Errorf("apply the DDL: %w", err)
-	}
-	d, err := dictionary.Build(ctx, db)
+	d, err := dictionary.Default(ctx)
 	if err != nil {
 		return err
 	}
