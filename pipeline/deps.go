@@ -56,15 +56,10 @@ type Clock interface {
 	After(d time.Duration) <-chan time.Time
 }
 
-// realClock is the wall clock.
-type realClock struct{}
-
-func (realClock) Now() time.Time                         { return time.Now() }
-func (realClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
 
 // The adapters implement the interfaces (checked at compile time).
 var (
 	_ Fetcher = (*atlas.Client)(nil)
 	_ Store   = (*warehouse.Warehouse)(nil)
-	_ Clock   = atlas.Clock(nil)
+	_ Clock   = atlas.RealClock{}
 )

@@ -9,6 +9,7 @@ import (
 
 	"github.com/robfig/cron/v3"
 
+	"sitewatch/pipeline/atlas"
 	"sitewatch/pipeline/config"
 	"sitewatch/pipeline/warehouse"
 )
@@ -53,7 +54,7 @@ func Schedule(ctx context.Context, cfg *config.Config, env Env, opts ScheduleOpt
 		opts.Parse = cron.ParseStandard
 	}
 	if opts.Clock == nil {
-		opts.Clock = realClock{}
+		opts.Clock = atlas.RealClock{}
 	}
 	sched, err := opts.Parse(cfg.Schedule)
 	if err != nil {

@@ -364,7 +364,7 @@ func applyDefaults(cfg *Config) {
 	setDefault(&cfg.RetryMax, DefaultRetryMax)
 	setDefault(&cfg.MaxRateLimitWait, DefaultMaxRateLimitWait)
 	if cfg.Clock == nil {
-		cfg.Clock = realClock{}
+		cfg.Clock = RealClock{}
 	}
 }
 

@@ -691,7 +691,7 @@ func TestBroken200(t *testing.T) {
 }
 
 func TestRetryAfterParsing(t *testing.T) {
-	c := &Client{cfg: Config{MaxRetryAfter: 10 * time.Second}, clock: realClock{}}
+	c := &Client{cfg: Config{MaxRetryAfter: 10 * time.Second}, clock: RealClock{}}
 	tests := []struct {
 		name     string
 		header   string

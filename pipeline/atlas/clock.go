@@ -12,8 +12,11 @@ type Clock interface {
 	After(d time.Duration) <-chan time.Time
 }
 
-// realClock is the wall clock.
-type realClock struct{}
+// RealClock is the wall clock (the default of Config.Clock, and of the run core's).
+type RealClock struct{}
 
-func (realClock) Now() time.Time                         { return time.Now() }
-func (realClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
+// Now is time.Now.
+func (RealClock) Now() time.Time { return time.Now() }
+
+// After is time.After.
+func (RealClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
