@@ -56,7 +56,6 @@ type Clock interface {
 	After(d time.Duration) <-chan time.Time
 }
 
-
 // The adapters implement the interfaces (checked at compile time).
 var (
 	_ Fetcher = (*atlas.Client)(nil)
