@@ -76,9 +76,10 @@ func TestScheduleWaitsForNewData(t *testing.T) {
 		t.Fatalf("first run exit %d\n%s", code, h.stdout)
 	}
 	full := int64(2*len(domains) + 1)
-	time.Sleep(1100 * time.Millisecond)
-	// A daily tick one second ago: after the month was completed.
-	tick := time.Now().UTC().Add(-time.Second)
+	time.Sleep(2 * time.Second)
+	// A daily tick in the last two seconds, after the month was completed (and after the run
+	// started: the cron expression has whole seconds, so the tick is truncated to one).
+	tick := time.Now().UTC().Add(-time.Second).Truncate(time.Second)
 	runs := runLog{onRun: func(n int, sum *pipeline.Summary) {
 		if n == 3 {
 			h.srv.TurnMonth()
@@ -86,7 +87,14 @@ func TestScheduleWaitsForNewData(t *testing.T) {
 	}}
 	daily := fmt.Sprintf("%d %d %d * * *", tick.Second(), tick.Minute(), tick.Hour())
 	stop := scheduleRun(t, h, daily, pipeline.ScheduleOptions{OnRun: runs.record, RetryEvery: 300 * time.Millisecond, Parse: secondsParser})
-	waitFor(t, 90*time.Second, func() bool { return len(runs.get()) >= 4 })
+	deadline := time.Now().Add(90 * time.Second)
+	for len(runs.get()) < 4 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if len(runs.get()) < 4 {
+		stop()
+		t.Fatalf("runs = %v after 90s, want 4\n%s", runs.get(), tail(h.stderr.String(), 3000))
+	}
 	time.Sleep(1200 * time.Millisecond)
 	stop()
 	got := runs.get()
