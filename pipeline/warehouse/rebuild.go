@@ -46,6 +46,8 @@ func (w *Warehouse) Rebuild(ctx context.Context, snapshot string) (domains int, 
 			return 0, fmt.Errorf("rebuild: list snapshots: %w", err)
 		}
 	}
+	w.bulk.Store(true)
+	defer w.bulk.Store(false)
 	restore, err := w.setMemoryLimit(ctx, w.opts.BulkMemoryLimit)
 	if err != nil {
 		return 0, fmt.Errorf("rebuild: %w", err)
@@ -87,9 +89,28 @@ func (w *Warehouse) setMemoryLimit(ctx context.Context, limit string) (restore f
 		w.mu.Lock()
 		defer w.mu.Unlock()
 		if _, err := w.load.ExecContext(context.Background(), `SET memory_limit = `+sqlString(prev)); err != nil {
-			w.log.Warn("restore DuckDB memory_limit after rebuild", "memory_limit", prev, "err", err)
+			w.log.Warn("restore DuckDB memory_limit", "memory_limit", prev, "err", err)
 		}
 	}, nil
+}
+
+// withAnalysisMemory runs fn (quality checks, Parquet export) under MemoryLimit instead of the
+// load's smaller limit (under Rebuild: BulkMemoryLimit), then restores the limit and hands the
+// memory fn freed back to the kernel, so a run's peak is the larger of its load and its
+// analysis, not their sum.
+func (w *Warehouse) withAnalysisMemory(ctx context.Context, fn func() error) error {
+	limit := w.opts.MemoryLimit
+	if w.bulk.Load() || limit == "" {
+		limit = w.opts.BulkMemoryLimit
+	}
+	restore, err := w.setMemoryLimit(ctx, limit)
+	if err != nil {
+		return err
+	}
+	err = fn()
+	restore()
+	releaseNativeMemory()
+	return err
 }
 
 // rebuildCountries reloads countries from the newest stored country-metadata response.
