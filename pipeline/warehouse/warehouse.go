@@ -52,11 +52,12 @@ type Options struct {
 	// rebuild's peak memory would grow with the warehouse; beyond the limit it evicts cached
 	// blocks and spills to <file>.tmp/.
 	BulkMemoryLimit string
-	// LoadMemoryLimit is DuckDB's memory_limit of a writer while answers load ("" =
-	// DefaultLoadMemoryLimit); quality checks and the Parquet export run under MemoryLimit.
-	// DuckDB keeps every block a load writes cached up to its limit, so a run's memory would
-	// otherwise grow with the watchlist up to MemoryLimit; beyond it blocks are evicted or
-	// spilled to <file>.tmp/.
+	// LoadMemoryLimit is DuckDB's memory_limit of a writer outside Rebuild ("" =
+	// DefaultLoadMemoryLimit): while answers load, and for the quality checks and the Parquet
+	// export. DuckDB keeps every block a load writes cached up to its limit, so a run's memory
+	// would otherwise grow with the watchlist up to MemoryLimit; beyond it blocks are evicted
+	// or spilled to <file>.tmp/. A writer therefore runs under LoadMemoryLimit or
+	// BulkMemoryLimit, never MemoryLimit, which applies to a read-only open.
 	LoadMemoryLimit string
 	// BatchWindow bounds how long an answer Store accepted waits before its commit starts
 	// (0 = DefaultBatchWindow): what a kill -9 can lose beyond the calls in flight.
