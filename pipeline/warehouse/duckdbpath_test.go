@@ -93,6 +93,12 @@ func storeGenerated(ctx context.Context, w *Warehouse, snapshot string, n int, n
 // duckdbJSONLoad is DuckDB's own path: read_json of the NDJSON files, then INSERT … SELECT
 // with UNNEST into every snapshot table, replacing snapshot's rows, in one transaction.
 func duckdbJSONLoad(ctx context.Context, w *Warehouse, snapshot, ndjsonPrefix string) error {
+	// A bulk load like Rebuild, under the same memory_limit (not the smaller one of a run's load).
+	restore, err := w.setMemoryLimit(ctx, w.opts.BulkMemoryLimit)
+	if err != nil {
+		return err
+	}
+	defer restore()
 	read := func(name string) string {
 		return fmt.Sprintf(`CREATE TEMP TABLE %s AS SELECT * FROM read_json(%s, format = 'newline_delimited')`,
 			name, sqlString(ndjsonPrefix+strings.TrimPrefix(name, "bench_")+".ndjson"))

@@ -66,26 +66,28 @@ func (w *Warehouse) RunQualityChecks(ctx context.Context, month string) ([]Quali
 		return nil, fmt.Errorf("quality checks: %w", err)
 	}
 	var findings []QualityFinding
-	err := w.inTx(ctx, func(ctx context.Context) error {
-		var loaded int
-		if err := w.load.QueryRowContext(ctx, `SELECT count(*) FROM sites WHERE snapshot_month = ?`, month).Scan(&loaded); err != nil {
-			return err
-		}
-		if loaded == 0 {
-			return fmt.Errorf("snapshot %s has no loaded domain; run `sitewatch run --snapshot %s` first", month, month)
-		}
-		if _, err := w.load.ExecContext(ctx, `DELETE FROM quality_checks WHERE snapshot_month = ?`, month); err != nil {
-			return err
-		}
-		now := time.Now().UTC()
-		for _, c := range qualityChecks() {
-			if err := w.runQualityCheck(ctx, c, month, now); err != nil {
-				return fmt.Errorf("check %s on %s: %w", c.name, c.table, err)
+	err := w.withAnalysisMemory(ctx, func() error {
+		return w.inTx(ctx, func(ctx context.Context) error {
+			var loaded int
+			if err := w.load.QueryRowContext(ctx, `SELECT count(*) FROM sites WHERE snapshot_month = ?`, month).Scan(&loaded); err != nil {
+				return err
 			}
-		}
-		var err error
-		findings, err = readIssues(ctx, w.load, month)
-		return err
+			if loaded == 0 {
+				return fmt.Errorf("snapshot %s has no loaded domain; run `sitewatch run --snapshot %s` first", month, month)
+			}
+			if _, err := w.load.ExecContext(ctx, `DELETE FROM quality_checks WHERE snapshot_month = ?`, month); err != nil {
+				return err
+			}
+			now := time.Now().UTC()
+			for _, c := range qualityChecks() {
+				if err := w.runQualityCheck(ctx, c, month, now); err != nil {
+					return fmt.Errorf("check %s on %s: %w", c.name, c.table, err)
+				}
+			}
+			var err error
+			findings, err = readIssues(ctx, w.load, month)
+			return err
+		})
 	})
 	if err != nil {
 		return nil, fmt.Errorf("quality checks of %s: %w", month, err)

@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/apache/arrow/go/v17/arrow/memory"
@@ -51,6 +52,13 @@ type Options struct {
 	// rebuild's peak memory would grow with the warehouse; beyond the limit it evicts cached
 	// blocks and spills to <file>.tmp/.
 	BulkMemoryLimit string
+	// LoadMemoryLimit is DuckDB's memory_limit of a writer outside Rebuild ("" =
+	// DefaultLoadMemoryLimit): while answers load, and for the quality checks and the Parquet
+	// export. DuckDB keeps every block a load writes cached up to its limit, so a run's memory
+	// would otherwise grow with the watchlist up to MemoryLimit; beyond it blocks are evicted
+	// or spilled to <file>.tmp/. A writer therefore runs under LoadMemoryLimit or
+	// BulkMemoryLimit, never MemoryLimit, which applies to a read-only open.
+	LoadMemoryLimit string
 	// BatchWindow bounds how long an answer Store accepted waits before its commit starts
 	// (0 = DefaultBatchWindow): what a kill -9 can lose beyond the calls in flight.
 	BatchWindow time.Duration
@@ -62,6 +70,10 @@ type Options struct {
 // DefaultMemoryLimit is DuckDB's memory_limit for a writer unless Options.MemoryLimit is set
 // (the default of config warehouse.memory_limit).
 const DefaultMemoryLimit = "256MB"
+
+// DefaultLoadMemoryLimit is DuckDB's memory_limit while answers load unless
+// Options.LoadMemoryLimit is set. It is below the smallest MemoryLimit a config accepts (64 MiB).
+const DefaultLoadMemoryLimit = "40MB"
 
 // DefaultBulkMemoryLimit is DuckDB's memory_limit during Rebuild unless
 // Options.BulkMemoryLimit is set.
@@ -96,6 +108,9 @@ type Warehouse struct {
 	flusherDone      chan struct{}
 
 	abandoned []RunRecord // runs this Open closed as abandoned
+
+	bulk         atomic.Bool // Rebuild runs: its checks and export keep BulkMemoryLimit
+	lastReleased time.Time   // of releaseNativeMemory after a commit (under mu)
 }
 
 // Open creates parent directories, opens DuckDB (read-write holds the file lock), applies
@@ -134,14 +149,20 @@ func Open(ctx context.Context, opts Options) (*Warehouse, error) {
 	if opts.BulkMemoryLimit == "" {
 		opts.BulkMemoryLimit = DefaultBulkMemoryLimit
 	}
-	for _, l := range []string{opts.MemoryLimit, opts.BulkMemoryLimit} {
+	if opts.LoadMemoryLimit == "" {
+		opts.LoadMemoryLimit = DefaultLoadMemoryLimit
+	}
+	for _, l := range []string{opts.MemoryLimit, opts.BulkMemoryLimit, opts.LoadMemoryLimit} {
 		if l != "" && !memoryLimitRE.MatchString(l) {
 			return nil, fmt.Errorf("open warehouse: memory limit %q is not a size like 512MB or 2GB", l)
 		}
 	}
 	w.opts = opts
 	params := url.Values{}
-	if opts.MemoryLimit != "" {
+	switch {
+	case !opts.ReadOnly:
+		params.Set("memory_limit", opts.LoadMemoryLimit)
+	case opts.MemoryLimit != "":
 		params.Set("memory_limit", opts.MemoryLimit)
 	}
 	if opts.ReadOnly {
