@@ -39,9 +39,9 @@ func nodeCacheDir() (string, error) {
 	return filepath.Join(base, "sitewatch-bench"), nil
 }
 
-// nodeDuckDB returns the node binary and a NODE_PATH holding @duckdb/node-api, installing the
-// package with npm into nodeCacheDir when it is missing. Errors wrap errNodeUnavailable.
-func nodeDuckDB(ctx context.Context) (node, nodePath string, err error) {
+// nodeWithDuckDB returns the node binary and a NODE_PATH holding @duckdb/node-api, installing
+// the package with npm into nodeCacheDir when it is missing. Errors wrap errNodeUnavailable.
+func nodeWithDuckDB(ctx context.Context) (node, nodePath string, err error) {
 	node, err = exec.LookPath("node")
 	if err != nil {
 		return "", "", fmt.Errorf("%w: node is not on PATH (install Node.js 18 or later)", errNodeUnavailable)
@@ -86,58 +86,72 @@ type nodePlan struct {
 	Count    string   `json:"count"` // one number: the rows load left in the snapshot tables
 }
 
-// nodeDuckDBLoad creates w's snapshot tables (same DDL) in a fresh database file in dir and
-// runs load reps times on the current DuckDB, each rep in one transaction. It returns that
-// DuckDB's version, the time of each rep, measured inside node (startup excluded), and the
-// rows the load left in the snapshot tables.
-func nodeDuckDBLoad(ctx context.Context, w *Warehouse, dir string, load []string, reps int) (version string, times []time.Duration, rows int, err error) {
-	node, nodePath, err := nodeDuckDB(ctx)
+// nodeDuckDB runs the reference SQL on a current DuckDB, one node process per round, on one
+// database file, so its rounds can alternate with the other paths' under the same load.
+type nodeDuckDB struct {
+	node, nodePath, script, dir string
+	setup                       []string // w's snapshot tables' DDL, run in the first round
+	count                       string
+	rounds                      int
+}
+
+// newNodeDuckDB prepares a database file in dir with w's snapshot tables (same DDL). Errors
+// wrap errNodeUnavailable when node, npm or the package is missing.
+func newNodeDuckDB(ctx context.Context, w *Warehouse, dir string) (*nodeDuckDB, error) {
+	node, nodePath, err := nodeWithDuckDB(ctx)
 	if err != nil {
-		return "", nil, 0, err
-	}
-	var counts []string
-	for _, t := range flatten.SnapshotTables {
-		counts = append(counts, `(SELECT count(*) FROM `+t.Name+`)`)
-	}
-	plan := nodePlan{Database: filepath.Join(dir, "node.duckdb"), Load: load, Reps: reps,
-		Count: `SELECT ` + strings.Join(counts, " + ")}
-	for _, t := range flatten.SnapshotTables {
-		var ddl string
-		if err := w.DB().QueryRowContext(ctx, `SELECT sql FROM duckdb_tables() WHERE table_name = ?`, t.Name).Scan(&ddl); err != nil {
-			return "", nil, 0, fmt.Errorf("read the DDL of %s: %w", t.Name, err)
-		}
-		plan.Setup = append(plan.Setup, ddl)
-	}
-	planFile := filepath.Join(dir, "node_plan.json")
-	data, err := json.Marshal(plan)
-	if err != nil {
-		return "", nil, 0, err
-	}
-	if err := os.WriteFile(planFile, data, 0o644); err != nil {
-		return "", nil, 0, err
+		return nil, err
 	}
 	script, err := filepath.Abs(filepath.Join("testdata", "duckdb_node_bench.mjs"))
 	if err != nil {
-		return "", nil, 0, err
+		return nil, err
 	}
-	cmd := exec.CommandContext(ctx, node, script, planFile)
-	cmd.Env = append(os.Environ(), "NODE_PATH="+nodePath)
+	n := &nodeDuckDB{node: node, nodePath: nodePath, script: script, dir: dir}
+	var counts []string
+	for _, t := range flatten.SnapshotTables {
+		var ddl string
+		if err := w.DB().QueryRowContext(ctx, `SELECT sql FROM duckdb_tables() WHERE table_name = ?`, t.Name).Scan(&ddl); err != nil {
+			return nil, fmt.Errorf("read the DDL of %s: %w", t.Name, err)
+		}
+		n.setup = append(n.setup, ddl)
+		counts = append(counts, `(SELECT count(*) FROM `+t.Name+`)`)
+	}
+	n.count = `SELECT ` + strings.Join(counts, " + ")
+	return n, nil
+}
+
+// load runs the statements once, in one transaction, and returns the current DuckDB's
+// version, the time measured inside node (its startup excluded) and the rows the snapshot
+// tables hold afterwards.
+func (n *nodeDuckDB) load(ctx context.Context, stmts []string) (version string, elapsed time.Duration, rows int, err error) {
+	plan := nodePlan{Database: filepath.Join(n.dir, "node.duckdb"), Load: stmts, Reps: 1, Count: n.count}
+	if n.rounds == 0 {
+		plan.Setup = n.setup
+	}
+	n.rounds++
+	planFile := filepath.Join(n.dir, "node_plan.json")
+	data, err := json.Marshal(plan)
+	if err != nil {
+		return "", 0, 0, err
+	}
+	if err := os.WriteFile(planFile, data, 0o644); err != nil {
+		return "", 0, 0, err
+	}
+	cmd := exec.CommandContext(ctx, n.node, n.script, planFile)
+	cmd.Env = append(os.Environ(), "NODE_PATH="+n.nodePath)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		return "", nil, 0, fmt.Errorf("node %s: %w\n%s", script, err, tail([]byte(stderr.String()), 2000))
+		return "", 0, 0, fmt.Errorf("node %s %s: %w\n%s%s", n.script, planFile, err, tail(out, 1000), tail([]byte(stderr.String()), 2000))
 	}
 	var res struct {
 		Version string    `json:"version"`
 		MS      []float64 `json:"ms"`
 		Rows    int       `json:"rows"`
 	}
-	if err := json.Unmarshal(out, &res); err != nil || len(res.MS) != reps {
-		return "", nil, 0, fmt.Errorf("node %s printed %q, want {\"version\", \"ms\": [%d numbers], \"rows\"}: %v", script, out, reps, err)
+	if err := json.Unmarshal(out, &res); err != nil || len(res.MS) != 1 {
+		return "", 0, 0, fmt.Errorf("node %s printed %q, want {\"version\", \"ms\": [one number], \"rows\"}: %v", n.script, out, err)
 	}
-	for _, ms := range res.MS {
-		times = append(times, time.Duration(ms*float64(time.Millisecond)))
-	}
-	return res.Version, times, res.Rows, nil
+	return res.Version, time.Duration(res.MS[0] * float64(time.Millisecond)), res.Rows, nil
 }

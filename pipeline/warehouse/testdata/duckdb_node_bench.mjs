@@ -17,7 +17,7 @@ const { DuckDBInstance, version } = require("@duckdb/node-api");
 const plan = JSON.parse(readFileSync(process.argv[2], "utf8"));
 const instance = await DuckDBInstance.create(plan.database);
 const conn = await instance.connect();
-for (const sql of plan.setup) {
+for (const sql of plan.setup ?? []) {
   await conn.run(sql);
 }
 const ms = [];
