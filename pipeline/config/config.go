@@ -92,7 +92,8 @@ type PublishConfig struct {
 type WarehouseConfig struct {
 	DuckDB  string
 	Parquet string
-	// MemoryLimit is DuckDB's memory_limit for writing commands (a DuckDB size such as 256MB).
+	// MemoryLimit is DuckDB's memory_limit while `run` and `schedule` load, check and export
+	// (a DuckDB size such as 40MB; beyond it DuckDB spills to <duckdb file>.tmp/).
 	MemoryLimit string
 }
 
@@ -121,7 +122,7 @@ const (
 	DefaultHealthGrace      = 72 * time.Hour
 	DefaultMaxWastedCredits = 5
 	DefaultMaxRateLimitWait = 15 * time.Minute
-	DefaultMemoryLimit      = "256MB"
+	DefaultMemoryLimit      = "40MB"
 )
 
 // Bounds of domains.yaml keys.
@@ -133,7 +134,7 @@ const (
 	// maxHealthGrace keeps /healthz able to turn unhealthy in every month, February included.
 	maxHealthGrace = 27 * 24 * time.Hour
 	// minMemoryLimit is the least DuckDB needs to load and export a snapshot.
-	minMemoryLimit = 64 << 20
+	minMemoryLimit = 16 << 20
 )
 
 // keys lists every accepted key in the order messages list them; a typo is an error, never

@@ -99,6 +99,20 @@ func duckdbJSONLoad(ctx context.Context, w *Warehouse, snapshot, ndjsonPrefix st
 		return err
 	}
 	defer restore()
+	stmts := duckdbJSONStatements(snapshot, ndjsonPrefix)
+	return w.inTx(ctx, func(ctx context.Context) error {
+		for _, s := range stmts {
+			if _, err := w.load.ExecContext(ctx, s); err != nil {
+				return fmt.Errorf("%s: %w", s, err)
+			}
+		}
+		return nil
+	})
+}
+
+// duckdbJSONStatements returns duckdbJSONLoad's SQL, to run in one transaction (BenchmarkRebuild
+// also runs it on a current DuckDB through node).
+func duckdbJSONStatements(snapshot, ndjsonPrefix string) []string {
 	read := func(name string) string {
 		return fmt.Sprintf(`CREATE TEMP TABLE %s AS SELECT * FROM read_json(%s, format = 'newline_delimited')`,
 			name, sqlString(ndjsonPrefix+strings.TrimPrefix(name, "bench_")+".ndjson"))
@@ -154,14 +168,7 @@ func duckdbJSONLoad(ctx context.Context, w *Warehouse, snapshot, ndjsonPrefix st
 		FROM (SELECT snapshot_month, domain, unnest(body.website.tags) AS tag FROM bench_similar)`,
 		`DROP TABLE bench_overview`, `DROP TABLE bench_similar`,
 	)
-	return w.inTx(ctx, func(ctx context.Context) error {
-		for _, s := range stmts {
-			if _, err := w.load.ExecContext(ctx, s); err != nil {
-				return fmt.Errorf("%s: %w", s, err)
-			}
-		}
-		return nil
-	})
+	return stmts
 }
 
 // generate returns the generated body of endpoint for domain.

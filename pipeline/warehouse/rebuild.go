@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -139,9 +140,9 @@ func (w *Warehouse) rebuildCountries(ctx context.Context) error {
 
 // rebuildTables replaces every derived row of snapshot, in one transaction, by flattening the
 // stored bodies in bounded batches: a reader pages through raw_responses (BatchDomains domains
-// at a time, on its own connection), two workers decode and flatten pages into Arrow records,
-// and this goroutine inserts them. Memory is bounded by a few pages, whatever the number of
-// domains.
+// at a time, on its own connection), one worker per core decodes and flattens pages into Arrow
+// records, and this goroutine inserts them. Memory is bounded by about two pages per worker,
+// whatever the number of domains.
 func (w *Warehouse) rebuildTables(ctx context.Context, snapshot string) (int, error) {
 	var loaded atomic.Int64
 	err := w.inTx(ctx, func(ctx context.Context) error {
@@ -177,8 +178,12 @@ func (w *Warehouse) rebuildTables(ctx context.Context, snapshot string) (int, er
 func (w *Warehouse) loadStream(ctx context.Context, snapshot string, domains []string, loaded *atomic.Int64) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	// One worker per core (at least two, so decoding overlaps the reader and the inserts on a
+	// single core too); records buffer one batch per worker, so a worker that finishes while
+	// a batch is being inserted starts its next page instead of waiting.
+	workers := max(2, runtime.GOMAXPROCS(0))
 	pages := make(chan []*rawDomain, 1)
-	records := make(chan []arrow.Record, 1)
+	records := make(chan []arrow.Record, workers)
 
 	var readErr error
 	go func() {
@@ -186,7 +191,6 @@ func (w *Warehouse) loadStream(ctx context.Context, snapshot string, domains []s
 		readErr = w.readPages(ctx, snapshot, domains, pages)
 	}()
 
-	const workers = 2
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Add(1)
