@@ -155,11 +155,18 @@ type output struct {
 	err error
 }
 
-func (o *output) printf(format string, args ...any) {
-	if o.err == nil {
-		_, o.err = fmt.Fprintf(o.w, format, args...)
+// Write writes to the underlying writer until the first error, which it keeps.
+func (o *output) Write(p []byte) (int, error) {
+	if o.err != nil {
+		return 0, o.err
 	}
+	n, err := o.w.Write(p)
+	o.err = err
+	return n, err
 }
+
+func (o *output) printf(format string, args ...any) { _, _ = fmt.Fprintf(o, format, args...) }
+func (o *output) println()                          { _, _ = fmt.Fprintln(o) }
 
 // closeInto closes c when a command ends and keeps its error unless the command already
 // failed: closing the warehouse checkpoints it, and a failed checkpoint is a failed command.

@@ -285,7 +285,7 @@ func readCredits(ctx context.Context, db *sql.DB, now time.Time, live *liveRun) 
 
 // printStatus writes rep as text: the live run, then the recent runs, credits and sections.
 func printStatus(w io.Writer, rep *statusReport, now time.Time) error {
-	ew := &errWriter{w: w}
+	ew := &output{w: w}
 	showLive := rep.Live != nil && (rep.Live.Process != "finished" || rep.WarehouseState != "ok")
 	if showLive {
 		printLive(ew, rep.Live, now)
@@ -322,7 +322,7 @@ func printStatus(w io.Writer, rep *statusReport, now time.Time) error {
 	return ew.err
 }
 
-func printLive(w *errWriter, l *liveRun, now time.Time) {
+func printLive(w *output, l *liveRun, now time.Time) {
 	ago := func(t time.Time) string { return now.Sub(t).Round(time.Second).String() + " ago" }
 	who := fmt.Sprintf("PID %d on %s", l.PID, l.Host)
 	switch l.Process {
@@ -394,21 +394,3 @@ func printRuns(w io.Writer, runs []runJSON) error {
 	}
 	return nil
 }
-
-// errWriter keeps the first write error, so a long printout checks once at the end.
-type errWriter struct {
-	w   io.Writer
-	err error
-}
-
-func (e *errWriter) Write(p []byte) (int, error) {
-	if e.err != nil {
-		return 0, e.err
-	}
-	n, err := e.w.Write(p)
-	e.err = err
-	return n, err
-}
-
-func (e *errWriter) printf(format string, args ...any) { _, _ = fmt.Fprintf(e, format, args...) }
-func (e *errWriter) println()                          { _, _ = fmt.Fprintln(e) }
