@@ -69,9 +69,13 @@ func withDB(t *testing.T, h *harness, fn func(db *sql.DB)) {
 	fn(wh.DB())
 }
 
-// assertNoDuplicates fails for every table holding two rows with the same natural key.
+// assertNoDuplicates fails for every table holding two rows with the same natural key. A file
+// killed before its first migration committed has no tables, hence no duplicates.
 func assertNoDuplicates(t *testing.T, db *sql.DB) {
 	t.Helper()
+	if count(t, db, "SELECT count(*) FROM duckdb_tables() WHERE table_name = 'site_tags'") == 0 {
+		return
+	}
 	for table, key := range tableKeys {
 		q := fmt.Sprintf("SELECT count(*) FROM (SELECT %s FROM %s GROUP BY ALL HAVING count(*) > 1)", key, table)
 		if n := count(t, db, q); n != 0 {

@@ -122,7 +122,7 @@ const (
 	DefaultHealthGrace      = 72 * time.Hour
 	DefaultMaxWastedCredits = 5
 	DefaultMaxRateLimitWait = 15 * time.Minute
-	DefaultMemoryLimit      = "40MB"
+	DefaultMemoryLimit      = "128MB"
 )
 
 // Bounds of domains.yaml keys.
@@ -134,7 +134,7 @@ const (
 	// maxHealthGrace keeps /healthz able to turn unhealthy in every month, February included.
 	maxHealthGrace = 27 * 24 * time.Hour
 	// minMemoryLimit is the least DuckDB needs to load and export a snapshot.
-	minMemoryLimit = 16 << 20
+	minMemoryLimit = 64 << 20
 )
 
 // keys lists every accepted key in the order messages list them; a typo is an error, never

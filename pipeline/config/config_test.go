@@ -129,7 +129,7 @@ func TestParseConfigErrors(t *testing.T) {
 		{"LongGrace", "health_grace: 700h\n" + base + "domains: [a.com]\n", 1, "health_grace: 700h0m0s is out of range"},
 		{"NegativeGrace", "health_grace: -1h\n" + base + "domains: [a.com]\n", 1, "health_grace: -1h0m0s is out of range"},
 		{"MemoryLimitSyntax", base + "warehouse:\n  memory_limit: lots\ndomains: [a.com]\n", 4, `warehouse.memory_limit: "lots" is not a DuckDB size`},
-		{"MemoryLimitTiny", base + "warehouse:\n  memory_limit: 1MB\ndomains: [a.com]\n", 4, "below the 16MiB"},
+		{"MemoryLimitTiny", base + "warehouse:\n  memory_limit: 1MB\ndomains: [a.com]\n", 4, "below the 64MiB"},
 		{"WebhookNotHTTP", base + "notify:\n  webhook_url: hooks.slack.com/services/T0/B0/secret\ndomains: [a.com]\n", 4, "notify.webhook_url: is not an http(s) URL"},
 		{"PublishNotS3", base + "publish:\n  url: https://bucket/x\ndomains: [a.com]\n", 4, "is not an s3://bucket/prefix URL"},
 		{"PublishBadBucket", base + "publish:\n  url: s3://Bad_Bucket/x\ndomains: [a.com]\n", 4, `bucket "Bad_Bucket" is not a valid S3 bucket name`},

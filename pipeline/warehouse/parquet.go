@@ -141,8 +141,12 @@ func cleanStaging(root string, log *slog.Logger) error {
 		return fmt.Errorf("clean Parquet staging files under %s: %w", root, err)
 	}
 	var dirs []string
+	tables := RunHealthTables
 	for _, t := range flatten.SnapshotTables {
-		parts, err := filepath.Glob(filepath.Join(resolved, t.Name, "snapshot_month=*"))
+		tables = append(tables[:len(tables):len(tables)], t.Name)
+	}
+	for _, name := range tables {
+		parts, err := filepath.Glob(filepath.Join(resolved, name, "snapshot_month=*"))
 		if err != nil {
 			return err
 		}

@@ -72,8 +72,10 @@ type Options struct {
 const DefaultMemoryLimit = "256MB"
 
 // DefaultLoadMemoryLimit is DuckDB's memory_limit while answers load unless
-// Options.LoadMemoryLimit is set. It is below the smallest MemoryLimit a config accepts (64 MiB).
-const DefaultLoadMemoryLimit = "40MB"
+// Options.LoadMemoryLimit is set (config warehouse.memory_limit). Lower limits keep RSS lower
+// but make DuckDB spill to <file>.tmp/, and DuckDB 1.1.2 aborts the process when such a spill
+// write fails on a full disk (measured: 40MB aborted the disk-full test, 64MB did not).
+const DefaultLoadMemoryLimit = "128MB"
 
 // DefaultBulkMemoryLimit is DuckDB's memory_limit during Rebuild unless
 // Options.BulkMemoryLimit is set.
