@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"database/sql"
+	"log/slog"
 	"os"
 	"time"
 
@@ -93,7 +94,7 @@ func notifyOutcome(ctx context.Context, n *notify.Notifier, db *sql.DB, sum *Sum
 }
 
 // notifyAbandoned reports runs the warehouse found dead at open.
-func notifyAbandoned(ctx context.Context, n *notify.Notifier, runs []warehouse.RunRecord, logger logWarner) {
+func notifyAbandoned(ctx context.Context, n *notify.Notifier, runs []warehouse.RunRecord, logger *slog.Logger) {
 	for _, a := range runs {
 		logger.Warn("a run whose process died was recorded as abandoned", "run_id", a.RunID, "snapshot", a.SnapshotMonth,
 			"domains_loaded", a.DomainsLoaded, "credits_spent", a.CreditsSpent)
@@ -107,8 +108,4 @@ func notifyAbandoned(ctx context.Context, n *notify.Notifier, runs []warehouse.R
 		}
 		_ = n.Send(context.WithoutCancel(ctx), ev) // Send logs a failure
 	}
-}
-
-type logWarner interface {
-	Warn(msg string, args ...any)
 }

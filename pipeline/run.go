@@ -474,7 +474,7 @@ func (r *runState) recordCharge(ctx context.Context, res atlas.Result, month, ou
 	c := warehouse.Charge{RunID: r.sum.RunID, SnapshotMonth: month, Domain: res.Domain, Endpoint: res.Endpoint,
 		Credits: credits, FetchedAt: res.FetchedAt, Outcome: outcome}
 	if err := r.store.RecordCharge(ctx, c); err != nil {
-		r.fail(fmt.Errorf("record the credit of %s %s: %w", res.Endpoint, DisplayDomain(res.Domain), err))
+		r.fail(fmt.Errorf("record the credit of %s %s: %w", res.Endpoint, warehouse.DisplayDomain(res.Domain), err))
 	}
 }
 
@@ -566,7 +566,7 @@ func (r *runState) handle(ctx context.Context, res atlas.Result) {
 		req.Endpoint = blamedEndpoint(err, req.Endpoint)
 		r.recordFailure(ctx, req, 200, CodeMalformedBody, err)
 	default:
-		r.fail(fmt.Errorf("store %s %s: %w", res.Endpoint, DisplayDomain(res.Domain), err))
+		r.fail(fmt.Errorf("store %s %s: %w", res.Endpoint, warehouse.DisplayDomain(res.Domain), err))
 	}
 }
 
@@ -637,7 +637,7 @@ func (r *runState) recordFailure(ctx context.Context, req atlas.Request, status 
 	r.env.Logger.Warn("call failed", "domain", req.Domain, "endpoint", string(req.Endpoint), "status", status, "code", code, "err", cause)
 	if month != "" {
 		if err := r.store.RecordFetchError(ctx, fe); err != nil {
-			r.fail(fmt.Errorf("record the failure of %s %s: %w", req.Endpoint, DisplayDomain(req.Domain), err))
+			r.fail(fmt.Errorf("record the failure of %s %s: %w", req.Endpoint, warehouse.DisplayDomain(req.Domain), err))
 		}
 	}
 	if status == 400 {
@@ -656,13 +656,6 @@ const maxFailStreak = 10
 
 // ErrUpstreamFailing stops a run whose calls keep failing.
 var ErrUpstreamFailing = errors.New("the API keeps failing")
-
-func DisplayDomain(d string) string {
-	if d == "" {
-		return "(countries)"
-	}
-	return d
-}
 
 // finish exports Parquet, fills the summary and decides the run's status and error.
 func (r *runState) finish(ctx context.Context, stopErr error) error {

@@ -13,6 +13,7 @@ import (
 	"sitewatch/pipeline"
 	"sitewatch/pipeline/atlas"
 	"sitewatch/pipeline/config"
+	"sitewatch/pipeline/warehouse"
 )
 
 // Exit codes of `sitewatch run` (README.md, "Exit codes").
@@ -117,7 +118,7 @@ func PrintSummary(w io.Writer, s *pipeline.Summary, runErr error) {
 			fmt.Fprintf(w, "  … and %d more failures (SELECT * FROM fetch_errors WHERE run_id = '%s')\n", len(failures)-10, s.RunID)
 			break
 		}
-		fmt.Fprintf(w, "  failed: %s %s: %s\n", pipeline.DisplayDomain(f.Domain), f.Endpoint, f.Message)
+		fmt.Fprintf(w, "  failed: %s %s: %s\n", warehouse.DisplayDomain(f.Domain), f.Endpoint, f.Message)
 	}
 	if runErr != nil {
 		fmt.Fprintf(w, "error: %v\n", runErr)

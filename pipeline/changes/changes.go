@@ -205,7 +205,7 @@ func completeList(ctx context.Context, db *sql.DB) string {
 }
 
 func (d *Digest) readIncomplete(ctx context.Context, db *sql.DB) error {
-	return each(ctx, db, `SELECT DISTINCT snapshot_month FROM runs
+	return warehouse.QueryEach(ctx, db, `SELECT DISTINCT snapshot_month FROM runs
 		WHERE snapshot_month > ? AND status <> 'month_mismatch' AND snapshot_month NOT IN (SELECT snapshot_month FROM complete_months)
 		ORDER BY 1`, []any{d.Month}, func(rows *sql.Rows) error {
 		var m string
@@ -235,7 +235,7 @@ func (d *Digest) readDomains(ctx context.Context, db *sql.DB) error {
 func (d *Digest) readMovers(ctx context.Context, db *sql.DB) error {
 	// A rank among the moves that changed at all: unchanged rows keep their place in the
 	// view's mover_rank but are no news.
-	err := each(ctx, db, `SELECT domain, metric, coalesce(channel, ''), previous_value, current_value, change,
+	err := warehouse.QueryEach(ctx, db, `SELECT domain, metric, coalesce(channel, ''), previous_value, current_value, change,
 			change_ratio, improved,
 			CAST(row_number() OVER (PARTITION BY metric ORDER BY mover_rank) AS BIGINT) AS r
 		FROM changes_movers
@@ -266,7 +266,7 @@ func (d *Digest) readMovers(ctx context.Context, db *sql.DB) error {
 }
 
 func (d *Digest) readCompetitors(ctx context.Context, db *sql.DB) error {
-	return each(ctx, db, `SELECT domain, change, competitor, competitor_position, competitor_global_rank,
+	return warehouse.QueryEach(ctx, db, `SELECT domain, change, competitor, competitor_position, competitor_global_rank,
 			competitor_total_visits, competitor_on_watchlist
 		FROM changes_competitors WHERE snapshot_month = ?
 		ORDER BY domain, change DESC, competitor_position, competitor`, []any{d.Month}, func(rows *sql.Rows) error {
@@ -283,7 +283,7 @@ func (d *Digest) readCompetitors(ctx context.Context, db *sql.DB) error {
 }
 
 func (d *Digest) readPlatforms(ctx context.Context, db *sql.DB) error {
-	return each(ctx, db, `SELECT domain, change, platform, rank, share_pct
+	return warehouse.QueryEach(ctx, db, `SELECT domain, change, platform, rank, share_pct
 		FROM changes_ai_platforms WHERE snapshot_month = ?
 		ORDER BY domain, change DESC, rank NULLS LAST, platform`, []any{d.Month}, func(rows *sql.Rows) error {
 		var p PlatformChange
@@ -299,7 +299,7 @@ func (d *Digest) readPlatforms(ctx context.Context, db *sql.DB) error {
 }
 
 func (d *Digest) readKeywords(ctx context.Context, db *sql.DB) error {
-	return each(ctx, db, `SELECT domain, change, keyword, position, search_volume, estimated_value_usd
+	return warehouse.QueryEach(ctx, db, `SELECT domain, change, keyword, position, search_volume, estimated_value_usd
 		FROM changes_keywords WHERE snapshot_month = ?
 		ORDER BY domain, change DESC, position, keyword`, []any{d.Month}, func(rows *sql.Rows) error {
 		var k KeywordChange
@@ -315,7 +315,7 @@ func (d *Digest) readKeywords(ctx context.Context, db *sql.DB) error {
 }
 
 func (d *Digest) readCountries(ctx context.Context, db *sql.DB) error {
-	return each(ctx, db, `SELECT domain, change, country_code, coalesce(country_name, ''), position, previous_position,
+	return warehouse.QueryEach(ctx, db, `SELECT domain, change, country_code, coalesce(country_name, ''), position, previous_position,
 			share, previous_share
 		FROM changes_top_countries WHERE snapshot_month = ?
 		ORDER BY domain, change, coalesce(position, previous_position), country_code`, []any{d.Month}, func(rows *sql.Rows) error {
@@ -330,20 +330,6 @@ func (d *Digest) readCountries(ctx context.Context, db *sql.DB) error {
 		d.Countries = append(d.Countries, c)
 		return nil
 	})
-}
-
-func each(ctx context.Context, db *sql.DB, query string, args []any, fn func(*sql.Rows) error) error {
-	rows, err := db.QueryContext(ctx, query, args...)
-	if err != nil {
-		return err
-	}
-	defer func() { _ = rows.Close() }()
-	for rows.Next() {
-		if err := fn(rows); err != nil {
-			return err
-		}
-	}
-	return rows.Err()
 }
 
 func floatPtr(v sql.NullFloat64) *float64 {

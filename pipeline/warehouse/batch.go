@@ -431,7 +431,7 @@ func (w *Warehouse) ensureIndex(ctx context.Context, snapshot string) error {
 	w.flushQuietly() // what the index would miss must be committed first
 	idx := map[string]*pairState{}
 	runIDs := map[string]string{}
-	err := queryEach(ctx, w.db, `SELECT domain, endpoint, coalesce(run_id, '') FROM raw_responses
+	err := QueryEach(ctx, w.db, `SELECT domain, endpoint, coalesce(run_id, '') FROM raw_responses
 		WHERE snapshot_month = ? AND endpoint IN ('site-overview', 'site-similar')`, []any{snapshot},
 		func(rows *sql.Rows) error {
 			var domain, endpoint, runID string

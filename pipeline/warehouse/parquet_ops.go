@@ -109,7 +109,7 @@ func RenderBIViewsFile(ctx context.Context, db *sql.DB) (string, error) {
 // columnList is table's columns in db, quoted, comma-separated, in catalog order.
 func columnList(ctx context.Context, db *sql.DB, table string) (string, error) {
 	var cols []string
-	err := queryEach(ctx, db, `SELECT column_name FROM duckdb_columns() WHERE table_name = ? AND schema_name = 'main' ORDER BY column_index`,
+	err := QueryEach(ctx, db, `SELECT column_name FROM duckdb_columns() WHERE table_name = ? AND schema_name = 'main' ORDER BY column_index`,
 		[]any{table}, func(rows *sql.Rows) error {
 			var c string
 			if err := rows.Scan(&c); err != nil {

@@ -123,9 +123,9 @@ func QualityIssues(ctx context.Context, db *sql.DB, month string) ([]QualityFind
 	return out, nil
 }
 
-func readIssues(ctx context.Context, q querier, month string) ([]QualityFinding, error) {
+func readIssues(ctx context.Context, q Querier, month string) ([]QualityFinding, error) {
 	var out []QualityFinding
-	err := queryEach(ctx, q, `SELECT snapshot_month, "check", table_name, coalesce(domain, ''), observed, expected,
+	err := QueryEach(ctx, q, `SELECT snapshot_month, "check", table_name, coalesce(domain, ''), observed, expected,
 			severity, observed_value, checked_at
 		FROM quality_checks WHERE snapshot_month = ? AND severity <> 'ok'
 		ORDER BY severity = 'error' DESC, "check", table_name, domain`, []any{month}, func(rows *sql.Rows) error {
@@ -150,7 +150,7 @@ func readIssues(ctx context.Context, q querier, month string) ([]QualityFinding,
 // returns an error when quality_checks cannot be read.
 func QualitySummary(ctx context.Context, db *sql.DB, month string) ([]QualityCheckSummary, error) {
 	var out []QualityCheckSummary
-	err := queryEach(ctx, db, `SELECT "check", count(DISTINCT table_name),
+	err := QueryEach(ctx, db, `SELECT "check", count(DISTINCT table_name),
 			count(*) FILTER (WHERE severity = 'error'), count(*) FILTER (WHERE severity = 'warn')
 		FROM quality_checks WHERE snapshot_month = ?
 		GROUP BY "check"

@@ -38,7 +38,7 @@ func (w *Warehouse) Rebuild(ctx context.Context, snapshot string) (domains int, 
 		}
 		snapshots = []string{snapshot}
 	} else {
-		err := queryEach(ctx, w.db, `SELECT DISTINCT snapshot_month FROM raw_responses ORDER BY 1`, nil, func(rows *sql.Rows) error {
+		err := QueryEach(ctx, w.db, `SELECT DISTINCT snapshot_month FROM raw_responses ORDER BY 1`, nil, func(rows *sql.Rows) error {
 			var s string
 			snapshots = append(snapshots, s)
 			return rows.Scan(&snapshots[len(snapshots)-1])
@@ -156,7 +156,7 @@ func (w *Warehouse) rebuildTables(ctx context.Context, snapshot string) (int, er
 			}
 		}
 		var domains []string
-		err := queryEach(ctx, w.load, `SELECT domain FROM raw_responses
+		err := QueryEach(ctx, w.load, `SELECT domain FROM raw_responses
 			WHERE snapshot_month = ? AND endpoint IN ('site-overview', 'site-similar')
 			GROUP BY domain HAVING count(DISTINCT endpoint) = 2 ORDER BY domain`, []any{snapshot},
 			func(rows *sql.Rows) error {

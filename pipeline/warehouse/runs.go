@@ -110,7 +110,7 @@ func (w *Warehouse) runsWhere(ctx context.Context, cond string, limit int) ([]Ru
 		args = append(args, limit)
 	}
 	var out []RunRecord
-	err := queryEach(ctx, w.db, q, args, func(rows *sql.Rows) error {
+	err := QueryEach(ctx, w.db, q, args, func(rows *sql.Rows) error {
 		var r RunRecord
 		var finished sql.NullTime
 		var total, loaded, rejected, requests, spent, limited sql.NullInt64

@@ -66,7 +66,7 @@ func (w *Warehouse) State(ctx context.Context, snapshot string) (*SnapshotState,
 		Loaded:   map[string]bool{},
 		Rejected: map[string]string{},
 	}
-	err := queryEach(ctx, w.db, `SELECT domain, endpoint FROM raw_responses WHERE snapshot_month = ?`,
+	err := QueryEach(ctx, w.db, `SELECT domain, endpoint FROM raw_responses WHERE snapshot_month = ?`,
 		[]any{snapshot}, func(rows *sql.Rows) error {
 			var domain, endpoint string
 			if err := rows.Scan(&domain, &endpoint); err != nil {
@@ -83,7 +83,7 @@ func (w *Warehouse) State(ctx context.Context, snapshot string) (*SnapshotState,
 			return nil
 		})
 	if err == nil {
-		err = queryEach(ctx, w.db, `SELECT domain FROM sites WHERE snapshot_month = ?`,
+		err = QueryEach(ctx, w.db, `SELECT domain FROM sites WHERE snapshot_month = ?`,
 			[]any{snapshot}, func(rows *sql.Rows) error {
 				var domain string
 				if err := rows.Scan(&domain); err != nil {
@@ -94,7 +94,7 @@ func (w *Warehouse) State(ctx context.Context, snapshot string) (*SnapshotState,
 			})
 	}
 	if err == nil {
-		err = queryEach(ctx, w.db, `SELECT domain, arg_max(coalesce(code, ''), occurred_at) FROM fetch_errors
+		err = QueryEach(ctx, w.db, `SELECT domain, arg_max(coalesce(code, ''), occurred_at) FROM fetch_errors
 			WHERE snapshot_month = ? AND http_status = 400 GROUP BY domain`,
 			[]any{snapshot}, func(rows *sql.Rows) error {
 				var domain, code string
@@ -290,12 +290,13 @@ func (w *Warehouse) replaceCountries(ctx context.Context, cm *schema.CountryMeta
 	return w.insertRecord(ctx, flatten.CountriesTable, rec)
 }
 
-type querier interface {
+// Querier is what QueryEach reads from: a *sql.DB, *sql.Conn or *sql.Tx.
+type Querier interface {
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 }
 
-// queryEach runs query and calls fn for each row.
-func queryEach(ctx context.Context, q querier, query string, args []any, fn func(*sql.Rows) error) error {
+// QueryEach runs query on q (a *sql.DB, *sql.Conn or *sql.Tx) and calls fn for each row.
+func QueryEach(ctx context.Context, q Querier, query string, args []any, fn func(*sql.Rows) error) error {
 	rows, err := q.QueryContext(ctx, query, args...)
 	if err != nil {
 		return err
