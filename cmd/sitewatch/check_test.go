@@ -2,8 +2,12 @@ package main
 
 import (
 	"context"
+	"io"
 	"net"
+	"net/http"
+	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -144,4 +148,53 @@ func TestScheduleListenMetrics(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Errorf("Schedule = %v", err)
 	}
+}
+
+// TestScheduleListenCommand: the built `sitewatch schedule --listen 127.0.0.1:0` logs the
+// address it chose, serves /metrics (parsed with the Prometheus text parser) and /healthz
+// after its catch-up run, and stops on SIGTERM with exit 0.
+func TestScheduleListenCommand(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and starts the binary")
+	}
+	domains := atlastest.Domains(3)
+	h := newHarness(t, atlastest.Options{}, domains, "")
+	cmd, out := h.command("schedule", "--listen", "127.0.0.1:0")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill() }()
+	addr := regexp.MustCompile(`metrics listening on (http://127\.0\.0\.1:\d+)`)
+	waitFor(t, 60*time.Second, func() bool {
+		return addr.MatchString(out.String()) && strings.Contains(out.String(), "scheduled run complete")
+	})
+	base := addr.FindStringSubmatch(out.String())[1]
+	fams, err := metrics.Scrape(context.Background(), base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := fams.Value("sitewatch_runs_total", "outcome", "complete"); !ok || got != 1 {
+		t.Errorf("sitewatch_runs_total{outcome=complete} = %v (%v), want 1", got, ok)
+	}
+	if got, ok := fams.Value("sitewatch_credits_spent_total"); !ok || got != float64(2*len(domains)+1) {
+		t.Errorf("sitewatch_credits_spent_total = %v (%v), want %d", got, ok, 2*len(domains)+1)
+	}
+	resp, err := http.Get(base + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	// The simulator serves testMonth (2026-10), complete now; from 2026-11-04 (the 1st plus the
+	// 72h grace) the current month must be complete too, so the daemon reports unhealthy.
+	if time.Now().UTC().After(time.Date(2026, 11, 4, 0, 0, 0, 0, time.UTC)) && resp.StatusCode != http.StatusServiceUnavailable {
+		t.Errorf("/healthz answered %d (%s), want 503: the current month is not complete past the grace", resp.StatusCode, body)
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if code := exitCodeOf(t, cmd.Wait()); code != 0 {
+		t.Errorf("schedule exit %d after SIGTERM, want 0\n%s", code, tail(out.String(), 2000))
+	}
+	h.assertNoKey(out.String(), "schedule output")
 }
