@@ -1,7 +1,10 @@
 package livestatus
 
 import (
+	"errors"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"sync"
 	"time"
 )
@@ -33,6 +36,7 @@ func Start(path string, every time.Duration, snapshot func() Status, logger *slo
 		logger = slog.New(slog.DiscardHandler)
 	}
 	k := &Keeper{path: path, snapshot: snapshot, log: logger, done: make(chan struct{})}
+	removeLeftovers(path, logger)
 	_ = k.write(StateRunning, Status{}) // logged by write
 	k.wg.Add(1)
 	go func() {
@@ -49,6 +53,19 @@ func Start(path string, every time.Duration, snapshot func() Status, logger *slo
 		}
 	}()
 	return k
+}
+
+// removeLeftovers deletes the temporary siblings of path that a run killed between Write's
+// create and rename left behind. Only the run holding the warehouse writes the file, so when
+// a new run starts no other Write is in flight.
+func removeLeftovers(path string, logger *slog.Logger) {
+	pattern := filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	leftovers, _ := filepath.Glob(pattern) // the pattern is well formed; Glob fails only on a bad one
+	for _, name := range leftovers {
+		if err := os.Remove(name); err != nil && !errors.Is(err, os.ErrNotExist) {
+			logger.Warn("live status: cannot remove a leftover of an interrupted write", "file", name, "err", err)
+		}
+	}
 }
 
 // Finish stops the refreshes and writes snapshot() a last time with State final, the run's

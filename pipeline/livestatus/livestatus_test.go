@@ -197,3 +197,33 @@ func TestKeeper(t *testing.T) {
 		t.Errorf("nil Finish: %v", err)
 	}
 }
+
+// A run killed between Write's create and rename leaves a temporary sibling; the next run's
+// Keeper removes it and leaves other files alone.
+func TestStartRemovesLeftovers(t *testing.T) {
+	dir := t.TempDir()
+	path := Path(filepath.Join(dir, "w.duckdb"))
+	leftover := filepath.Join(dir, ".w.duckdb.run.json.tmp-1177587978")
+	unrelated := filepath.Join(dir, ".other.duckdb.run.json.tmp-42")
+	for _, name := range []string{leftover, unrelated} {
+		if err := os.WriteFile(name, []byte("{"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	k := Start(path, time.Hour, sample, nil)
+	if err := k.Finish("complete", ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(leftover); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the leftover of a killed write is still there (stat: %v)", err)
+	}
+	if _, err := os.Stat(unrelated); err != nil {
+		t.Errorf("another warehouse's file was touched: %v", err)
+	}
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if strings.Contains(e.Name(), ".w.duckdb.run.json.tmp-") {
+			t.Errorf("temporary file left after Start and Finish: %s", e.Name())
+		}
+	}
+}
