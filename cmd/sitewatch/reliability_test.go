@@ -1054,20 +1054,7 @@ func TestDiskFull(t *testing.T) {
 	// log of the new domains hits the limit mid-run, like a disk filling up.
 	const blocks = 256
 	t.Logf("warehouse file before: %d bytes; file size limit %d bytes", fi.Size(), blocks*1024)
-	bin := sitewatchBinary(t)
-	bash, err := exec.LookPath("bash")
-	if err != nil {
-		t.Skip("needs bash for ulimit -f")
-	}
-	// The limit makes the kernel send SIGXFSZ with each refused write. Go ignores it on its own
-	// threads, but on a DuckDB thread it would kill the process; a full disk sends no signal
-	// (ENOSPC), so the signal is ignored from the start, as SIG_IGN survives exec.
-	cmd := exec.Command(bash, "-c", fmt.Sprintf(`trap '' XFSZ && ulimit -f %d && exec "$0" "$@"`, blocks), bin, "run", "--config", h.cfgPath, "--snapshot", testMonth)
-	cmd.Env = append(os.Environ(), config.EnvAPIKey+"="+h.key)
-	out := &syncBuffer{}
-	cmd.Stdout, cmd.Stderr = out, out
-	code := exitCodeOf(t, cmd.Run())
-	msg := out.String()
+	code, msg := runFileSizeLimited(t, h, blocks, "run", "--snapshot", testMonth)
 	t.Logf("limited run: exit %d, output:\n%s", code, tail(msg, 1500))
 	if code != ExitFailed {
 		t.Errorf("exit %d under a full disk, want 1\n%s", code, tail(msg, 3000))
@@ -1092,6 +1079,89 @@ func TestDiskFull(t *testing.T) {
 	t.Logf("credits: %d charged in all for %d needed (%d by the rerun)", h.srv.Stats().Charged, 2*len(domains)+1, h.srv.Stats().Charged-chargedBefore)
 	if got := dumpTablesClosed(t, h); got != want {
 		t.Errorf("after the full disk and a rerun, tables differ from an uninterrupted run's")
+	}
+	assertNoStagingFiles(t, h)
+}
+
+// runFileSizeLimited runs the built binary with args and h's config under a file-size limit
+// of blocks KiB (ulimit -f) and returns its exit code and output.
+func runFileSizeLimited(t *testing.T, h *harness, blocks int64, args ...string) (int, string) {
+	t.Helper()
+	bin := sitewatchBinary(t)
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Fatalf("needs bash for ulimit -f: %v", err)
+	}
+	// The limit makes the kernel send SIGXFSZ with each refused write. Go ignores it on its own
+	// threads, but on a DuckDB thread it would kill the process; a full disk sends no signal
+	// (ENOSPC), so the signal is ignored from the start, as SIG_IGN survives exec.
+	args = append(args, "--config", h.cfgPath)
+	cmd := exec.Command(bash, append([]string{"-c", fmt.Sprintf(`trap '' XFSZ && ulimit -f %d && exec "$0" "$@"`, blocks), bin}, args...)...)
+	cmd.Env = append(os.Environ(), config.EnvAPIKey+"="+h.key)
+	out := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	return exitCodeOf(t, cmd.Run()), out.String()
+}
+
+// TestDiskFullAtClose: the answers of a run fit in the write-ahead log, but the warehouse file
+// cannot grow when the run folds the log into it at the end (a disk that fills up while the
+// run exports). The run must not report success: it exits 1 naming the checkpoint's failed
+// write and what to do, everything it committed stays in the log, and the next run (with room
+// again) replays it and is up to date without paying for the answers again.
+func TestDiskFullAtClose(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("uses ulimit -f (RLIMIT_FSIZE) semantics of Linux")
+	}
+	const seed = 5
+	domains := atlastest.Domains(12)
+	want := referenceDump(t, seed, domains)
+	h := newHarness(t, atlastest.Options{Seed: seed}, domains[:10], "")
+	if code := h.run("run", "--snapshot", testMonth); code != ExitOK {
+		t.Fatalf("first run exit %d\n%s", code, h.stdout)
+	}
+	b, _ := os.ReadFile(h.cfgPath)
+	var extra strings.Builder
+	for _, d := range domains[10:] {
+		fmt.Fprintf(&extra, "  - %q\n", d)
+	}
+	if err := os.WriteFile(h.cfgPath, append(b, extra.String()...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	db := filepath.Join(h.dir, "data/w.duckdb")
+	fi, err := os.Stat(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The file may keep its size, not grow: the log of two domains is far smaller.
+	blocks := fi.Size() / 1024
+	t.Logf("warehouse file before: %d bytes; file size limit %d bytes", fi.Size(), blocks*1024)
+	chargedBefore := h.srv.Stats().Charged
+	code, msg := runFileSizeLimited(t, h, blocks, "run", "--snapshot", testMonth)
+	t.Logf("limited run: exit %d, output:\n%s", code, tail(msg, 2000))
+	if code != ExitFailed {
+		t.Errorf("exit %d when the final checkpoint cannot write, want 1", code)
+	}
+	low := strings.ToLower(msg)
+	if !strings.Contains(low, "checkpoint") || !(strings.Contains(low, "file too large") || strings.Contains(low, "no space")) {
+		t.Errorf("the message does not name the checkpoint's failed write:\n%s", tail(msg, 3000))
+	}
+	if !strings.Contains(low, "rerun") {
+		t.Errorf("the message does not say what to do:\n%s", tail(msg, 3000))
+	}
+	if _, err := os.Stat(db + ".wal"); err != nil {
+		t.Errorf("no write-ahead log left after the failed checkpoint (%v): where did the answers go?", err)
+	}
+	paid := h.srv.Stats().Charged - chargedBefore
+	if code := h.run("run", "--snapshot", testMonth); code != ExitOK {
+		t.Fatalf("rerun with room: exit %d\n%s\n%s", code, h.stdout, tail(h.stderr.String(), 2000))
+	}
+	rerunPaid := h.srv.Stats().Charged - chargedBefore - paid
+	t.Logf("credits: %d by the limited run, %d by the rerun", paid, rerunPaid)
+	if rerunPaid > 1 {
+		t.Errorf("the rerun paid %d credits for answers the limited run had committed (at most 1, the month probe)", rerunPaid)
+	}
+	if got := dumpTablesClosed(t, h); got != want {
+		t.Errorf("after the failed checkpoint and a rerun, tables differ from an uninterrupted run's")
 	}
 	assertNoStagingFiles(t, h)
 }

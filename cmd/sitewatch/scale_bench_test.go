@@ -28,7 +28,8 @@ import (
 // milliseconds per domain and the calls per second; a run's cost should be flat in the
 // watchlist size (docs/warehouse-internals.md, "Memory"). SITEWATCH_SCALE_SIZES the sizes (e.g. 1000,10000),
 // SITEWATCH_SCALE_PROFILE=dir writes CPU and peak-heap profiles and the child's output there,
-// SITEWATCH_SCALE_TRACE=1 adds the run's log and an RSS line every 20 ms to that output.
+// SITEWATCH_SCALE_TRACE=1 adds the run's log and an RSS line every 20 ms to that output,
+// SITEWATCH_SCALE_MEMORY_LIMIT sets warehouse.memory_limit (e.g. 64MiB) instead of the default.
 //
 //	go test -run '^$' -bench BenchmarkRunScale -benchtime 1x -timeout 60m ./cmd/sitewatch/
 func BenchmarkRunScale(b *testing.B) {
@@ -79,6 +80,9 @@ func runScaleChild(b *testing.B, n int) scaleResult {
 	dir := b.TempDir()
 	var cfg strings.Builder
 	fmt.Fprintf(&cfg, "api:\n  base_url: %s\n  rate_limit: 10000\n  timeout: 30s\nwarehouse:\n  duckdb: data/w.duckdb\n  parquet: data/parquet\n", srv.URL)
+	if limit := os.Getenv("SITEWATCH_SCALE_MEMORY_LIMIT"); limit != "" {
+		fmt.Fprintf(&cfg, "  memory_limit: %s\n", limit)
+	}
 	cfg.WriteString("domains:\n")
 	for _, d := range atlastest.Domains(n) {
 		fmt.Fprintf(&cfg, "  - %s\n", d)
