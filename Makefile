@@ -20,9 +20,11 @@ test: tools
 test-short:
 	$(GO) test -short $(PKGS)
 
-# The long variants too (SITEWATCH_LONG=1: more kill points, longer fuzz-free soaks).
+# The long variants too (SITEWATCH_LONG=1: more kill points, longer fuzz-free soaks), then one
+# run at 1,000, 10,000 and 100,000 domains (BenchmarkRunScale: peak RSS, ms per domain, calls/s).
 test-long:
 	SITEWATCH_LONG=1 $(GO) test -race -timeout 80m $(PKGS)
+	SITEWATCH_LONG=1 $(GO) test -run '^$$' -bench BenchmarkRunScale -benchtime 1x -timeout 60m ./cmd/sitewatch/
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 60m $(PKGS)
