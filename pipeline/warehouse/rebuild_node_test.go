@@ -19,8 +19,9 @@ import (
 // whose read_json is 2–3 times slower than current releases', so a ratio against it alone
 // flatters the rebuild.
 
-// nodeDuckDBPackage is the npm package (and major version) installed for the comparison.
-const nodeDuckDBPackage = "@duckdb/node-api@1"
+// nodeDuckDBPackage is the npm package and version installed for the comparison. Every
+// release of @duckdb/node-api carries a "-r.N" suffix, which npm's "@1" range does not match.
+const nodeDuckDBPackage = "@duckdb/node-api@1.5.6-r.1"
 
 // errNodeUnavailable marks why the current-DuckDB comparison cannot run here; the benchmark
 // reports it and skips that ratio.
