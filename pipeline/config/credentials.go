@@ -51,11 +51,19 @@ func CredentialsFrom(cfg *Config, getenv func(string) string) (Credentials, erro
 	return c, nil
 }
 
+// MinKeyLength is the shortest key accepted. The client refuses to store any answer that
+// contains the key in one of its encodings (a server reflecting it), so a key of a few
+// characters would match ordinary data and every answer would be refused as a leak; the
+// API's keys are long random strings.
+const MinKeyLength = 8
+
 // keyProblem says what is wrong with a key's characters, or "".
 func keyProblem(key string) string {
 	switch {
 	case key == "":
 		return ""
+	case len(key) < MinKeyLength:
+		return fmt.Sprintf("is %d characters long, fewer than %d: every answer is checked for the key before it is stored, and a key this short would match ordinary data (the API's keys are long random strings; is the variable cut short?)", len(key), MinKeyLength)
 	case strings.TrimSpace(key) != key:
 		if strings.HasSuffix(key, "\r") || strings.HasSuffix(key, "\r\n") {
 			return "ends with a carriage return (a secrets file saved with CRLF line ends?)"

@@ -27,6 +27,9 @@ func TestCredentialsFrom(t *testing.T) {
 		{"LeadingSpace", direct, env(EnvAPIKey, " "+key), ErrKeyMalformed, "leading or trailing whitespace"},
 		{"InnerNUL", direct, env(EnvAPIKey, "sk-\x00canary"), ErrKeyMalformed, "control characters"},
 		{"InnerTab", direct, env(EnvAPIKey, "sk-\tcanary"), ErrKeyMalformed, "control characters"},
+		{"TooShort", direct, env(EnvAPIKey, "abc"), ErrKeyMalformed, "3 characters long"},
+		{"MarketplaceTooShort", market, env(EnvMarketplaceKey, "mk-1234"), ErrKeyMalformed, "7 characters long"},
+		{"ShortestAccepted", direct, env(EnvAPIKey, "demo-key"), nil, ""},
 		{"UnusedKeyMalformed", market, env(EnvMarketplaceKey, key, EnvAPIKey, key+"\n"), ErrKeyMalformed, EnvAPIKey},
 	}
 	for _, tc := range tests {
