@@ -1029,31 +1029,13 @@ func TestDiskFull(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("uses ulimit -f (RLIMIT_FSIZE) semantics of Linux")
 	}
-	const seed = 3
 	domains := atlastest.Domains(80)
-	want := referenceDump(t, seed, domains)
-	h := newHarness(t, atlastest.Options{Seed: seed}, domains[:4], "")
-	if code := h.run("run", "--snapshot", testMonth); code != ExitOK {
-		t.Fatalf("first run exit %d\n%s", code, h.stdout)
-	}
 	// Now the full watchlist, with the warehouse file unable to grow.
-	b, _ := os.ReadFile(h.cfgPath)
-	var extra strings.Builder
-	for _, d := range domains[4:] {
-		fmt.Fprintf(&extra, "  - %q\n", d)
-	}
-	if err := os.WriteFile(h.cfgPath, append(b, extra.String()...), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	db := filepath.Join(h.dir, "data/w.duckdb")
-	fi, err := os.Stat(db)
-	if err != nil {
-		t.Fatal(err)
-	}
+	h, want, size := grownWatchlist(t, 3, domains, 4)
 	// No file may grow past 256 KB (bash's ulimit -f counts 1024-byte blocks): the write-ahead
 	// log of the new domains hits the limit mid-run, like a disk filling up.
 	const blocks = 256
-	t.Logf("warehouse file before: %d bytes; file size limit %d bytes", fi.Size(), blocks*1024)
+	t.Logf("warehouse file before: %d bytes; file size limit %d bytes", size, blocks*1024)
 	code, msg := runFileSizeLimited(t, h, blocks, "run", "--snapshot", testMonth)
 	t.Logf("limited run: exit %d, output:\n%s", code, tail(msg, 1500))
 	if code != ExitFailed {
@@ -1081,6 +1063,31 @@ func TestDiskFull(t *testing.T) {
 		t.Errorf("after the full disk and a rerun, tables differ from an uninterrupted run's")
 	}
 	assertNoStagingFiles(t, h)
+}
+
+// grownWatchlist loads the first `first` of domains (simulator seed), then puts all of them
+// on the watchlist. It returns the harness, the dump of an uninterrupted run of all domains
+// and the warehouse file's size after the first run.
+func grownWatchlist(t *testing.T, seed int64, domains []string, first int) (h *harness, want string, size int64) {
+	t.Helper()
+	want = referenceDump(t, seed, domains)
+	h = newHarness(t, atlastest.Options{Seed: seed}, domains[:first], "")
+	if code := h.run("run", "--snapshot", testMonth); code != ExitOK {
+		t.Fatalf("first run exit %d\n%s", code, h.stdout)
+	}
+	b, _ := os.ReadFile(h.cfgPath)
+	var extra strings.Builder
+	for _, d := range domains[first:] {
+		fmt.Fprintf(&extra, "  - %q\n", d)
+	}
+	if err := os.WriteFile(h.cfgPath, append(b, extra.String()...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(filepath.Join(h.dir, "data/w.duckdb"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h, want, fi.Size()
 }
 
 // runFileSizeLimited runs the built binary with args and h's config under a file-size limit
@@ -1112,29 +1119,12 @@ func TestDiskFullAtClose(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("uses ulimit -f (RLIMIT_FSIZE) semantics of Linux")
 	}
-	const seed = 5
 	domains := atlastest.Domains(12)
-	want := referenceDump(t, seed, domains)
-	h := newHarness(t, atlastest.Options{Seed: seed}, domains[:10], "")
-	if code := h.run("run", "--snapshot", testMonth); code != ExitOK {
-		t.Fatalf("first run exit %d\n%s", code, h.stdout)
-	}
-	b, _ := os.ReadFile(h.cfgPath)
-	var extra strings.Builder
-	for _, d := range domains[10:] {
-		fmt.Fprintf(&extra, "  - %q\n", d)
-	}
-	if err := os.WriteFile(h.cfgPath, append(b, extra.String()...), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	h, want, size := grownWatchlist(t, 5, domains, 10)
 	db := filepath.Join(h.dir, "data/w.duckdb")
-	fi, err := os.Stat(db)
-	if err != nil {
-		t.Fatal(err)
-	}
 	// The file may keep its size, not grow: the log of two domains is far smaller.
-	blocks := fi.Size() / 1024
-	t.Logf("warehouse file before: %d bytes; file size limit %d bytes", fi.Size(), blocks*1024)
+	blocks := size / 1024
+	t.Logf("warehouse file before: %d bytes; file size limit %d bytes", size, blocks*1024)
 	chargedBefore := h.srv.Stats().Charged
 	code, msg := runFileSizeLimited(t, h, blocks, "run", "--snapshot", testMonth)
 	t.Logf("limited run: exit %d, output:\n%s", code, tail(msg, 2000))
