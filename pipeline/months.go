@@ -46,7 +46,7 @@ func monthOfDate(d *string) (string, bool) {
 type monthTracker struct {
 	month        string            // the run's month, set by the first overview answer
 	snapshotDate string            // meta.snapshot_date of the answer that set month
-	byDomain     map[string]string // domain -> month of its overview answered in this run
+	byDomain     map[string]string // domain -> month of its overview in this run, when not month
 }
 
 func newMonthTracker() *monthTracker {
@@ -74,7 +74,14 @@ func (m *monthTracker) overview(domain string, ov *schema.SiteOverview) string {
 			m.snapshotDate = strings.Clone(*ov.Meta.SnapshotDate)
 		}
 	}
-	m.byDomain[domain] = month
+	// Only the exceptions are kept (an answer of another month after a turn): other falls
+	// back to the run's month, which never changes once set, so a watchlist of 100,000 domains
+	// does not keep 100,000 entries.
+	if month == m.month {
+		delete(m.byDomain, domain)
+	} else {
+		m.byDomain[domain] = month
+	}
 	return month
 }
 
