@@ -82,13 +82,13 @@ func BuildPlan(snapshot string, domains []string, state *warehouse.SnapshotState
 			}
 		}
 		stored := state.Stored[d]
-		if !refresh && stored[schema.EndpointOverview] && stored[schema.EndpointSimilar] {
+		if !refresh && stored.Both() {
 			p.Unloadable++ // both bodies paid for but not loadable: fetching again buys the same
 			continue
 		}
 		missing := 0
 		for _, ep := range schema.DomainEndpoints {
-			if refresh || !stored[ep] {
+			if refresh || !stored.Has(ep) {
 				p.Requests = append(p.Requests, atlas.Request{Endpoint: ep, Domain: d})
 				missing++
 			}
@@ -104,7 +104,7 @@ func BuildPlan(snapshot string, domains []string, state *warehouse.SnapshotState
 func unloadable(domains []string, state *warehouse.SnapshotState) []string {
 	var out []string
 	for _, d := range domains {
-		if st := state.Stored[d]; st[schema.EndpointOverview] && st[schema.EndpointSimilar] && !state.Loaded[d] {
+		if state.Stored[d].Both() && !state.Loaded[d] {
 			out = append(out, d)
 		}
 	}

@@ -239,7 +239,7 @@ func DryRun(ctx context.Context, cfg *config.Config, opts RunOptions, env Env) (
 }
 
 func emptyState() *warehouse.SnapshotState {
-	return &warehouse.SnapshotState{Stored: map[string]map[schema.Endpoint]bool{}, Loaded: map[string]bool{}, Rejected: map[string]string{}}
+	return &warehouse.SnapshotState{Stored: map[string]warehouse.Endpoints{}, Loaded: map[string]bool{}, Rejected: map[string]string{}}
 }
 
 func (e Env) WithDefaults() Env {
@@ -431,7 +431,7 @@ func (r *runState) trustCandidate(ctx context.Context, candidate string, state *
 func probeOrder(domains []string, state *warehouse.SnapshotState) (lacking, held []string) {
 	out := make([]string, 0, len(domains))
 	for _, d := range domains {
-		if state.Stored[d][schema.EndpointOverview] || state.Loaded[d] {
+		if state.Stored[d].Has(schema.EndpointOverview) || state.Loaded[d] {
 			held = append(held, d)
 			continue
 		}

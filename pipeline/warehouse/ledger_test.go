@@ -80,7 +80,7 @@ func TestRefreshPairsOneRun(t *testing.T) {
 	if st.Loaded["a.example"] {
 		t.Fatal("a refreshed overview was loaded beside the previous run's similar-sites answer")
 	}
-	if st.Stored["a.example"][schema.EndpointSimilar] || !st.Stored["a.example"][schema.EndpointOverview] {
+	if st.Stored["a.example"].Has(schema.EndpointSimilar) || !st.Stored["a.example"].Has(schema.EndpointOverview) {
 		t.Fatalf("stored after a half refresh: %v, want only the new overview (the next run fetches its partner)", st.Stored["a.example"])
 	}
 	// The next run (not a refresh) fetches the missing partner and the pair loads.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strings"
 	"time"
 
 	"sitewatch/schema"
@@ -37,10 +38,46 @@ type Raw struct {
 
 // SnapshotState is what a snapshot already holds, for resuming a run.
 type SnapshotState struct {
-	Stored          map[string]map[schema.Endpoint]bool // domain -> endpoints whose raw body is stored for this snapshot
-	Loaded          map[string]bool                     // domains whose rows are in the derived tables
-	CountriesLoaded bool                                // country-metadata stored for this snapshot
-	Rejected        map[string]string                   // domain -> error code of its latest 400 in this snapshot (from fetch_errors)
+	Stored          map[string]Endpoints // domain -> endpoints whose raw body is stored for this snapshot
+	Loaded          map[string]bool      // domains whose rows are in the derived tables
+	CountriesLoaded bool                 // country-metadata stored for this snapshot
+	Rejected        map[string]string    // domain -> error code of its latest 400 in this snapshot (from fetch_errors)
+}
+
+// Endpoints is a set of a domain's two endpoints (site-overview, site-similar). A byte, not a
+// map: a snapshot's state holds one per watchlist domain, and a map per domain made the state
+// of 200,000 domains 30 MB.
+type Endpoints uint8
+
+func endpointBit(ep schema.Endpoint) Endpoints {
+	switch ep {
+	case schema.EndpointOverview:
+		return 1
+	case schema.EndpointSimilar:
+		return 2
+	}
+	return 0
+}
+
+// Has reports whether ep is in the set.
+func (e Endpoints) Has(ep schema.Endpoint) bool { return e&endpointBit(ep) != 0 }
+
+// With returns the set with ep added.
+func (e Endpoints) With(ep schema.Endpoint) Endpoints { return e | endpointBit(ep) }
+
+// Both reports whether both of a domain's bodies are in the set.
+func (e Endpoints) Both() bool {
+	return e.Has(schema.EndpointOverview) && e.Has(schema.EndpointSimilar)
+}
+
+func (e Endpoints) String() string {
+	var names []string
+	for _, ep := range schema.DomainEndpoints {
+		if e.Has(ep) {
+			names = append(names, string(ep))
+		}
+	}
+	return "{" + strings.Join(names, " ") + "}"
 }
 
 var snapshotRE = regexp.MustCompile(`^[0-9]{4}-(0[1-9]|1[0-2])$`)
@@ -62,7 +99,7 @@ func (w *Warehouse) State(ctx context.Context, snapshot string) (*SnapshotState,
 		return nil, fmt.Errorf("state of snapshot %s: %w", snapshot, err)
 	}
 	st := &SnapshotState{
-		Stored:   map[string]map[schema.Endpoint]bool{},
+		Stored:   map[string]Endpoints{},
 		Loaded:   map[string]bool{},
 		Rejected: map[string]string{},
 	}
@@ -76,10 +113,7 @@ func (w *Warehouse) State(ctx context.Context, snapshot string) (*SnapshotState,
 				st.CountriesLoaded = true
 				return nil
 			}
-			if st.Stored[domain] == nil {
-				st.Stored[domain] = map[schema.Endpoint]bool{}
-			}
-			st.Stored[domain][schema.Endpoint(endpoint)] = true
+			st.Stored[domain] = st.Stored[domain].With(schema.Endpoint(endpoint))
 			return nil
 		})
 	if err == nil {

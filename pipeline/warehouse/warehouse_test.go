@@ -162,7 +162,7 @@ func TestStoreOneEndpointLoadsNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !st.Stored["example.com"][schema.EndpointOverview] || st.Stored["example.com"][schema.EndpointSimilar] {
+	if !st.Stored["example.com"].Has(schema.EndpointOverview) || st.Stored["example.com"].Has(schema.EndpointSimilar) {
 		t.Errorf("Stored = %v, want only the overview", st.Stored)
 	}
 	if st.Loaded["example.com"] || st.CountriesLoaded {
@@ -191,7 +191,7 @@ func TestStoreKeepsUnloadable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !st.Stored["example.com"][schema.EndpointOverview] || !st.Stored["example.com"][schema.EndpointSimilar] || st.Loaded["example.com"] {
+	if !st.Stored["example.com"].Has(schema.EndpointOverview) || !st.Stored["example.com"].Has(schema.EndpointSimilar) || st.Loaded["example.com"] {
 		t.Errorf("Stored = %v, Loaded = %v: want both bodies kept and the domain not loaded", st.Stored, st.Loaded)
 	}
 	if got := count(t, w.DB(), `SELECT count(*) FROM sites`); got != 0 {
@@ -604,5 +604,23 @@ func TestLockErrorForeignTool(t *testing.T) {
 	other := errors.New("IO Error: disk full")
 	if got := lockError("/x", other); got != other {
 		t.Errorf("a non-lock error was rewritten: %v", got)
+	}
+}
+
+func TestEndpoints(t *testing.T) {
+	var e Endpoints
+	if e.Has(schema.EndpointOverview) || e.Both() || e.String() != "{}" {
+		t.Fatalf("empty set: %v", e)
+	}
+	e = e.With(schema.EndpointSimilar)
+	if !e.Has(schema.EndpointSimilar) || e.Has(schema.EndpointOverview) || e.Both() {
+		t.Fatalf("similar only: %v", e)
+	}
+	e = e.With(schema.EndpointOverview).With(schema.EndpointCountries) // countries is no domain endpoint
+	if !e.Both() || e.Has(schema.EndpointCountries) {
+		t.Fatalf("both: %v", e)
+	}
+	if got, want := e.String(), "{"+string(schema.EndpointOverview)+" "+string(schema.EndpointSimilar)+"}"; got != want {
+		t.Errorf("String() = %q, want %q", got, want)
 	}
 }
