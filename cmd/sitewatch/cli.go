@@ -18,6 +18,7 @@ import (
 	"sitewatch/pipeline/config"
 	"sitewatch/pipeline/dictionary"
 	"sitewatch/pipeline/report"
+	"sitewatch/pipeline/textout"
 	"sitewatch/pipeline/warehouse"
 )
 
@@ -147,26 +148,6 @@ func writeCommandHelp(w io.Writer, c command, fs *flag.FlagSet) {
 // say writes a message or help text for the user; a write to a closed terminal has nowhere
 // else to be reported.
 func say(w io.Writer, format string, args ...any) { _, _ = fmt.Fprintf(w, format, args...) }
-
-// output writes a command's results and keeps the first write error (a closed pipe, a full
-// disk), which the command returns so the exit code says the output is incomplete.
-type output struct {
-	w   io.Writer
-	err error
-}
-
-// Write writes to the underlying writer until the first error, which it keeps.
-func (o *output) Write(p []byte) (int, error) {
-	if o.err != nil {
-		return 0, o.err
-	}
-	n, err := o.w.Write(p)
-	o.err = err
-	return n, err
-}
-
-func (o *output) printf(format string, args ...any) { _, _ = fmt.Fprintf(o, format, args...) }
-func (o *output) println()                          { _, _ = fmt.Fprintln(o) }
 
 // closeInto closes c when a command ends and keeps its error unless the command already
 // failed: closing the warehouse checkpoints it, and a failed checkpoint is a failed command.
@@ -334,9 +315,9 @@ func cmdRebuild(ctx context.Context, args []string, env pipeline.Env) (err error
 	if snapshot == "" {
 		what = "every snapshot"
 	}
-	o := &output{w: env.Stdout}
-	o.printf("rebuilt %s from stored responses: %d domains, 0 API calls; Parquet re-exported to %s\n", what, n, cfg.Warehouse.Parquet)
-	return o.err
+	o := textout.New(env.Stdout)
+	o.Printf("rebuilt %s from stored responses: %d domains, 0 API calls; Parquet re-exported to %s\n", what, n, cfg.Warehouse.Parquet)
+	return o.Err()
 }
 
 var validateHelp = help{
@@ -352,33 +333,33 @@ func cmdValidate(_ context.Context, args []string, env pipeline.Env) error {
 		return err
 	}
 	wl := config.NewWatchlist(cfg)
-	o := &output{w: env.Stdout}
-	o.printf("%s: schedule %q, mode %s, rate_limit %g/s\n", cfg.Path, cfg.Schedule, cfg.API.Mode, cfg.API.RateLimit)
-	o.printf("watchlist: %d entries -> %d domains (%d rewritten, %d duplicates collapsed, %d rejected)\n",
+	o := textout.New(env.Stdout)
+	o.Printf("%s: schedule %q, mode %s, rate_limit %g/s\n", cfg.Path, cfg.Schedule, cfg.API.Mode, cfg.API.RateLimit)
+	o.Printf("watchlist: %d entries -> %d domains (%d rewritten, %d duplicates collapsed, %d rejected)\n",
 		len(cfg.Domains), len(wl.Domains), len(wl.Rewritten), len(wl.Duplicates), len(wl.Rejected))
 	for _, r := range wl.Rewritten {
-		o.printf("  rewritten  line %d: %q -> %s\n", r.Line, r.Input, r.Domain)
+		o.Printf("  rewritten  line %d: %q -> %s\n", r.Line, r.Input, r.Domain)
 	}
 	for _, r := range wl.Duplicates {
-		o.printf("  duplicate  line %d: %q -> %s (already listed)\n", r.Line, r.Input, r.Domain)
+		o.Printf("  duplicate  line %d: %q -> %s (already listed)\n", r.Line, r.Input, r.Domain)
 	}
 	for _, r := range wl.Rejected {
-		o.printf("  rejected   line %d: %q: %s\n", r.Line, r.Input, r.Reason)
+		o.Printf("  rejected   line %d: %q: %s\n", r.Line, r.Input, r.Reason)
 	}
 	if _, err := config.CredentialsFrom(cfg, env.Getenv); err != nil {
 		if !errors.Is(err, config.ErrKeyNotSet) {
 			return err
 		}
-		o.printf("note: %v; `sitewatch run` will need it\n", err)
+		o.Printf("note: %v; `sitewatch run` will need it\n", err)
 	}
-	if o.err != nil {
-		return o.err
+	if o.Err() != nil {
+		return o.Err()
 	}
 	if len(wl.Rejected) > 0 {
 		return &config.Error{Path: cfg.Path, Msg: fmt.Sprintf("config not valid: %d watchlist entries are not host names and would never be sent; fix or remove them", len(wl.Rejected))}
 	}
-	o.printf("%s: config valid\n", cfg.Path)
-	return o.err
+	o.Printf("%s: config valid\n", cfg.Path)
+	return o.Err()
 }
 
 var statusHelp = help{
@@ -425,9 +406,9 @@ func cmdReport(ctx context.Context, args []string, env pipeline.Env) (err error)
 	if err != nil {
 		return err // report names the snapshot; file errors name the file
 	}
-	o := &output{w: env.Stdout}
-	o.printf("wrote %s\n", *out)
-	return o.err
+	o := textout.New(env.Stdout)
+	o.Printf("wrote %s\n", *out)
+	return o.Err()
 }
 
 var schemaHelp = help{

@@ -15,6 +15,7 @@ import (
 	"sitewatch/pipeline"
 	"sitewatch/pipeline/config"
 	"sitewatch/pipeline/livestatus"
+	"sitewatch/pipeline/textout"
 	"sitewatch/pipeline/warehouse"
 )
 
@@ -285,11 +286,11 @@ func readCredits(ctx context.Context, db *sql.DB, now time.Time, live *liveRun) 
 
 // printStatus writes rep as text: the live run, then the recent runs, credits and sections.
 func printStatus(w io.Writer, rep *statusReport, now time.Time) error {
-	ew := &output{w: w}
+	ew := textout.New(w)
 	showLive := rep.Live != nil && (rep.Live.Process != "finished" || rep.WarehouseState != "ok")
 	if showLive {
 		printLive(ew, rep.Live, now)
-		ew.println()
+		ew.Println()
 	}
 	switch rep.WarehouseState {
 	case "ok":
@@ -298,19 +299,19 @@ func printStatus(w io.Writer, rep *statusReport, now time.Time) error {
 		}
 	case "locked":
 		if rep.Live != nil && rep.Live.Process == "running" {
-			ew.printf("recent runs: not shown while run %s holds the warehouse; they are back when it ends\n", rep.Live.RunID)
+			ew.Printf("recent runs: not shown while run %s holds the warehouse; they are back when it ends\n", rep.Live.RunID)
 		} else {
-			ew.printf("recent runs: not shown while the warehouse is held by another process: %s\n", rep.WarehouseNote)
+			ew.Printf("recent runs: not shown while the warehouse is held by another process: %s\n", rep.WarehouseNote)
 		}
 	default:
-		ew.printf("recent runs: not shown: %s\n", rep.WarehouseNote)
+		ew.Printf("recent runs: not shown: %s\n", rep.WarehouseNote)
 	}
 	if c := rep.Credits; c != nil {
 		left := "unknown"
 		if c.Remaining != nil {
 			left = fmt.Sprintf("%d left (as of %s)", *c.Remaining, c.RemainingAsOf.Format("2006-01-02 15:04 UTC"))
 		}
-		ew.printf("credits: %s; %d spent by runs started in %s (UTC)\n", left, c.SpentThisMonth, c.CalendarMonth)
+		ew.Printf("credits: %s; %d spent by runs started in %s (UTC)\n", left, c.SpentThisMonth, c.CalendarMonth)
 	}
 	for _, s := range statusSections {
 		if v, ok := rep.Sections[s.Name]; ok {
@@ -319,44 +320,44 @@ func printStatus(w io.Writer, rep *statusReport, now time.Time) error {
 			}
 		}
 	}
-	return ew.err
+	return ew.Err()
 }
 
-func printLive(w *output, l *liveRun, now time.Time) {
+func printLive(w *textout.Writer, l *liveRun, now time.Time) {
 	ago := func(t time.Time) string { return now.Sub(t).Round(time.Second).String() + " ago" }
 	who := fmt.Sprintf("PID %d on %s", l.PID, l.Host)
 	switch l.Process {
 	case "running":
-		w.printf("live run %s, snapshot %s: running (%s, updated %s)\n", l.RunID, l.Month, who, ago(l.UpdatedAt))
+		w.Printf("live run %s, snapshot %s: running (%s, updated %s)\n", l.RunID, l.Month, who, ago(l.UpdatedAt))
 	case "gone":
-		w.printf("live run %s, snapshot %s: its process is gone (%s, last update %s): the run died without finishing; "+
+		w.Printf("live run %s, snapshot %s: its process is gone (%s, last update %s): the run died without finishing; "+
 			"the next `sitewatch run` records it as abandoned and resumes where it stopped\n",
 			l.RunID, l.Month, who, l.UpdatedAt.UTC().Format("2006-01-02 15:04:05 UTC"))
 	case "stale":
-		w.printf("live run %s, snapshot %s: not updated for %s (%s): the run is hung or stopped (SIGSTOP), or its host "+
+		w.Printf("live run %s, snapshot %s: not updated for %s (%s): the run is hung or stopped (SIGSTOP), or its host "+
 			"stopped writing; check that process\n", l.RunID, l.Month, now.Sub(l.UpdatedAt).Round(time.Second), who)
 	default:
-		w.printf("last run %s, snapshot %s: finished, %s (%s, %s)\n", l.RunID, l.Month, l.Outcome, who,
+		w.Printf("last run %s, snapshot %s: finished, %s (%s, %s)\n", l.RunID, l.Month, l.Outcome, who,
 			l.UpdatedAt.UTC().Format("2006-01-02 15:04:05 UTC"))
 	}
 	pct := 0.0
 	if l.Total > 0 {
 		pct = 100 * float64(l.Loaded) / float64(l.Total)
 	}
-	w.printf("  domains   %d/%d loaded (%.0f%%)\n", l.Loaded, l.Total, pct)
-	w.printf("  requests  %d (%d answered 429), %.1f req/s\n", l.Requests, l.RateLimited, l.Rate)
+	w.Printf("  domains   %d/%d loaded (%.0f%%)\n", l.Loaded, l.Total, pct)
+	w.Printf("  requests  %d (%d answered 429), %.1f req/s\n", l.Requests, l.RateLimited, l.Rate)
 	left := "unknown"
 	if l.CreditsLeft != nil {
 		left = fmt.Sprint(*l.CreditsLeft)
 	}
-	w.printf("  credits   %d spent, %s left\n", l.CreditsSpent, left)
+	w.Printf("  credits   %d spent, %s left\n", l.CreditsSpent, left)
 	eta := ""
 	if l.ETASeconds != nil && l.Process == "running" {
 		eta = ", ETA " + (time.Duration(*l.ETASeconds * float64(time.Second))).Round(time.Second).String()
 	}
-	w.printf("  started   %s (%s)%s\n", l.StartedAt.UTC().Format("2006-01-02 15:04:05 UTC"), ago(l.StartedAt), eta)
+	w.Printf("  started   %s (%s)%s\n", l.StartedAt.UTC().Format("2006-01-02 15:04:05 UTC"), ago(l.StartedAt), eta)
 	if l.Message != "" {
-		w.printf("  message   %s\n", l.Message)
+		w.Printf("  message   %s\n", l.Message)
 	}
 }
 

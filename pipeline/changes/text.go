@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+
+	"sitewatch/pipeline/textout"
 )
 
 // MaxLinesPerSection bounds each list of WriteText; the rest is counted and pointed to its view.
@@ -25,16 +27,16 @@ var metricTitles = map[string]string{
 // bounded by MaxLinesPerSection and names the view holding the rest. It returns the first
 // write error.
 func (d *Digest) WriteText(w io.Writer) error {
-	p := &printer{w: w}
-	p.printf("What changed in %s\n", d.Month)
+	p := printer{textout.New(w)}
+	p.Printf("What changed in %s\n", d.Month)
 	if d.PreviousMonth == "" {
-		p.printf("  %s is the first complete month: nothing to compare yet.\n", d.Month)
+		p.Printf("  %s is the first complete month: nothing to compare yet.\n", d.Month)
 	} else {
-		p.printf("  compared with %s, the complete month before; %d domains loaded in both. Traffic figures are estimates.\n",
+		p.Printf("  compared with %s, the complete month before; %d domains loaded in both. Traffic figures are estimates.\n",
 			d.PreviousMonth, d.Domains)
 	}
 	if len(d.Incomplete) > 0 {
-		p.printf("  Not complete yet (not compared): %s.\n", strings.Join(d.Incomplete, ", "))
+		p.Printf("  Not complete yet (not compared): %s.\n", strings.Join(d.Incomplete, ", "))
 	}
 	if d.PreviousMonth != "" {
 		d.writeMovers(p)
@@ -44,7 +46,7 @@ func (d *Digest) WriteText(w io.Writer) error {
 		d.writeCountries(p)
 	}
 	d.writeQuality(p)
-	return p.err
+	return p.Err()
 }
 
 // Headline is one or two lines for a chat message or webhook: the months compared, the
@@ -125,10 +127,10 @@ func (d *Digest) qualityVerdict() string {
 		plural(errs, "error", "errors"), plural(warns, "warning", "warnings"), len(d.Quality))
 }
 
-func (d *Digest) writeMovers(p *printer) {
-	p.printf("\nBiggest movers\n")
+func (d *Digest) writeMovers(p printer) {
+	p.Printf("\nBiggest movers\n")
 	if len(d.Movers) == 0 {
-		p.printf("  no metric changed\n")
+		p.Printf("  no metric changed\n")
 		return
 	}
 	metric := ""
@@ -147,8 +149,8 @@ func (d *Digest) writeMovers(p *printer) {
 	p.flush(tw)
 }
 
-func (d *Digest) writeCompetitors(p *printer) {
-	p.printf("\nCompetitors that appeared or dropped out\n")
+func (d *Digest) writeCompetitors(p printer) {
+	p.Printf("\nCompetitors that appeared or dropped out\n")
 	lines := make([]string, 0, len(d.Competitors))
 	for _, c := range d.Competitors {
 		detail := []string{}
@@ -166,8 +168,8 @@ func (d *Digest) writeCompetitors(p *printer) {
 	p.list(lines, "changes_competitors", d.Month)
 }
 
-func (d *Digest) writePlatforms(p *printer) {
-	p.printf("\nAI platforms that appeared or dropped out\n")
+func (d *Digest) writePlatforms(p printer) {
+	p.Printf("\nAI platforms that appeared or dropped out\n")
 	lines := make([]string, 0, len(d.AIPlatforms))
 	for _, a := range d.AIPlatforms {
 		detail := ""
@@ -179,8 +181,8 @@ func (d *Digest) writePlatforms(p *printer) {
 	p.list(lines, "changes_ai_platforms", d.Month)
 }
 
-func (d *Digest) writeKeywords(p *printer) {
-	p.printf("\nTop keywords that appeared or dropped out\n")
+func (d *Digest) writeKeywords(p printer) {
+	p.Printf("\nTop keywords that appeared or dropped out\n")
 	lines := make([]string, 0, len(d.Keywords))
 	for _, k := range d.Keywords {
 		detail := fmt.Sprintf("#%d", k.Position)
@@ -192,8 +194,8 @@ func (d *Digest) writeKeywords(p *printer) {
 	p.list(lines, "changes_keywords", d.Month)
 }
 
-func (d *Digest) writeCountries(p *printer) {
-	p.printf("\nCountries entering or leaving a top 5\n")
+func (d *Digest) writeCountries(p printer) {
+	p.Printf("\nCountries entering or leaving a top 5\n")
 	lines := make([]string, 0, len(d.Countries))
 	for _, c := range d.Countries {
 		name := c.CountryCode
@@ -206,8 +208,8 @@ func (d *Digest) writeCountries(p *printer) {
 	p.list(lines, "changes_top_countries", d.Month)
 }
 
-func (d *Digest) writeQuality(p *printer) {
-	p.printf("\n%s\n", d.qualityVerdict())
+func (d *Digest) writeQuality(p printer) {
+	p.Printf("\n%s\n", d.qualityVerdict())
 	if !d.QualityChecked {
 		return
 	}
@@ -221,36 +223,18 @@ func (d *Digest) writeQuality(p *printer) {
 	}
 }
 
-// printer remembers the first write error so the writers can print without checking each call.
-type printer struct {
-	w   io.Writer
-	err error
-}
+// printer is the digest's text writer: a textout.Writer with the sections' helpers.
+type printer struct{ *textout.Writer }
 
-func (p *printer) Write(b []byte) (int, error) {
-	if p.err != nil {
-		return 0, p.err
-	}
-	n, err := p.w.Write(b)
-	p.err = err
-	return n, err
-}
+func (p printer) table() *tabwriter.Writer { return tabwriter.NewWriter(p, 0, 0, 2, ' ', 0) }
 
-func (p *printer) printf(format string, args ...any) { _, _ = fmt.Fprintf(p, format, args...) }
-
-func (p *printer) table() *tabwriter.Writer { return tabwriter.NewWriter(p, 0, 0, 2, ' ', 0) }
-
-func (p *printer) flush(tw *tabwriter.Writer) {
-	if err := tw.Flush(); err != nil && p.err == nil {
-		p.err = err
-	}
-}
+func (p printer) flush(tw *tabwriter.Writer) { p.Keep(tw.Flush()) }
 
 // list prints up to MaxLinesPerSection tab-separated lines aligned, then how many more there
 // are and the query that shows them all.
-func (p *printer) list(lines []string, view, month string) {
+func (p printer) list(lines []string, view, month string) {
 	if len(lines) == 0 {
-		p.printf("  none\n")
+		p.Printf("  none\n")
 		return
 	}
 	tw := p.table()
@@ -262,7 +246,7 @@ func (p *printer) list(lines []string, view, month string) {
 	}
 	p.flush(tw)
 	if more := len(lines) - MaxLinesPerSection; more > 0 {
-		p.printf("  … and %d more: sitewatch query \"SELECT * FROM %s WHERE snapshot_month = '%s'\"\n", more, view, month)
+		p.Printf("  … and %d more: sitewatch query \"SELECT * FROM %s WHERE snapshot_month = '%s'\"\n", more, view, month)
 	}
 }
 

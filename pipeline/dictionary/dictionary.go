@@ -15,6 +15,7 @@ import (
 	// Register the "duckdb" database/sql driver used by Default.
 	_ "github.com/marcboeker/go-duckdb"
 
+	"sitewatch/pipeline/textout"
 	"sitewatch/pipeline/warehouse"
 )
 
@@ -147,93 +148,91 @@ func (d *Dictionary) Object(name string) (Object, bool) {
 // WriteMarkdown writes the dictionary as Markdown: a contents list, then one section per
 // table and view with a column table. It returns the first write error.
 func (d *Dictionary) WriteMarkdown(w io.Writer) error {
-	ew := &errWriter{w: w}
-	ew.printf("# sitewatch data dictionary\n\n")
-	ew.printf("Generated from the warehouse DDL by `go test ./pipeline/dictionary -update`; " +
+	ew := textout.New(w)
+	ew.Printf("# sitewatch data dictionary\n\n")
+	ew.Printf("Generated from the warehouse DDL by `go test ./pipeline/dictionary -update`; " +
 		"`sitewatch schema` prints the same. Do not edit by hand.\n\n")
-	ew.printf("Scales: shares in `sources_share`, `geography_share` and the views built on them are " +
+	ew.Printf("Scales: shares in `sources_share`, `geography_share` and the views built on them are " +
 		"decimals 0-1 (0.0208 = 2.08%%); AI platform shares (`share_pct`) are percent 0-100 exactly " +
 		"as returned. Traffic figures are estimates unless `is_data_from_ga` is true.\n\n")
 	for _, kind := range []Kind{KindTable, KindView} {
-		ew.printf("**%ss:** ", titleCase(string(kind)))
+		ew.Printf("**%ss:** ", titleCase(string(kind)))
 		first := true
 		for _, o := range d.Objects {
 			if o.Kind != kind {
 				continue
 			}
 			if !first {
-				ew.printf(", ")
+				ew.Printf(", ")
 			}
 			first = false
-			ew.printf("[`%s`](#%s)", o.Name, anchor(o))
+			ew.Printf("[`%s`](#%s)", o.Name, anchor(o))
 		}
-		ew.printf("\n\n")
+		ew.Printf("\n\n")
 	}
 	if len(d.Checks) > 0 {
-		ew.printf("**Data-quality checks:** [the rules behind `quality_checks`](#data-quality-checks)\n\n")
+		ew.Printf("**Data-quality checks:** [the rules behind `quality_checks`](#data-quality-checks)\n\n")
 	}
 	for _, o := range d.Objects {
-		ew.printf("## %s `%s`\n\n", o.Kind, o.Name)
+		ew.Printf("## %s `%s`\n\n", o.Kind, o.Name)
 		if o.Comment != "" {
-			ew.printf("%s\n\n", mdEscape(o.Comment))
+			ew.Printf("%s\n\n", mdEscape(o.Comment))
 		}
-		ew.printf("| column | type | null | meaning, unit, scale |\n|---|---|---|---|\n")
+		ew.Printf("| column | type | null | meaning, unit, scale |\n|---|---|---|---|\n")
 		for _, c := range o.Columns {
 			null := "no"
 			if c.Nullable {
 				null = "yes"
 			}
-			ew.printf("| `%s` | %s | %s | %s |\n", c.Name, c.Type, null, mdEscape(c.Comment))
+			ew.Printf("| `%s` | %s | %s | %s |\n", c.Name, c.Type, null, mdEscape(c.Comment))
 		}
-		ew.printf("\n")
+		ew.Printf("\n")
 	}
 	d.writeChecksMarkdown(ew)
-	return ew.err
+	return ew.Err()
 }
 
 // writeChecksMarkdown documents every quality check: its rule, severity and tables.
-func (d *Dictionary) writeChecksMarkdown(ew *errWriter) {
+func (d *Dictionary) writeChecksMarkdown(ew *textout.Writer) {
 	if len(d.Checks) == 0 {
 		return
 	}
-	ew.printf("## Data-quality checks\n\n")
-	ew.printf("`sitewatch` runs these on each snapshot after loading it and records the findings in " +
+	ew.Printf("## Data-quality checks\n\n")
+	ew.Printf("`sitewatch` runs these on each snapshot after loading it and records the findings in " +
 		"`quality_checks` (one row per check, table and offending domain; one `ok` row when a check " +
 		"found nothing on a table). A check never blocks loading.\n\n")
-	ew.printf("| check | severity | tables | rule |\n|---|---|---|---|\n")
+	ew.Printf("| check | severity | tables | rule |\n|---|---|---|---|\n")
 	for _, c := range d.Checks {
-		ew.printf("| `%s` | %s | %s | %s |\n", c.Name, c.Severity, strings.Join(c.Tables, ", "), mdEscape(c.Rule))
+		ew.Printf("| `%s` | %s | %s | %s |\n", c.Name, c.Severity, strings.Join(c.Tables, ", "), mdEscape(c.Rule))
 	}
-	ew.printf("\n")
+	ew.Printf("\n")
 }
 
 // WriteText writes the dictionary as plain text for a terminal: each object's comment, then
 // its columns aligned in three columns (name, type, meaning). It returns the first write error.
 func (d *Dictionary) WriteText(w io.Writer) error {
-	ew := &errWriter{w: w}
+	ew := textout.New(w)
 	for i, o := range d.Objects {
 		if i > 0 {
-			ew.printf("\n")
+			ew.Printf("\n")
 		}
-		ew.printf("%s %s\n", strings.ToUpper(string(o.Kind)), o.Name)
+		ew.Printf("%s %s\n", strings.ToUpper(string(o.Kind)), o.Name)
 		if o.Comment != "" {
-			ew.printf("  %s\n", o.Comment)
+			ew.Printf("  %s\n", o.Comment)
 		}
 		tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
 		for _, c := range o.Columns {
 			_, _ = fmt.Fprintf(tw, "  %s\t%s\t%s\n", c.Name, c.Type, c.Comment)
 		}
-		if err := tw.Flush(); err != nil && ew.err == nil {
-			ew.err = err
-		}
+		ew.Keep(tw.Flush())
 	}
 	if len(d.Checks) > 0 {
-		ew.printf("\nQUALITY CHECKS (rows of quality_checks; a check never blocks loading)\n")
+		ew.Printf("\nQUALITY CHECKS (rows of quality_checks; a check never blocks loading)\n")
 		for _, c := range d.Checks {
-			ew.printf("  %s (%s; %s)\n    %s\n", c.Name, c.Severity, strings.Join(c.Tables, ", "), c.Rule)
+			ew.Printf("  %s (%s; %s)\n    %s\n", c.Name, c.Severity, strings.Join(c.Tables, ", "), c.Rule)
 		}
 	}
-	return ew.err
+	return ew.Err()
 }
 
 func anchor(o Object) string {
@@ -251,23 +250,4 @@ func titleCase(s string) string {
 func mdEscape(s string) string {
 	s = strings.ReplaceAll(s, "|", `\|`)
 	return strings.ReplaceAll(s, "\n", " ")
-}
-
-// errWriter remembers the first write error so the writers can print without checking each call.
-type errWriter struct {
-	w   io.Writer
-	err error
-}
-
-func (e *errWriter) Write(p []byte) (int, error) {
-	if e.err != nil {
-		return 0, e.err
-	}
-	n, err := e.w.Write(p)
-	e.err = err
-	return n, err
-}
-
-func (e *errWriter) printf(format string, args ...any) {
-	_, _ = fmt.Fprintf(e, format, args...) // e keeps the first error
 }

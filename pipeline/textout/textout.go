@@ -1,0 +1,45 @@
+// Package textout is a writer for text meant for people (command output, digests, the data
+// dictionary) that keeps the first write error, so a writer prints line after line and checks
+// once at the end: a closed pipe or a full disk still makes the command fail.
+package textout
+
+import (
+	"fmt"
+	"io"
+)
+
+// Writer writes to an io.Writer until the first error, which it keeps.
+type Writer struct {
+	w   io.Writer
+	err error
+}
+
+// New returns a Writer on w.
+func New(w io.Writer) *Writer { return &Writer{w: w} }
+
+// Write writes p unless an earlier write failed; it returns that first error after a failure.
+func (o *Writer) Write(p []byte) (int, error) {
+	if o.err != nil {
+		return 0, o.err
+	}
+	n, err := o.w.Write(p)
+	o.err = err
+	return n, err
+}
+
+// Printf formats and writes; a failure is kept for Err.
+func (o *Writer) Printf(format string, args ...any) { _, _ = fmt.Fprintf(o, format, args...) }
+
+// Println writes args and a newline; a failure is kept for Err.
+func (o *Writer) Println(args ...any) { _, _ = fmt.Fprintln(o, args...) }
+
+// Keep records err (the flush of a writer stacked on this one, such as a tabwriter) unless
+// an error is already kept.
+func (o *Writer) Keep(err error) {
+	if o.err == nil {
+		o.err = err
+	}
+}
+
+// Err is the first error met, or nil.
+func (o *Writer) Err() error { return o.err }

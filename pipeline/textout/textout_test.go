@@ -1,0 +1,57 @@
+package textout
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"text/tabwriter"
+)
+
+// failAfter accepts n bytes, then fails every write.
+type failAfter struct {
+	n   int
+	got strings.Builder
+}
+
+var errFull = errors.New("no space left on device")
+
+func (f *failAfter) Write(p []byte) (int, error) {
+	if f.got.Len()+len(p) > f.n {
+		return 0, errFull
+	}
+	return f.got.Write(p)
+}
+
+func TestKeepsTheFirstError(t *testing.T) {
+	dst := &failAfter{n: 6}
+	o := New(dst)
+	o.Printf("%s\n", "hello")
+	o.Println("world")
+	o.Printf("more\n")
+	if !errors.Is(o.Err(), errFull) {
+		t.Fatalf("Err() = %v, want the failed write's error", o.Err())
+	}
+	if got := dst.got.String(); got != "hello\n" {
+		t.Errorf("written %q, want only what fitted before the failure", got)
+	}
+	o.Keep(errors.New("later"))
+	if !errors.Is(o.Err(), errFull) {
+		t.Errorf("Keep replaced the first error: %v", o.Err())
+	}
+}
+
+func TestKeepRecordsAFlushError(t *testing.T) {
+	o := New(&failAfter{n: 0})
+	tw := tabwriter.NewWriter(o, 0, 0, 2, ' ', 0)
+	_, _ = tw.Write([]byte("a\tb\n"))
+	o.Keep(tw.Flush())
+	if !errors.Is(o.Err(), errFull) {
+		t.Errorf("Err() = %v, want the flush's error", o.Err())
+	}
+	ok := New(&strings.Builder{})
+	ok.Keep(nil)
+	ok.Println("fine")
+	if ok.Err() != nil {
+		t.Errorf("Err() = %v on a writer that never failed", ok.Err())
+	}
+}
