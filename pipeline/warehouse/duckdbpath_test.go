@@ -20,15 +20,6 @@ import (
 // same tables — and the fixtures both paths load: n generated domains stored in raw_responses
 // and, for read_json, the same bodies as newline-delimited JSON.
 
-var rawTable = flatten.Table{Name: "raw_responses", Schema: arrow.NewSchema([]arrow.Field{
-	{Name: "snapshot_month", Type: arrow.BinaryTypes.String},
-	{Name: "domain", Type: arrow.BinaryTypes.String},
-	{Name: "endpoint", Type: arrow.BinaryTypes.String},
-	{Name: "fetched_at", Type: &arrow.TimestampType{Unit: arrow.Microsecond}},
-	{Name: "body", Type: arrow.BinaryTypes.Binary},
-	{Name: "body_encoding", Type: arrow.BinaryTypes.String},
-}, nil)}
-
 // storeGenerated lands the generated overview and similar bodies of n domains in
 // raw_responses (in chunks through Arrow, without deriving) and, when ndjsonPrefix is set,
 // writes them as <prefix>overview.ndjson and <prefix>similar.ndjson for read_json, each line
@@ -52,7 +43,7 @@ func storeGenerated(ctx context.Context, w *Warehouse, snapshot string, n int, n
 	var total int64
 	const chunk = 1000
 	for start := 0; start < len(domains); start += chunk {
-		rb := array.NewRecordBuilder(w.mem, rawTable.Schema)
+		rb := array.NewRecordBuilder(w.mem, rawRecordTable.Schema)
 		f := rb.Fields()
 		for _, d := range domains[start:min(start+chunk, len(domains))] {
 			for i, ep := range schema.DomainEndpoints {
@@ -65,6 +56,7 @@ func storeGenerated(ctx context.Context, w *Warehouse, snapshot string, n int, n
 				stored, encoding := compressBody(body)
 				f[4].(*array.BinaryBuilder).Append(stored)
 				f[5].(*array.StringBuilder).Append(encoding)
+				f[6].AppendNull() // run_id: no run stored these
 				if files[i] != nil {
 					fmt.Fprintf(files[i], `{"snapshot_month":%q,"domain":%q,"fetched_at":%q,"body":`, snapshot, d, fetched.Format("2006-01-02 15:04:05"))
 					files[i].Write(body)
@@ -74,7 +66,7 @@ func storeGenerated(ctx context.Context, w *Warehouse, snapshot string, n int, n
 		}
 		rec := rb.NewRecord()
 		rb.Release()
-		err := w.inTx(ctx, func(ctx context.Context) error { return w.insertRecord(ctx, rawTable, rec) })
+		err := w.inTx(ctx, func(ctx context.Context) error { return w.insertRecord(ctx, rawRecordTable, rec) })
 		rec.Release()
 		if err != nil {
 			return 0, err
