@@ -8,13 +8,13 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"strings"
 	"time"
 
 	"sitewatch/pipeline"
+	"sitewatch/pipeline/atomicfile"
 	"sitewatch/pipeline/config"
 	"sitewatch/pipeline/dictionary"
 	"sitewatch/pipeline/report"
@@ -402,7 +402,7 @@ func cmdReport(ctx context.Context, args []string, env pipeline.Env) (err error)
 	if err := checkReportTarget(*out, cfg, *force); err != nil {
 		return err
 	}
-	err = writeFileAtomic(*out, func(w io.Writer) error { return report.Write(ctx, wh.DB(), f.snapshot, w) })
+	err = atomicfile.Write(*out, 0o644, func(w io.Writer) error { return report.Write(ctx, wh.DB(), f.snapshot, w) })
 	if err != nil {
 		return err // report names the snapshot; file errors name the file
 	}
@@ -451,31 +451,6 @@ func latestMonth(ctx context.Context, wh *warehouse.Warehouse) (string, error) {
 		return "", errors.New("the warehouse holds no snapshot yet: run `sitewatch run` first")
 	}
 	return month, nil
-}
-
-// writeFileAtomic writes a file through a temporary sibling and a rename, so a reader never
-// sees it half-written.
-func writeFileAtomic(path string, write func(io.Writer) error) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer func() { _ = os.Remove(tmp.Name()) }() // fails once renamed: nothing left to remove
-	if err := write(tmp); err != nil {
-		_ = tmp.Close() // the write error is the one to report
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		_ = tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil { // CreateTemp makes it 0600
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }
 
 // writeVersion prints the module version (from the build info; "(devel)" for a build from a

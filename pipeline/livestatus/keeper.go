@@ -1,12 +1,11 @@
 package livestatus
 
 import (
-	"errors"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"sync"
 	"time"
+
+	"sitewatch/pipeline/atomicfile"
 )
 
 // DefaultEvery is how often a Keeper refreshes the file.
@@ -36,7 +35,10 @@ func Start(path string, every time.Duration, snapshot func() Status, logger *slo
 		logger = slog.New(slog.DiscardHandler)
 	}
 	k := &Keeper{path: path, snapshot: snapshot, log: logger, done: make(chan struct{})}
-	removeLeftovers(path, logger)
+	// Only the run holding the warehouse writes the file: no other write is in flight.
+	if err := atomicfile.RemoveLeftovers(path); err != nil {
+		logger.Warn("live status: a leftover of an interrupted write stays", "err", err)
+	}
 	_ = k.write(StateRunning, Status{}) // logged by write
 	k.wg.Add(1)
 	go func() {
@@ -53,19 +55,6 @@ func Start(path string, every time.Duration, snapshot func() Status, logger *slo
 		}
 	}()
 	return k
-}
-
-// removeLeftovers deletes the temporary siblings of path that a run killed between Write's
-// create and rename left behind. Only the run holding the warehouse writes the file, so when
-// a new run starts no other Write is in flight.
-func removeLeftovers(path string, logger *slog.Logger) {
-	pattern := filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	leftovers, _ := filepath.Glob(pattern) // the pattern is well formed; Glob fails only on a bad one
-	for _, name := range leftovers {
-		if err := os.Remove(name); err != nil && !errors.Is(err, os.ErrNotExist) {
-			logger.Warn("live status: cannot remove a leftover of an interrupted write", "file", name, "err", err)
-		}
-	}
 }
 
 // Finish stops the refreshes and writes snapshot() a last time with State final, the run's

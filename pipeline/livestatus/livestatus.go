@@ -7,9 +7,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
-	"path/filepath"
 	"time"
+
+	"sitewatch/pipeline/atomicfile"
 )
 
 // States of the file.
@@ -58,22 +60,8 @@ func Write(path string, s Status) error {
 		return fmt.Errorf("live status: encode run %s: %w", s.RunID, err)
 	}
 	b = append(b, '\n')
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	err = atomicfile.Write(path, 0o644, func(w io.Writer) error { _, err := w.Write(b); return err })
 	if err != nil {
-		return fmt.Errorf("live status: create a temporary file beside %s: %w", path, err)
-	}
-	defer func() { _ = os.Remove(tmp.Name()) }() // after a successful rename there is nothing left to remove
-	if _, err := tmp.Write(b); err != nil {
-		_ = tmp.Close()
-		return fmt.Errorf("live status: write %s: %w", tmp.Name(), err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("live status: write %s: %w", tmp.Name(), err)
-	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil { // CreateTemp makes it 0600; readers may be other users
-		return fmt.Errorf("live status: %w", err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
 		return fmt.Errorf("live status: %w", err)
 	}
 	return nil

@@ -5,16 +5,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/prometheus/common/expfmt"
+
+	"sitewatch/pipeline/atomicfile"
 )
 
 // Healthy applies the health rule at the Recorder's clock. With W the current calendar month
@@ -118,30 +119,8 @@ func (r *Recorder) WriteTextfile(path string) error {
 			return fmt.Errorf("metrics: encode %s for %s: %w", mf.GetName(), path, err)
 		}
 	}
-	return writeAtomic(path, buf.Bytes())
-}
-
-func writeAtomic(path string, b []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("metrics: create a temporary file beside %s: %w", path, err)
-	}
-	defer func() { _ = os.Remove(tmp.Name()) }()
-	_, err = tmp.Write(b)
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(tmp.Name(), 0o644)
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
-		return fmt.Errorf("metrics: write textfile %s: %w", path, err)
+	if err := atomicfile.Write(path, 0o644, func(w io.Writer) error { _, err := buf.WriteTo(w); return err }); err != nil {
+		return fmt.Errorf("metrics textfile: %w", err)
 	}
 	return nil
 }
