@@ -686,6 +686,7 @@ func (r *runState) finish(ctx context.Context, stopErr error) error {
 		}
 		return stopErr
 	}
+	r.env.Logger.Debug("commit the last answers")
 	if err := r.store.Flush(ctx); err != nil {
 		r.sum.Status = StatusFailed
 		return fmt.Errorf("commit the run's last answers to %s: %w", r.cfg.Warehouse.DuckDB, err)
@@ -696,10 +697,12 @@ func (r *runState) finish(ctx context.Context, stopErr error) error {
 		return fmt.Errorf("read snapshot %s state: %w", r.months.month, err)
 	}
 	r.countLoaded(state)
+	r.env.Logger.Debug("run the quality checks", "snapshot", r.months.month)
 	// Quality checks are data about the data: a failure to run them never fails the load.
 	if _, err := r.store.RunQualityChecks(ctx, r.months.month); err != nil {
 		r.env.Logger.Warn("quality checks could not run", "snapshot", r.months.month, "err", err)
 	}
+	r.env.Logger.Debug("export Parquet")
 	if err := r.export(ctx, state); err != nil {
 		r.sum.Status = StatusFailed
 		return err

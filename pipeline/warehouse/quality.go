@@ -96,17 +96,30 @@ func (w *Warehouse) RunQualityChecks(ctx context.Context, month string) ([]Quali
 }
 
 func (w *Warehouse) runQualityCheck(ctx context.Context, c qualityCheck, month string, now time.Time) error {
-	res, err := w.load.ExecContext(ctx, `INSERT INTO quality_checks
-		(snapshot_month, "check", table_name, domain, observed, expected, severity, observed_value, checked_at)
-		SELECT ?, ?, ?, f.domain, f.observed, f.expected, ?, f.observed_value, ? FROM (`+c.query+`) f`,
-		month, c.name, c.table, c.severity, now, month)
-	if err != nil {
+	var rows int64
+	if err := w.load.QueryRowContext(ctx, `SELECT count(*) FROM `+c.table+` WHERE snapshot_month = ?`, month).Scan(&rows); err != nil {
 		return err
 	}
-	if n, err := res.RowsAffected(); err != nil || n > 0 {
-		return err
+	passes := qualityPasses(rows)
+	var found int64
+	for part := range passes {
+		res, err := w.load.ExecContext(ctx, `INSERT INTO quality_checks
+			(snapshot_month, "check", table_name, domain, observed, expected, severity, observed_value, checked_at)
+			SELECT ?, ?, ?, f.domain, f.observed, f.expected, ?, f.observed_value, ? FROM (`+c.query+`) f`,
+			month, c.name, c.table, c.severity, now, month, passes, part)
+		if err != nil {
+			return err
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return err
+		}
+		found += n
 	}
-	_, err = w.load.ExecContext(ctx, `INSERT INTO quality_checks
+	if found > 0 {
+		return nil
+	}
+	_, err := w.load.ExecContext(ctx, `INSERT INTO quality_checks
 		(snapshot_month, "check", table_name, domain, observed, expected, severity, observed_value, checked_at)
 		VALUES (?, ?, ?, NULL, 'no findings', ?, 'ok', NULL, ?)`, month, c.name, c.table, c.expected, now)
 	return err
@@ -182,15 +195,35 @@ func (w *Warehouse) QualitySummary(ctx context.Context, month string) ([]Quality
 	return QualitySummary(ctx, w.db, month)
 }
 
-// monthParam binds the query's one parameter, the snapshot month, as p.m.
-const monthParam = `WITH p AS (SELECT CAST(? AS VARCHAR) AS m)`
+// monthParam binds the query's parameters: the snapshot month as p.m, and the share of the
+// month's domains a pass covers, p.part of p.parts (see qualityPasses).
+const monthParam = `WITH p AS (SELECT CAST(? AS VARCHAR) AS m, CAST(? AS UBIGINT) AS parts, CAST(? AS UBIGINT) AS part)`
+
+// inPass restricts a scan of a snapshot table (alias the table's name or alias) to the month
+// and to the domains of this pass.
+func inPass(alias string) string {
+	return alias + `.snapshot_month = p.m AND hash(` + alias + `.domain) % p.parts = p.part`
+}
+
+// qualityRowsPerPass bounds the rows of a table one pass of a check reads. Every check's
+// findings are per domain, so a check runs over disjoint sets of domains (by the hash of the
+// name), and the hash tables of its GROUP BYs hold one pass's keys, not the month's: the memory
+// of the checks stays the same whatever the size of the watchlist (a variable for the tests).
+var qualityRowsPerPass int64 = 200_000
+
+// qualityPasses is the number of passes of a check over a table holding rows of the month.
+func qualityPasses(rows int64) int64 {
+	return max(1, (rows+qualityRowsPerPass-1)/qualityRowsPerPass)
+}
 
 // dataMonths is each domain's data month in the snapshot: the API's reporting period
 // (traffic.period), else the month of its snapshot date, else the snapshot itself.
-const dataMonths = `dm AS (
+var dataMonths = `dm AS (
 	SELECT domain, CAST(coalesce(try_strptime(traffic_period, '%Y-%m'), date_trunc('month', snapshot_date),
 		strptime(snapshot_month, '%Y-%m')) AS DATE) AS data_month
-	FROM sites, p WHERE snapshot_month = p.m)`
+	FROM sites, p WHERE ` + inPassSites + `)`
+
+var inPassSites = inPass("sites")
 
 // qualityChecks lists every check, each on one table. The thresholds are the constants above.
 func qualityChecks() []qualityCheck {
@@ -200,22 +233,22 @@ func qualityChecks() []qualityCheck {
 			query: fmt.Sprintf(monthParam+`
 				SELECT domain, printf('%%.4f', s) AS observed, s AS observed_value, '1 ± %[1]g' AS expected
 				FROM (SELECT domain, sum(share) AS s FROM sources_share, p
-				      WHERE snapshot_month = p.m GROUP BY domain HAVING count(share) > 0)
-				WHERE abs(s - 1) > %[1]g`, ChannelShareTolerance)},
+				      WHERE %[2]s GROUP BY domain HAVING count(share) > 0)
+				WHERE abs(s - 1) > %[1]g`, ChannelShareTolerance, inPass("sources_share"))},
 		{name: "geography_share_sum", table: "geography_share", severity: SeverityError,
 			expected: "<= 1",
 			query: fmt.Sprintf(monthParam+`
 				SELECT domain, printf('%%.4f', s) AS observed, s AS observed_value, '<= 1' AS expected
 				FROM (SELECT domain, sum(share) AS s FROM geography_share, p
-				      WHERE snapshot_month = p.m GROUP BY domain HAVING count(share) > 0)
-				WHERE s > 1 + %g`, GeographyShareTolerance)},
+				      WHERE %[2]s GROUP BY domain HAVING count(share) > 0)
+				WHERE s > 1 + %[1]g`, GeographyShareTolerance, inPass("geography_share"))},
 		{name: "ai_share_sum", table: "ai_platforms", severity: SeverityWarn,
 			expected: "<= 100 (percent)",
 			query: fmt.Sprintf(monthParam+`
 				SELECT domain, printf('%%.2f', s) AS observed, s AS observed_value, '<= 100 (percent)' AS expected
 				FROM (SELECT domain, sum(share_pct) AS s FROM ai_platforms, p
-				      WHERE snapshot_month = p.m GROUP BY domain HAVING count(share_pct) > 0)
-				WHERE s > 100 + %g`, AIShareTolerance)},
+				      WHERE %[2]s GROUP BY domain HAVING count(share_pct) > 0)
+				WHERE s > 100 + %[1]g`, AIShareTolerance, inPass("ai_platforms"))},
 		historyContiguous(),
 		visitsJump(),
 	}
@@ -259,7 +292,7 @@ func rangeCheck(name, table, expected, bad string, columns ...string) qualityChe
 	var parts []string
 	for _, c := range columns {
 		parts = append(parts, fmt.Sprintf(`SELECT domain, '%s' AS col, CAST(%s AS DOUBLE) AS v FROM %s, p
-			WHERE snapshot_month = p.m AND (%s)`, c, c, table, fmt.Sprintf(bad, c)))
+			WHERE %s AND (%s)`, c, c, table, inPass(table), fmt.Sprintf(bad, c)))
 	}
 	q := monthParam + `
 		SELECT domain,
@@ -272,20 +305,27 @@ func rangeCheck(name, table, expected, bad string, columns ...string) qualityChe
 	return qualityCheck{name: name, table: table, severity: SeverityError, expected: expected, query: q}
 }
 
-// duplicateKeys flags each domain of table holding a natural key more than once.
+// duplicateKeys flags each domain of table holding a natural key more than once. It first
+// counts the keys' 64-bit hashes, then looks at the real keys only where a hash repeats:
+// grouping every row by its text key made this check the run's memory peak (a hash table of
+// every key of the month), and a hash collision only costs the second, exact pass a look.
 func duplicateKeys(table string, columns []string) qualityCheck {
-	key := "domain"
+	key, keyText := "domain", "domain"
 	expected := "one row per domain"
 	if len(columns) > 0 {
-		key = "concat_ws(' / ', " + strings.Join(columns, ", ") + ")"
+		key = "domain, " + strings.Join(columns, ", ")
+		keyText = "concat_ws(' / ', " + strings.Join(columns, ", ") + ")"
 		expected = "one row per domain and " + strings.Join(columns, ", ")
 	}
-	q := monthParam + `
+	q := monthParam + `,
+		repeated AS (SELECT hash(` + key + `) AS h FROM ` + table + `, p
+		             WHERE ` + inPass(table) + ` GROUP BY h HAVING count(*) > 1)
 		SELECT domain, count(*) || CASE WHEN count(*) = 1 THEN ' key' ELSE ' keys' END || ' repeated, e.g. '
-		           || arg_max(k, n) || ' (' || max(n) || ' rows)' AS observed,
+		           || arg_max(` + keyText + `, n) || ' (' || max(n) || ' rows)' AS observed,
 		       CAST(count(*) AS DOUBLE) AS observed_value, '` + expected + `' AS expected
-		FROM (SELECT domain, ` + key + ` AS k, count(*) AS n FROM ` + table + `, p
-		      WHERE snapshot_month = p.m GROUP BY ALL HAVING count(*) > 1)
+		FROM (SELECT ` + key + `, count(*) AS n FROM ` + table + `, p
+		      WHERE ` + inPass(table) + ` AND hash(` + key + `) IN (SELECT h FROM repeated)
+		      GROUP BY ` + key + ` HAVING count(*) > 1)
 		GROUP BY domain`
 	return qualityCheck{name: "duplicate_keys", table: table, severity: SeverityError, expected: expected, query: q}
 }
@@ -295,7 +335,7 @@ func duplicateKeys(table string, columns []string) qualityCheck {
 func historyContiguous() qualityCheck {
 	q := monthParam + `, ` + dataMonths + `,
 		h AS (SELECT domain, count(DISTINCT month) AS n, min(month) AS first, max(month) AS last
-		      FROM traffic_history, p WHERE snapshot_month = p.m GROUP BY domain),
+		      FROM traffic_history, p WHERE ` + inPass("traffic_history") + ` GROUP BY domain),
 		s AS (SELECT h.*, datediff('month', first, last) + 1 - n AS missing, dm.data_month
 		      FROM h LEFT JOIN dm USING (domain))
 		SELECT domain,
@@ -318,7 +358,7 @@ func visitsJump() qualityCheck {
 		             max(t.visits) FILTER (WHERE t.month = dm.data_month) AS cur,
 		             max(t.visits) FILTER (WHERE t.month = CAST(dm.data_month - INTERVAL 1 MONTH AS DATE)) AS prev
 		      FROM traffic_history t JOIN dm ON dm.domain = t.domain, p
-		      WHERE t.snapshot_month = p.m
+		      WHERE ` + inPass("t") + `
 		      GROUP BY t.domain, dm.data_month)
 		SELECT domain,
 		       strftime(data_month, '%Y-%m') || ': ' || prev || ' -> ' || cur || ' visits'

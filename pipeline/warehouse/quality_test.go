@@ -2,6 +2,7 @@ package warehouse
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -29,8 +30,19 @@ var breakRules = []string{
 
 // TestQualityChecks breaks each rule once on top of the golden fixtures and expects exactly
 // those findings (errors first), with their observed and expected text; a rerun replaces the
-// month's rows instead of adding to them, and clean checks leave ok rows.
+// month's rows instead of adding to them, and clean checks leave ok rows. It runs the checks
+// in one pass per table and in passes of 2 rows, which must find the same.
 func TestQualityChecks(t *testing.T) {
+	for _, perPass := range []int64{qualityRowsPerPass, 2} {
+		t.Run(fmt.Sprintf("%d rows per pass", perPass), func(t *testing.T) {
+			defer func(old int64) { qualityRowsPerPass = old }(qualityRowsPerPass)
+			qualityRowsPerPass = perPass
+			testQualityChecks(t)
+		})
+	}
+}
+
+func testQualityChecks(t *testing.T) {
 	w := testWarehouse(t, "")
 	ctx := context.Background()
 	const m = "2026-11"
