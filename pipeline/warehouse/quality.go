@@ -79,8 +79,16 @@ func (w *Warehouse) RunQualityChecks(ctx context.Context, month string) ([]Quali
 				return err
 			}
 			now := time.Now().UTC()
+			passes := map[string]int64{"sites": qualityPasses(int64(loaded))} // table -> passes, counted once
 			for _, c := range qualityChecks() {
-				if err := w.runQualityCheck(ctx, c, month, now); err != nil {
+				if _, ok := passes[c.table]; !ok {
+					var rows int64
+					if err := w.load.QueryRowContext(ctx, `SELECT count(*) FROM `+c.table+` WHERE snapshot_month = ?`, month).Scan(&rows); err != nil {
+						return fmt.Errorf("count the rows of %s: %w", c.table, err)
+					}
+					passes[c.table] = qualityPasses(rows)
+				}
+				if err := w.runQualityCheck(ctx, c, month, passes[c.table], now); err != nil {
 					return fmt.Errorf("check %s on %s: %w", c.name, c.table, err)
 				}
 			}
@@ -95,12 +103,9 @@ func (w *Warehouse) RunQualityChecks(ctx context.Context, month string) ([]Quali
 	return findings, nil
 }
 
-func (w *Warehouse) runQualityCheck(ctx context.Context, c qualityCheck, month string, now time.Time) error {
-	var rows int64
-	if err := w.load.QueryRowContext(ctx, `SELECT count(*) FROM `+c.table+` WHERE snapshot_month = ?`, month).Scan(&rows); err != nil {
-		return err
-	}
-	passes := qualityPasses(rows)
+// runQualityCheck runs c in passes over disjoint sets of the month's domains and records its
+// findings, or one ok row when no pass found anything.
+func (w *Warehouse) runQualityCheck(ctx context.Context, c qualityCheck, month string, passes int64, now time.Time) error {
 	var found int64
 	for part := range passes {
 		res, err := w.load.ExecContext(ctx, `INSERT INTO quality_checks
@@ -205,10 +210,11 @@ func inPass(alias string) string {
 	return alias + `.snapshot_month = p.m AND hash(` + alias + `.domain) % p.parts = p.part`
 }
 
-// qualityRowsPerPass bounds the rows of a table one pass of a check reads. Every check's
-// findings are per domain, so a check runs over disjoint sets of domains (by the hash of the
-// name), and the hash tables of its GROUP BYs hold one pass's keys, not the month's: the memory
-// of the checks stays the same whatever the size of the watchlist (a variable for the tests).
+// qualityRowsPerPass is about how many of a table's rows one pass of a check keeps. Every
+// check's findings are per domain, so a check runs over disjoint sets of domains (by the hash
+// of the name): each pass scans the table but keeps only its own domains' rows, so the hash
+// tables of its GROUP BYs hold one pass's keys, not the month's, and the memory of the checks
+// stays the same whatever the size of the watchlist (a variable for the tests).
 var qualityRowsPerPass int64 = 200_000
 
 // qualityPasses is the number of passes of a check over a table holding rows of the month.
@@ -221,9 +227,7 @@ func qualityPasses(rows int64) int64 {
 var dataMonths = `dm AS (
 	SELECT domain, CAST(coalesce(try_strptime(traffic_period, '%Y-%m'), date_trunc('month', snapshot_date),
 		strptime(snapshot_month, '%Y-%m')) AS DATE) AS data_month
-	FROM sites, p WHERE ` + inPassSites + `)`
-
-var inPassSites = inPass("sites")
+	FROM sites, p WHERE ` + inPass("sites") + `)`
 
 // qualityChecks lists every check, each on one table. The thresholds are the constants above.
 func qualityChecks() []qualityCheck {
