@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -141,9 +142,9 @@ func cleanStaging(root string, log *slog.Logger) error {
 		return fmt.Errorf("clean Parquet staging files under %s: %w", root, err)
 	}
 	var dirs []string
-	tables := RunHealthTables
+	tables := slices.Clone(RunHealthTables) // appended to below; RunHealthTables is shared
 	for _, t := range flatten.SnapshotTables {
-		tables = append(tables[:len(tables):len(tables)], t.Name)
+		tables = append(tables, t.Name)
 	}
 	for _, name := range tables {
 		parts, err := filepath.Glob(filepath.Join(resolved, name, "snapshot_month=*"))
