@@ -27,6 +27,20 @@ func TestWriteReplaces(t *testing.T) {
 	assertOnly(t, dir, "report[1].html")
 }
 
+func TestWriteFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "w.duckdb.run.json")
+	if err := WriteFile(path, []byte("{}\n"), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(path)
+	fi, _ := os.Stat(path)
+	if string(b) != "{}\n" || fi.Mode().Perm() != 0o640 {
+		t.Errorf("file %q mode %v, want \"{}\\n\" 0640", b, fi.Mode().Perm())
+	}
+	assertOnly(t, dir, "w.duckdb.run.json")
+}
+
 func TestWriteFailureLeavesTheOldFile(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "sitewatch.prom")

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"time"
 
@@ -60,7 +59,7 @@ func Write(path string, s Status) error {
 		return fmt.Errorf("live status: encode run %s: %w", s.RunID, err)
 	}
 	b = append(b, '\n')
-	err = atomicfile.Write(path, 0o644, func(w io.Writer) error { _, err := w.Write(b); return err })
+	err = atomicfile.WriteFile(path, b, 0o644)
 	if err != nil {
 		return fmt.Errorf("live status: %w", err)
 	}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"strings"
@@ -119,7 +118,7 @@ func (r *Recorder) WriteTextfile(path string) error {
 			return fmt.Errorf("metrics: encode %s for %s: %w", mf.GetName(), path, err)
 		}
 	}
-	if err := atomicfile.Write(path, 0o644, func(w io.Writer) error { _, err := buf.WriteTo(w); return err }); err != nil {
+	if err := atomicfile.WriteFile(path, buf.Bytes(), 0o644); err != nil {
 		return fmt.Errorf("metrics textfile: %w", err)
 	}
 	return nil
