@@ -119,6 +119,9 @@ func BenchmarkRebuild(b *testing.B) {
 				b.Fatal(err)
 			}
 			floor = append(floor, f)
+			if got := totalRows(b, w); got != rows {
+				b.Fatalf("the engine floor left %d rows, ours loaded %d", got, rows)
+			}
 
 			start := time.Now()
 			if err := w.ExportParquet(ctx, snap); err != nil {
