@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"fmt"
 	"io/fs"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	_ "github.com/marcboeker/go-duckdb"
@@ -46,21 +48,7 @@ func TestMigrationRecordsDataMonths(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	if _, err := db.Exec(`CREATE TABLE schema_migrations (name VARCHAR NOT NULL, applied_at TIMESTAMP NOT NULL DEFAULT current_timestamp)`); err != nil {
-		t.Fatal(err)
-	}
-	names, err := fs.Glob(sqlfiles.FS, "migrations/*.sql")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, name := range names {
-		if name >= "migrations/0006" {
-			break
-		}
-		if err := applyMigration(ctx, db, name); err != nil {
-			t.Fatal(err)
-		}
-	}
+	migrateBefore(t, db, "migrations/0006")
 	// The old behaviour: a run on 2026-11-02 stored the API's October data as 2026-11.
 	for _, row := range [][]any{{"2026-10", "a.com", "2026-10"}, {"2026-11", "a.com", "2026-10"}, {"2026-11", "b.com", "2026-10"}} {
 		if _, err := db.Exec(`INSERT INTO sites (snapshot_month, domain, traffic_period) VALUES (?, ?, ?)`, row...); err != nil {
@@ -90,4 +78,78 @@ func TestMigrationRecordsDataMonths(t *testing.T) {
 	if err := db.QueryRow(`SELECT count(*) FROM sites`).Scan(&n); err != nil || n != 3 {
 		t.Errorf("sites rows after the migration = %d (%v), want 3 kept", n, err)
 	}
+}
+
+// migrateBefore applies the migrations sorting before first, as an older version did.
+func migrateBefore(t *testing.T, db *sql.DB, first string) {
+	t.Helper()
+	if _, err := db.Exec(`CREATE TABLE schema_migrations (name VARCHAR NOT NULL, applied_at TIMESTAMP NOT NULL DEFAULT current_timestamp)`); err != nil {
+		t.Fatal(err)
+	}
+	names, err := fs.Glob(sqlfiles.FS, "migrations/*.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range names {
+		if name >= first {
+			break
+		}
+		if err := applyMigration(context.Background(), db, name); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestMigrationStoresBodiesUncompressed: migration 0007 keeps every stored body, its comments
+// and constraints, and from then on DuckDB stores raw_responses.body uncompressed — it no
+// longer analyses the (already zstd-compressed) bodies at each checkpoint. The bodies here are
+// highly compressible, so DuckDB would pick dictionary or FSST compression without it.
+func TestMigrationStoresBodiesUncompressed(t *testing.T) {
+	db, err := sql.Open("duckdb", filepath.Join(t.TempDir(), "w.duckdb"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	migrateBefore(t, db, "migrations/0007")
+	insertBodies := func(from, to int) {
+		t.Helper()
+		if _, err := db.Exec(`INSERT INTO raw_responses SELECT '2026-10', 'd' || i || '.com', 'site-overview',
+			TIMESTAMP '2026-11-02 06:00:00', repeat('{"a":1}', 30)::BLOB, 'identity', 'run-' || (i % 3)
+			FROM range(?, ?) t(i)`, from, to); err != nil {
+			t.Fatal(err)
+		}
+	}
+	insertBodies(0, 1000)
+	const digest = `SELECT count(*) || ':' || sum(hash(snapshot_month, domain, endpoint, fetched_at, body, body_encoding, run_id)) FROM raw_responses`
+	before := queryString(t, db, digest)
+	if err := Migrate(context.Background(), db); err != nil {
+		t.Fatal(err)
+	}
+	if after := queryString(t, db, digest); after != before {
+		t.Errorf("raw_responses after migration 0007 = %s, want %s (every body kept)", after, before)
+	}
+	if c := queryString(t, db, `SELECT comment FROM duckdb_columns() WHERE table_name = 'raw_responses' AND column_name = 'run_id'`); !strings.HasPrefix(c, "Run that fetched") {
+		t.Errorf("raw_responses.run_id comment = %q, want it kept", c)
+	}
+	if _, err := db.Exec(`INSERT INTO raw_responses (snapshot_month, domain, endpoint, fetched_at, body_encoding) VALUES ('2026-10', 'x.com', 'site-overview', now()::TIMESTAMP, 'zstd')`); err == nil {
+		t.Error("a NULL body was accepted: the NOT NULL constraint was lost")
+	}
+	insertBodies(1000, 200000)
+	if _, err := db.Exec(`CHECKPOINT`); err != nil {
+		t.Fatal(err)
+	}
+	got := queryString(t, db, `SELECT string_agg(DISTINCT compression, ',') FROM pragma_storage_info('raw_responses')
+		WHERE column_name = 'body' AND segment_type <> 'VALIDITY'`)
+	if got != "Uncompressed" {
+		t.Errorf("raw_responses.body segments are stored as %q, want Uncompressed", got)
+	}
+}
+
+func queryString(t *testing.T, db *sql.DB, query string) string {
+	t.Helper()
+	var s sql.NullString
+	if err := db.QueryRow(query).Scan(&s); err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+	return s.String
 }
