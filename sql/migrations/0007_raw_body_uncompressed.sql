@@ -23,6 +23,8 @@ DROP TABLE raw_responses;
 
 ALTER TABLE raw_responses_0007 RENAME TO raw_responses;
 
+-- A new table has no comments: these repeat those of 0002 and 0003.
+
 COMMENT ON TABLE raw_responses IS 'Every successful API response body exactly as received; derived tables are rebuilt from it by `sitewatch rebuild`. Never contains API keys.';
 COMMENT ON COLUMN raw_responses.snapshot_month IS 'Snapshot the response belongs to (YYYY-MM).';
 COMMENT ON COLUMN raw_responses.domain IS 'Normalized watchlist domain; empty string for country-metadata.';
