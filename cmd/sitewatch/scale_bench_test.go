@@ -30,6 +30,7 @@ import (
 // SITEWATCH_SCALE_PROFILE=dir writes CPU and peak-heap profiles and the child's output there,
 // SITEWATCH_SCALE_TRACE=1 adds the run's log and an RSS line every 20 ms to that output,
 // SITEWATCH_SCALE_MEMORY_LIMIT sets warehouse.memory_limit (e.g. 64MiB) instead of the default.
+// It also reports the most DuckDB held in its spill directory at once (spill-MB).
 //
 //	go test -run '^$' -bench BenchmarkRunScale -benchtime 1x -timeout 60m ./cmd/sitewatch/
 func BenchmarkRunScale(b *testing.B) {
@@ -58,17 +59,19 @@ func BenchmarkRunScale(b *testing.B) {
 			b.ReportMetric(r.msPerDomain, "ms/domain-"+name)
 			b.ReportMetric(r.callsPerSec, "calls/s-"+name)
 			b.ReportMetric(r.goSysMB, "go-runtime-MB-"+name) // the rest of the RSS is DuckDB's (C++)
+			b.ReportMetric(r.spillMB, "spill-MB-"+name)
 			if n != sizes[0] {
 				b.ReportMetric(r.rssMB/base.rssMB, fmt.Sprintf("RSS-ratio-%d/%d", n, sizes[0]))
 				b.ReportMetric(r.msPerDomain/base.msPerDomain, fmt.Sprintf("ms/domain-ratio-%d/%d", n, sizes[0]))
 			}
-			b.Logf("%d domains: peak RSS %.0f MB (Go runtime %.0f MB), %.2f ms/domain, %.0f calls/s", n, r.rssMB, r.goSysMB, r.msPerDomain, r.callsPerSec)
+			b.Logf("%d domains: peak RSS %.0f MB (Go runtime %.0f MB), %.2f ms/domain, %.0f calls/s, at most %.1f MB spilled to disk",
+				n, r.rssMB, r.goSysMB, r.msPerDomain, r.callsPerSec, r.spillMB)
 		}
 	}
 }
 
 type scaleResult struct {
-	rssMB, goSysMB, msPerDomain, callsPerSec float64
+	rssMB, goSysMB, msPerDomain, callsPerSec, spillMB float64
 }
 
 // runScaleChild runs one snapshot of n domains in a child process and returns its figures.
@@ -120,6 +123,8 @@ func runScaleChild(b *testing.B, n int) scaleResult {
 				seconds = v
 			case "go_sys_mib":
 				r.goSysMB = v
+			case "spill_mib":
+				r.spillMB = v
 			}
 		}
 	}
@@ -149,7 +154,7 @@ func TestRunScaleChild(t *testing.T) {
 		stop := profileRun(t, dir)
 		defer stop()
 	}
-	peaks := startPeakSampler()
+	peaks := startPeakSampler(cfg.Warehouse.DuckDB + ".tmp")
 	start := time.Now()
 	sum, err := pipeline.Run(context.Background(), cfg, pipeline.RunOptions{Snapshot: testMonth}, scaleEnv())
 	if err != nil {
@@ -175,6 +180,7 @@ func TestRunScaleChild(t *testing.T) {
 	for _, p := range peaks.stop() {
 		fmt.Printf("scale peak %s %.0f\n", p.name, p.max)
 	}
+	fmt.Printf("scale spill_mib %.1f\n", float64(peaks.spill)/(1<<20))
 }
 
 func scaleEnv() pipeline.Env {
@@ -194,6 +200,10 @@ type peakSampler struct {
 	stopped chan struct{}
 	samples []metrics.Sample
 	peaks   []peakValue
+	// spillDir is DuckDB's temp_directory (<duckdb file>.tmp); spill the most bytes it held
+	// at once: what went beyond memory_limit and, on a full disk, would abort DuckDB 1.1.2.
+	spillDir string
+	spill    int64
 }
 
 type peakValue struct {
@@ -209,8 +219,8 @@ var peakMetrics = []string{
 	"/sched/goroutines:goroutines",
 }
 
-func startPeakSampler() *peakSampler {
-	p := &peakSampler{done: make(chan struct{}), stopped: make(chan struct{})}
+func startPeakSampler(spillDir string) *peakSampler {
+	p := &peakSampler{done: make(chan struct{}), stopped: make(chan struct{}), spillDir: spillDir}
 	for _, name := range peakMetrics {
 		p.samples = append(p.samples, metrics.Sample{Name: name})
 		p.peaks = append(p.peaks, peakValue{name: name})
@@ -238,6 +248,15 @@ func (p *peakSampler) sample() {
 			pages, _ := strconv.Atoi(f[1])
 			fmt.Fprintf(os.Stderr, "trace %s rss %d MB\n", time.Now().Format("15:04:05.000"), pages*os.Getpagesize()>>20)
 		}
+	}
+	if entries, err := os.ReadDir(p.spillDir); err == nil {
+		var held int64
+		for _, e := range entries {
+			if info, err := e.Info(); err == nil {
+				held += info.Size()
+			}
+		}
+		p.spill = max(p.spill, held)
 	}
 	metrics.Read(p.samples)
 	for i, s := range p.samples {
