@@ -1156,6 +1156,95 @@ func TestDiskFullAtClose(t *testing.T) {
 	assertNoStagingFiles(t, h)
 }
 
+// TestDiskFullDuringUpgrade: a warehouse as the version before migration 0007 left it is
+// opened by `run` with no room for 0007's copy of raw_responses. The run fails before any
+// paid call, with exit 1 and a message naming the migration, the failed write and what
+// happens next; the warehouse is as it was (every stored body kept, 0007 not recorded), and
+// the next run, with room, migrates it, pays nothing for what was stored, and completes.
+func TestDiskFullDuringUpgrade(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("uses ulimit -f (RLIMIT_FSIZE) semantics of Linux")
+	}
+	domains := atlastest.Domains(6)
+	h := newHarness(t, atlastest.Options{Seed: 11}, domains, "")
+	if code := h.run("run", "--snapshot", testMonth); code != ExitOK {
+		t.Fatalf("first run exit %d\n%s", code, h.stdout)
+	}
+	path := filepath.Join(h.dir, "data/w.duckdb")
+	const migration = "migrations/0007_raw_body_uncompressed.sql"
+	const digest = `SELECT count(*) || ':' || sum(hash(snapshot_month, domain, endpoint, fetched_at, body, body_encoding, run_id)) FROM raw_responses`
+	before := downgradeRawResponses(t, path, migration, digest)
+	charged := h.srv.Stats().Charged
+	// 8 KiB: the write-ahead log of the copy cannot grow past it.
+	code, msg := runFileSizeLimited(t, h, 8, "run", "--snapshot", testMonth)
+	t.Logf("limited run: exit %d, output:\n%s", code, tail(msg, 1500))
+	low := strings.ToLower(msg)
+	if code != ExitFailed {
+		t.Errorf("exit %d when the upgrade cannot write, want 1", code)
+	}
+	if !strings.Contains(msg, "0007") || !(strings.Contains(low, "file too large") || strings.Contains(low, "no space")) {
+		t.Errorf("the message does not name the migration and its failed write:\n%s", tail(msg, 3000))
+	}
+	if !strings.Contains(low, "next open") {
+		t.Errorf("the message does not say what happens next:\n%s", tail(msg, 3000))
+	}
+	if paid := h.srv.Stats().Charged - charged; paid != 0 {
+		t.Errorf("the run that could not open its warehouse paid %d credits", paid)
+	}
+	withDB(t, h, func(db *sql.DB) {
+		if got := queryText(t, db, digest); got != before {
+			t.Errorf("stored bodies after the failed upgrade = %s, want %s", got, before)
+		}
+		if n := count(t, db, `SELECT count(*) FROM schema_migrations WHERE name = ?`, migration); n != 0 {
+			t.Errorf("migration 0007 is recorded although it failed")
+		}
+	})
+	if code := h.run("run", "--snapshot", testMonth); code != ExitOK {
+		t.Fatalf("run with room: exit %d\n%s\n%s", code, h.stdout, tail(h.stderr.String(), 2000))
+	}
+	if paid := h.srv.Stats().Charged - charged; paid > 1 {
+		t.Errorf("the run after the upgrade paid %d credits for a loaded month (at most 1, the month probe)", paid)
+	}
+	withDB(t, h, func(db *sql.DB) {
+		if got := queryText(t, db, digest); got != before {
+			t.Errorf("stored bodies after the upgrade = %s, want %s", got, before)
+		}
+		if n := count(t, db, `SELECT count(*) FROM schema_migrations WHERE name = ?`, migration); n != 1 {
+			t.Errorf("migration 0007 recorded %d times after the run with room, want 1", n)
+		}
+	})
+}
+
+// downgradeRawResponses puts the warehouse at path back in the state of the version before
+// migration: raw_responses with DuckDB's default compression, the migration not recorded.
+// It returns the stored bodies' digest.
+func downgradeRawResponses(t *testing.T, path, migration, digest string) string {
+	t.Helper()
+	db, err := sql.Open("duckdb", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, q := range []string{
+		`CREATE TABLE raw_old AS SELECT * FROM raw_responses`, `DROP TABLE raw_responses`,
+		`ALTER TABLE raw_old RENAME TO raw_responses`, `DELETE FROM schema_migrations WHERE name = '` + migration + `'`, `CHECKPOINT`,
+	} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	return queryText(t, db, digest)
+}
+
+func queryText(t *testing.T, db *sql.DB, query string) string {
+	t.Helper()
+	var s string
+	if err := db.QueryRow(query).Scan(&s); err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+	return s
+}
+
 // TestReadOnlyDataDirectory: with the data directory and its files read-only, `sitewatch run`
 // fails with exit 1 and a message naming the file and the permission problem, and nothing
 // committed is lost. Tests usually run as root, which ignores file modes, so the binary runs

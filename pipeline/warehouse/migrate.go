@@ -67,16 +67,19 @@ func applyMigration(ctx context.Context, db *sql.DB, name string) error {
 	}
 	defer func() { _ = tx.Rollback() }() // a no-op after Commit
 	if _, err := tx.ExecContext(ctx, string(text)); err != nil {
-		return fmt.Errorf("migration %s: %w", name, err)
+		return fmt.Errorf("migration %s %s: %w", name, migrationUndone, err)
 	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (name) VALUES (?)`, name); err != nil {
-		return fmt.Errorf("record migration %s: %w", name, err)
+		return fmt.Errorf("record migration %s %s: %w", name, migrationUndone, err)
 	}
 	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("migration %s: %w", name, err)
+		return fmt.Errorf("migration %s %s: %w", name, migrationUndone, err)
 	}
 	return nil
 }
+
+// migrationUndone tells the reader of a failed migration that it was one transaction.
+const migrationUndone = "(nothing of it was kept; it runs again at the next open)"
 
 // createViews recreates every view in sql/views in lexical order (a view may use an earlier
 // one), so a changed definition takes effect on the next open without a migration.
