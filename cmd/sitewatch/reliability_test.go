@@ -1215,8 +1215,8 @@ func TestDiskFullDuringUpgrade(t *testing.T) {
 	})
 }
 
-// downgradeRawResponses puts the warehouse at path back in the state of the version before
-// migration: raw_responses with DuckDB's default compression, the migration not recorded.
+// downgradeRawResponses puts the warehouse at path back in the state the version before the
+// migration left: raw_responses with DuckDB's default compression, the migration not recorded.
 // It returns the stored bodies' digest.
 func downgradeRawResponses(t *testing.T, path, migration, digest string) string {
 	t.Helper()
