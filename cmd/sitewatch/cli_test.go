@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime/debug"
 	"strings"
 	"testing"
 
@@ -213,5 +214,24 @@ func TestReadmeQueriesRender(t *testing.T) {
 	}
 	if code := h.run("query", "--raw", "-f", filepath.Join("..", "..", "docs", "queries.sql")); code != ExitOK || regexp.MustCompile(`\d,\d{3}`).MatchString(h.stdout.String()) {
 		t.Errorf("--raw: exit %d, separators left:\n%s", code, h.stdout)
+	}
+}
+
+// TestTuneGC: sitewatch collects at GOGC 50 unless the environment sets GOGC, which then wins.
+func TestTuneGC(t *testing.T) {
+	prev := debug.SetGCPercent(100)
+	defer debug.SetGCPercent(prev)
+	tuneGC(func(string) string { return "" })
+	if got := debug.SetGCPercent(100); got != defaultGCPercent {
+		t.Errorf("GC percent without GOGC = %d, want %d", got, defaultGCPercent)
+	}
+	tuneGC(func(name string) string {
+		if name == "GOGC" {
+			return "200"
+		}
+		return ""
+	})
+	if got := debug.SetGCPercent(100); got != 100 {
+		t.Errorf("with GOGC set, tuneGC changed the GC percent to %d", got)
 	}
 }

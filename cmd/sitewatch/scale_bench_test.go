@@ -146,6 +146,7 @@ func TestRunScaleChild(t *testing.T) {
 	if path == "" {
 		t.Skip("child process of BenchmarkRunScale")
 	}
+	tuneGC(os.Getenv) // as main does
 	cfg, err := config.Load(path, os.Getenv)
 	if err != nil {
 		t.Fatal(err)
