@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sitewatch/schema/flatten"
 	"strings"
 	"sync"
 	"sync/atomic"
 
 	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow/go/v17/arrow/array"
+
+	"sitewatch/schema/flatten"
 )
 
 // inTx commits the pending batch, then runs fn inside one transaction on the load connection,
@@ -75,6 +77,9 @@ func (w *Warehouse) txLocked(ctx context.Context, fn func(ctx context.Context) e
 func (w *Warehouse) insertRecord(ctx context.Context, t flatten.Table, rec arrow.Record) error {
 	if rec.NumRows() == 0 {
 		return nil
+	}
+	if rec.NumRows() < arrowViewMinRows {
+		return w.insertValues(ctx, t, rec)
 	}
 	view := "sitewatch_arrow_" + t.Name
 	rdr := newOnceReader(rec)
@@ -170,4 +175,81 @@ func (r *onceReader) drop() {
 		r.next.Release()
 		r.next = nil
 	}
+}
+
+// arrowViewMinRows is the fewest rows loaded through an Arrow view; smaller records go in as
+// INSERT … VALUES with parameters. DuckDB 1.1.2 never frees the Arrow schema it imports each
+// time it binds a registered view (C strings and structs allocated by cgo, ~6 KB of glibc
+// memory per registration), and a run registers one view per table per commit, so at 10
+// calls/s a run grew by ~18 MB a minute whatever its size. With this bound every registration
+// carries at least this many rows, so what leaks is bounded by the rows a run loads, not by
+// how long it takes (docs/warehouse-internals.md, "Arrow views"). A variable for tests.
+var arrowViewMinRows int64 = 512
+
+// maxValuesParams bounds the parameters of one INSERT … VALUES statement.
+const maxValuesParams = 256
+
+// insertValues appends rec to table t as parameterized INSERT … VALUES statements, inside the
+// caller's transaction.
+func (w *Warehouse) insertValues(ctx context.Context, t flatten.Table, rec arrow.Record) error {
+	fields := t.Schema.Fields()
+	rows := int(rec.NumRows())
+	perStatement := max(1, maxValuesParams/len(fields))
+	row := "(" + valuePlaceholders(fields) + ")"
+	for start := 0; start < rows; start += perStatement {
+		end := min(rows, start+perStatement)
+		args := make([]any, 0, (end-start)*len(fields))
+		for r := start; r < end; r++ {
+			for c := range fields {
+				v, err := arrowValue(rec.Column(c), r)
+				if err != nil {
+					return fmt.Errorf("insert into %s, column %s: %w", t.Name, fields[c].Name, err)
+				}
+				args = append(args, v)
+			}
+		}
+		query := "INSERT INTO " + t.Name + " (" + quotedColumns(t) + ") VALUES " + strings.TrimSuffix(strings.Repeat(row+", ", end-start), ", ")
+		if _, err := w.load.ExecContext(ctx, query, args...); err != nil {
+			return fmt.Errorf("insert into %s: %w", t.Name, err)
+		}
+	}
+	return nil
+}
+
+// valuePlaceholders is one row's placeholders; dates are bound as timestamps and cast.
+func valuePlaceholders(fields []arrow.Field) string {
+	marks := make([]string, len(fields))
+	for i, f := range fields {
+		marks[i] = "?"
+		if f.Type.ID() == arrow.DATE32 {
+			marks[i] = "?::DATE"
+		}
+	}
+	return strings.Join(marks, ", ")
+}
+
+// arrowValue is row i of col as a database/sql argument (nil for NULL).
+func arrowValue(col arrow.Array, i int) (any, error) {
+	if col.IsNull(i) {
+		return nil, nil
+	}
+	switch a := col.(type) {
+	case *array.String:
+		return a.Value(i), nil
+	case *array.Binary:
+		return a.Value(i), nil
+	case *array.Int64:
+		return a.Value(i), nil
+	case *array.Int32:
+		return a.Value(i), nil
+	case *array.Float64:
+		return a.Value(i), nil
+	case *array.Boolean:
+		return a.Value(i), nil
+	case *array.Date32:
+		return a.Value(i).ToTime(), nil
+	case *array.Timestamp:
+		return a.Value(i).ToTime(a.DataType().(*arrow.TimestampType).Unit), nil
+	}
+	return nil, fmt.Errorf("Arrow type %s has no SQL binding", col.DataType())
 }

@@ -23,8 +23,48 @@ var update = flag.Bool("update", false, "rewrite the golden files under testdata
 
 const snap = "2026-11"
 
+// TestGolden loads the fixtures both ways rows reach DuckDB — every record through an Arrow
+// view, and every record as INSERT … VALUES (insertValues) — and compares each with the golden
+// dump, so the two paths store the same values.
 func TestGolden(t *testing.T) {
-	w := testWarehouse(t, "")
+	var ledgers []string
+	for _, path := range []struct {
+		name    string
+		minRows int64
+	}{{"arrow views", 1}, {"insert values", 1 << 40}} {
+		t.Run(path.name, func(t *testing.T) {
+			defer func(prev int64) { arrowViewMinRows = prev }(arrowViewMinRows)
+			arrowViewMinRows = path.minRows
+			w := testWarehouse(t, "")
+			checkGolden(t, w)
+			ledgers = append(ledgers, rawAndLedger(t, w))
+		})
+	}
+	if len(ledgers) == 2 && ledgers[0] != ledgers[1] {
+		t.Errorf("raw_responses and run_calls differ between the paths:\n arrow views:\n%s\n insert values:\n%s", ledgers[0], ledgers[1])
+	}
+}
+
+// rawAndLedger stores one more answer with a run (a ledger row, a run_id, a NULL-free
+// body) and renders raw_responses and run_calls, which the golden dump does not cover.
+func rawAndLedger(t *testing.T, w *Warehouse) string {
+	t.Helper()
+	f := fixtureDomains[0]
+	raw := Raw{Endpoint: schema.EndpointOverview, Domain: f.domain, Body: fixture(t, "overview_"+f.name+".json"),
+		FetchedAt: fetchedAt.Add(time.Hour), RunID: "run-golden", Credits: 1}
+	if err := w.Store(context.Background(), snap, raw); err != nil {
+		t.Fatal(err)
+	}
+	rows := queryRows(t, w.DB(), `SELECT snapshot_month, domain, endpoint, fetched_at, md5(body), octet_length(body), body_encoding, run_id
+		FROM raw_responses ORDER BY ALL`)
+	rows = append(rows, queryRows(t, w.DB(), `SELECT * FROM run_calls ORDER BY ALL`)...)
+	if len(rows) < 2 {
+		t.Fatalf("only %d raw and ledger rows", len(rows))
+	}
+	return strings.Join(rows, "\n")
+}
+
+func checkGolden(t *testing.T, w *Warehouse) {
 	storeFixtures(t, w, snap)
 	got := dumpTables(t, w.DB(), "")
 	golden := filepath.Join("testdata", "golden_tables.txt")
