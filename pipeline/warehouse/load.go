@@ -251,5 +251,5 @@ func arrowValue(col arrow.Array, i int) (any, error) {
 	case *array.Timestamp:
 		return a.Value(i).ToTime(a.DataType().(*arrow.TimestampType).Unit), nil
 	}
-	return nil, fmt.Errorf("Arrow type %s has no SQL binding", col.DataType())
+	return nil, fmt.Errorf("no SQL binding for the Arrow type %s", col.DataType())
 }
