@@ -82,6 +82,7 @@ func (w *Warehouse) insertRecord(ctx context.Context, t flatten.Table, rec arrow
 		return w.insertValues(ctx, t, rec)
 	}
 	view := "sitewatch_arrow_" + t.Name
+	viewRegistrations.Add(1)
 	rdr := newOnceReader(rec)
 	defer rdr.drop()
 	release, err := w.ar.RegisterView(rdr, view)
@@ -185,6 +186,9 @@ func (r *onceReader) drop() {
 // carries at least this many rows, so what leaks is bounded by the rows a run loads, not by
 // how long it takes (docs/warehouse-internals.md, "Arrow views"). A variable for tests.
 var arrowViewMinRows int64 = 512
+
+// viewRegistrations counts the Arrow views registered by this process (each leaks, above).
+var viewRegistrations atomic.Int64
 
 // maxValuesParams bounds the parameters of one INSERT … VALUES statement.
 const maxValuesParams = 256

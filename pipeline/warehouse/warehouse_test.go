@@ -664,3 +664,28 @@ func TestEndpoints(t *testing.T) {
 		t.Errorf("String() = %q, want %q", got, want)
 	}
 }
+
+// TestSmallBatchesRegisterNoView: answers committed a few at a time (a slow run) load without
+// registering a single Arrow view, whose imported schema DuckDB never frees; with the bound
+// lowered, the same answers do register views (so the count is live).
+func TestSmallBatchesRegisterNoView(t *testing.T) {
+	stored := func() {
+		w := testWarehouse(t, "")
+		storeFixtures(t, w, snap)
+		if err := w.Flush(context.Background()); err != nil { // Store commits in the background
+			t.Fatal(err)
+		}
+	}
+	before := viewRegistrations.Load()
+	stored()
+	if n := viewRegistrations.Load() - before; n != 0 {
+		t.Errorf("storing %d small answers registered %d Arrow views, want 0", 2*len(fixtureDomains)+1, n)
+	}
+	defer func(prev int64) { arrowViewMinRows = prev }(arrowViewMinRows)
+	arrowViewMinRows = 1
+	before = viewRegistrations.Load()
+	stored()
+	if viewRegistrations.Load() == before {
+		t.Error("with arrowViewMinRows 1 no Arrow view was registered: the count is not live")
+	}
+}
