@@ -14,14 +14,6 @@ import (
 // Write replaces path with what write produces: it writes a hidden temporary sibling, syncs
 // it, gives it perm and renames it over path. On any failure path is untouched and the
 // temporary file is removed. A process killed before the rename leaves the sibling behind;
-// WriteFile is Write for content already in memory, as os.WriteFile is to os.Create.
-func WriteFile(path string, data []byte, perm os.FileMode) error {
-	return Write(path, perm, func(w io.Writer) error {
-		_, err := w.Write(data)
-		return err
-	})
-}
-
 // RemoveLeftovers deletes it.
 func Write(path string, perm os.FileMode, write func(io.Writer) error) error {
 	tmp, err := os.CreateTemp(filepath.Dir(path), tempPrefix(path)+"*")
@@ -46,6 +38,14 @@ func Write(path string, perm os.FileMode, write func(io.Writer) error) error {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil
+}
+
+// WriteFile is Write for content already in memory, as os.WriteFile is to os.Create.
+func WriteFile(path string, data []byte, perm os.FileMode) error {
+	return Write(path, perm, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	})
 }
 
 // RemoveLeftovers deletes the temporary siblings of path that writes killed before their
