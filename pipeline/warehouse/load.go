@@ -199,9 +199,16 @@ func (w *Warehouse) insertValues(ctx context.Context, t flatten.Table, rec arrow
 	fields := t.Schema.Fields()
 	rows := int(rec.NumRows())
 	perStatement := max(1, maxValuesParams/len(fields))
-	row := "(" + valuePlaceholders(fields) + ")"
+	// The text for n rows; every statement but the last has perStatement rows.
+	prefix, row := "INSERT INTO "+t.Name+" ("+quotedColumns(t)+") VALUES ", "("+valuePlaceholders(fields)+")"
+	statement := func(n int) string { return prefix + row + strings.Repeat(", "+row, n-1) }
+	full := statement(min(rows, perStatement))
 	for start := 0; start < rows; start += perStatement {
 		end := min(rows, start+perStatement)
+		query := full
+		if end-start < perStatement {
+			query = statement(end - start)
+		}
 		args := make([]any, 0, (end-start)*len(fields))
 		for r := start; r < end; r++ {
 			for c := range fields {
@@ -212,7 +219,6 @@ func (w *Warehouse) insertValues(ctx context.Context, t flatten.Table, rec arrow
 				args = append(args, v)
 			}
 		}
-		query := "INSERT INTO " + t.Name + " (" + quotedColumns(t) + ") VALUES " + strings.TrimSuffix(strings.Repeat(row+", ", end-start), ", ")
 		if _, err := w.load.ExecContext(ctx, query, args...); err != nil {
 			return fmt.Errorf("insert into %s: %w", t.Name, err)
 		}
