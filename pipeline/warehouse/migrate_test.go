@@ -121,14 +121,14 @@ func TestMigrationStoresBodiesUncompressed(t *testing.T) {
 	}
 	insertBodies(0, 1000)
 	const digest = `SELECT count(*) || ':' || sum(hash(snapshot_month, domain, endpoint, fetched_at, body, body_encoding, run_id)) FROM raw_responses`
-	before := queryString(t, db, digest)
+	before := queryRows(t, db, digest)[0]
 	if err := Migrate(context.Background(), db); err != nil {
 		t.Fatal(err)
 	}
-	if after := queryString(t, db, digest); after != before {
+	if after := queryRows(t, db, digest)[0]; after != before {
 		t.Errorf("raw_responses after migration 0007 = %s, want %s (every body kept)", after, before)
 	}
-	if c := queryString(t, db, `SELECT comment FROM duckdb_columns() WHERE table_name = 'raw_responses' AND column_name = 'run_id'`); !strings.HasPrefix(c, "Run that fetched") {
+	if c := queryRows(t, db, `SELECT comment FROM duckdb_columns() WHERE table_name = 'raw_responses' AND column_name = 'run_id'`)[0]; !strings.HasPrefix(c, `"Run that fetched`) {
 		t.Errorf("raw_responses.run_id comment = %q, want it kept", c)
 	}
 	if _, err := db.Exec(`INSERT INTO raw_responses (snapshot_month, domain, endpoint, fetched_at, body_encoding) VALUES ('2026-10', 'x.com', 'site-overview', now()::TIMESTAMP, 'zstd')`); err == nil {
@@ -138,18 +138,9 @@ func TestMigrationStoresBodiesUncompressed(t *testing.T) {
 	if _, err := db.Exec(`CHECKPOINT`); err != nil {
 		t.Fatal(err)
 	}
-	got := queryString(t, db, `SELECT string_agg(DISTINCT compression, ',') FROM pragma_storage_info('raw_responses')
-		WHERE column_name = 'body' AND segment_type <> 'VALIDITY'`)
-	if got != "Uncompressed" {
+	got := queryRows(t, db, `SELECT string_agg(DISTINCT compression, ',') FROM pragma_storage_info('raw_responses')
+		WHERE column_name = 'body' AND segment_type <> 'VALIDITY'`)[0]
+	if got != `"Uncompressed"` {
 		t.Errorf("raw_responses.body segments are stored as %q, want Uncompressed", got)
 	}
-}
-
-func queryString(t *testing.T, db *sql.DB, query string) string {
-	t.Helper()
-	var s sql.NullString
-	if err := db.QueryRow(query).Scan(&s); err != nil {
-		t.Fatalf("%s: %v", query, err)
-	}
-	return s.String
 }
