@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/apache/arrow/go/v17/arrow"
@@ -27,16 +28,26 @@ const DefaultBatchWindow = 250 * time.Millisecond
 // DefaultBatchAnswers is the batch size that starts a commit before the window ends.
 const DefaultBatchAnswers = 512
 
-// maxHalves bounds the decoded bodies kept in memory while they wait for their partner; beyond
-// it the partner is read back from the database when it arrives.
-const maxHalves = 8192
+// defaultMaxHalves bounds the decoded bodies kept in memory while they wait for their
+// partner; beyond it the partner is read back from the database when it arrives.
+const defaultMaxHalves = 8192
 
 // pairState is what the warehouse knows of one (snapshot, domain)'s stored bodies, committed
-// or pending. Index 0 is site-overview, 1 site-similar.
+// or pending. Index 0 is site-overview, 1 site-similar. It is a 12-byte value because the
+// index holds one per domain of the snapshot: with the decoded halves and run_id strings in
+// it, it cost ~110 bytes a domain, 11 MB of a 100,000-domain run's Go heap
+// (docs/warehouse-internals.md, "Memory").
 type pairState struct {
 	stored [2]bool
-	runs   [2]string // run_id of each stored body; "" unknown
-	// The decoded bodies of this process waiting for their partner (nil once paired).
+	runs   [2]runRef // run_id of each stored body
+}
+
+// runRef is a run_id interned in the warehouse's runIDs; 0 is "" (unknown).
+type runRef uint32
+
+// pairHalves are the decoded bodies of one pair that this process holds while they wait for
+// their partner; a pair has one only while it waits (at most Warehouse.maxHalves bodies in all).
+type pairHalves struct {
 	overview  *schema.SiteOverview
 	similar   *schema.SiteSimilar
 	ovFetched time.Time
@@ -44,11 +55,24 @@ type pairState struct {
 	partnerErr error
 }
 
-func (p *pairState) hasHalf(i int) bool {
-	if i == 0 {
-		return p.overview != nil
+// has reports whether half i is held; a nil *pairHalves holds none.
+func (h *pairHalves) has(i int) bool {
+	switch {
+	case h == nil:
+		return false
+	case i == 0:
+		return h.overview != nil
+	default:
+		return h.similar != nil
 	}
-	return p.similar != nil
+}
+
+// err is the partner's decode error; a nil *pairHalves has none.
+func (h *pairHalves) err() error {
+	if h == nil {
+		return nil
+	}
+	return h.partnerErr
 }
 
 func pairIndex(ep schema.Endpoint) int {
@@ -429,8 +453,7 @@ func (w *Warehouse) ensureIndex(ctx context.Context, snapshot string) error {
 		return nil
 	}
 	w.flushQuietly() // what the index would miss must be committed first
-	idx := map[string]*pairState{}
-	runIDs := map[string]string{}
+	idx := map[string]pairState{}
 	err := QueryEach(ctx, w.db, `SELECT domain, endpoint, coalesce(run_id, '') FROM raw_responses
 		WHERE snapshot_month = ? AND endpoint IN ('site-overview', 'site-similar')`, []any{snapshot},
 		func(rows *sql.Rows) error {
@@ -439,13 +462,10 @@ func (w *Warehouse) ensureIndex(ctx context.Context, snapshot string) error {
 				return err
 			}
 			st := idx[domain]
-			if st == nil {
-				st = &pairState{}
-				idx[domain] = st
-			}
 			i := pairIndex(schema.Endpoint(endpoint))
 			st.stored[i] = true
-			st.runs[i] = intern(runIDs, runID)
+			st.runs[i] = w.runRefs.ref(runID)
+			idx[domain] = st
 			return nil
 		})
 	if err != nil {
@@ -459,19 +479,37 @@ func (w *Warehouse) ensureIndex(ctx context.Context, snapshot string) error {
 	return nil
 }
 
-func intern(seen map[string]string, s string) string {
-	if v, ok := seen[s]; ok {
-		return v
+// runRefs interns the run_ids of pairState: the pairs of a snapshot name a handful of runs,
+// and a string per body cost 16 bytes and, read back from the database, an allocation each.
+type runRefs struct {
+	mu   sync.Mutex
+	refs map[string]runRef
+}
+
+// ref is runID's runRef, the same for equal run_ids; 0 for "".
+func (r *runRefs) ref(runID string) runRef {
+	if runID == "" {
+		return 0
 	}
-	seen[s] = s
-	return s
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if ref, ok := r.refs[runID]; ok {
+		return ref
+	}
+	if r.refs == nil {
+		r.refs = map[string]runRef{}
+	}
+	ref := runRef(len(r.refs) + 1)
+	r.refs[runID] = ref
+	return ref
 }
 
 // dropIndex forgets every pair state (after a failed commit, or when the database may have
 // been written around the warehouse); it is read again on the next Store.
 func (w *Warehouse) dropIndex() {
 	w.pmu.Lock()
-	w.index = map[string]map[string]*pairState{}
+	w.index = map[string]map[string]pairState{}
+	w.waiting = map[domainKey]*pairHalves{}
 	w.halves = 0
 	w.pmu.Unlock()
 }

@@ -122,6 +122,89 @@ func TestResumePairsAcrossOpens(t *testing.T) {
 	}
 }
 
+// TestPairsBeyondTheHalvesBound: a body that arrives while the bound of decoded halves is
+// reached is not kept in memory; its partner reads it back, the rows equal those of pairs
+// loaded from memory, and no half stays counted.
+func TestPairsBeyondTheHalvesBound(t *testing.T) {
+	w := testWarehouse(t, "")
+	w.maxHalves = 2
+	gen := atlastest.NewGenerator(1, snap)
+	domains := []string{"a.example", "b.example", "c.example", "d.example", "e.example"}
+	for _, d := range domains {
+		storeOne(t, w, snap, d, "run1", false, schema.EndpointOverview, generate(gen, schema.EndpointOverview, d))
+	}
+	if held, waiting := heldHalves(w); held != 2 || waiting != 2 {
+		t.Fatalf("%d halves held by %d pairs after 5 overviews, want the bound: 2 by 2", held, waiting)
+	}
+	for _, d := range domains {
+		storeOne(t, w, snap, d, "run1", false, schema.EndpointSimilar, generate(gen, schema.EndpointSimilar, d))
+	}
+	if held, waiting := heldHalves(w); held != 0 || waiting != 0 {
+		t.Errorf("%d halves held by %d pairs after every pair completed, want none", held, waiting)
+	}
+	ref := testWarehouse(t, "")
+	for _, d := range domains {
+		storePair(t, ref, snap, d, "run1", false, gen)
+	}
+	if got, want := dumpTables(t, w.DB(), ""), dumpTables(t, ref.DB(), ""); got != want {
+		t.Errorf("pairs completed from bodies read back differ from pairs loaded from memory:\n%s\nwant\n%s", got, want)
+	}
+}
+
+func heldHalves(w *Warehouse) (held, waiting int) {
+	w.pmu.Lock()
+	defer w.pmu.Unlock()
+	return w.halves, len(w.waiting)
+}
+
+// TestPartnerThatNoLongerDecodes: a stored body read back for pairing that no longer decodes
+// makes the pair unloadable; both paid-for bodies stay, no row loads, and the ledger says so.
+func TestPartnerThatNoLongerDecodes(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "w.duckdb")
+	gen := atlastest.NewGenerator(1, snap)
+	w, err := Open(ctx, Options{DuckDBPath: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	storeOne(t, w, snap, "a.example", "run1", false, schema.EndpointSimilar, generate(gen, schema.EndpointSimilar, "a.example"))
+	if err := w.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.DB().ExecContext(ctx, `UPDATE raw_responses SET body = ?, body_encoding = 'identity' WHERE domain = 'a.example'`, []byte(`{"success": tru`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	w, err = Open(ctx, Options{DuckDBPath: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	overview := Raw{Endpoint: schema.EndpointOverview, Domain: "a.example", Body: generate(gen, schema.EndpointOverview, "a.example"), FetchedAt: fetchedAt, RunID: "run2", Credits: 1}
+	var ue *UnloadableError
+	if err := w.Store(ctx, snap, overview); !errors.As(err, &ue) || ue.Domain != "a.example" {
+		t.Fatalf("Store beside a partner that no longer decodes: %v, want an *UnloadableError for a.example", err)
+	}
+	st, err := w.State(ctx, snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !st.Stored["a.example"].Has(schema.EndpointOverview) || !st.Stored["a.example"].Has(schema.EndpointSimilar) || st.Loaded["a.example"] {
+		t.Errorf("Stored = %v, Loaded = %v: want both bodies kept and the domain not loaded", st.Stored["a.example"], st.Loaded["a.example"])
+	}
+	if n := count(t, w.DB(), `SELECT count(*) FROM sites`); n != 0 {
+		t.Errorf("sites has %d rows for an unloadable pair, want 0", n)
+	}
+	if got := queryRows(t, w.DB(), `SELECT outcome FROM run_calls WHERE run_id = 'run2'`); len(got) != 1 || got[0] != `"`+OutcomeUnloadable+`"` {
+		t.Errorf("ledger of the arriving answer: %v, want [%s]", got, OutcomeUnloadable)
+	}
+	if held, waiting := heldHalves(w); held != 0 || waiting != 0 {
+		t.Errorf("%d halves held by %d pairs after the pair failed, want none", held, waiting)
+	}
+}
+
 // TestInTxRollsBackOnPanic: a panicking callback leaves nothing behind and the connection
 // usable.
 func TestInTxRollsBackOnPanic(t *testing.T) {

@@ -75,92 +75,114 @@ func (w *Warehouse) add(b *batch, snapshot string, raw Raw, row rawRow) (bodyErr
 		return nil, errIndexGone
 	}
 	st := idx[raw.Domain]
-	if st == nil {
-		st = &pairState{}
-	}
+	dk := domainKey{snapshot, raw.Domain}
+	halves := w.waiting[dk]
 	e := pairIndex(raw.Endpoint)
 	o := 1 - e
-	stale := raw.Refresh && st.stored[o] && st.runs[o] != raw.RunID
+	run := w.runRefs.ref(raw.RunID)
+	stale := raw.Refresh && st.stored[o] && st.runs[o] != run
 	partner := rawKey{snapshot, raw.Domain, schema.DomainEndpoints[o]}
-	if b.pending[partner] && (stale || !st.hasHalf(o)) {
+	if b.pending[partner] && (stale || !halves.has(o)) {
 		return nil, errFlushFirst
 	}
-	if st.stored[o] && !stale && !st.hasHalf(o) && st.partnerErr == nil {
+	if st.stored[o] && !stale && !halves.has(o) && halves.err() == nil {
 		return nil, needPartner{schema.DomainEndpoints[o]}
 	}
 	// From here on, b changes.
-	idx[raw.Domain] = st
 	b.touch()
 	if st.stored[e] {
 		b.deleteRaw = append(b.deleteRaw, key)
 	}
 	if st.stored[0] && st.stored[1] {
-		b.clear = append(b.clear, domainKey{snapshot, raw.Domain}) // its rows may exist
+		b.clear = append(b.clear, dk) // its rows may exist
 	}
 	if stale {
 		// A refresh pairs only bodies of the same run: the older partner goes, and the domain
 		// loads when the partner of this run arrives.
 		b.deleteRaw = append(b.deleteRaw, partner)
-		st.stored[o], st.runs[o] = false, ""
-		w.setHalf(st, o, nil, nil, time.Time{}, false)
+		st.stored[o], st.runs[o] = false, 0
+		w.setHalf(dk, o, nil, nil, time.Time{}, false)
 	}
-	st.stored[e], st.runs[e] = true, raw.RunID
-	w.setHalf(st, e, raw.Overview, raw.Similar, raw.FetchedAt, false)
+	st.stored[e], st.runs[e] = true, run
+	idx[raw.Domain] = st
 	outcome := OutcomeStored
 	if st.stored[o] {
-		if bodyErr = w.addPair(b, snapshot, raw.Domain, st); bodyErr != nil {
+		if bodyErr = w.addPair(b, dk, raw); bodyErr != nil {
 			outcome = OutcomeUnloadable
 		}
+	} else {
+		w.setHalf(dk, e, raw.Overview, raw.Similar, raw.FetchedAt, false)
 	}
 	b.addRaw(row)
 	b.addChargeOf(snapshot, raw, outcome)
 	return bodyErr, nil
 }
 
-// addPair flattens the domain's two bodies into b's rows and releases them from memory.
-func (w *Warehouse) addPair(b *batch, snapshot, domain string, st *pairState) error {
-	ov, sim, fetched := st.overview, st.similar, st.ovFetched
-	w.setHalf(st, 0, nil, nil, time.Time{}, false)
-	w.setHalf(st, 1, nil, nil, time.Time{}, false)
-	err := st.partnerErr
-	st.partnerErr = nil
+// addPair flattens the domain's two bodies, raw's and the held partner, into b's rows and
+// releases the partner from memory. raw's body is never held: at the bound of halves it
+// would not be kept, and the pair would flatten without it.
+func (w *Warehouse) addPair(b *batch, dk domainKey, raw Raw) error {
+	var held pairHalves
+	if h := w.waiting[dk]; h != nil {
+		held = *h
+	}
+	if pairIndex(raw.Endpoint) == 0 {
+		held.overview, held.ovFetched = raw.Overview, raw.FetchedAt.UTC()
+	} else {
+		held.similar = raw.Similar
+	}
+	w.setHalf(dk, 0, nil, nil, time.Time{}, false)
+	w.setHalf(dk, 1, nil, nil, time.Time{}, false)
+	delete(w.waiting, dk) // with its partnerErr
+	err := held.partnerErr
 	if err == nil {
-		err = b.rows.Add(snapshot, domain, fetched, ov, sim)
+		err = b.rows.Add(dk.snapshot, dk.domain, held.ovFetched, held.overview, held.similar)
 	}
 	if err != nil {
 		// Keep the paid-for bodies (so no run refetches them) but no rows: the domain is
 		// "stored, not loaded" until a fixed sitewatch rebuilds it.
-		b.clear = append(b.clear, domainKey{snapshot, domain})
-		return &UnloadableError{Domain: domain, Err: err}
+		b.clear = append(b.clear, dk)
+		return &UnloadableError{Domain: dk.domain, Err: err}
 	}
 	b.rowDomains++
 	return nil
 }
 
 // setHalf keeps (or, with nil values, forgets) the decoded body i of a pair, counting the
-// halves held; beyond maxHalves a body is not kept (unless force) and its partner reads it
-// back.
-func (w *Warehouse) setHalf(st *pairState, i int, ov *schema.SiteOverview, sim *schema.SiteSimilar, fetched time.Time, force bool) {
-	had := st.hasHalf(i)
+// halves held; beyond w.maxHalves a body is not kept (unless force) and its partner reads it
+// back. A pair that holds nothing leaves waiting.
+func (w *Warehouse) setHalf(dk domainKey, i int, ov *schema.SiteOverview, sim *schema.SiteSimilar, fetched time.Time, force bool) {
+	h := w.waiting[dk]
+	had := h.has(i)
 	keep := (i == 0 && ov != nil) || (i == 1 && sim != nil)
-	if keep && !had && !force && w.halves >= maxHalves {
+	if keep && !had && !force && w.halves >= w.maxHalves {
 		keep = false
+	}
+	if h == nil {
+		if !keep {
+			return
+		}
+		h = &pairHalves{}
+		w.waiting[dk] = h
 	}
 	switch {
 	case i == 0 && keep:
-		st.overview, st.ovFetched = ov, fetched.UTC()
+		h.overview, h.ovFetched = ov, fetched.UTC()
 	case i == 0:
-		st.overview = nil
+		h.overview = nil
 	case keep:
-		st.similar = sim
+		h.similar = sim
 	default:
-		st.similar = nil
+		h.similar = nil
 	}
 	switch {
 	case had && !keep:
 		w.halves--
 	case !had && keep:
 		w.halves++
+	}
+	if !h.has(0) && !h.has(1) && h.partnerErr == nil {
+		delete(w.waiting, dk)
 	}
 }
 
@@ -199,11 +221,19 @@ func (w *Warehouse) loadPartner(ctx context.Context, snapshot, domain string, en
 	decodeErr := decodeRaw(&partner)
 	w.pmu.Lock()
 	defer w.pmu.Unlock()
-	if st := w.index[snapshot][domain]; st != nil {
+	if _, ok := w.index[snapshot][domain]; ok {
 		// A stored partner that no longer decodes makes the pair unloadable, not the answer
 		// that arrives refused: that one is paid for and fine.
-		st.partnerErr = decodeErr
-		w.setHalf(st, pairIndex(endpoint), partner.Overview, partner.Similar, fetched, true)
+		dk := domainKey{snapshot, domain}
+		w.setHalf(dk, pairIndex(endpoint), partner.Overview, partner.Similar, fetched, true)
+		if decodeErr != nil {
+			h := w.waiting[dk]
+			if h == nil {
+				h = &pairHalves{}
+				w.waiting[dk] = h
+			}
+			h.partnerErr = decodeErr
+		}
 	}
 	return nil
 }

@@ -102,9 +102,12 @@ type Warehouse struct {
 	pmu       sync.Mutex
 	pending   *batch
 	spareRows *flatten.Batch
-	flushErr  error                            // a background commit's error, for the next Store or Flush
-	index     map[string]map[string]*pairState // snapshot -> domain -> stored bodies
-	halves    int                              // decoded bodies held in index, waiting for a partner
+	flushErr  error                           // a background commit's error, for the next Store or Flush
+	index     map[string]map[string]pairState // snapshot -> domain -> stored bodies
+	waiting   map[domainKey]*pairHalves       // decoded bodies waiting for their partner
+	halves    int                             // decoded bodies held in waiting
+	maxHalves int                             // bound of halves (defaultMaxHalves)
+	runRefs   runRefs                         // the run_ids of index
 
 	wake, full, stop chan struct{}
 	flusherDone      chan struct{}
@@ -215,7 +218,9 @@ func Open(ctx context.Context, opts Options) (*Warehouse, error) {
 // startWriter sets up the buffered writes and starts the background flusher.
 func (w *Warehouse) startWriter() {
 	w.pending = newBatch(flatten.NewBatch(w.mem))
-	w.index = map[string]map[string]*pairState{}
+	w.index = map[string]map[string]pairState{}
+	w.waiting = map[domainKey]*pairHalves{}
+	w.maxHalves = defaultMaxHalves
 	w.wake, w.full, w.stop = make(chan struct{}, 1), make(chan struct{}, 1), make(chan struct{})
 	w.flusherDone = make(chan struct{})
 	go w.flusher()
