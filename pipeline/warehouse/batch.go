@@ -29,8 +29,11 @@ const DefaultBatchWindow = 250 * time.Millisecond
 const DefaultBatchAnswers = 512
 
 // defaultMaxHalves bounds the decoded bodies kept in memory while they wait for their
-// partner; beyond it the partner is read back from the database when it arrives.
-const defaultMaxHalves = 8192
+// partner (the other call of their domain): ~14 MB, a decoded overview being ~14 KB. A run
+// keeps at most 256 calls in flight and plans a domain's two calls together, so its pairs
+// wait far fewer; beyond the bound the longest-waiting give way and are read back from the
+// database if their partner arrives.
+const defaultMaxHalves = 1024
 
 // pairState is what the warehouse knows of one (snapshot, domain)'s stored bodies, committed
 // or pending. Index 0 is site-overview, 1 site-similar. It is a 12-byte value because the
@@ -48,6 +51,7 @@ type runRef uint32
 // pairHalves are the decoded bodies of one pair that this process holds while they wait for
 // their partner; a pair has one only while it waits (at most Warehouse.maxHalves bodies in all).
 type pairHalves struct {
+	seq       uint64 // when it began waiting (Warehouse.waitSeq)
 	overview  *schema.SiteOverview
 	similar   *schema.SiteSimilar
 	ovFetched time.Time
@@ -510,6 +514,7 @@ func (w *Warehouse) dropIndex() {
 	w.pmu.Lock()
 	w.index = map[string]map[string]pairState{}
 	w.waiting = map[domainKey]*pairHalves{}
+	w.waitOrder = nil
 	w.halves = 0
 	w.pmu.Unlock()
 }

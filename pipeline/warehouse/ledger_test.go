@@ -122,9 +122,9 @@ func TestResumePairsAcrossOpens(t *testing.T) {
 	}
 }
 
-// TestPairsBeyondTheHalvesBound: a body that arrives while the bound of decoded halves is
-// reached is not kept in memory; its partner reads it back, the rows equal those of pairs
-// loaded from memory, and no half stays counted.
+// TestPairsBeyondTheHalvesBound: at the bound of decoded halves the longest-waiting give way
+// to new ones; their partners read them back, the rows equal those of pairs loaded from
+// memory, and no half stays counted.
 func TestPairsBeyondTheHalvesBound(t *testing.T) {
 	w := testWarehouse(t, "")
 	w.maxHalves = 2
@@ -135,6 +135,11 @@ func TestPairsBeyondTheHalvesBound(t *testing.T) {
 	}
 	if held, waiting := heldHalves(w); held != 2 || waiting != 2 {
 		t.Fatalf("%d halves held by %d pairs after 5 overviews, want the bound: 2 by 2", held, waiting)
+	}
+	for _, d := range []string{"d.example", "e.example"} {
+		if !w.waiting[domainKey{snap, d}].has(0) {
+			t.Errorf("%s's overview, among the newest two, was not kept", d)
+		}
 	}
 	for _, d := range domains {
 		storeOne(t, w, snap, d, "run1", false, schema.EndpointSimilar, generate(gen, schema.EndpointSimilar, d))
@@ -148,6 +153,22 @@ func TestPairsBeyondTheHalvesBound(t *testing.T) {
 	}
 	if got, want := dumpTables(t, w.DB(), ""), dumpTables(t, ref.DB(), ""); got != want {
 		t.Errorf("pairs completed from bodies read back differ from pairs loaded from memory:\n%s\nwant\n%s", got, want)
+	}
+}
+
+// TestWaitOrderStaysBounded: the order of waiting pairs drops the entries of pairs that
+// completed, so it does not grow with the run.
+func TestWaitOrderStaysBounded(t *testing.T) {
+	w := testWarehouse(t, "")
+	gen := atlastest.NewGenerator(1, snap)
+	for i := range 300 {
+		storePair(t, w, snap, fmt.Sprintf("d%d.example", i), "run1", false, gen)
+	}
+	w.pmu.Lock()
+	order, waiting := len(w.waitOrder), len(w.waiting)
+	w.pmu.Unlock()
+	if waiting != 0 || order > 65 {
+		t.Errorf("after 300 completed pairs: %d waiting, %d entries in their order; want 0 and at most 65", waiting, order)
 	}
 }
 

@@ -101,7 +101,7 @@ func (w *Warehouse) add(b *batch, snapshot string, raw Raw, row rawRow) (bodyErr
 		// loads when the partner of this run arrives.
 		b.deleteRaw = append(b.deleteRaw, partner)
 		st.stored[o], st.runs[o] = false, 0
-		w.setHalf(dk, o, nil, nil, time.Time{}, false)
+		w.setHalf(dk, o, nil, nil, time.Time{})
 	}
 	st.stored[e], st.runs[e] = true, run
 	idx[raw.Domain] = st
@@ -111,7 +111,7 @@ func (w *Warehouse) add(b *batch, snapshot string, raw Raw, row rawRow) (bodyErr
 			outcome = OutcomeUnloadable
 		}
 	} else {
-		w.setHalf(dk, e, raw.Overview, raw.Similar, raw.FetchedAt, false)
+		w.setHalf(dk, e, raw.Overview, raw.Similar, raw.FetchedAt)
 	}
 	b.addRaw(row)
 	b.addChargeOf(snapshot, raw, outcome)
@@ -120,7 +120,7 @@ func (w *Warehouse) add(b *batch, snapshot string, raw Raw, row rawRow) (bodyErr
 
 // addPair flattens the domain's two bodies, raw's and the held partner, into b's rows and
 // releases the partner from memory. raw's body is never held: at the bound of halves it
-// would not be kept, and the pair would flatten without it.
+// could be the one to give way, and the pair would flatten without it.
 func (w *Warehouse) addPair(b *batch, dk domainKey, raw Raw) error {
 	var held pairHalves
 	if h := w.waiting[dk]; h != nil {
@@ -131,8 +131,8 @@ func (w *Warehouse) addPair(b *batch, dk domainKey, raw Raw) error {
 	} else {
 		held.similar = raw.Similar
 	}
-	w.setHalf(dk, 0, nil, nil, time.Time{}, false)
-	w.setHalf(dk, 1, nil, nil, time.Time{}, false)
+	w.setHalf(dk, 0, nil, nil, time.Time{})
+	w.setHalf(dk, 1, nil, nil, time.Time{})
 	delete(w.waiting, dk) // with its partnerErr
 	err := held.partnerErr
 	if err == nil {
@@ -149,21 +149,23 @@ func (w *Warehouse) addPair(b *batch, dk domainKey, raw Raw) error {
 }
 
 // setHalf keeps (or, with nil values, forgets) the decoded body i of a pair, counting the
-// halves held; beyond w.maxHalves a body is not kept (unless force) and its partner reads it
-// back. A pair that holds nothing leaves waiting.
-func (w *Warehouse) setHalf(dk domainKey, i int, ov *schema.SiteOverview, sim *schema.SiteSimilar, fetched time.Time, force bool) {
+// halves held. A pair that holds nothing leaves waiting. At w.maxHalves the pairs that have
+// waited longest make room: their partner, if it ever arrives, reads them back.
+func (w *Warehouse) setHalf(dk domainKey, i int, ov *schema.SiteOverview, sim *schema.SiteSimilar, fetched time.Time) {
+	keep := (i == 0 && ov != nil) || (i == 1 && sim != nil)
+	if keep && !w.waiting[dk].has(i) {
+		w.makeRoom(dk)
+	}
 	h := w.waiting[dk]
 	had := h.has(i)
-	keep := (i == 0 && ov != nil) || (i == 1 && sim != nil)
-	if keep && !had && !force && w.halves >= w.maxHalves {
-		keep = false
-	}
 	if h == nil {
 		if !keep {
 			return
 		}
-		h = &pairHalves{}
+		w.waitSeq++
+		h = &pairHalves{seq: w.waitSeq}
 		w.waiting[dk] = h
+		w.waitOrder = append(w.waitOrder, waitEntry{dk, h.seq})
 	}
 	switch {
 	case i == 0 && keep:
@@ -183,6 +185,43 @@ func (w *Warehouse) setHalf(dk domainKey, i int, ov *schema.SiteOverview, sim *s
 	}
 	if !h.has(0) && !h.has(1) && h.partnerErr == nil {
 		delete(w.waiting, dk)
+	}
+}
+
+// waitEntry is a pair's place in the order pairs began waiting; seq tells a pair that left
+// and came back from its earlier entry.
+type waitEntry struct {
+	dk  domainKey
+	seq uint64
+}
+
+// makeRoom forgets the halves of the pairs that have waited longest, other than keep, until
+// one more half fits. Pairs whose partner never comes (an endpoint failing for many domains)
+// so give way to new ones instead of sending every later pair to the database.
+func (w *Warehouse) makeRoom(keep domainKey) {
+	for w.halves >= w.maxHalves && len(w.waitOrder) > 0 {
+		e := w.waitOrder[0]
+		w.waitOrder = w.waitOrder[1:]
+		h := w.waiting[e.dk]
+		if h == nil || h.seq != e.seq || e.dk == keep {
+			continue
+		}
+		for i := range 2 {
+			if h.has(i) {
+				w.halves--
+			}
+		}
+		delete(w.waiting, e.dk) // a partnerErr goes too: a read-back finds it again
+	}
+	if len(w.waitOrder) > 2*len(w.waiting)+64 {
+		// Most entries are of pairs that completed: keep the live ones, in order.
+		live := make([]waitEntry, 0, len(w.waiting))
+		for _, e := range w.waitOrder {
+			if h := w.waiting[e.dk]; h != nil && h.seq == e.seq {
+				live = append(live, e)
+			}
+		}
+		w.waitOrder = live
 	}
 }
 
@@ -225,7 +264,7 @@ func (w *Warehouse) loadPartner(ctx context.Context, snapshot, domain string, en
 		// A stored partner that no longer decodes makes the pair unloadable, not the answer
 		// that arrives refused: that one is paid for and fine.
 		dk := domainKey{snapshot, domain}
-		w.setHalf(dk, pairIndex(endpoint), partner.Overview, partner.Similar, fetched, true)
+		w.setHalf(dk, pairIndex(endpoint), partner.Overview, partner.Similar, fetched)
 		if decodeErr != nil {
 			h := w.waiting[dk]
 			if h == nil {

@@ -105,6 +105,8 @@ type Warehouse struct {
 	flushErr  error                           // a background commit's error, for the next Store or Flush
 	index     map[string]map[string]pairState // snapshot -> domain -> stored bodies
 	waiting   map[domainKey]*pairHalves       // decoded bodies waiting for their partner
+	waitOrder []waitEntry                     // waiting's pairs, longest-waiting first (and stale entries)
+	waitSeq   uint64                          // the last pairHalves.seq given
 	halves    int                             // decoded bodies held in waiting
 	maxHalves int                             // bound of halves (defaultMaxHalves)
 	runRefs   runRefs                         // the run_ids of index
