@@ -45,7 +45,7 @@ type pairState struct {
 	runs   [2]runRef // run_id of each stored body
 }
 
-// runRef is a run_id interned in the warehouse's runIDs; 0 is "" (unknown).
+// runRef is a run_id interned by the warehouse's runRefs; 0 is "" (unknown).
 type runRef uint32
 
 // pairHalves are the decoded bodies of one pair that this process holds while they wait for

@@ -119,8 +119,8 @@ func (w *Warehouse) add(b *batch, snapshot string, raw Raw, row rawRow) (bodyErr
 }
 
 // addPair flattens the domain's two bodies, raw's and the held partner, into b's rows and
-// releases the partner from memory. raw's body is never held: at the bound of halves it
-// could be the one to give way, and the pair would flatten without it.
+// releases the partner from memory. raw's body is used directly, never held: a completed
+// pair takes no room among the halves (and at their bound a held body can give way).
 func (w *Warehouse) addPair(b *batch, dk domainKey, raw Raw) error {
 	var held pairHalves
 	if h := w.waiting[dk]; h != nil {
