@@ -299,6 +299,7 @@ func (w *Warehouse) Close() error {
 	if w.db != nil {
 		errs = append(errs, w.db.Close())
 		w.db = nil
+		releaseNativeMemory() // what DuckDB freed; a schedule process idles after this
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("close warehouse %s: %w", w.opts.DuckDBPath, err)
