@@ -101,7 +101,7 @@ func (w *Warehouse) add(b *batch, snapshot string, raw Raw, row rawRow) (bodyErr
 		// loads when the partner of this run arrives.
 		b.deleteRaw = append(b.deleteRaw, partner)
 		st.stored[o], st.runs[o] = false, 0
-		w.setHalf(dk, o, nil, nil, time.Time{})
+		w.forget(dk)
 	}
 	st.stored[e], st.runs[e] = true, run
 	idx[raw.Domain] = st
@@ -111,7 +111,7 @@ func (w *Warehouse) add(b *batch, snapshot string, raw Raw, row rawRow) (bodyErr
 			outcome = OutcomeUnloadable
 		}
 	} else {
-		w.setHalf(dk, e, raw.Overview, raw.Similar, raw.FetchedAt)
+		w.hold(dk, e, raw.Overview, raw.Similar, raw.FetchedAt)
 	}
 	b.addRaw(row)
 	b.addChargeOf(snapshot, raw, outcome)
@@ -131,9 +131,7 @@ func (w *Warehouse) addPair(b *batch, dk domainKey, raw Raw) error {
 	} else {
 		held.similar = raw.Similar
 	}
-	w.setHalf(dk, 0, nil, nil, time.Time{})
-	w.setHalf(dk, 1, nil, nil, time.Time{})
-	delete(w.waiting, dk) // with its partnerErr
+	w.forget(dk)
 	err := held.partnerErr
 	if err == nil {
 		err = b.rows.Add(dk.snapshot, dk.domain, held.ovFetched, held.overview, held.similar)
@@ -148,44 +146,46 @@ func (w *Warehouse) addPair(b *batch, dk domainKey, raw Raw) error {
 	return nil
 }
 
-// setHalf keeps (or, with nil values, forgets) the decoded body i of a pair, counting the
-// halves held. A pair that holds nothing leaves waiting. At w.maxHalves the pairs that have
-// waited longest make room: their partner, if it ever arrives, reads them back.
-func (w *Warehouse) setHalf(dk domainKey, i int, ov *schema.SiteOverview, sim *schema.SiteSimilar, fetched time.Time) {
-	keep := (i == 0 && ov != nil) || (i == 1 && sim != nil)
-	if keep && !w.waiting[dk].has(i) {
+// hold keeps the decoded body i of a pair while it waits for its partner; a nil body (one
+// that did not decode) is not kept. At w.maxHalves the pairs that have waited longest make
+// room: their partner, if it ever arrives, reads them back.
+func (w *Warehouse) hold(dk domainKey, i int, ov *schema.SiteOverview, sim *schema.SiteSimilar, fetched time.Time) {
+	if (i == 0 && ov == nil) || (i == 1 && sim == nil) {
+		return
+	}
+	if !w.waiting[dk].has(i) {
 		w.makeRoom(dk)
-	}
-	h := w.waiting[dk]
-	had := h.has(i)
-	if h == nil {
-		if !keep {
-			return
-		}
-		w.waitSeq++
-		h = &pairHalves{seq: w.waitSeq}
-		w.waiting[dk] = h
-		w.waitOrder = append(w.waitOrder, waitEntry{dk, h.seq})
-	}
-	switch {
-	case i == 0 && keep:
-		h.overview, h.ovFetched = ov, fetched.UTC()
-	case i == 0:
-		h.overview = nil
-	case keep:
-		h.similar = sim
-	default:
-		h.similar = nil
-	}
-	switch {
-	case had && !keep:
-		w.halves--
-	case !had && keep:
 		w.halves++
 	}
-	if !h.has(0) && !h.has(1) && h.partnerErr == nil {
-		delete(w.waiting, dk)
+	h := w.waitingPair(dk)
+	if i == 0 {
+		h.overview, h.ovFetched = ov, fetched.UTC()
+	} else {
+		h.similar = sim
 	}
+}
+
+// waitingPair is dk's entry in waiting, created (last in the wait order) if it has none.
+func (w *Warehouse) waitingPair(dk domainKey) *pairHalves {
+	if h := w.waiting[dk]; h != nil {
+		return h
+	}
+	w.waitSeq++
+	h := &pairHalves{seq: w.waitSeq}
+	w.waiting[dk] = h
+	w.waitOrder = append(w.waitOrder, waitEntry{dk, h.seq})
+	return h
+}
+
+// forget drops what dk's pair holds in memory: its halves and its partner's decode error.
+func (w *Warehouse) forget(dk domainKey) {
+	h := w.waiting[dk]
+	for i := range 2 {
+		if h.has(i) {
+			w.halves--
+		}
+	}
+	delete(w.waiting, dk)
 }
 
 // waitEntry is a pair's place in the order pairs began waiting; seq tells a pair that left
@@ -206,12 +206,7 @@ func (w *Warehouse) makeRoom(keep domainKey) {
 		if h == nil || h.seq != e.seq || e.dk == keep {
 			continue
 		}
-		for i := range 2 {
-			if h.has(i) {
-				w.halves--
-			}
-		}
-		delete(w.waiting, e.dk) // a partnerErr goes too: a read-back finds it again
+		w.forget(e.dk) // a partnerErr goes too: a read-back finds it again
 	}
 	if len(w.waitOrder) > 2*len(w.waiting)+64 {
 		// Most entries are of pairs that completed: keep the live ones, in order.
@@ -264,14 +259,10 @@ func (w *Warehouse) loadPartner(ctx context.Context, snapshot, domain string, en
 		// A stored partner that no longer decodes makes the pair unloadable, not the answer
 		// that arrives refused: that one is paid for and fine.
 		dk := domainKey{snapshot, domain}
-		w.setHalf(dk, pairIndex(endpoint), partner.Overview, partner.Similar, fetched)
 		if decodeErr != nil {
-			h := w.waiting[dk]
-			if h == nil {
-				h = &pairHalves{}
-				w.waiting[dk] = h
-			}
-			h.partnerErr = decodeErr
+			w.waitingPair(dk).partnerErr = decodeErr
+		} else {
+			w.hold(dk, pairIndex(endpoint), partner.Overview, partner.Similar, fetched)
 		}
 	}
 	return nil
