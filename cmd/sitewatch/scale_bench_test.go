@@ -30,7 +30,9 @@ import (
 // SITEWATCH_SCALE_PROFILE=dir writes CPU and peak-heap profiles and the child's output there,
 // SITEWATCH_SCALE_TRACE=1 adds the run's log and an RSS line every 20 ms to that output,
 // SITEWATCH_SCALE_MEMORY_LIMIT sets warehouse.memory_limit (e.g. 64MiB) instead of the default.
-// It also reports the most DuckDB held in its spill directory at once (spill-MB).
+// It also reports the most DuckDB held in its spill directory at once (spill-MB), and the
+// engine floor at each size: the peak RSS of DuckDB alone storing the run's rows in as many
+// commits (engineFloor), so the run's peak can be told apart from what the engine needs.
 //
 //	go test -run '^$' -bench BenchmarkRunScale -benchtime 1x -timeout 60m ./cmd/sitewatch/
 func BenchmarkRunScale(b *testing.B) {
@@ -51,27 +53,32 @@ func BenchmarkRunScale(b *testing.B) {
 		var base scaleResult
 		for _, n := range sizes {
 			r := runScaleChild(b, n)
+			r.floorMB = engineFloor(b, r.warehouse, n)
 			if n == sizes[0] {
 				base = r
 			}
 			name := strconv.Itoa(n)
 			b.ReportMetric(r.rssMB, "peak-RSS-MB-"+name)
+			b.ReportMetric(r.floorMB, "engine-floor-RSS-MB-"+name)
 			b.ReportMetric(r.msPerDomain, "ms/domain-"+name)
 			b.ReportMetric(r.callsPerSec, "calls/s-"+name)
 			b.ReportMetric(r.goSysMB, "go-runtime-MB-"+name) // the rest of the RSS is DuckDB's (C++)
 			b.ReportMetric(r.spillMB, "spill-MB-"+name)
 			if n != sizes[0] {
 				b.ReportMetric(r.rssMB/base.rssMB, fmt.Sprintf("RSS-ratio-%d/%d", n, sizes[0]))
+				b.ReportMetric(r.floorMB/base.floorMB, fmt.Sprintf("engine-floor-RSS-ratio-%d/%d", n, sizes[0]))
 				b.ReportMetric(r.msPerDomain/base.msPerDomain, fmt.Sprintf("ms/domain-ratio-%d/%d", n, sizes[0]))
 			}
-			b.Logf("%d domains: peak RSS %.0f MB (Go runtime %.0f MB), %.2f ms/domain, %.0f calls/s, at most %.1f MB spilled to disk",
-				n, r.rssMB, r.goSysMB, r.msPerDomain, r.callsPerSec, r.spillMB)
+			b.Logf("%d domains: peak RSS %.0f MB (Go runtime %.0f MB), %.2f ms/domain, %.0f calls/s, at most %.1f MB spilled to disk; DuckDB alone storing the same rows in %d commits: peak RSS %.0f MB",
+				n, r.rssMB, r.goSysMB, r.msPerDomain, r.callsPerSec, r.spillMB, n/domainsPerCommit+1, r.floorMB)
 		}
 	}
 }
 
 type scaleResult struct {
 	rssMB, goSysMB, msPerDomain, callsPerSec, spillMB float64
+	warehouse                                         string  // the run's DuckDB file, for engineFloor
+	floorMB                                           float64 // engineFloor's peak RSS
 }
 
 // runScaleChild runs one snapshot of n domains in a child process and returns its figures.
@@ -134,6 +141,7 @@ func runScaleChild(b *testing.B, n int) scaleResult {
 	if got, want := srv.Stats().Charged, int64(2*n+1); got != want {
 		b.Errorf("%d domains: charged %d, want %d", n, got, want)
 	}
+	r.warehouse = filepath.Join(dir, "data", "w.duckdb")
 	r.msPerDomain = seconds * 1000 / float64(n)
 	r.callsPerSec = float64(2*n+1) / seconds
 	return r
