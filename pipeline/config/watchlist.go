@@ -48,6 +48,9 @@ func NewWatchlist(cfg *Config) *Watchlist {
 		case seen[domain]:
 			wl.Duplicates = append(wl.Duplicates, Rewrite{Input: input, Domain: domain, Line: line})
 		default:
+			if domain == input {
+				domain = input // share the config's string: one copy per domain, not two
+			}
 			seen[domain] = true
 			wl.Domains = append(wl.Domains, domain)
 			if domain != input {
