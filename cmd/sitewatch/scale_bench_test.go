@@ -173,15 +173,7 @@ func TestRunScaleChild(t *testing.T) {
 	if sum.DomainsLoaded != sum.DomainsTotal {
 		t.Fatalf("loaded %d of %d", sum.DomainsLoaded, sum.DomainsTotal)
 	}
-	status, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range strings.Split(string(status), "\n") {
-		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmHWM:" {
-			fmt.Printf("scale maxrss_kib %s\n", f[1])
-		}
-	}
+	printPeakRSS(t, "scale")
 	fmt.Printf("scale seconds %.3f\n", elapsed.Seconds())
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
@@ -190,6 +182,19 @@ func TestRunScaleChild(t *testing.T) {
 		fmt.Printf("scale peak %s %.0f\n", p.name, p.max)
 	}
 	fmt.Printf("scale spill_mib %.1f\n", float64(peaks.spill)/(1<<20))
+}
+
+// printPeakRSS prints the process's VmHWM as "<prefix> maxrss_kib N" for the parent to read.
+func printPeakRSS(t *testing.T, prefix string) {
+	status, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmHWM:" {
+			fmt.Printf("%s maxrss_kib %s\n", prefix, f[1])
+		}
+	}
 }
 
 func scaleEnv() pipeline.Env {

@@ -88,15 +88,7 @@ func TestEngineFloorChild(t *testing.T) {
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
-	status, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range strings.Split(string(status), "\n") {
-		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmHWM:" {
-			fmt.Printf("floor maxrss_kib %s\n", f[1])
-		}
-	}
+	printPeakRSS(t, "floor")
 }
 
 type floorTable struct {
