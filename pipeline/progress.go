@@ -23,10 +23,10 @@ type progress struct {
 	month     string
 	calls     int // planned (an estimate until the plan is known)
 	finishedN int
-	planned   bool // plan was called: finished calls now count towards their domains
 	// single holds the domains with one call planned (half-loaded, or the other was the
-	// probe); halfDone the domains with one of their two calls finished. Neither holds
-	// every domain: at 100,000 domains a map of calls out per domain was 4–5 MB of live heap.
+	// probe), nil until plan; halfDone the domains with one of their two calls finished.
+	// Neither holds every domain: at 100,000 domains a map of calls out per domain was
+	// 4–5 MB of live heap.
 	single     map[string]bool
 	halfDone   map[string]struct{}
 	domains    int // domains with calls planned
@@ -74,7 +74,6 @@ func (p *progress) plan(plan *Plan) {
 			p.single[r.Domain] = true
 		}
 	}
-	p.planned = true
 }
 
 // finished counts one finished call.
@@ -85,7 +84,7 @@ func (p *progress) done(domain string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.finishedN++
-	if !p.planned || domain == "" {
+	if p.single == nil || domain == "" {
 		return // a probe's call (before the plan) or country-metadata
 	}
 	if p.single[domain] {

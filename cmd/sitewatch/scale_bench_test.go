@@ -70,7 +70,7 @@ func BenchmarkRunScale(b *testing.B) {
 				b.ReportMetric(r.msPerDomain/base.msPerDomain, fmt.Sprintf("ms/domain-ratio-%d/%d", n, sizes[0]))
 			}
 			b.Logf("%d domains: peak RSS %.0f MB (Go runtime %.0f MB), %.2f ms/domain, %.0f calls/s, at most %.1f MB spilled to disk; DuckDB alone storing the same rows in %d commits: peak RSS %.0f MB",
-				n, r.rssMB, r.goSysMB, r.msPerDomain, r.callsPerSec, r.spillMB, n/domainsPerCommit+1, r.floorMB)
+				n, r.rssMB, r.goSysMB, r.msPerDomain, r.callsPerSec, r.spillMB, floorCommits(n), r.floorMB)
 		}
 	}
 }

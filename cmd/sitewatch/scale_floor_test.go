@@ -19,6 +19,9 @@ import (
 // 10,000-domain run makes ~60 commits); the engine floor replays its rows in as many commits.
 const domainsPerCommit = 170
 
+// floorCommits is how many commits engineFloor splits n domains' rows into.
+func floorCommits(n int) int { return n/domainsPerCommit + 1 }
+
 // engineFloor measures what DuckDB alone needs to hold the rows that the run of n domains
 // stored in src: a child process (TestEngineFloorChild) copies every table of src into a new
 // warehouse in n/domainsPerCommit transactions, one INSERT … SELECT per table each, under the
@@ -26,7 +29,7 @@ const domainsPerCommit = 170
 // is involved, so the run's peak minus this is what sitewatch adds to the engine.
 func engineFloor(b *testing.B, src string, n int) float64 {
 	b.Helper()
-	commits := n/domainsPerCommit + 1
+	commits := floorCommits(n)
 	cmd := exec.Command(os.Args[0], "-test.run=^TestEngineFloorChild$", "-test.v")
 	cmd.Env = append(os.Environ(), "SITEWATCH_FLOOR_SOURCE="+src, "SITEWATCH_FLOOR_COMMITS="+strconv.Itoa(commits))
 	out, err := cmd.CombinedOutput()
