@@ -1,5 +1,5 @@
 -- Athena tables over the objects `sitewatch publish` writes.
--- Generated from schema/flatten by `go test ./pipeline/publish -run TestDDL -update`; do not edit.
+-- Generated from schema/flatten and publish.RunHealthTables by `go test ./pipeline/publish -run TestDDL -update`; do not edit.
 -- Replace s3://BUCKET/PREFIX with publish.url. Run MSCK REPAIR TABLE after each new month.
 CREATE DATABASE IF NOT EXISTS sitewatch;
 
@@ -142,6 +142,54 @@ STORED AS PARQUET
 LOCATION 's3://BUCKET/PREFIX/site_tags/';
 MSCK REPAIR TABLE sitewatch.site_tags;
 
+CREATE EXTERNAL TABLE IF NOT EXISTS sitewatch.runs (
+  `run_id` string,
+  `started_at` timestamp,
+  `finished_at` timestamp,
+  `status` string,
+  `domains_total` int,
+  `domains_loaded` int,
+  `domains_rejected` int,
+  `requests` int,
+  `credits_spent` int,
+  `credits_remaining` bigint,
+  `rate_limited` int,
+  `message` string
+)
+PARTITIONED BY (snapshot_month string)
+STORED AS PARQUET
+LOCATION 's3://BUCKET/PREFIX/runs/';
+MSCK REPAIR TABLE sitewatch.runs;
+
+CREATE EXTERNAL TABLE IF NOT EXISTS sitewatch.fetch_errors (
+  `run_id` string,
+  `domain` string,
+  `endpoint` string,
+  `http_status` int,
+  `code` string,
+  `message` string,
+  `occurred_at` timestamp
+)
+PARTITIONED BY (snapshot_month string)
+STORED AS PARQUET
+LOCATION 's3://BUCKET/PREFIX/fetch_errors/';
+MSCK REPAIR TABLE sitewatch.fetch_errors;
+
+CREATE EXTERNAL TABLE IF NOT EXISTS sitewatch.quality_checks (
+  `check` string,
+  `table_name` string,
+  `domain` string,
+  `observed` string,
+  `expected` string,
+  `severity` string,
+  `observed_value` double,
+  `checked_at` timestamp
+)
+PARTITIONED BY (snapshot_month string)
+STORED AS PARQUET
+LOCATION 's3://BUCKET/PREFIX/quality_checks/';
+MSCK REPAIR TABLE sitewatch.quality_checks;
+
 CREATE EXTERNAL TABLE IF NOT EXISTS sitewatch.countries (
   `alpha2` string,
   `alpha3` string,
@@ -150,3 +198,31 @@ CREATE EXTERNAL TABLE IF NOT EXISTS sitewatch.countries (
 )
 STORED AS PARQUET
 LOCATION 's3://BUCKET/PREFIX/countries/';
+
+-- complete_months: the months whose latest finished run left every watchlist domain loaded or
+-- rejected by the API, each with the complete month before it (the warehouse's view of the same name).
+CREATE OR REPLACE VIEW sitewatch.complete_months AS
+WITH latest AS (
+  SELECT * FROM (
+    SELECT r.*, row_number() OVER (PARTITION BY r.snapshot_month ORDER BY r.started_at DESC, r.run_id DESC) AS rn
+    FROM sitewatch.runs r
+    WHERE r.status NOT IN ('running', 'month_mismatch')
+  ) ranked
+  WHERE rn = 1
+), loaded AS (
+  SELECT snapshot_month, count(*) AS n FROM sitewatch.sites GROUP BY snapshot_month
+)
+SELECT
+  l.snapshot_month,
+  lag(l.snapshot_month) OVER (ORDER BY l.snapshot_month) AS previous_month,
+  l.run_id,
+  l.status,
+  l.finished_at,
+  l.domains_total,
+  l.domains_loaded,
+  l.domains_rejected,
+  coalesce(s.n, 0) AS domains_in_warehouse
+FROM latest l
+LEFT JOIN loaded s ON s.snapshot_month = l.snapshot_month
+WHERE l.status IN ('complete', 'up_to_date')
+   OR (l.domains_total > 0 AND coalesce(l.domains_loaded, 0) + coalesce(l.domains_rejected, 0) >= l.domains_total);
