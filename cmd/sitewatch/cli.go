@@ -15,6 +15,7 @@ import (
 
 	"sitewatch/pipeline"
 	"sitewatch/pipeline/atomicfile"
+	"sitewatch/pipeline/buildinfo"
 	"sitewatch/pipeline/config"
 	"sitewatch/pipeline/dictionary"
 	"sitewatch/pipeline/report"
@@ -453,15 +454,12 @@ func latestMonth(ctx context.Context, wh *warehouse.Warehouse) (string, error) {
 	return month, nil
 }
 
-// writeVersion prints the module version (from the build info; "(devel)" for a build from a
-// work tree) and the version of the DuckDB library linked in, which decides the SQL dialect
+// writeVersion prints the sitewatch version (buildinfo.Version: the string manifests and
+// webhooks carry too) and the version of the DuckDB library linked in, which decides the SQL dialect
 // `query` accepts and the file format of the warehouse.
 func writeVersion(ctx context.Context, stdout, stderr io.Writer) int {
-	version, driver := "(devel)", "unknown"
+	version, driver := buildinfo.Version(), "unknown"
 	if bi, ok := debug.ReadBuildInfo(); ok {
-		if bi.Main.Version != "" {
-			version = bi.Main.Version
-		}
 		for _, d := range bi.Deps {
 			if d.Path == "github.com/marcboeker/go-duckdb" {
 				driver = d.Version

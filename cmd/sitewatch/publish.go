@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"fmt"
 	"io"
-	"runtime/debug"
 	"slices"
 	"strings"
 
@@ -43,7 +42,7 @@ func cmdPublish(ctx context.Context, args []string, env pipeline.Env) error {
 		return &config.Error{Path: cfg.Path, Msg: "publish.url is not set: add a publish: section with url: s3://bucket/prefix (and endpoint, region, path_style for S3-compatible services)"}
 	}
 	runs := completeRuns(ctx, cfg, env)
-	p, err := publish.New(ctx, cfg.Publish, publish.Options{Logger: env.Logger, Version: buildVersion()})
+	p, err := publish.New(ctx, cfg.Publish, publish.Options{Logger: env.Logger})
 	if err != nil {
 		return err
 	}
@@ -111,14 +110,6 @@ func printPublished(w io.Writer, url string, r publish.Result) {
 	}
 	fmt.Fprintf(w, "published %s to %s: %d files, %d rows; %d uploaded (%.1f MB), %d unchanged, %d deleted; manifest %s (%s)\n",
 		r.Month, url, r.Files, r.Rows, r.Uploaded, float64(r.UploadedBytes)/1e6, r.Unchanged, r.Deleted, r.ManifestURL, r.Duration.Round(1e6))
-}
-
-// buildVersion is the module version the binary was built from ("(devel)" in a work tree).
-func buildVersion() string {
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
-		return bi.Main.Version
-	}
-	return "unknown"
 }
 
 // publishJSON is sections.publish of `status`: months of the local Parquet tree not yet

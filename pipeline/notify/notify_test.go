@@ -15,6 +15,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"sitewatch/pipeline/buildinfo"
 )
 
 // secretPath is what Slack puts in a webhook URL: it must never show in a log or error.
@@ -81,6 +83,7 @@ func TestSendDelivered(t *testing.T) {
 		"run_id": "r-20261102-0600-ab12", "month": "2026-11", "outcome": "complete", "loaded": 27.0, "total": 28.0,
 		"credits_spent": 57.0, "credits_left": 443.0, "duration_seconds": 21.4,
 		"first_error": "example.org: 400 invalid domain", "changes": "3 movers, 1 new competitor", "host": "etl-1",
+		"sitewatch_version": buildinfo.Version(),
 	}
 	for k, v := range want {
 		if got[k] != v {

@@ -5,6 +5,8 @@ import (
 	"math"
 	"strings"
 	"time"
+
+	"sitewatch/pipeline/buildinfo"
 )
 
 // payload is the JSON body. `text` is what Slack and Mattermost incoming webhooks show; the
@@ -22,13 +24,14 @@ type payload struct {
 	FirstError      string  `json:"first_error,omitempty"`
 	Changes         string  `json:"changes,omitempty"`
 	Host            string  `json:"host,omitempty"`
+	Version         string  `json:"sitewatch_version"` // buildinfo.Version, as manifests and --version
 }
 
 func newPayload(e Event) payload {
 	p := payload{
 		Text: slackEscape.Replace(Text(e)), RunID: e.RunID, Month: e.Month, Outcome: e.Outcome, Loaded: e.Loaded, Total: e.Total,
 		CreditsSpent: e.CreditsSpent, DurationSeconds: math.Round(e.Duration.Seconds()*1000) / 1000,
-		FirstError: e.FirstError, Changes: e.Changes, Host: e.Host,
+		FirstError: e.FirstError, Changes: e.Changes, Host: e.Host, Version: buildinfo.Version(),
 	}
 	if e.CreditsLeft >= 0 {
 		left := e.CreditsLeft

@@ -16,6 +16,8 @@ import (
 	"path"
 	"strings"
 	"time"
+
+	"sitewatch/pipeline/buildinfo"
 )
 
 // Target is where months are published. *Publisher (S3) is the one implementation; an Iceberg
@@ -48,7 +50,8 @@ type Result struct {
 // Options tune a Publisher; the zero value is usable.
 type Options struct {
 	Logger *slog.Logger
-	// Version is the sitewatch version recorded in manifests.
+	// Version is the sitewatch version recorded in manifests (default buildinfo.Version(), so
+	// every publisher of one binary writes the same manifest and republishing rewrites nothing).
 	Version string
 	// Concurrency bounds parallel uploads and connections to the endpoint (default 4).
 	Concurrency int
@@ -64,6 +67,9 @@ type Options struct {
 func (o Options) withDefaults() Options {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if o.Version == "" {
+		o.Version = buildinfo.Version()
 	}
 	if o.Concurrency <= 0 {
 		o.Concurrency = 4

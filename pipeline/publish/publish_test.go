@@ -23,6 +23,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"sitewatch/pipeline/buildinfo"
 	"sitewatch/pipeline/config"
 	"sitewatch/pipeline/publish"
 	"sitewatch/pipeline/warehouse"
@@ -139,6 +140,29 @@ func TestPublishMonth(t *testing.T) {
 		}
 		if put, del := px.count(http.MethodPut), px.count(http.MethodDelete); put != 0 || del != 0 {
 			t.Errorf("republish sent %d PUTs and %d DELETEs, want none", put, del)
+		}
+	})
+
+	t.Run("RunThenPublishCommandPutsNothing", func(t *testing.T) {
+		// `run` and `sitewatch publish` each build their own Publisher without naming a
+		// version: both record the build's one version string, so the command after a run
+		// finds the manifest current.
+		byRun := newPublisher(t, g.config(px.URL, "team/sitewatch"), &log, func(o *publish.Options) { o.Version = "" })
+		if _, err := byRun.Month(context.Background(), fx.parquet(), monthA, "run-a"); err != nil {
+			t.Fatal(err)
+		}
+		m, _ := g.manifest(t, "team/sitewatch", monthA)
+		if m.SitewatchVersion == "" || m.SitewatchVersion != buildinfo.Version() {
+			t.Errorf("manifest sitewatch_version %q, want the build's %q", m.SitewatchVersion, buildinfo.Version())
+		}
+		px.reset()
+		byCommand := newPublisher(t, g.config(px.URL, "team/sitewatch"), &log, func(o *publish.Options) { o.Version = "" })
+		res, err := byCommand.Month(context.Background(), fx.parquet(), monthA, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if put := px.count(http.MethodPut); put != 0 || res.ManifestWritten {
+			t.Errorf("publish right after the run sent %d PUTs (manifest rewritten: %v), want none", put, res.ManifestWritten)
 		}
 	})
 
