@@ -59,6 +59,8 @@ type Options struct {
 	MaxAttempts int
 	// MaxBackoff caps the delay between attempts (default 5s).
 	MaxBackoff time.Duration
+	// Deadlines bound each request (zero fields: DefaultDeadlines).
+	Deadlines Deadlines
 }
 
 func (o Options) withDefaults() Options {
@@ -77,6 +79,7 @@ func (o Options) withDefaults() Options {
 	if o.MaxBackoff <= 0 {
 		o.MaxBackoff = 5 * time.Second
 	}
+	o.Deadlines = o.Deadlines.withDefaults()
 	return o
 }
 
