@@ -80,7 +80,11 @@ func (p *Publisher) fail(op, rel string, err error) error {
 
 // readManifest returns the published manifest of month, or nil when there is none.
 func (p *Publisher) readManifest(ctx context.Context, month string) (*Manifest, error) {
-	rel := manifestRel(month)
+	return p.readManifestAt(ctx, manifestRel(month))
+}
+
+// readManifestAt returns the manifest at rel, or nil when there is none.
+func (p *Publisher) readManifestAt(ctx context.Context, rel string) (*Manifest, error) {
 	out, err := p.s3.GetObject(ctx, &s3.GetObjectInput{Bucket: &p.loc.Bucket, Key: aws.String(p.loc.key(rel))})
 	if err != nil {
 		var nsk *types.NoSuchKey
@@ -103,13 +107,12 @@ func (p *Publisher) readManifest(ctx context.Context, month string) (*Manifest, 
 	return &m, nil
 }
 
-// writeManifest puts m, with the server verifying its SHA-256.
-func (p *Publisher) writeManifest(ctx context.Context, m *Manifest) error {
+// writeManifestAt puts m at rel, with the server verifying its SHA-256.
+func (p *Publisher) writeManifestAt(ctx context.Context, rel string, m *Manifest) error {
 	body, err := m.marshal()
 	if err != nil {
 		return err
 	}
-	rel := manifestRel(m.SnapshotMonth)
 	_, err = p.s3.PutObject(ctx, &s3.PutObjectInput{
 		Bucket: &p.loc.Bucket, Key: aws.String(p.loc.key(rel)), Body: bytes.NewReader(body),
 		ContentType: aws.String("application/json"), ChecksumAlgorithm: types.ChecksumAlgorithmSha256,
