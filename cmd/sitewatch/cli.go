@@ -51,6 +51,7 @@ var commands = []command{
 	{"check", cmdCheck, checkHelp},
 	{"changes", cmdChanges, changesHelp},
 	{"publish", cmdPublish, publishHelp},
+	{"restore", cmdRestore, restoreHelp},
 }
 
 func lookup(name string) (command, bool) {

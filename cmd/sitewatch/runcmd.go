@@ -16,7 +16,7 @@ import (
 
 var runHelp = help{
 	summary: "fetch and load the month the API serves now; resumes where an earlier run of it stopped",
-	usage:   "[--config F] [--snapshot YYYY-MM] [--dry-run] [--refresh] [--metrics-file F]",
+	usage:   "[--config F] [--snapshot YYYY-MM] [--dry-run] [--refresh] [--metrics-file F] [--restore-if-missing]",
 	examples: []string{
 		"sitewatch run --dry-run            # the plan and its credit cost; calls nothing that costs credits",
 		"sitewatch run                      # the month the API serves now",
@@ -30,9 +30,15 @@ func cmdRun(ctx context.Context, args []string, env pipeline.Env) error {
 	dry := f.fs.Bool("dry-run", false, "print the plan and its credit cost; call nothing that costs credits")
 	refresh := f.fs.Bool("refresh", false, "refetch domains already loaded in this snapshot")
 	metricsFile := f.fs.String("metrics-file", "", "write the run's Prometheus metrics to this `file` (node_exporter textfile collector)")
+	restoreFirst := f.fs.Bool("restore-if-missing", false, "when the warehouse file is absent, restore it from publish.url first (runners without a disk of their own)")
 	cfg, err := f.parse(args, env, 0, 0)
 	if err != nil {
 		return err
+	}
+	if *restoreFirst && !*dry {
+		if err := restoreIfMissing(ctx, cfg, env); err != nil {
+			return err
+		}
 	}
 	opts := pipeline.RunOptions{Snapshot: f.snapshot, Refresh: *refresh}
 	if *dry {
@@ -80,7 +86,7 @@ func dryRun(ctx context.Context, cfg *config.Config, opts pipeline.RunOptions, e
 
 var scheduleHelp = help{
 	summary: "stay up and keep the current month complete: cron runs, retries every retry_every, catch-up after downtime",
-	usage:   "[--config F] [--listen HOST:PORT]",
+	usage:   "[--config F] [--listen HOST:PORT] [--restore-if-missing]",
 	examples: []string{
 		"sitewatch schedule --config /srv/sitewatch/domains.yaml",
 		"sitewatch schedule --listen 127.0.0.1:9464   # Prometheus /metrics and /healthz",
@@ -90,12 +96,18 @@ var scheduleHelp = help{
 func cmdSchedule(ctx context.Context, args []string, env pipeline.Env) error {
 	f := newFlags("schedule", env, true, false)
 	listen := f.fs.String("listen", "", "serve Prometheus /metrics and /healthz on `HOST:PORT` (:0 picks a port)")
+	restoreFirst := f.fs.Bool("restore-if-missing", false, "when the warehouse file is absent, restore it from publish.url before the first run")
 	cfg, err := f.parse(args, env, 0, 0)
 	if err != nil {
 		return err
 	}
 	if _, err := config.CredentialsFrom(cfg, env.Getenv); err != nil {
 		return err
+	}
+	if *restoreFirst {
+		if err := restoreIfMissing(ctx, cfg, env); err != nil {
+			return err
+		}
 	}
 	if *listen != "" {
 		env.Metrics = metrics.New(metrics.Options{HealthGrace: cfg.HealthGrace.Duration, Logger: env.Logger})

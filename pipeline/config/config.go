@@ -86,6 +86,10 @@ type PublishConfig struct {
 	Endpoint  string // S3-compatible services
 	Region    string
 	PathStyle bool
+	// Lease (publish.lease: on | off; "" = on) and LeaseTTL (publish.lease_ttl): one writer
+	// per bucket across machines (pipeline/lease; see lease.go here).
+	Lease    string
+	LeaseTTL Duration
 }
 
 // WarehouseConfig is the warehouse section of domains.yaml.
@@ -144,7 +148,7 @@ var keys = map[string][]string{
 	"api":       {"base_url", "mode", "marketplace_host", "rate_limit", "min_credits", "max_credits_per_run", "timeout", "allow_insecure_http", "max_wasted_credits", "max_rate_limit_wait"},
 	"warehouse": {"duckdb", "parquet", "memory_limit"},
 	"notify":    {"webhook_url"},
-	"publish":   {"url", "endpoint", "region", "path_style"},
+	"publish":   {"url", "endpoint", "region", "path_style", "lease", "lease_ttl"},
 }
 
 // targets maps each dotted key to the field it fills.
@@ -161,6 +165,7 @@ func (c *Config) targets() map[string]any {
 		"notify.webhook_url":     &c.Notify.WebhookURL,
 		"publish.url":            &c.Publish.URL, "publish.endpoint": &c.Publish.Endpoint,
 		"publish.region": &c.Publish.Region, "publish.path_style": &c.Publish.PathStyle,
+		"publish.lease": &c.Publish.Lease, "publish.lease_ttl": &c.Publish.LeaseTTL,
 	}
 }
 

@@ -36,6 +36,7 @@ func (c *Config) validate(p *problems) {
 		bad("warehouse.memory_limit", "%s", msg)
 	}
 	c.validateOutputs(p, bad)
+	c.validateLease(bad)
 	if len(c.Domains) == 0 {
 		p.add(c.lineOf("domains"), "domains: the watchlist is empty; list at least one domain")
 	}

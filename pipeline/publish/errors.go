@@ -71,8 +71,9 @@ func kindOf(err error) error {
 		return nil
 	}
 	var op *net.OpError
-	if errors.As(err, &op) {
-		return ErrUnreachable
+	var to interface{ Timeout() bool } // net.Error and the SDK's body read timeout
+	if errors.As(err, &op) || (errors.As(err, &to) && to.Timeout()) {
+		return ErrUnreachable // refused, reset, or a deadline of Deadlines passed
 	}
 	return nil
 }

@@ -13,9 +13,12 @@ const ManifestFormat = 1
 // is written after every data object of the month, so when it exists its objects were complete
 // (until a later publish of the same month replaces them, and then it).
 type Manifest struct {
-	Format           int            `json:"format"`
-	SnapshotMonth    string         `json:"snapshot_month"`
-	RunID            string         `json:"run_id"`
+	Format        int    `json:"format"`
+	SnapshotMonth string `json:"snapshot_month"` // "" in the shared manifest
+	RunID         string `json:"run_id"`
+	// SchemaVersion is the newest migration of the warehouse that wrote the objects: a
+	// restore refuses a bucket newer than its build.
+	SchemaVersion    string         `json:"schema_version,omitempty"`
 	SitewatchVersion string         `json:"sitewatch_version"`
 	PublishedAt      time.Time      `json:"published_at"`
 	Files            []ManifestFile `json:"files"`
@@ -53,7 +56,7 @@ func (m *Manifest) sameContent(o *Manifest) bool {
 	if m == nil || o == nil {
 		return false
 	}
-	return m.Format == o.Format && m.SnapshotMonth == o.SnapshotMonth && m.RunID == o.RunID &&
+	return m.Format == o.Format && m.SnapshotMonth == o.SnapshotMonth && m.RunID == o.RunID && m.SchemaVersion == o.SchemaVersion &&
 		m.SitewatchVersion == o.SitewatchVersion && slices.Equal(m.Files, o.Files)
 }
 

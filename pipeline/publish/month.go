@@ -12,12 +12,14 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"sitewatch/pipeline/config"
+	"sitewatch/pipeline/warehouse"
 )
 
 // Month publishes month of the Parquet tree at parquetRoot: it removes the objects a table no
 // longer has, uploads every file whose SHA-256 differs from the published one (in parallel,
 // multipart when large), and writes the month's manifest last, recording runID ("" keeps the
-// published manifest's run ID). An unchanged month uploads nothing and rewrites nothing.
+// published manifest's run ID). The tables without partitions (countries) go first, under the
+// shared manifest. An unchanged month uploads nothing and rewrites nothing.
 // Errors wrap ErrNoMonth, or are *Error with Kind ErrCredentials, ErrNoBucket or
 // ErrUnreachable.
 func (p *Publisher) Month(ctx context.Context, parquetRoot, month, runID string) (Result, error) {
@@ -26,45 +28,21 @@ func (p *Publisher) Month(ctx context.Context, parquetRoot, month, runID string)
 	if !monthRE.MatchString(month) {
 		return res, fmt.Errorf("publish: month %q is not YYYY-MM", month)
 	}
-	files, err := p.localMonth(ctx, parquetRoot, month)
+	files, shared, err := p.localMonth(ctx, parquetRoot, month)
 	if err != nil {
 		return res, err
 	}
-	res.Files = len(files)
-	for _, f := range files {
-		res.Rows += f.Rows
+	keep := map[string]bool{}
+	for _, f := range slices.Concat(files, shared) {
+		keep[f.Rel] = true
 	}
-	old, err := p.readManifest(ctx, month)
-	if err != nil {
+	sharedSet := set{rel: sharedManifestRel, files: shared, keep: keep}
+	if err := p.publishSet(ctx, sharedSet, &res); err != nil {
 		return res, err
 	}
-	remote, err := p.listDirs(ctx, files, old)
-	if err != nil {
+	monthSet := set{rel: manifestRel(month), month: month, runID: runID, files: files, keep: keep}
+	if err := p.publishSet(ctx, monthSet, &res); err != nil {
 		return res, err
-	}
-	// Stale objects go first: a reader may miss rows of a shrinking partition for a moment,
-	// but never sees old and new files of a table side by side.
-	for _, rel := range staleKeys(files, old, remote) {
-		if err := p.delete(ctx, rel); err != nil {
-			return res, err
-		}
-		p.log.Info("deleted an object its table no longer has", "url", p.loc.URL(rel))
-		res.Deleted++
-	}
-	entries, err := p.ensureAll(ctx, files, old, remote, &res)
-	if err != nil {
-		return res, err
-	}
-	next := &Manifest{Format: ManifestFormat, SnapshotMonth: month, RunID: runID, SitewatchVersion: p.opts.Version, Files: entries}
-	if runID == "" && old != nil {
-		next.RunID = old.RunID
-	}
-	if !next.sameContent(old) {
-		next.PublishedAt = time.Now().UTC()
-		if err := p.writeManifest(ctx, next); err != nil {
-			return res, err
-		}
-		res.ManifestWritten = true
 	}
 	res.Duration = time.Since(start)
 	p.log.Info("published", "month", month, "manifest", res.ManifestURL, "files", res.Files, "rows", res.Rows,
@@ -72,22 +50,79 @@ func (p *Publisher) Month(ctx context.Context, parquetRoot, month, runID string)
 	return res, nil
 }
 
-// localMonth lists and describes (hash, size, rows) the files of month, in parallel.
-func (p *Publisher) localMonth(ctx context.Context, root, month string) ([]localFile, error) {
+// set is what one manifest describes: a month's partitions, or the shared tables.
+type set struct {
+	rel          string // the manifest's key under the prefix
+	month, runID string // "" for the shared set
+	files        []localFile
+	keep         map[string]bool // keys of every local file being published: never stale
+}
+
+// publishSet deletes what s's tables no longer have, uploads what differs, and writes s's
+// manifest when its content changed, adding to res.
+func (p *Publisher) publishSet(ctx context.Context, s set, res *Result) error {
+	res.Files += len(s.files)
+	for _, f := range s.files {
+		res.Rows += f.Rows
+	}
+	old, err := p.readManifestAt(ctx, s.rel)
+	if err != nil {
+		return err
+	}
+	remote, err := p.listDirs(ctx, s.files, old)
+	if err != nil {
+		return err
+	}
+	// Stale objects go first: a reader may miss rows of a shrinking partition for a moment,
+	// but never sees old and new files of a table side by side.
+	for _, rel := range staleKeys(s.keep, old, remote) {
+		if err := p.delete(ctx, rel); err != nil {
+			return err
+		}
+		p.log.Info("deleted an object its table no longer has", "url", p.loc.URL(rel))
+		res.Deleted++
+	}
+	entries, err := p.ensureAll(ctx, s.files, old, remote, res)
+	if err != nil {
+		return err
+	}
+	next := &Manifest{Format: ManifestFormat, SnapshotMonth: s.month, RunID: s.runID, SchemaVersion: warehouse.SchemaVersion(),
+		SitewatchVersion: p.opts.Version, Files: entries}
+	if s.runID == "" && old != nil {
+		next.RunID = old.RunID
+	}
+	if next.sameContent(old) {
+		return nil
+	}
+	next.PublishedAt = time.Now().UTC()
+	if err := p.writeManifestAt(ctx, s.rel, next); err != nil {
+		return err
+	}
+	res.ManifestWritten = true
+	return nil
+}
+
+// localMonth lists and describes (hash, size, rows) the files of month and the shared
+// files, in parallel.
+func (p *Publisher) localMonth(ctx context.Context, root, month string) (files, shared []localFile, err error) {
 	t, err := scanTree(root)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	files, err := t.monthFiles(month)
-	if err != nil {
-		return nil, err
+	if files, err = t.monthFiles(month); err != nil {
+		return nil, nil, err
+	}
+	if shared, err = t.sharedFiles(); err != nil {
+		return nil, nil, err
 	}
 	g, _ := errgroup.WithContext(ctx)
 	g.SetLimit(p.opts.Concurrency)
-	for i := range files {
-		g.Go(files[i].describe)
+	for _, fs := range [][]localFile{files, shared} {
+		for i := range fs {
+			g.Go(fs[i].describe)
+		}
 	}
-	return files, g.Wait()
+	return files, shared, g.Wait()
 }
 
 // listDirs lists the published objects of every directory the month has now or had when old
@@ -125,13 +160,10 @@ func (p *Publisher) listDirs(ctx context.Context, files []localFile, old *Manife
 	return remote, g.Wait()
 }
 
-// staleKeys returns the published objects of the month's directories that the local tree no
-// longer has, and the objects of old's tables that are gone.
-func staleKeys(files []localFile, old *Manifest, remote map[string]int64) []string {
-	local := map[string]bool{}
-	for _, f := range files {
-		local[f.Rel] = true
-	}
+// staleKeys returns the published objects of the set's directories that the local tree no
+// longer has, and the objects of old's tables that are gone; local holds the keys being
+// published (a manifest written before shared tables had their own still lists them).
+func staleKeys(local map[string]bool, old *Manifest, remote map[string]int64) []string {
 	var stale []string
 	for k := range remote {
 		if !local[k] && !hidden(path.Base(k)) {
@@ -220,15 +252,17 @@ func (p *Publisher) All(ctx context.Context, parquetRoot string, runIDs map[stri
 
 // Pending lists, oldest first, the months of the Parquet tree whose manifest is missing or does
 // not list exactly the local files with their SHA-256: what `sitewatch publish --all` would
-// upload.
+// upload. When only the shared tables differ, the newest month is listed: publishing it
+// publishes them.
 func (p *Publisher) Pending(ctx context.Context, parquetRoot string) ([]string, error) {
 	t, err := scanTree(parquetRoot)
 	if err != nil {
 		return nil, err
 	}
 	var pending []string
-	for _, m := range t.months() {
-		files, err := p.localMonth(ctx, parquetRoot, m)
+	sharedAsIs := true
+	for i, m := range t.months() {
+		files, shared, err := p.localMonth(ctx, parquetRoot, m)
 		if err != nil {
 			return nil, err
 		}
@@ -236,7 +270,14 @@ func (p *Publisher) Pending(ctx context.Context, parquetRoot string) ([]string, 
 		if err != nil {
 			return nil, err
 		}
-		if !publishedAsIs(files, old) {
+		if i == 0 {
+			oldShared, err := p.readManifestAt(ctx, sharedManifestRel)
+			if err != nil {
+				return nil, err
+			}
+			sharedAsIs = publishedAsIs(shared, oldShared)
+		}
+		if !publishedAsIs(files, old) || (i == len(t.months())-1 && !sharedAsIs) {
 			pending = append(pending, m)
 		}
 	}

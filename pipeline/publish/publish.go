@@ -62,6 +62,8 @@ type Options struct {
 	MaxAttempts int
 	// MaxBackoff caps the delay between attempts (default 5s).
 	MaxBackoff time.Duration
+	// Deadlines bound each request (zero fields: DefaultDeadlines).
+	Deadlines Deadlines
 }
 
 func (o Options) withDefaults() Options {
@@ -83,6 +85,7 @@ func (o Options) withDefaults() Options {
 	if o.MaxBackoff <= 0 {
 		o.MaxBackoff = 5 * time.Second
 	}
+	o.Deadlines = o.Deadlines.withDefaults()
 	return o
 }
 
@@ -114,6 +117,10 @@ func (l Location) key(rel string) string {
 
 // URL returns s3://bucket/key of rel.
 func (l Location) URL(rel string) string { return "s3://" + l.Bucket + "/" + l.key(rel) }
+
+// sharedManifestRel is the manifest of the tables without month partitions (countries): one
+// manifest of their own, so a change of a shared table never makes older months look stale.
+var sharedManifestRel = path.Join("_manifests", "shared.json")
 
 // manifestRel is where the manifest of month lives under the prefix: outside every table's
 // directory, so no engine reads it as data.

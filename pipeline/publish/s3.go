@@ -8,13 +8,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/http"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/aws/retry"
-	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
-	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/feature/s3/transfermanager"
 	tmtypes "github.com/aws/aws-sdk-go-v2/feature/s3/transfermanager/types"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -53,14 +49,17 @@ func New(ctx context.Context, cfg config.PublishConfig, opts Options) (*Publishe
 	}
 	creds, err := awsCfg.Credentials.Retrieve(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("publish to %s: %w: none found (set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, AWS_PROFILE, or run with an instance or container role): %s",
-			cfg.URL, ErrCredentials, redact(err.Error(), secretsOf(creds)...))
+		// The chain's own text lists every provider it tried: noise to a user, who needs
+		// to know what to set.
+		return nil, noCredentials(cfg)
 	}
 	client := s3.NewFromConfig(awsCfg, func(o *s3.Options) {
 		if cfg.Endpoint != "" {
 			o.BaseEndpoint = aws.String(cfg.Endpoint)
 		}
 		o.UsePathStyle = cfg.PathStyle
+		// Objects published by other tools may carry no checksum: nothing to warn about.
+		o.DisableLogOutputChecksumValidationSkipped = true
 	})
 	tm := transfermanager.New(client, func(o *transfermanager.Options) {
 		o.PartSizeBytes = opts.PartSize
@@ -75,41 +74,17 @@ func secretsOf(c aws.Credentials) []string {
 	return []string{c.SecretAccessKey, c.SessionToken, c.AccessKeyID}
 }
 
-func loadAWSConfig(ctx context.Context, cfg config.PublishConfig, opts Options) (aws.Config, error) {
-	// One transport for every request, so Concurrency bounds the connections to the endpoint.
-	httpClient := awshttp.NewBuildableClient().WithTransportOptions(func(tr *http.Transport) {
-		tr.MaxConnsPerHost = opts.Concurrency
-		tr.MaxIdleConnsPerHost = opts.Concurrency
-	})
-	loaders := []func(*awsconfig.LoadOptions) error{
-		awsconfig.WithHTTPClient(httpClient),
-		awsconfig.WithRetryer(func() aws.Retryer {
-			return retry.NewStandard(func(o *retry.StandardOptions) {
-				o.MaxAttempts = opts.MaxAttempts
-				o.MaxBackoff = opts.MaxBackoff
-			})
-		}),
-	}
-	if cfg.Region != "" {
-		loaders = append(loaders, awsconfig.WithRegion(cfg.Region))
-	}
-	awsCfg, err := awsconfig.LoadDefaultConfig(ctx, loaders...)
-	if err != nil {
-		return aws.Config{}, fmt.Errorf("publish to %s: load the AWS configuration (environment, shared config files): %w", cfg.URL, err)
-	}
-	if awsCfg.Region == "" {
-		awsCfg.Region = "us-east-1" // S3-compatible services mostly ignore it; AWS needs one to sign
-	}
-	return awsCfg, nil
-}
-
 func (p *Publisher) fail(op, rel string, err error) error {
 	return storageError(op, p.loc.URL(rel), err, p.secrets...)
 }
 
 // readManifest returns the published manifest of month, or nil when there is none.
 func (p *Publisher) readManifest(ctx context.Context, month string) (*Manifest, error) {
-	rel := manifestRel(month)
+	return p.readManifestAt(ctx, manifestRel(month))
+}
+
+// readManifestAt returns the manifest at rel, or nil when there is none.
+func (p *Publisher) readManifestAt(ctx context.Context, rel string) (*Manifest, error) {
 	out, err := p.s3.GetObject(ctx, &s3.GetObjectInput{Bucket: &p.loc.Bucket, Key: aws.String(p.loc.key(rel))})
 	if err != nil {
 		var nsk *types.NoSuchKey
@@ -132,13 +107,12 @@ func (p *Publisher) readManifest(ctx context.Context, month string) (*Manifest, 
 	return &m, nil
 }
 
-// writeManifest puts m, with the server verifying its SHA-256.
-func (p *Publisher) writeManifest(ctx context.Context, m *Manifest) error {
+// writeManifestAt puts m at rel, with the server verifying its SHA-256.
+func (p *Publisher) writeManifestAt(ctx context.Context, rel string, m *Manifest) error {
 	body, err := m.marshal()
 	if err != nil {
 		return err
 	}
-	rel := manifestRel(m.SnapshotMonth)
 	_, err = p.s3.PutObject(ctx, &s3.PutObjectInput{
 		Bucket: &p.loc.Bucket, Key: aws.String(p.loc.key(rel)), Body: bytes.NewReader(body),
 		ContentType: aws.String("application/json"), ChecksumAlgorithm: types.ChecksumAlgorithmSha256,

@@ -85,8 +85,8 @@ func (t *tree) months() []string {
 	return ms
 }
 
-// monthFiles lists the files a month's publication holds: every table's partition of month
-// and every whole table. It fails with ErrNoMonth when no table has a partition of month.
+// monthFiles lists the files a month's publication holds: every table's partition of month.
+// It fails with ErrNoMonth when no table has a partition of month.
 func (t *tree) monthFiles(month string) ([]localFile, error) {
 	var files []localFile
 	for table, months := range t.partitioned {
@@ -101,6 +101,13 @@ func (t *tree) monthFiles(month string) ([]localFile, error) {
 	if len(files) == 0 {
 		return nil, fmt.Errorf("%w: no partition snapshot_month=%s under %s (run or rebuild that month first)", ErrNoMonth, month, t.root)
 	}
+	slices.SortFunc(files, func(a, b localFile) int { return strings.Compare(a.Rel, b.Rel) })
+	return files, nil
+}
+
+// sharedFiles lists the files of every whole table (countries): the shared manifest's.
+func (t *tree) sharedFiles() ([]localFile, error) {
+	var files []localFile
 	for _, table := range t.whole {
 		fs, err := t.dirFiles(table, table)
 		if err != nil {

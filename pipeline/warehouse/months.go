@@ -28,7 +28,8 @@ func (w *Warehouse) ParquetMissing(month string) bool {
 	if w.opts.ParquetDir == "" {
 		return false
 	}
-	files := []string{filepath.Join(w.opts.ParquetDir, flatten.TableCountries, parquetFile)}
+	files := []string{filepath.Join(w.opts.ParquetDir, flatten.TableCountries, parquetFile),
+		filepath.Join(w.opts.ParquetDir, TableRawResponses, "snapshot_month="+month, parquetFile)}
 	for _, t := range flatten.SnapshotTables {
 		files = append(files, filepath.Join(w.opts.ParquetDir, t.Name, "snapshot_month="+month, parquetFile))
 	}

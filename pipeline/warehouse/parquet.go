@@ -56,6 +56,9 @@ func (w *Warehouse) ExportParquet(ctx context.Context, snapshot string) error {
 					return fmt.Errorf("%s: %w", t.Name, err)
 				}
 			}
+			if err := w.exportRaw(ctx, snapshot); err != nil {
+				return err
+			}
 			dir := filepath.Join(w.opts.ParquetDir, flatten.TableCountries)
 			if err := w.copyParquet(ctx, `SELECT * FROM countries`, dir); err != nil {
 				return fmt.Errorf("countries: %w", err)
@@ -65,6 +68,16 @@ func (w *Warehouse) ExportParquet(ctx context.Context, snapshot string) error {
 	})
 	if err != nil {
 		return fmt.Errorf("export Parquet of snapshot %s to %s: %w", snapshot, w.opts.ParquetDir, err)
+	}
+	return nil
+}
+
+// exportRaw writes the raw answers of snapshot (checked YYYY-MM) to their partition.
+func (w *Warehouse) exportRaw(ctx context.Context, snapshot string) error {
+	dir := filepath.Join(w.opts.ParquetDir, TableRawResponses, "snapshot_month="+snapshot)
+	query := fmt.Sprintf(`SELECT * EXCLUDE (snapshot_month) FROM %s WHERE snapshot_month = '%s'`, TableRawResponses, snapshot)
+	if err := w.copyParquet(ctx, query, dir); err != nil {
+		return fmt.Errorf("%s: %w", TableRawResponses, err)
 	}
 	return nil
 }
@@ -142,7 +155,7 @@ func cleanStaging(root string, log *slog.Logger) error {
 		return fmt.Errorf("clean Parquet staging files under %s: %w", root, err)
 	}
 	var dirs []string
-	tables := slices.Clone(RunHealthTables) // appended to below; RunHealthTables is shared
+	tables := slices.Concat(RunHealthTables, ArchiveTables) // appended to below
 	for _, t := range flatten.SnapshotTables {
 		tables = append(tables, t.Name)
 	}

@@ -1,0 +1,87 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+
+	"sitewatch/pipeline"
+	"sitewatch/pipeline/config"
+	"sitewatch/pipeline/publish"
+	"sitewatch/pipeline/restore"
+)
+
+var restoreHelp = help{
+	summary: "build the warehouse and the local Parquet tree from the bucket (publish.url); every object verified; spends no credits",
+	usage:   "[--config F] [--from s3://bucket/prefix] [--force]",
+	examples: []string{
+		"sitewatch restore                                  # from publish.url, on a machine without a warehouse",
+		"sitewatch restore --from s3://team-bucket/sitewatch",
+		"sitewatch restore --force                          # replace the warehouse; the old file is kept aside",
+	},
+}
+
+func cmdRestore(ctx context.Context, args []string, env pipeline.Env) error {
+	f := newFlags("restore", env, true, false)
+	from := f.fs.String("from", "", "the published `s3://bucket/prefix` to restore from (default: publish.url)")
+	force := f.fs.Bool("force", false, "replace an existing warehouse, keeping the old file beside it")
+	cfg, err := f.parse(args, env, 0, 0)
+	if err != nil {
+		return err
+	}
+	if *from != "" {
+		if _, err := publish.ParseURL(*from); err != nil {
+			return &UsageError{Msg: "--from: " + err.Error()}
+		}
+		cfg.Publish.URL = *from
+	}
+	return restoreWarehouse(ctx, cfg, env, *force)
+}
+
+// restoreWarehouse restores cfg's warehouse from cfg.Publish.URL and prints what it did.
+func restoreWarehouse(ctx context.Context, cfg *config.Config, env pipeline.Env, force bool) error {
+	if cfg.Publish.URL == "" {
+		return &config.Error{Path: cfg.Path, Msg: "publish.url is not set: restore reads the bucket it names (or give --from s3://bucket/prefix)"}
+	}
+	src, err := publish.New(ctx, cfg.Publish, publish.Options{Logger: env.Logger})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(env.Stdout, "restoring %s from %s …\n", cfg.Warehouse.DuckDB, cfg.Publish.URL)
+	res, err := restore.Run(ctx, src, restore.Options{DuckDB: cfg.Warehouse.DuckDB, Parquet: cfg.Warehouse.Parquet, Force: force, Logger: env.Logger})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(env.Stdout, "restored %s and %s from %s: %d %s (%s … %s), %d objects verified, %d downloaded (%.1f MB), %s; 0 credits\n",
+		cfg.Warehouse.DuckDB, cfg.Warehouse.Parquet, cfg.Publish.URL, len(res.Months), monthsWord(len(res.Months)),
+		res.Months[0], res.Months[len(res.Months)-1], res.Objects, res.Downloaded, float64(res.Bytes)/1e6, res.Duration.Round(1e6))
+	if res.MovedAside != "" {
+		fmt.Fprintf(env.Stdout, "the previous warehouse is kept as %s\n", res.MovedAside)
+	}
+	return nil
+}
+
+// restoreIfMissing restores the warehouse first when its file is absent (runners without a
+// disk of their own: `run --restore-if-missing`, `schedule --restore-if-missing`). A bucket
+// with nothing published yet is a first run, not a failure.
+func restoreIfMissing(ctx context.Context, cfg *config.Config, env pipeline.Env) error {
+	if _, err := os.Stat(cfg.Warehouse.DuckDB); !errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	err := restoreWarehouse(ctx, cfg, env, false)
+	if errors.Is(err, restore.ErrNothingPublished) {
+		fmt.Fprintf(env.Stdout, "nothing published at %s yet: starting a new warehouse\n", cfg.Publish.URL)
+		return nil
+	}
+	return err
+}
+
+// monthsWord is "month" or "months" for n.
+func monthsWord(n int) string {
+	if n == 1 {
+		return "month"
+	}
+	return "months"
+}

@@ -1,0 +1,32 @@
+package config
+
+import "time"
+
+// DefaultLeaseTTL is how long a bucket lease lasts without renewal (publish.lease_ttl): a
+// runner killed while holding it blocks others at most this long.
+const DefaultLeaseTTL = 10 * time.Minute
+
+// minLeaseTTL leaves room for a renewal (every third of the TTL) to reach a slow endpoint.
+const minLeaseTTL = 2 * time.Second
+
+// LeaseOn says whether runs and publishes take the bucket lease (publish.lease, default on).
+func (p PublishConfig) LeaseOn() bool { return p.Lease != "off" && p.Lease != "false" }
+
+// LeaseDuration is publish.lease_ttl, or DefaultLeaseTTL.
+func (p PublishConfig) LeaseDuration() time.Duration {
+	if p.LeaseTTL.Duration <= 0 {
+		return DefaultLeaseTTL
+	}
+	return p.LeaseTTL.Duration
+}
+
+func (c *Config) validateLease(bad func(key, format string, args ...any)) {
+	switch c.Publish.Lease {
+	case "", "on", "off", "true", "false":
+	default:
+		bad("publish.lease", "%q is not on or off", c.Publish.Lease)
+	}
+	if d := c.Publish.LeaseTTL.Duration; c.present["publish.lease_ttl"] && d < minLeaseTTL {
+		bad("publish.lease_ttl", "%v is too short: use %v or more (default %v)", d, minLeaseTTL, DefaultLeaseTTL)
+	}
+}

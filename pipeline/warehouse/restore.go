@@ -1,0 +1,84 @@
+package warehouse
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"sitewatch/schema/flatten"
+	sqlfiles "sitewatch/sql"
+)
+
+// SchemaVersion is the name of the newest embedded migration: the schema a warehouse of this
+// build has. Manifests record it, so a restore knows whether it can read what was published.
+func SchemaVersion() string {
+	names, err := fs.Glob(sqlfiles.FS, "migrations/*.sql")
+	if err != nil || len(names) == 0 {
+		return ""
+	}
+	slices.Sort(names)
+	return strings.TrimPrefix(names[len(names)-1], "migrations/")
+}
+
+// RestorableTables are the tables a Parquet tree mirrors and BuildFromParquet loads: every
+// table `rebuild` derives, the run-health tables and the archive tables.
+func RestorableTables() []string {
+	var ts []string
+	for _, t := range flatten.SnapshotTables {
+		ts = append(ts, t.Name)
+	}
+	ts = append(ts, RunHealthTables...)
+	ts = append(ts, ArchiveTables...)
+	return append(ts, flatten.TableCountries)
+}
+
+// BuildFromParquet creates a new DuckDB file at path (which must not exist), migrated to this
+// build's schema, and loads each table from its Parquet files (files maps a table to paths;
+// the partition column comes from the Hive path). The file is checkpointed and closed, so it
+// holds everything without a WAL. On error the caller removes path.
+func BuildFromParquet(ctx context.Context, path string, files map[string][]string) error {
+	if _, err := os.Stat(path); !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("build %s: the file exists", path)
+	}
+	db, err := sql.Open("duckdb", path)
+	if err != nil {
+		return fmt.Errorf("create %s: %w", path, err)
+	}
+	defer func() { _ = db.Close() }() // the checkpoint below made the file complete
+	if err := Migrate(ctx, db); err != nil {
+		return fmt.Errorf("create the tables of %s: %w", path, err)
+	}
+	for _, table := range RestorableTables() {
+		if len(files[table]) == 0 {
+			continue
+		}
+		if err := loadTable(ctx, db, table, files[table]); err != nil {
+			return fmt.Errorf("load %s into %s: %w", table, path, err)
+		}
+	}
+	if _, err := db.ExecContext(ctx, `CHECKPOINT`); err != nil {
+		return fmt.Errorf("checkpoint %s: %w", path, err)
+	}
+	return db.Close()
+}
+
+func loadTable(ctx context.Context, db *sql.DB, table string, paths []string) error {
+	quoted := make([]string, len(paths))
+	for i, p := range paths {
+		quoted[i] = sqlString(filepath.ToSlash(p))
+	}
+	opts := ""
+	if table != flatten.TableCountries {
+		opts = `, hive_partitioning = true, hive_types = {'snapshot_month': VARCHAR}, union_by_name = true`
+	}
+	// table comes from RestorableTables, never from input.
+	q := fmt.Sprintf(`INSERT INTO %s BY NAME SELECT * FROM read_parquet([%s]%s)`, table, strings.Join(quoted, ", "), opts)
+	_, err := db.ExecContext(ctx, q)
+	return err
+}
