@@ -52,7 +52,7 @@ func (r *runState) liveStatus(started time.Time) livestatus.Status {
 
 // observeProgress feeds the recorder and Env.OnProgress.
 func (r *runState) observeProgress(pr Progress, stats atlas.Stats) {
-	r.env.Metrics.Progress(metrics.Progress{Loaded: pr.Loaded, Requests: stats.ByStatus, RateLimited: stats.RateLimited,
+	r.env.Metrics.Progress(metrics.Progress{Month: pr.Month, Loaded: pr.Loaded, Requests: stats.ByStatus, RateLimited: stats.RateLimited,
 		Retries: stats.Retries, CreditsSpent: stats.CreditsSpent, CreditsLeft: stats.CreditsRemaining})
 	if r.env.OnProgress != nil {
 		r.env.OnProgress(pr, stats)
@@ -63,6 +63,9 @@ func (r *runState) observeProgress(pr Progress, stats atlas.Stats) {
 func (r *runState) finishObserving(finished time.Time, msg string) {
 	if err := r.obs.keeper.Finish(r.sum.Status, msg); err != nil {
 		r.env.Logger.Warn("could not finalize the progress file", "err", err)
+	}
+	if r.mismatch == nil { // a mismatch loaded nothing of the month it names
+		r.obs.metrics.MonthLoaded(r.sum.Snapshot, r.sum.DomainsLoaded)
 	}
 	r.obs.metrics.RunFinished(r.sum.Status, finished)
 	if r.sum.Status == StatusComplete || r.sum.Status == StatusUpToDate {

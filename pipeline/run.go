@@ -17,7 +17,7 @@ import (
 	"sitewatch/pipeline/config"
 	"sitewatch/pipeline/metrics"
 	"sitewatch/pipeline/notify"
-	"sitewatch/pipeline/publish"
+	"sitewatch/pipeline/secret"
 	"sitewatch/pipeline/warehouse"
 	"sitewatch/schema"
 	"sitewatch/schema/flatten"
@@ -145,7 +145,7 @@ type runState struct {
 // earlier run of that month stopped. Its error says why the snapshot is not complete;
 // cmd/sitewatch maps it to the exit codes of the contract.
 func Run(ctx context.Context, cfg *config.Config, opts RunOptions, env Env) (*Summary, error) {
-	env = env.WithDefaults()
+	env, secrets := env.WithDefaults().redacting(cfg)
 	wl := config.NewWatchlist(cfg)
 	if len(wl.Domains) == 0 {
 		return nil, &config.Error{Path: cfg.Path, Msg: ErrNothingToFetch.Error() + "; `sitewatch validate` lists why each entry was rejected"}
@@ -176,23 +176,9 @@ func Run(ctx context.Context, cfg *config.Config, opts RunOptions, env Env) (*Su
 	}
 	if runErr == nil && r.sum.Status == StatusComplete {
 		runErr = r.publish(ctx)
+		r.sum.PublishError = secrets.Redact(r.sum.PublishError)
 	}
-	return r.sum, runErr
-}
-
-// publish uploads the month just completed to publish.url. A failing bucket never undoes the
-// local load: the run reports it apart (exit 1) and `sitewatch publish` retries.
-func (r *runState) publish(ctx context.Context) error {
-	res, err := publish.AfterRun(context.WithoutCancel(ctx), r.cfg.Publish, r.cfg.Warehouse.Parquet, r.sum.Snapshot, r.sum.RunID,
-		publish.Options{Logger: r.env.Logger})
-	if err != nil {
-		r.sum.PublishError = err.Error()
-		return fmt.Errorf("%w (the month is loaded locally; `sitewatch publish --snapshot %s` retries the upload)", err, r.sum.Snapshot)
-	}
-	if res != nil {
-		r.sum.Published = fmt.Sprintf("%s: %d files uploaded, %d unchanged", res.ManifestURL, res.Uploaded, res.Unchanged)
-	}
-	return nil
+	return r.sum, secret.Wrap(runErr, secrets)
 }
 
 func newRunState(cfg *config.Config, opts RunOptions, env Env, store Store, client Fetcher, wl *config.Watchlist) *runState {

@@ -50,7 +50,7 @@ type cycle struct {
 // config is re-read before each run. When ctx is cancelled (SIGINT/SIGTERM) the run in flight
 // lets its calls finish and commits, and Schedule returns nil.
 func Schedule(ctx context.Context, cfg *config.Config, env Env, opts ScheduleOptions) error {
-	env = env.WithDefaults()
+	env, _ = env.WithDefaults().redacting(cfg)
 	if opts.Parse == nil {
 		opts.Parse = cron.ParseStandard
 	}

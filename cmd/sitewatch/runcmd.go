@@ -110,7 +110,7 @@ func cmdSchedule(ctx context.Context, args []string, env pipeline.Env) error {
 		}
 	}
 	if *listen != "" {
-		env.Metrics = metrics.New(metrics.Options{HealthGrace: cfg.HealthGrace.Duration, Logger: env.Logger})
+		env.Metrics = metrics.New(metrics.Options{HealthGrace: cfg.HealthGrace.Duration, Logger: env.Logger, StallBound: stallBound(cfg)})
 		seedLastComplete(ctx, cfg, env)
 		if _, err := env.Metrics.Serve(ctx, *listen); err != nil {
 			return &UsageError{Msg: fmt.Sprintf("--listen %s: %v", *listen, err)}
@@ -118,6 +118,13 @@ func cmdSchedule(ctx context.Context, args []string, env pipeline.Env) error {
 	}
 	onRun := func(sum *pipeline.Summary, err error) { PrintSummary(env.Stdout, sum, err) }
 	return pipeline.Schedule(ctx, cfg, env, pipeline.ScheduleOptions{OnRun: onRun})
+}
+
+// stallBound is how long a run may show no progress before /healthz calls it stuck: the
+// longest silence of a healthy run (its 429 waits and a few timed-out attempts), at least
+// metrics.DefaultStallBound.
+func stallBound(cfg *config.Config) time.Duration {
+	return max(metrics.DefaultStallBound, cfg.API.MaxRateLimitWait.Duration+5*cfg.API.Timeout.Duration)
 }
 
 // seedLastComplete tells the recorder the newest complete month held, so /healthz is right

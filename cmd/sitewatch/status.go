@@ -235,13 +235,23 @@ func readWarehouse(ctx context.Context, cfg *config.Config, env pipeline.Env, li
 		return fmt.Errorf("read credits of %s: %w", cfg.Warehouse.DuckDB, err)
 	}
 	for _, s := range statusSections {
-		v, err := s.Collect(ctx, wh.DB(), cfg)
+		v, err := collectBounded(ctx, s, wh.DB(), cfg)
 		if err != nil {
 			return fmt.Errorf("status %s: %w", s.Name, err)
 		}
 		rep.Sections[s.Name] = v
 	}
 	return nil
+}
+
+// statusSectionBound bounds each section of `status`: one that asks the network (the bucket,
+// for "publish") reports a hung peer as its error instead of holding the command.
+const statusSectionBound = 10 * time.Second
+
+func collectBounded(ctx context.Context, s statusSection, db *sql.DB, cfg *config.Config) (any, error) {
+	ctx, cancel := context.WithTimeout(ctx, statusSectionBound)
+	defer cancel()
+	return s.Collect(ctx, db, cfg)
 }
 
 func toRunJSON(r warehouse.RunRecord) runJSON {

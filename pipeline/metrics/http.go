@@ -17,12 +17,16 @@ import (
 	"sitewatch/pipeline/atomicfile"
 )
 
-// Healthy applies the health rule at the Recorder's clock. With W the current calendar month
+// Healthy applies the health rule at the Recorder's clock. A run or publish that showed no
+// progress within its bound (Phase, Options.StallBound) is unhealthy whatever the months say. With W the current calendar month
 // (UTC) and G the grace period: until the first of W plus G, the month before W must be
 // complete; from then on, W itself. Otherwise it is unhealthy and reason says what is
 // missing since when. The month is the API's data month, as the runs record it.
 func (r *Recorder) Healthy() (ok bool, reason string) {
 	now := r.opts.Now().UTC()
+	if stuck, why := r.stuck(now); stuck {
+		return false, why
+	}
 	start := time.Date(now.Year(), now.Month(), 1, 0, 0, 0, 0, time.UTC)
 	deadline := start.Add(r.opts.HealthGrace)
 	expected, dueSince := start, deadline

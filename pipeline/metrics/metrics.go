@@ -23,6 +23,9 @@ type Options struct {
 	Now func() time.Time
 	// Logger receives the "metrics listening on …" line of Serve (default: none).
 	Logger *slog.Logger
+	// StallBound is how long a run may show no progress before /healthz calls it stuck
+	// (default DefaultStallBound).
+	StallBound time.Duration
 }
 
 // DefaultHealthGrace is the HealthGrace of a zero Options.
@@ -35,6 +38,9 @@ var Outcomes = []string{"complete", "up_to_date", "stopped_credits", "unauthoriz
 // Progress is a run's cumulative counters so far; the Recorder adds the increase since the
 // previous Progress of the same run to its counters.
 type Progress struct {
+	// Month is the month the run loads, once an answer told it ("" keeps the month of
+	// RunStarted): a run started on an empty warehouse learns it from its first answer.
+	Month        string
 	Loaded       int           // domains of the month loaded so far (all runs of the month)
 	Requests     map[int]int64 // HTTP answers by status code; 0 counts attempts that got no answer
 	RateLimited  int64         // 429 answers
@@ -56,7 +62,7 @@ type Recorder struct {
 	creditsSpent           prometheus.Counter
 	creditsLeft            prometheus.Gauge
 	loaded, total          *prometheus.GaugeVec
-	inProgress             prometheus.Gauge
+	inProgress, publishing prometheus.Gauge
 	lastStart, lastEnd     prometheus.Gauge
 	lastDuration           prometheus.Gauge
 	duration               prometheus.Histogram
@@ -69,6 +75,8 @@ type Recorder struct {
 	started   time.Time // start of the current run; zero when none runs
 	prev      Progress  // the last Progress of the current run
 	completed string    // the latest complete month, "" none known
+	phase     phase     // what the process does now, for the stall rule of /healthz
+	domains   int       // watchlist domains of the current (or last) run
 }
 
 // New returns a Recorder with every metric registered at its zero value.
@@ -78,6 +86,9 @@ func New(opts Options) *Recorder {
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
+	}
+	if opts.StallBound <= 0 {
+		opts.StallBound = DefaultStallBound
 	}
 	r := &Recorder{opts: opts, reg: prometheus.NewRegistry(), runtime: prometheus.NewRegistry()}
 	r.runtime.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -108,6 +119,7 @@ func (r *Recorder) register() {
 	r.loaded = f.gaugeVec("sitewatch_domains_loaded", "Watchlist domains loaded in the month of the current (or last) run.", "month")
 	r.total = f.gaugeVec("sitewatch_domains_total", "Watchlist domains of the current (or last) run.", "month")
 	r.inProgress = f.gauge("sitewatch_run_in_progress", "1 while a run is in progress.")
+	r.publishing = f.gauge("sitewatch_publish_in_progress", "1 while a run uploads its month to publish.url.")
 	r.lastStart = f.gauge("sitewatch_last_run_start_timestamp_seconds", "Unix time the last run started.")
 	r.lastEnd = f.gauge("sitewatch_last_run_end_timestamp_seconds", "Unix time the last run ended.")
 	r.lastDuration = f.gauge("sitewatch_last_run_duration_seconds", "Duration of the last finished run.")
@@ -159,11 +171,12 @@ func (r *Recorder) RunStarted(month string, total int, at time.Time) {
 		r.loaded.Reset()
 		r.total.Reset()
 	}
-	r.month, r.started, r.prev = month, at, Progress{}
+	r.month, r.started, r.prev, r.domains = month, at, Progress{}, total
 	r.total.WithLabelValues(month).Set(float64(total))
 	r.loaded.WithLabelValues(month)
 	r.inProgress.Set(1)
 	r.lastStart.Set(unix(at))
+	r.phase = phase{name: "run", since: at, bound: r.opts.StallBound}
 }
 
 // Progress adds what the current run did since its previous Progress. Counters never go
@@ -183,14 +196,45 @@ func (r *Recorder) Progress(p Progress) {
 	if p.CreditsLeft >= 0 {
 		r.creditsLeft.Set(float64(p.CreditsLeft))
 	}
+	r.moveTo(p.Month)
 	if r.month != "" {
 		r.loaded.WithLabelValues(r.month).Set(float64(p.Loaded))
+	}
+	if moved(p, r.prev) {
+		r.active(r.opts.Now())
 	}
 	r.prev = p
 	r.prev.Requests = make(map[int]int64, len(p.Requests)) // the caller may reuse its map
 	for code, n := range p.Requests {
 		r.prev.Requests[code] = n
 	}
+}
+
+// moveTo switches the month series to month when the run learnt another month than the one
+// it started with (callers hold r.mu).
+func (r *Recorder) moveTo(month string) {
+	if month == "" || month == r.month {
+		return
+	}
+	r.loaded.Reset()
+	r.total.Reset()
+	r.month = month
+	r.total.WithLabelValues(month).Set(float64(r.domains))
+}
+
+// moved says whether p shows progress over prev: a new answer or a newly loaded domain.
+func moved(p, prev Progress) bool {
+	if p.Loaded != prev.Loaded || p.CreditsSpent != prev.CreditsSpent || p.Retries != prev.Retries {
+		return true
+	}
+	var a, b int64
+	for _, n := range p.Requests {
+		a += n
+	}
+	for _, n := range prev.Requests {
+		b += n
+	}
+	return a != b
 }
 
 func delta(now, before int64) float64 {
@@ -217,6 +261,7 @@ func (r *Recorder) RunFinished(outcome string, at time.Time) {
 		r.lastDuration.Set(d)
 	}
 	r.started = time.Time{}
+	r.phase = phase{}
 }
 
 // MonthComplete records that month (YYYY-MM) is complete in the warehouse, found so at `at`

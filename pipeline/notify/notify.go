@@ -11,9 +11,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
+
+	"sitewatch/pipeline/secret"
 )
 
 // DefaultTimeout bounds one Send, retry included.
@@ -54,6 +58,7 @@ type Notifier struct {
 	client  *http.Client
 	log     *slog.Logger
 	timeout time.Duration
+	secrets *secret.Set // the URL's token parts, removed from every answer quoted in an error
 }
 
 // New returns a Notifier for webhookURL, or nil when webhookURL is "" (notifications off).
@@ -71,13 +76,29 @@ func New(webhookURL string, logger *slog.Logger) *Notifier {
 		target:  Redact(webhookURL),
 		log:     logger,
 		timeout: DefaultTimeout,
+		secrets: secret.New(secret.URLParts(webhookURL)...),
 		client: &http.Client{
+			Transport: transport(),
 			// A webhook that redirects is misconfigured; following it could carry the body
 			// (and the token in the path) somewhere else.
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		},
 	}
 }
+
+// transport gives each step of a POST its own deadline (connect, TLS, first byte of the
+// answer), inside the Send bound, so a peer that accepts and never answers is cut off.
+func transport() *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.DialContext = (&net.Dialer{Timeout: DialTimeout, KeepAlive: 30 * time.Second}).DialContext
+	t.TLSHandshakeTimeout = DialTimeout
+	t.ResponseHeaderTimeout = DefaultTimeout
+	t.IdleConnTimeout = 30 * time.Second
+	return t
+}
+
+// DialTimeout bounds the connection (and the TLS handshake) of one webhook POST.
+const DialTimeout = 3 * time.Second
 
 // WithTimeout returns n with the bound of one Send set to d (tests use a short one).
 func (n *Notifier) WithTimeout(d time.Duration) *Notifier {
@@ -166,16 +187,30 @@ func (n *Notifier) attempt(ctx context.Context, body []byte, limit time.Duration
 	req.Header.Set("User-Agent", "sitewatch-notify")
 	resp, err := n.client.Do(req)
 	if err != nil {
-		return &Error{Target: n.target, Err: stripURL(err)}
+		return &Error{Target: n.target, Err: secret.Wrap(stripURL(err), n.secrets)}
 	}
 	defer func() { _ = resp.Body.Close() }()
-	snippet, _ := io.ReadAll(io.LimitReader(resp.Body, 256))
+	head, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) // lets the connection be reused
 	if resp.StatusCode/100 == 2 {
 		return nil
 	}
-	return &Error{Target: n.target, Status: resp.StatusCode, Body: string(bytes.TrimSpace(snippet))}
+	return &Error{Target: n.target, Status: resp.StatusCode, Body: n.quote(head)}
 }
+
+// quote returns the start of an answer's body fit for a log line. The body is untrusted: a
+// 404 page may echo the request path, which holds the webhook's token. It is redacted before
+// it is cut, so no token is cut in half where the redaction would miss it.
+func (n *Notifier) quote(body []byte) string {
+	text := strings.ToValidUTF8(n.secrets.Redact(string(bytes.TrimSpace(body))), "?")
+	if r := []rune(text); len(r) > maxQuote {
+		text = string(r[:maxQuote]) + "…"
+	}
+	return text
+}
+
+// maxQuote is how many characters of a failed answer an error quotes.
+const maxQuote = 256
 
 // Error is a failed delivery. It never holds the webhook URL, only its redacted Target.
 type Error struct {

@@ -110,13 +110,33 @@ func (w *Warehouse) copyParquet(ctx context.Context, query, dir string) error {
 	if err := syncFile(dir); err != nil {
 		return err
 	}
-	// A partition written by another tool may hold more files; the partition is ours whole.
-	others, _ := filepath.Glob(filepath.Join(dir, "*.parquet"))
-	for _, o := range others {
-		if filepath.Base(o) != parquetFile {
-			if err := os.Remove(o); err != nil {
-				return err
+	return w.removeOldParts(dir)
+}
+
+// ownPart matches the names sitewatch's exports ever wrote in a partition: DuckDB's
+// data_N.parquet. data_0.parquet is the one file now; a data_N left by an older layout would be
+// read twice by every `*.parquet` reader, so it goes.
+var ownPart = regexp.MustCompile(`^data_[0-9]+\.parquet$`)
+
+// removeOldParts removes the data_N.parquet (N > 0) files of dir, and only those: a file of
+// another name (a user's backup.parquet) is not sitewatch's to delete. Such a file is read
+// with the partition by every `*.parquet` reader, so it is named in a warning.
+func (w *Warehouse) removeOldParts(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return fmt.Errorf("list %s: %w", dir, err)
+	}
+	for _, e := range entries {
+		name := e.Name()
+		switch {
+		case name == parquetFile || !strings.HasSuffix(name, ".parquet") || !e.Type().IsRegular():
+		case ownPart.MatchString(name):
+			if err := os.Remove(filepath.Join(dir, name)); err != nil {
+				return fmt.Errorf("remove the old part %s: %w", filepath.Join(dir, name), err)
 			}
+		default:
+			w.log.Warn("a Parquet file sitewatch did not write is in a partition it exports; it is kept, and readers of *.parquet read it with the partition: move it out",
+				"file", filepath.Join(dir, name))
 		}
 	}
 	return nil

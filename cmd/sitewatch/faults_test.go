@@ -1,0 +1,241 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"encoding/base64"
+	"fmt"
+	"html"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"sitewatch/pipeline/atlas/atlastest"
+	"sitewatch/pipeline/config"
+)
+
+// hangListener is a TCP endpoint that accepts connections and never answers: the hung
+// bucket (or webhook) of a network fault. accepted is closed at the first connection.
+type hangListener struct {
+	addr     string
+	accepted chan struct{}
+	once     sync.Once
+}
+
+func newHangListener(t *testing.T) *hangListener {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &hangListener{addr: ln.Addr().String(), accepted: make(chan struct{})}
+	var mu sync.Mutex
+	var conns []net.Conn
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c) // held open, never read or answered
+			mu.Unlock()
+			h.once.Do(func() { close(h.accepted) })
+		}
+	}()
+	t.Cleanup(func() {
+		_ = ln.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			_ = c.Close()
+		}
+	})
+	return h
+}
+
+// withHungBucket points h's config at a bucket endpoint that never answers, with credentials
+// from the environment (never the machine's own AWS setup).
+func withHungBucket(t *testing.T, h *harness, hang *hangListener) {
+	t.Helper()
+	for k, v := range map[string]string{"AWS_ACCESS_KEY_ID": "hang-access", "AWS_SECRET_ACCESS_KEY": "hang-secret-0c4d",
+		"AWS_CONFIG_FILE": filepath.Join(t.TempDir(), "none"), "AWS_SHARED_CREDENTIALS_FILE": filepath.Join(t.TempDir(), "none"),
+		"AWS_PROFILE": "", "AWS_EC2_METADATA_DISABLED": "true"} {
+		t.Setenv(k, v)
+	}
+	h.setConfig("domains:\n", "publish:\n  url: s3://hung-bucket/sw\n  endpoint: http://"+hang.addr+
+		"\n  region: us-east-1\n  path_style: true\ndomains:\n")
+}
+
+// runCtx runs `sitewatch <args> --config <cfg>` with ctx (a signal is ctx's cancellation, as
+// main wires it) and returns the exit code, or fails the test when it does not return within
+// limit.
+func (h *harness) runCtx(ctx context.Context, limit time.Duration, args ...string) int {
+	h.t.Helper()
+	args = append(args[:1:1], append([]string{"--config", h.cfgPath}, args[1:]...)...)
+	done := make(chan int, 1)
+	env := h.env()
+	go func() { done <- Main(ctx, args, env) }()
+	select {
+	case code := <-done:
+		return code
+	case <-time.After(limit):
+		h.t.Fatalf("sitewatch %v did not return within %s", args, limit)
+		return -1
+	}
+}
+
+// TestHungBucketEndsOnSignal: a bucket endpoint that accepts TCP and never answers. The run
+// loads the month, starts its upload, and a SIGTERM then ends the run at once (exit 1, the
+// month loaded, the publish named as interrupted) instead of being ignored until kill -9.
+func TestHungBucketEndsOnSignal(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end to end; runs without -short")
+	}
+	hang := newHangListener(t)
+	domains := atlastest.Domains(3)
+	h := newHarness(t, atlastest.Options{}, domains, "")
+	withHungBucket(t, h, hang)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		<-hang.accepted // the upload began: the load is done
+		time.Sleep(200 * time.Millisecond)
+		cancel() // SIGTERM
+	}()
+	start := time.Now()
+	if code := h.runCtx(ctx, 60*time.Second, "run", "--snapshot", testMonth); code != ExitFailed {
+		t.Fatalf("exit %d after SIGTERM during a hung upload, want %d\n%s", code, ExitFailed, h.stdout)
+	}
+	t.Logf("the run ended %s after its start", time.Since(start).Round(time.Millisecond))
+	if out := h.stdout.String(); !strings.Contains(out, "interrupted") {
+		t.Errorf("the summary does not say the upload was interrupted:\n%s", out)
+	}
+	withDB(t, h, func(db *sql.DB) {
+		if n := count(t, db, "SELECT count(*) FROM runs WHERE status = 'complete'"); n != 1 {
+			t.Errorf("%d complete runs, want 1: the load must stay loaded", n)
+		}
+	})
+}
+
+// TestStatusWithHungBucket: `status` with a bucket that never answers says so within its
+// bound instead of hanging.
+func TestStatusWithHungBucket(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end to end; runs without -short")
+	}
+	hang := newHangListener(t)
+	h := newHarness(t, atlastest.Options{}, atlastest.Domains(2), "")
+	if code := h.run("run", "--snapshot", testMonth); code != ExitOK {
+		t.Fatalf("run: exit %d\n%s", code, h.stdout)
+	}
+	withHungBucket(t, h, hang)
+	start := time.Now()
+	if code := h.runCtx(context.Background(), statusSectionBound+20*time.Second, "status"); code != ExitOK {
+		t.Fatalf("status: exit %d\n%s%s", code, h.stdout, h.stderr)
+	}
+	took := time.Since(start)
+	if took > statusSectionBound+10*time.Second {
+		t.Errorf("status took %s with a hung bucket; its bound is %s", took, statusSectionBound)
+	}
+	if out := h.stdout.String(); !strings.Contains(out, "cannot compare with the bucket") || !strings.Contains(out, "recent runs") && !strings.Contains(out, testMonth) {
+		t.Errorf("status does not show the runs and the bucket's failure:\n%s", out)
+	}
+}
+
+// TestMetricsFileNamesTheMonthLoaded: a run on a fresh warehouse learns its month from its
+// first answer; its metrics file shows that month and its loaded count, not {month=""} 0.
+func TestMetricsFileNamesTheMonthLoaded(t *testing.T) {
+	domains := atlastest.Domains(3)
+	h := newHarness(t, atlastest.Options{}, domains, "")
+	prom := filepath.Join(h.dir, "sitewatch.prom")
+	if code := h.run("run", "--metrics-file", prom); code != ExitOK {
+		t.Fatalf("run: exit %d\n%s", code, h.stdout)
+	}
+	b, err := os.ReadFile(prom)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `sitewatch_domains_loaded{month="` + testMonth + `"} 3`
+	if !strings.Contains(string(b), want) || strings.Contains(string(b), `month=""`) {
+		t.Errorf("metrics file lacks %s (or has an empty month):\n%s", want, b)
+	}
+}
+
+// TestWebhookEchoNeverLogsTheToken: a webhook that answers 500 or 404 with a body echoing the
+// request (path and query, plain, escaped, base64, HTML) never puts the hook's token in the
+// log or the output; the failure is still logged with its status.
+func TestWebhookEchoNeverLogsTheToken(t *testing.T) {
+	const token, query = "Xy9hookSECRET42", "sig-secret-8d1e"
+	for _, status := range []int{http.StatusInternalServerError, http.StatusNotFound} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+			w.WriteHeader(status)
+			uri := req.URL.RequestURI()
+			fmt.Fprintf(w, "no route for %s (%s) <a href=\"%s\">%s</a> b64:%s", uri, url.QueryEscape(uri),
+				html.EscapeString(uri), req.URL.Path, base64.StdEncoding.EncodeToString([]byte(req.URL.Path)))
+		}))
+		h := newHarness(t, atlastest.Options{}, atlastest.Domains(2), "")
+		h.extraEnv = map[string]string{config.EnvWebhookURL: srv.URL + "/services/T000/B000/" + token + "?sig=" + query}
+		if code := h.run("run"); code != ExitOK {
+			t.Fatalf("%d: exit %d\n%s", status, code, h.stdout)
+		}
+		srv.Close()
+		out := h.stdout.String() + h.stderr.String()
+		if !strings.Contains(out, fmt.Sprintf("answered %d", status)) {
+			t.Errorf("%d: the failed notification is not logged:\n%s", status, tail(h.stderr.String(), 1500))
+		}
+		for _, leak := range []string{token, query, base64.StdEncoding.EncodeToString([]byte("/services/T000/B000/" + token))[:20]} {
+			if strings.Contains(out, leak) {
+				t.Errorf("%d: %q leaked into the output:\n%s", status, leak, tail(h.stderr.String(), 1500))
+			}
+		}
+	}
+}
+
+// TestUserParquetFilesKept: `rebuild --snapshot M` and `run --refresh` rewrite the partitions
+// of M but delete only the files sitewatch wrote (data_N.parquet); a user's backup.parquet in
+// a partition, and any non-Parquet file, are kept.
+func TestUserParquetFilesKept(t *testing.T) {
+	h := newHarness(t, atlastest.Options{}, atlastest.Domains(2), "")
+	if code := h.run("run", "--snapshot", testMonth); code != ExitOK {
+		t.Fatalf("run: exit %d\n%s", code, h.stdout)
+	}
+	part := filepath.Join(h.dir, "data/parquet/sites/snapshot_month="+testMonth)
+	data0, err := os.ReadFile(filepath.Join(part, "data_0.parquet"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	user := map[string][]byte{"backup.parquet": data0, "notes.txt": []byte("mine")}
+	for _, args := range [][]string{{"rebuild", "--snapshot", testMonth}, {"run", "--snapshot", testMonth, "--refresh"}} {
+		for name, b := range user {
+			if err := os.WriteFile(filepath.Join(part, name), b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		old := filepath.Join(part, "data_1.parquet") // an older layout's second part: ours
+		if err := os.WriteFile(old, data0, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if code := h.run(args...); code != ExitOK {
+			t.Fatalf("%v: exit %d\n%s", args, code, h.stdout)
+		}
+		for name := range user {
+			if _, err := os.Stat(filepath.Join(part, name)); err != nil {
+				t.Errorf("%v deleted the user's %s: %v", args, name, err)
+			}
+		}
+		if _, err := os.Stat(old); err == nil {
+			t.Errorf("%v kept data_1.parquet, a part sitewatch wrote", args)
+		}
+		if !strings.Contains(h.stderr.String(), "backup.parquet") {
+			t.Errorf("%v: no warning names the foreign file backup.parquet", args)
+		}
+	}
+}

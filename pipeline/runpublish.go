@@ -1,0 +1,48 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"sitewatch/pipeline/publish"
+)
+
+// AutoPublishBound bounds the upload a run makes of the month it completed. The S3 client's
+// own deadlines end a hung request sooner; this bounds the whole upload, so a bucket that
+// answers too slowly never keeps a run (or the schedule behind it) from ending.
+const AutoPublishBound = 30 * time.Minute
+
+// publish uploads the month just completed to publish.url. A failing bucket never undoes the
+// local load: the run reports it apart (exit 1) and `sitewatch publish` retries. A signal
+// (SIGINT/SIGTERM) ends the upload at once: the bucket keeps what it had, as after a crash.
+func (r *runState) publish(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, AutoPublishBound)
+	defer cancel()
+	r.env.Metrics.Phase("publish", AutoPublishBound+time.Minute, r.env.Now())
+	defer r.env.Metrics.Phase("", 0, r.env.Now())
+	res, err := publish.AfterRun(ctx, r.cfg.Publish, r.cfg.Warehouse.Parquet, r.sum.Snapshot, r.sum.RunID,
+		publish.Options{Logger: r.env.Logger})
+	if err != nil {
+		err = explainPublishStop(ctx, err)
+		r.sum.PublishError = err.Error()
+		return fmt.Errorf("%w (the month is loaded locally; `sitewatch publish --snapshot %s` retries the upload)", err, r.sum.Snapshot)
+	}
+	if res != nil {
+		r.sum.Published = fmt.Sprintf("%s: %d files uploaded, %d unchanged", res.ManifestURL, res.Uploaded, res.Unchanged)
+	}
+	return nil
+}
+
+// explainPublishStop names why an upload ended early when its context did: a signal or the
+// bound, not the bucket.
+func explainPublishStop(ctx context.Context, err error) error {
+	switch {
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return fmt.Errorf("publish did not finish within %s (the bucket hangs or is too slow): %w", AutoPublishBound, err)
+	case errors.Is(ctx.Err(), context.Canceled):
+		return fmt.Errorf("publish interrupted by a signal: %w", err)
+	}
+	return err
+}
