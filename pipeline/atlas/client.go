@@ -47,20 +47,20 @@ const (
 
 // Defaults used when the Config field is zero, and the floors the client enforces.
 const (
-	DefaultRateLimit        = 3
-	DefaultTimeout          = 30 * time.Second
-	DefaultMaxAttempts      = 6
-	DefaultMaxRateLimited   = 20
-	DefaultMaxRetryAfter    = 2 * time.Minute
-	DefaultRetryInitial     = 500 * time.Millisecond
-	DefaultRetryMax         = 30 * time.Second
+	DefaultRateLimit      = 3
+	DefaultTimeout        = 30 * time.Second
+	DefaultMaxAttempts    = 6
+	DefaultMaxRateLimited = 20
+	DefaultMaxRetryAfter  = 2 * time.Minute
+	DefaultRetryInitial   = 500 * time.Millisecond
+	DefaultRetryMax       = 30 * time.Second
 	// DefaultRetryMaxElapsed bounds the time one call spends retrying transient failures,
 	// counted from its first failure; the attempt bound (DefaultMaxAttempts) usually ends it first.
 	DefaultRetryMaxElapsed = 2 * time.Minute
 	// retryMultiplier and retryJitter shape the backoff: each interval doubles, drawn
 	// uniformly within ±50 % of its nominal value.
-	retryMultiplier = 2
-	retryJitter     = 0.5
+	retryMultiplier         = 2
+	retryJitter             = 0.5
 	DefaultMaxWastedCredits = 5
 	DefaultMaxRateLimitWait = 15 * time.Minute
 	// DefaultMaxBodyBytes caps one body: API bodies are a few KB, country metadata ~30 KB.
