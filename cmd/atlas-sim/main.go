@@ -104,9 +104,9 @@ func parseFlags(args []string, stdout io.Writer, now time.Time) (string, atlaste
 		opts       atlastest.Options
 		version    = fs.Bool("version", false, "print the version and exit")
 		quotaReset = fs.String("quota-reset", "", "when the listing's quota resets: RFC 3339 `T`, or a Go duration from start (default the first of next month, 00:00 UTC)")
-		addr    = fs.String("addr", "127.0.0.1:8080", "listen `HOST:PORT` (port 0 picks a free one)")
-		keys    = fs.String("keys", atlastest.DefaultKey+"=500", "API keys and their starting credits, `K=N[,K=N...]`")
-		latency = fs.String("latency", "0", "added latency per request, uniform in `MIN[-MAX]` (Go durations, e.g. 200ms-800ms)")
+		addr       = fs.String("addr", "127.0.0.1:8080", "listen `HOST:PORT` (port 0 picks a free one)")
+		keys       = fs.String("keys", atlastest.DefaultKey+"=500", "API keys and their starting credits, `K=N[,K=N...]`")
+		latency    = fs.String("latency", "0", "added latency per request, uniform in `MIN[-MAX]` (Go durations, e.g. 200ms-800ms)")
 	)
 	fs.IntVar(&opts.Rate, "rate", atlastest.DefaultRate, "per-key requests per second (X-RateLimit-Limit)")
 	fs.Float64Var(&opts.FailRate, "fail-rate", 0, "fraction of otherwise-good requests answered 500, 502 or 504 (never charged)")
