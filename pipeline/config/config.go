@@ -143,12 +143,12 @@ const (
 // keys lists every accepted key in the order messages list them; a typo is an error, never
 // silently ignored. A key whose name is a section holds that section's keys.
 var keys = map[string][]string{
-	"":          {"schedule", "api", "warehouse", "retry_every", "health_grace", "notify", "publish", "domains"},
-	"api":       {"base_url", "mode", "marketplace_host", "rate_limit", "min_credits", "max_credits_per_run", "timeout", "allow_insecure_http", "max_wasted_credits", "max_rate_limit_wait", "sources"},
+	"":            {"schedule", "api", "warehouse", "retry_every", "health_grace", "notify", "publish", "domains"},
+	"api":         {"base_url", "mode", "marketplace_host", "rate_limit", "min_credits", "max_credits_per_run", "timeout", "allow_insecure_http", "max_wasted_credits", "max_rate_limit_wait", "sources"},
 	"api.sources": sourceKeys,
-	"warehouse": {"duckdb", "parquet", "memory_limit"},
-	"notify":    {"webhook_url"},
-	"publish":   {"url", "endpoint", "region", "path_style"},
+	"warehouse":   {"duckdb", "parquet", "memory_limit"},
+	"notify":      {"webhook_url"},
+	"publish":     {"url", "endpoint", "region", "path_style"},
 }
 
 // targets maps each dotted key to the field it fills.
