@@ -194,6 +194,9 @@ type Result struct {
 	// drift, legacy v1, secret in body); set whatever Err is, for the per-call ledger.
 	Charged int64
 	Err     error // nil on success; an *Error (or a wrapped stop reason or context error) otherwise
+	// Source names the credit source that made the call ("" from a lone Client; set by a
+	// fetcher spreading calls over several sources), for the ledger.
+	Source string
 }
 
 // Stats are the client's counters since New.
@@ -442,11 +445,35 @@ func (c *Client) FetchAll(ctx context.Context, reqs []Request, handle func(Resul
 			return err
 		}
 	}
+	i := 0
+	next := func() (Request, bool) {
+		if i == len(reqs) {
+			return Request{}, false
+		}
+		i++
+		return reqs[i-1], true
+	}
+	return c.fetchFrom(ctx, next, min(c.concurrency, len(reqs)), handle)
+}
+
+// FetchFrom is FetchAll over the requests next hands out, one at a time, until it reports
+// none left (next is called from one goroutine; it may block). Each request must be valid
+// (its URL builds). It lets several clients share one queue of calls.
+func (c *Client) FetchFrom(ctx context.Context, next func() (Request, bool), handle func(Result)) error {
+	if err := c.Err(); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return c.fetchFrom(ctx, next, c.concurrency, handle)
+}
+
+func (c *Client) fetchFrom(ctx context.Context, next func() (Request, bool), workers int, handle func(Result)) error {
 	type held struct {
 		res   Result
 		bytes int64
 	}
-	workers := min(c.concurrency, len(reqs))
 	jobs := make(chan Request)
 	results := make(chan held)
 	var wg sync.WaitGroup
@@ -464,7 +491,7 @@ func (c *Client) FetchAll(ctx context.Context, reqs []Request, handle func(Resul
 			}
 		}()
 	}
-	go c.feed(ctx, reqs, jobs)
+	go c.feed(ctx, next, jobs)
 	go func() {
 		wg.Wait()
 		close(results)
@@ -479,16 +506,21 @@ func (c *Client) FetchAll(ctx context.Context, reqs []Request, handle func(Resul
 	return ctx.Err()
 }
 
-// feed hands reqs to the workers until all are taken, the client stops or ctx ends.
-func (c *Client) feed(ctx context.Context, reqs []Request, jobs chan<- Request) {
+// feed hands the requests of next to the workers until none is left, the client stops or
+// ctx ends.
+func (c *Client) feed(ctx context.Context, next func() (Request, bool), jobs chan<- Request) {
 	defer close(jobs)
-	for _, r := range reqs {
+	for {
 		select {
 		case <-c.stopCh:
 			return
 		case <-ctx.Done():
 			return
 		default:
+		}
+		r, ok := next()
+		if !ok {
+			return
 		}
 		select {
 		case jobs <- r:
