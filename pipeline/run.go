@@ -458,7 +458,7 @@ func (r *runState) recordCharge(ctx context.Context, res atlas.Result, month, ou
 		return
 	}
 	c := warehouse.Charge{RunID: r.sum.RunID, SnapshotMonth: month, Domain: res.Domain, Endpoint: res.Endpoint,
-		Credits: credits, FetchedAt: res.FetchedAt, Outcome: outcome}
+		Credits: credits, FetchedAt: res.FetchedAt, Outcome: outcome, Source: res.Source}
 	if err := r.store.RecordCharge(ctx, c); err != nil {
 		r.fail(fmt.Errorf("record the credit of %s %s: %w", res.Endpoint, warehouse.DisplayDomain(res.Domain), err))
 	}
@@ -538,7 +538,7 @@ func (r *runState) handle(ctx context.Context, res atlas.Result) {
 	// Even after a storage failure stopped the run, later answers are still offered to the
 	// warehouse: they are paid for, and the failure may have been passing.
 	raw := warehouse.Raw{Endpoint: res.Endpoint, Domain: res.Domain, Body: res.Body, FetchedAt: res.FetchedAt,
-		RunID: r.sum.RunID, Credits: res.Charged, Refresh: r.opts.Refresh,
+		RunID: r.sum.RunID, Credits: res.Charged, Refresh: r.opts.Refresh, Source: res.Source,
 		Overview: res.Overview, Similar: res.Similar, Countries: res.Countries}
 	err := r.store.Store(ctx, month, raw)
 	switch {

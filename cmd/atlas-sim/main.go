@@ -8,7 +8,9 @@
 //
 //	atlas-sim [--addr 127.0.0.1:8080] [--keys K=N,...] [--rate N] [--latency MIN[-MAX]]
 //	          [--fail-rate F] [--month YYYY-MM] [--month-turn-after D] [--seed N]
-//	          [--marketplace-host H --marketplace-key K [--marketplace-require-bearer]]
+//	          [--marketplace-host H --marketplace-key K [--marketplace-require-bearer]
+//	           [--quota N] [--quota-reset T] [--marketplace-rate N]]
+//	atlas-sim --help | --version
 package main
 
 import (
@@ -35,8 +37,8 @@ func main() {
 // run parses args, serves until ctx ends and returns the exit code: 0 after a clean
 // shutdown, 1 when serving fails, 2 for bad usage.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	addr, opts, err := parseFlags(args, stderr)
-	if errors.Is(err, flag.ErrHelp) {
+	addr, opts, err := parseFlags(args, stdout, time.Now())
+	if errors.Is(err, flag.ErrHelp) || errors.Is(err, errVersion) {
 		return 0
 	}
 	if err != nil {
@@ -71,14 +73,40 @@ func complain(stderr io.Writer, err error) {
 	_, _ = fmt.Fprintf(stderr, "atlas-sim: %v\n", err)
 }
 
-func parseFlags(args []string, stderr io.Writer) (string, atlastest.Options, error) {
+// description is the head of --help: what the simulator is and how it is used.
+const description = `atlas-sim serves a faithful simulator of the Site Intelligence API on a local address:
+every endpoint, alias, header, error body, auth rule, credit and rate rule of the
+specification, with deterministic synthetic data (same domain + same month = same body).
+It serves the direct gateway (/atlas/...) and, with --marketplace-host and
+--marketplace-key, a marketplace listing with its own monthly quota, reset time and rate,
+from one process. It prints "listening on http://HOST:PORT" on stdout once it accepts
+connections, logs one line per request on stderr (never a key), and stops cleanly on
+SIGINT or SIGTERM.
+
+Usage:
+  atlas-sim [flags]
+  atlas-sim --addr 127.0.0.1:0 --keys demo-key=500 --rate 20 \
+            --marketplace-host intel.example --marketplace-key mk --quota 100 --marketplace-rate 10
+
+Flags:
+`
+
+// errVersion reports that --version was given and printed: exit 0, serve nothing.
+var errVersion = errors.New("version printed")
+
+func parseFlags(args []string, stdout io.Writer, now time.Time) (string, atlastest.Options, error) {
 	fs := flag.NewFlagSet("atlas-sim", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	// Flag errors are returned and printed by run; the help is printed only when asked for,
+	// on stdout (the flag package calls Usage on every parse error too).
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
 	var (
-		opts    atlastest.Options
-		addr    = fs.String("addr", "127.0.0.1:8080", "listen `HOST:PORT` (port 0 picks a free one)")
-		keys    = fs.String("keys", atlastest.DefaultKey+"=500", "API keys and their starting credits, `K=N[,K=N...]`")
-		latency = fs.String("latency", "0", "added latency per request, uniform in `MIN[-MAX]` (Go durations, e.g. 200ms-800ms)")
+		opts       atlastest.Options
+		version    = fs.Bool("version", false, "print the version and exit")
+		quotaReset = fs.String("quota-reset", "", "when the listing's quota resets: RFC 3339 `T`, or a Go duration from start (default the first of next month, 00:00 UTC)")
+		addr       = fs.String("addr", "127.0.0.1:8080", "listen `HOST:PORT` (port 0 picks a free one)")
+		keys       = fs.String("keys", atlastest.DefaultKey+"=500", "API keys and their starting credits, `K=N[,K=N...]`")
+		latency    = fs.String("latency", "0", "added latency per request, uniform in `MIN[-MAX]` (Go durations, e.g. 200ms-800ms)")
 	)
 	fs.IntVar(&opts.Rate, "rate", atlastest.DefaultRate, "per-key requests per second (X-RateLimit-Limit)")
 	fs.Float64Var(&opts.FailRate, "fail-rate", 0, "fraction of otherwise-good requests answered 500, 502 or 504 (never charged)")
@@ -88,8 +116,33 @@ func parseFlags(args []string, stderr io.Writer) (string, atlastest.Options, err
 	fs.StringVar(&opts.MarketplaceHost, "marketplace-host", "", "also serve the marketplace listing to requests with this x-marketplace-host")
 	fs.StringVar(&opts.MarketplaceKey, "marketplace-key", "", "the x-marketplace-key of the listing")
 	fs.BoolVar(&opts.MarketplaceRequireBearer, "marketplace-require-bearer", false, "the listing also requires Authorization: Bearer <API key>")
+	fs.Int64Var(&opts.MarketplaceQuota, "quota", atlastest.DefaultQuota, "the listing's monthly request quota `N` (x-ratelimit-requests-limit); each charged listing call takes one")
+	fs.IntVar(&opts.MarketplaceRate, "marketplace-rate", 0, "the listing's own requests per second `N` (default --rate)")
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return "", opts, printHelp(fs, stdout)
+		}
 		return "", opts, err
+	}
+	if *version {
+		_, err := fmt.Fprintf(stdout, "atlas-sim %s\n", buildVersion())
+		if err != nil {
+			return "", opts, fmt.Errorf("print the version: %w", err)
+		}
+		return "", opts, errVersion
+	}
+	if opts.MarketplaceQuota < 1 {
+		return "", opts, fmt.Errorf("--quota %d: want at least 1 request a month", opts.MarketplaceQuota)
+	}
+	if opts.MarketplaceRate < 0 {
+		return "", opts, fmt.Errorf("--marketplace-rate %d: want at least 1 request per second", opts.MarketplaceRate)
+	}
+	if *quotaReset != "" {
+		t, err := parseReset(*quotaReset, now)
+		if err != nil {
+			return "", opts, err
+		}
+		opts.MarketplaceQuotaReset = t
 	}
 	if fs.NArg() > 0 {
 		return "", opts, fmt.Errorf("unexpected argument %q: atlas-sim takes flags only", fs.Arg(0))
@@ -114,4 +167,27 @@ func parseFlags(args []string, stderr io.Writer) (string, atlastest.Options, err
 		return "", opts, err
 	}
 	return *addr, opts, nil
+}
+
+// parseReset reads --quota-reset: an RFC 3339 time, or a Go duration after now.
+func parseReset(v string, now time.Time) (time.Time, error) {
+	if t, err := time.Parse(time.RFC3339, v); err == nil {
+		return t.UTC(), nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return time.Time{}, fmt.Errorf("--quota-reset %q: want an RFC 3339 time (2026-12-01T00:00:00Z) or a positive Go duration from start (90s, 2h)", v)
+	}
+	return now.Add(d).UTC(), nil
+}
+
+// printHelp writes the description and the flags to stdout and returns flag.ErrHelp (exit 0).
+func printHelp(fs *flag.FlagSet, stdout io.Writer) error {
+	fs.SetOutput(stdout)
+	defer fs.SetOutput(io.Discard)
+	if _, err := fmt.Fprint(stdout, description); err != nil {
+		return fmt.Errorf("print the help: %w", err)
+	}
+	fs.PrintDefaults()
+	return flag.ErrHelp
 }

@@ -160,6 +160,9 @@ func TestBadFlags(t *testing.T) {
 		{"UnknownFlag", []string{"--nope"}, "nope"},
 		{"Positional", []string{"extra"}, "extra"},
 		{"Addr", []string{"--addr", "256.0.0.1:99999"}, "listen"},
+		{"Quota", []string{"--quota", "0"}, "--quota"},
+		{"QuotaReset", []string{"--quota-reset", "soon"}, "--quota-reset"},
+		{"MarketplaceRate", []string{"--marketplace-rate", "-1"}, "--marketplace-rate"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -4,7 +4,7 @@
 // It paces calls with a token bucket at min(configured rate, the server's
 // X-RateLimit-Limit), keeps enough calls in flight to use the whole limit, retries what
 // is worth retrying (429 after Retry-After; 5xx, time-outs and resets with jittered
-// exponential backoff; a charged broken 200 body at most once per call, within a per-run
+// exponential backoff from cenkalti/backoff, bounded by attempts and by elapsed time; a charged broken 200 body at most once per call, within a per-run
 // waste budget), decodes every 200 body once into its wire type, and never starts a call
 // that could break the credit reserve (min_credits) or the per-run cap
 // (max_credits_per_run). Every wait (429 pause, backoff, rate limiter, reserve) wakes at
@@ -17,16 +17,17 @@ package atlas
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math"
-	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/cenkalti/backoff/v4"
 	"golang.org/x/time/rate"
 
 	"sitewatch/schema"
@@ -46,13 +47,20 @@ const (
 
 // Defaults used when the Config field is zero, and the floors the client enforces.
 const (
-	DefaultRateLimit        = 3
-	DefaultTimeout          = 30 * time.Second
-	DefaultMaxAttempts      = 6
-	DefaultMaxRateLimited   = 20
-	DefaultMaxRetryAfter    = 2 * time.Minute
-	DefaultRetryInitial     = 500 * time.Millisecond
-	DefaultRetryMax         = 30 * time.Second
+	DefaultRateLimit      = 3
+	DefaultTimeout        = 30 * time.Second
+	DefaultMaxAttempts    = 6
+	DefaultMaxRateLimited = 20
+	DefaultMaxRetryAfter  = 2 * time.Minute
+	DefaultRetryInitial   = 500 * time.Millisecond
+	DefaultRetryMax       = 30 * time.Second
+	// DefaultRetryMaxElapsed bounds the time one call spends retrying transient failures,
+	// counted from its first failure; the attempt bound (DefaultMaxAttempts) usually ends it first.
+	DefaultRetryMaxElapsed = 2 * time.Minute
+	// retryMultiplier and retryJitter shape the backoff: each interval doubles, drawn
+	// uniformly within ±50 % of its nominal value.
+	retryMultiplier         = 2
+	retryJitter             = 0.5
 	DefaultMaxWastedCredits = 5
 	DefaultMaxRateLimitWait = 15 * time.Minute
 	// DefaultMaxBodyBytes caps one body: API bodies are a few KB, country metadata ~30 KB.
@@ -107,6 +115,9 @@ type Config struct {
 	// broken bodies (0 => DefaultRetryInitial, DefaultRetryMax). Jitter is ±50%.
 	RetryInitial time.Duration
 	RetryMax     time.Duration
+	// RetryMaxElapsed bounds the time one call keeps retrying transient failures, from its
+	// first failure (0 => DefaultRetryMaxElapsed); past it the call gives up with its last error.
+	RetryMaxElapsed time.Duration
 	// MaxBodyBytes caps one body (0 => DefaultMaxBodyBytes); a bigger 200 body is an
 	// ErrBodyTooLarge failure. MaxInflightBytes caps the bodies of all calls in flight
 	// together (0 => DefaultMaxInflightBytes); a call takes the room its body may need
@@ -183,6 +194,9 @@ type Result struct {
 	// drift, legacy v1, secret in body); set whatever Err is, for the per-call ledger.
 	Charged int64
 	Err     error // nil on success; an *Error (or a wrapped stop reason or context error) otherwise
+	// Source names the credit source that made the call ("" from a lone Client; set by a
+	// fetcher spreading calls over several sources), for the ledger.
+	Source string
 }
 
 // Stats are the client's counters since New.
@@ -362,6 +376,7 @@ func applyDefaults(cfg *Config) {
 	setDefault(&cfg.MaxRetryAfter, DefaultMaxRetryAfter)
 	setDefault(&cfg.RetryInitial, DefaultRetryInitial)
 	setDefault(&cfg.RetryMax, DefaultRetryMax)
+	setDefault(&cfg.RetryMaxElapsed, DefaultRetryMaxElapsed)
 	setDefault(&cfg.MaxRateLimitWait, DefaultMaxRateLimitWait)
 	if cfg.Clock == nil {
 		cfg.Clock = RealClock{}
@@ -430,11 +445,35 @@ func (c *Client) FetchAll(ctx context.Context, reqs []Request, handle func(Resul
 			return err
 		}
 	}
+	i := 0
+	next := func() (Request, bool) {
+		if i == len(reqs) {
+			return Request{}, false
+		}
+		i++
+		return reqs[i-1], true
+	}
+	return c.fetchFrom(ctx, next, min(c.concurrency, len(reqs)), handle)
+}
+
+// FetchFrom is FetchAll over the requests next hands out, one at a time, until it reports
+// none left (next is called from one goroutine; it may block). Each request must be valid
+// (its URL builds). It lets several clients share one queue of calls.
+func (c *Client) FetchFrom(ctx context.Context, next func() (Request, bool), handle func(Result)) error {
+	if err := c.Err(); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return c.fetchFrom(ctx, next, c.concurrency, handle)
+}
+
+func (c *Client) fetchFrom(ctx context.Context, next func() (Request, bool), workers int, handle func(Result)) error {
 	type held struct {
 		res   Result
 		bytes int64
 	}
-	workers := min(c.concurrency, len(reqs))
 	jobs := make(chan Request)
 	results := make(chan held)
 	var wg sync.WaitGroup
@@ -452,7 +491,7 @@ func (c *Client) FetchAll(ctx context.Context, reqs []Request, handle func(Resul
 			}
 		}()
 	}
-	go c.feed(ctx, reqs, jobs)
+	go c.feed(ctx, next, jobs)
 	go func() {
 		wg.Wait()
 		close(results)
@@ -467,16 +506,21 @@ func (c *Client) FetchAll(ctx context.Context, reqs []Request, handle func(Resul
 	return ctx.Err()
 }
 
-// feed hands reqs to the workers until all are taken, the client stops or ctx ends.
-func (c *Client) feed(ctx context.Context, reqs []Request, jobs chan<- Request) {
+// feed hands the requests of next to the workers until none is left, the client stops or
+// ctx ends.
+func (c *Client) feed(ctx context.Context, next func() (Request, bool), jobs chan<- Request) {
 	defer close(jobs)
-	for _, r := range reqs {
+	for {
 		select {
 		case <-c.stopCh:
 			return
 		case <-ctx.Done():
 			return
 		default:
+		}
+		r, ok := next()
+		if !ok {
+			return
 		}
 		select {
 		case jobs <- r:
@@ -541,6 +585,9 @@ func (c *Client) fetch(ctx context.Context, req Request) (Result, int64) {
 			}
 			if err := c.backoff(ctx, req, &f, out.retryAfter); err != nil {
 				f.res.Err = f.gaveUp(err)
+				if errors.Is(err, errRetryTimeUp) {
+					f.res.Err = f.withNote(err.Error()) // the call's own failure, not a stop
+				}
 				return f.res, 0
 			}
 		}
@@ -554,7 +601,9 @@ type fetchState struct {
 	limited      int  // attempts answered 429: free, so they have their own, larger bound
 	maybeCharged int  // failed attempts the server may have charged (broken 200, no answer)
 	refetched    bool // the one refetch this call may make was sent
-	backoffs     int  // backoff waits so far
+	// schedule is the transient-failure backoff, made at the call's first failure (most
+	// calls never fail, so most never allocate one).
+	schedule *backoff.ExponentialBackOff
 }
 
 // exhausted returns the error to give up with, or nil while another attempt is allowed.
@@ -607,21 +656,41 @@ func (f *fetchState) gaveUp(err error) error {
 		f.res.Endpoint, f.res.Domain, f.res.Attempts, f.last.Error(), err)
 }
 
-// backoff waits before the next attempt of a transient failure: jittered exponential, or
-// the server's Retry-After (503) when longer; it logs which attempt comes next.
+// backoff waits before the next attempt of a transient failure: the next interval of the
+// call's exponential schedule (cenkalti/backoff, on the client's clock), or the server's
+// Retry-After (503) when longer; it logs which attempt comes next. Past the schedule's
+// max elapsed time it returns errRetryTimeUp without waiting.
 func (c *Client) backoff(ctx context.Context, req Request, f *fetchState, retryAfter time.Duration) error {
-	d := c.cfg.RetryInitial << min(f.backoffs, 30)
-	if d <= 0 || d > c.cfg.RetryMax {
-		d = c.cfg.RetryMax
+	if f.schedule == nil {
+		f.schedule = c.newSchedule()
 	}
-	d = d/2 + time.Duration(rand.Int64N(int64(d)+1)) // ±50% jitter: within [d/2, 3d/2]
+	d := f.schedule.NextBackOff()
+	if d == backoff.Stop {
+		return fmt.Errorf("%w (%s, api retry bound)", errRetryTimeUp, c.cfg.RetryMaxElapsed)
+	}
 	d = max(d, retryAfter)
-	f.backoffs++
 	next := f.res.Attempts - f.limited + 1
 	c.log.Warn(fmt.Sprintf("atlas retrying (attempt %d of %d)", next, c.cfg.MaxAttempts),
 		"endpoint", req.Endpoint, "domain", req.Domain, "attempt", fmt.Sprintf("%d of %d", next, c.cfg.MaxAttempts),
 		"backoff", d, "error", f.last.Error())
 	return c.sleep(ctx, d)
+}
+
+// errRetryTimeUp ends a call whose transient failures outlasted RetryMaxElapsed.
+var errRetryTimeUp = errors.New("retries of transient failures took longer than their bound")
+
+// newSchedule is one call's transient-failure schedule: RetryInitial doubling up to
+// RetryMax, ±50 % jitter, at most RetryMaxElapsed in all, measured on the client's clock so
+// tests on a fake clock wait nothing.
+func (c *Client) newSchedule() *backoff.ExponentialBackOff {
+	return backoff.NewExponentialBackOff(
+		backoff.WithInitialInterval(c.cfg.RetryInitial),
+		backoff.WithMaxInterval(c.cfg.RetryMax),
+		backoff.WithMultiplier(retryMultiplier),
+		backoff.WithRandomizationFactor(retryJitter),
+		backoff.WithMaxElapsedTime(c.cfg.RetryMaxElapsed),
+		backoff.WithClockProvider(c.clock),
+	)
 }
 
 func (c *Client) count(f func(*Stats)) {

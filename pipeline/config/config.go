@@ -73,6 +73,9 @@ type APIConfig struct {
 	MaxWastedCredits int64
 	// MaxRateLimitWait bounds the total time a run waits out 429 answers.
 	MaxRateLimitWait Duration
+	// Sources, when set (api.sources), replaces base_url, mode, marketplace_host, rate_limit
+	// and min_credits with several credit sources (sources.go); Sources() reads either form.
+	Sources []SourceConfig
 }
 
 // NotifyConfig is the notify section of domains.yaml.
@@ -144,11 +147,12 @@ const (
 // keys lists every accepted key in the order messages list them; a typo is an error, never
 // silently ignored. A key whose name is a section holds that section's keys.
 var keys = map[string][]string{
-	"":          {"schedule", "api", "warehouse", "retry_every", "health_grace", "notify", "publish", "domains"},
-	"api":       {"base_url", "mode", "marketplace_host", "rate_limit", "min_credits", "max_credits_per_run", "timeout", "allow_insecure_http", "max_wasted_credits", "max_rate_limit_wait"},
-	"warehouse": {"duckdb", "parquet", "memory_limit"},
-	"notify":    {"webhook_url"},
-	"publish":   {"url", "endpoint", "region", "path_style", "lease", "lease_ttl"},
+	"":            {"schedule", "api", "warehouse", "retry_every", "health_grace", "notify", "publish", "domains"},
+	"api":         {"base_url", "mode", "marketplace_host", "rate_limit", "min_credits", "max_credits_per_run", "timeout", "allow_insecure_http", "max_wasted_credits", "max_rate_limit_wait", "sources"},
+	"api.sources": sourceKeys,
+	"warehouse":   {"duckdb", "parquet", "memory_limit"},
+	"notify":      {"webhook_url"},
+	"publish":     {"url", "endpoint", "region", "path_style", "lease", "lease_ttl"},
 }
 
 // targets maps each dotted key to the field it fills.
@@ -348,6 +352,8 @@ func (c *Config) decode(p *problems, section string, m *yaml.Node) {
 		switch {
 		case dotted == "domains":
 			c.decodeDomains(p, v)
+		case dotted == "api.sources":
+			c.decodeSources(p, v)
 		case section == "" && keys[k.Value] != nil:
 			if v.Kind != yaml.MappingNode {
 				p.add(v.Line, "%s must be a mapping of keys (%s)", k.Value, strings.Join(keys[k.Value], ", "))

@@ -23,7 +23,9 @@ func (c *Config) validate(p *problems) {
 		bad("schedule", "%s", msg)
 	}
 	// The client's own check, so config and client never disagree on a usable base URL.
-	if err := atlas.CheckBaseURL(c.API.BaseURL, c.API.AllowInsecureHTTP); err != nil {
+	if c.present["api.sources"] {
+		c.validateSources(p) // each source has its own base URL
+	} else if err := atlas.CheckBaseURL(c.API.BaseURL, c.API.AllowInsecureHTTP); err != nil {
 		if c.baseURLFromEnv {
 			p.add(0, "%s (which overrides api.base_url): %v", EnvBaseURL, err)
 		} else {

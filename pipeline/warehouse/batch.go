@@ -386,6 +386,7 @@ var (
 		{Name: "credits", Type: arrow.PrimitiveTypes.Int64},
 		{Name: "fetched_at", Type: &arrow.TimestampType{Unit: arrow.Microsecond}},
 		{Name: "outcome", Type: arrow.BinaryTypes.String},
+		{Name: "source", Type: arrow.BinaryTypes.String, Nullable: true},
 	}, nil)}
 )
 
@@ -430,6 +431,11 @@ func (w *Warehouse) insertCharges(ctx context.Context, charges []Charge) error {
 		rb.Field(5).(*array.Int64Builder).Append(c.Credits)
 		rb.Field(6).(*array.TimestampBuilder).Append(timestampOf(c.FetchedAt))
 		rb.Field(7).(*array.StringBuilder).Append(c.Outcome)
+		if c.Source == "" {
+			rb.Field(8).AppendNull()
+		} else {
+			rb.Field(8).(*array.StringBuilder).Append(c.Source)
+		}
 	}
 	rec := rb.NewRecord()
 	defer rec.Release()

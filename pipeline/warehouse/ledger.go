@@ -30,6 +30,7 @@ type Charge struct {
 	Credits                      int64 // credits the server charged
 	FetchedAt                    time.Time
 	Outcome                      string // "" = OutcomeRefused; a short reason word otherwise
+	Source                       string // the credit source that paid ("" = not named: NULL)
 }
 
 // RecordCharge writes one run_calls row for a charged answer that was not passed to Store.

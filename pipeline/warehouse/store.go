@@ -25,6 +25,8 @@ type Raw struct {
 	// raw_responses.run_id.
 	RunID   string
 	Credits int64
+	// Source is the credit source that paid for the body (run_calls.source).
+	Source string
 	// Refresh marks an answer of `run --refresh`: the domain is loaded only from two bodies of
 	// the same RunID, never a new one beside an older partner (see Store).
 	Refresh bool
@@ -242,7 +244,7 @@ func decodeRaw(raw *Raw) error {
 
 func chargeOf(snapshot string, raw Raw, outcome string) Charge {
 	return Charge{RunID: raw.RunID, SnapshotMonth: snapshot, Domain: raw.Domain, Endpoint: raw.Endpoint,
-		HTTPStatus: 200, Credits: raw.Credits, FetchedAt: raw.FetchedAt, Outcome: outcome}
+		HTTPStatus: 200, Credits: raw.Credits, FetchedAt: raw.FetchedAt, Outcome: outcome, Source: raw.Source}
 }
 
 // UnloadableError reports a domain whose stored responses decode but cannot be flattened

@@ -52,8 +52,10 @@
 //     request's arrival time, before Hang and latency) of X-RateLimit-Limit requests; beyond it 429 {error, message, service} with Retry-After: 1
 //     and X-RateLimit-Remaining: 0. Every authenticated request that gets this far counts,
 //     whatever its final status. A marketplace call without a bearer key is limited per
-//     listing.
-//  7. Marketplace monthly quota exhausted: 429 {error, message, service}.
+//     listing. The listing's limit is Options.MarketplaceRate (default Rate), the gateway's Rate.
+//  7. Marketplace monthly quota exhausted: 429 {error, message, service}. The quota comes back
+//     whole at Options.MarketplaceQuotaReset (default the next UTC month), then monthly; what
+//     was left is not carried over.
 //  8. Credits: a wallet at zero or below gives 402 {error, message, service,
 //     remainingBalance} with X-Gateway-Credit-Cost: 1 (the price of the call).
 //  9. Upstream: unknown route 404 {detail}; a verb other than GET 405 {detail} with Allow:
@@ -100,6 +102,6 @@
 // X-Gateway-Latency-Ms, X-RateLimit-Limit, X-Content-Type-Options: nosniff,
 // X-Frame-Options: SAMEORIGIN and X-XSS-Protection: 1; mode=block. Authenticated responses
 // also carry X-RateLimit-Remaining. Marketplace calls add x-ratelimit-requests-limit,
-// x-ratelimit-requests-remaining, x-ratelimit-requests-reset (epoch seconds of the next UTC
-// month), x-marketplace-region and x-marketplace-request-id.
+// x-ratelimit-requests-remaining, x-ratelimit-requests-reset (epoch seconds of the next quota
+// reset), x-marketplace-region and x-marketplace-request-id.
 package atlastest

@@ -53,11 +53,12 @@ type Handler struct {
 	keysMu sync.RWMutex
 	keys   []keyEntry
 
-	mu        sync.Mutex
-	wallets   map[string]*int64
-	windows   map[string]*window
-	quotaUsed int64
-	stats     Stats
+	mu         sync.Mutex
+	wallets    map[string]*int64
+	windows    map[string]*window
+	quotaUsed  int64
+	quotaReset time.Time // when quotaUsed next returns to 0
+	stats      Stats
 }
 
 type keyEntry struct {
@@ -114,6 +115,9 @@ func NewHandler(opts Options) (*Handler, error) {
 	if opts.MarketplaceQuota == 0 {
 		opts.MarketplaceQuota = DefaultQuota
 	}
+	if opts.MarketplaceRate == 0 {
+		opts.MarketplaceRate = opts.Rate
+	}
 	if opts.Faults.RetryAfter == 0 {
 		opts.Faults.RetryAfter = time.Second
 	}
@@ -129,6 +133,10 @@ func NewHandler(opts Options) (*Handler, error) {
 		stats:   Stats{ByStatus: map[int]int{}, ByEndpoint: map[string]int{}, Fetches: map[Fetch]int{}},
 	}
 	h.rate.Store(int64(opts.Rate))
+	h.quotaReset = opts.MarketplaceQuotaReset
+	if h.quotaReset.IsZero() {
+		h.quotaReset = nextMonthStart(time.Now())
+	}
 	for k, n := range opts.Keys {
 		h.addKeyLocked(k, n)
 	}
@@ -181,7 +189,39 @@ func (h *Handler) SetRate(n int) {
 func (h *Handler) MarketplaceRemaining() int64 {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	h.rollQuotaLocked(time.Now())
 	return h.opts.MarketplaceQuota - h.quotaUsed
+}
+
+// MarketplaceQuotaReset returns when the listing's quota next resets.
+func (h *Handler) MarketplaceQuotaReset() time.Time {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.rollQuotaLocked(time.Now())
+	return h.quotaReset
+}
+
+// rollQuotaLocked gives the whole quota back once its reset time has passed (no rollover:
+// what was left is gone), and moves the reset a month on.
+func (h *Handler) rollQuotaLocked(now time.Time) {
+	for !now.Before(h.quotaReset) {
+		h.quotaUsed = 0
+		h.quotaReset = h.quotaReset.AddDate(0, 1, 0)
+	}
+}
+
+// nextMonthStart is 00:00 UTC on the first of the month after t's.
+func nextMonthStart(t time.Time) time.Time {
+	t = t.UTC()
+	return time.Date(t.Year(), t.Month()+1, 1, 0, 0, 0, 0, time.UTC)
+}
+
+// rateOf is the requests per second of the listing (market) or of the direct gateway.
+func (h *Handler) rateOf(market bool) int64 {
+	if market {
+		return int64(h.opts.MarketplaceRate)
+	}
+	return h.rate.Load()
 }
 
 // Stats returns a copy of the counters.
@@ -241,6 +281,7 @@ type request struct {
 	broken     bool
 	status     int
 	quotaLeft  int64
+	quotaReset time.Time
 	limitWrite bool // X-RateLimit-Remaining known
 	balanced   bool // remaining and quotaLeft are set
 }
@@ -341,7 +382,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		q.rateLeft = 0
 		h.fail(w, q, http.StatusTooManyRequests, gatewayError{
 			Error:   "Too Many Requests",
-			Message: fmt.Sprintf("The monthly quota of %d requests of this marketplace plan is exhausted; it resets at the start of next month.", h.opts.MarketplaceQuota),
+			Message: fmt.Sprintf("The monthly quota of %d requests of this marketplace plan is exhausted; it resets at %s.", h.opts.MarketplaceQuota, q.quotaReset.UTC().Format(time.RFC3339)),
 			Service: Service,
 		})
 		return
@@ -510,7 +551,7 @@ func (h *Handler) authenticate(w http.ResponseWriter, r *http.Request, q *reques
 // 429) or 402 for an empty wallet.
 func (h *Handler) account(q *request, success bool) int {
 	now := q.start.Unix() // a gateway counts the rate when a request arrives, before the upstream's latency
-	limit := int(h.rate.Load())
+	limit := int(h.rateOf(q.market))
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	win := h.windows[q.rateKey]
@@ -571,7 +612,9 @@ func (h *Handler) balance(q *request) {
 
 func (h *Handler) balanceLocked(q *request) {
 	q.balanced = true
+	h.rollQuotaLocked(q.start)
 	q.quotaLeft = h.opts.MarketplaceQuota - h.quotaUsed
+	q.quotaReset = h.quotaReset
 	if w := h.wallets[q.key]; w != nil {
 		q.remaining = *w
 	} else if q.market {
@@ -582,7 +625,7 @@ func (h *Handler) balanceLocked(q *request) {
 func (h *Handler) tooMany(w http.ResponseWriter, q *request) {
 	h.fail(w, q, http.StatusTooManyRequests, gatewayError{
 		Error:   "Too Many Requests",
-		Message: fmt.Sprintf("Rate limit of %d requests per second exceeded for this key. Wait for Retry-After seconds and slow down.", h.rate.Load()),
+		Message: fmt.Sprintf("Rate limit of %d requests per second exceeded for this key. Wait for Retry-After seconds and slow down.", h.rateOf(q.market)),
 		Service: Service,
 	})
 }
@@ -599,7 +642,7 @@ func (h *Handler) headers(w http.ResponseWriter, q *request) {
 	}
 	hd["X-Gateway-Remaining-Credits"] = []string{strconv.FormatInt(q.remaining, 10)}
 	hd["X-Gateway-Latency-Ms"] = []string{strconv.FormatInt(time.Since(q.start).Milliseconds(), 10)}
-	hd["X-Ratelimit-Limit"] = []string{strconv.FormatInt(h.rate.Load(), 10)}
+	hd["X-Ratelimit-Limit"] = []string{strconv.FormatInt(h.rateOf(q.market), 10)}
 	if q.limitWrite {
 		hd["X-Ratelimit-Remaining"] = []string{strconv.Itoa(q.rateLeft)}
 	}
@@ -607,12 +650,10 @@ func (h *Handler) headers(w http.ResponseWriter, q *request) {
 	hd["X-Frame-Options"] = hFrame
 	hd["X-Xss-Protection"] = hXSS
 	if q.market {
-		left := q.quotaLeft
+		left, reset := q.quotaLeft, q.quotaReset
 		if !q.balanced {
-			left = h.MarketplaceRemaining()
+			left, reset = h.MarketplaceRemaining(), h.MarketplaceQuotaReset()
 		}
-		now := time.Now().UTC()
-		reset := time.Date(now.Year(), now.Month()+1, 1, 0, 0, 0, 0, time.UTC)
 		hd["X-Ratelimit-Requests-Limit"] = []string{strconv.FormatInt(h.opts.MarketplaceQuota, 10)}
 		hd["X-Ratelimit-Requests-Remaining"] = []string{strconv.FormatInt(max(0, left), 10)}
 		hd["X-Ratelimit-Requests-Reset"] = []string{strconv.FormatInt(reset.Unix(), 10)}

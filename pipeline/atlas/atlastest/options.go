@@ -36,6 +36,13 @@ type Options struct {
 	// MarketplaceQuota is the monthly request quota of the listing
 	// (x-ratelimit-requests-limit); 0 means 10000.
 	MarketplaceQuota int64
+	// MarketplaceQuotaReset is when the listing's quota next resets
+	// (x-ratelimit-requests-reset); zero means the first of next month, 00:00 UTC. Once it
+	// passes, the whole quota is available again and the next reset is a month later.
+	MarketplaceQuotaReset time.Time
+	// MarketplaceRate is the listing's own requests per second (its X-RateLimit-Limit); 0
+	// means Rate. The listing and the direct gateway count their rates apart.
+	MarketplaceRate int
 	// Faults injects further failures for reliability tests.
 	Faults Faults
 	// Legacy serves legacy v1 bodies (flat camelCase, boolean success, hyphenated country keys).
@@ -105,6 +112,9 @@ func (o Options) validate() error {
 	}
 	if o.MarketplaceRequireBearer && o.MarketplaceHost == "" {
 		errs = append(errs, errors.New("marketplace-require-bearer needs a marketplace host and key"))
+	}
+	if o.MarketplaceRate < 0 {
+		errs = append(errs, fmt.Errorf("marketplace rate %d is negative; want requests per second >= 1 (0 = the gateway's rate)", o.MarketplaceRate))
 	}
 	if o.MarketplaceQuota < 0 {
 		errs = append(errs, fmt.Errorf("marketplace quota %d is negative", o.MarketplaceQuota))
