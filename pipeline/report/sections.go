@@ -28,9 +28,7 @@ func buildTraffic(d *data) []sparkCard {
 		if ch, ok := s.mom(); ok {
 			c.MoM, c.MoMTone = signedPct(ch), tone(ch)
 		}
-		if ch, ok := s.yoy(); ok {
-			c.YoY, c.YoYTone = signedPct(ch), tone(ch)
-		}
+		c.YoY, c.YoYTone = s.yoyText()
 		cards = append(cards, c)
 	}
 	return cards
@@ -66,6 +64,9 @@ func buildYoY(d *data) *chartSection {
 	capped, have := false, false
 	for _, s := range d.Sites {
 		r := barRow{Label: s.Domain, Text: "no month a year earlier"}
+		if t, _ := s.yoyText(); t != "n/a" {
+			r.Text = "year on year " + t
+		}
 		if ch, ok := s.yoy(); ok {
 			have = true
 			r.Value, r.Valid = ch, true
@@ -75,7 +76,7 @@ func buildYoY(d *data) *chartSection {
 		rows = append(rows, r)
 	}
 	if !have {
-		return nil
+		return yoyPending(d)
 	}
 	sort.SliceStable(rows, func(i, j int) bool {
 		if rows[i].Valid != rows[j].Valid {

@@ -141,6 +141,8 @@ func visitsCard(d *data) card {
 	}
 	if prevY > 0 {
 		parts = append(parts, "YoY "+signedPct(curY/prevY-1))
+	} else if from := yoyFrom(d); from.After(m) {
+		parts = append(parts, "YoY from "+from.Format("Jan 2006"))
 	}
 	c.Detail = fmt.Sprintf("%d domains", n)
 	if len(parts) > 0 {
