@@ -36,6 +36,13 @@ const (
 
 var metricOrder = []string{MetricVisits, MetricGlobalRank, MetricAIVisits, MetricAITrafficShare, MetricChannelShare}
 
+// RankingRule is the one ordering of movers and per-domain changes that the report, `sitewatch
+// changes` and the webhook headline share (changes_movers.mover_rank implements its first part).
+const RankingRule = "Movers are ranked by the visits a move stands for: the change in visits (or AI-referred visits); " +
+	"for a global rank, |ln(old rank ÷ new rank)| × the domain's visits; for a share, the change in share × the domain's visits. " +
+	"So a 1 → 2 visit change (+100 %) never leads a list that holds sites with millions of visits. " +
+	"Competitors, keywords, AI platforms and countries that changed are listed by their domain's visits, largest first."
+
 // MoversPerMetric bounds the movers the digest keeps per metric (the view has them all).
 const MoversPerMetric = 5
 
@@ -265,11 +272,15 @@ func (d *Digest) readMovers(ctx context.Context, db *sql.DB) error {
 	return nil
 }
 
+// bySize orders the rows of a changes_* view (aliased c) by their domain's visits in the
+// month, largest first: the per-domain half of RankingRule.
+const bySize = `(SELECT s.total_visits FROM sites s WHERE s.snapshot_month = c.snapshot_month AND s.domain = c.domain) DESC NULLS LAST`
+
 func (d *Digest) readCompetitors(ctx context.Context, db *sql.DB) error {
 	return warehouse.QueryEach(ctx, db, `SELECT domain, change, competitor, competitor_position, competitor_global_rank,
 			competitor_total_visits, competitor_on_watchlist
-		FROM changes_competitors WHERE snapshot_month = ?
-		ORDER BY domain, change DESC, competitor_position, competitor`, []any{d.Month}, func(rows *sql.Rows) error {
+		FROM changes_competitors c WHERE snapshot_month = ?
+		ORDER BY `+bySize+`, domain, change DESC, competitor_position, competitor`, []any{d.Month}, func(rows *sql.Rows) error {
 		var c CompetitorChange
 		var rank sql.NullInt64
 		var visits sql.NullFloat64
@@ -284,8 +295,8 @@ func (d *Digest) readCompetitors(ctx context.Context, db *sql.DB) error {
 
 func (d *Digest) readPlatforms(ctx context.Context, db *sql.DB) error {
 	return warehouse.QueryEach(ctx, db, `SELECT domain, change, platform, rank, share_pct
-		FROM changes_ai_platforms WHERE snapshot_month = ?
-		ORDER BY domain, change DESC, rank NULLS LAST, platform`, []any{d.Month}, func(rows *sql.Rows) error {
+		FROM changes_ai_platforms c WHERE snapshot_month = ?
+		ORDER BY `+bySize+`, domain, change DESC, rank NULLS LAST, platform`, []any{d.Month}, func(rows *sql.Rows) error {
 		var p PlatformChange
 		var rank sql.NullInt64
 		var share sql.NullFloat64
@@ -300,8 +311,8 @@ func (d *Digest) readPlatforms(ctx context.Context, db *sql.DB) error {
 
 func (d *Digest) readKeywords(ctx context.Context, db *sql.DB) error {
 	return warehouse.QueryEach(ctx, db, `SELECT domain, change, keyword, position, search_volume, estimated_value_usd
-		FROM changes_keywords WHERE snapshot_month = ?
-		ORDER BY domain, change DESC, position, keyword`, []any{d.Month}, func(rows *sql.Rows) error {
+		FROM changes_keywords c WHERE snapshot_month = ?
+		ORDER BY `+bySize+`, domain, change DESC, position, keyword`, []any{d.Month}, func(rows *sql.Rows) error {
 		var k KeywordChange
 		var volume sql.NullInt64
 		var value sql.NullFloat64
@@ -317,8 +328,8 @@ func (d *Digest) readKeywords(ctx context.Context, db *sql.DB) error {
 func (d *Digest) readCountries(ctx context.Context, db *sql.DB) error {
 	return warehouse.QueryEach(ctx, db, `SELECT domain, change, country_code, coalesce(country_name, ''), position, previous_position,
 			share, previous_share
-		FROM changes_top_countries WHERE snapshot_month = ?
-		ORDER BY domain, change, coalesce(position, previous_position), country_code`, []any{d.Month}, func(rows *sql.Rows) error {
+		FROM changes_top_countries c WHERE snapshot_month = ?
+		ORDER BY `+bySize+`, domain, change, coalesce(position, previous_position), country_code`, []any{d.Month}, func(rows *sql.Rows) error {
 		var c CountryChange
 		var pos, prevPos sql.NullInt64
 		var share, prevShare sql.NullFloat64

@@ -44,6 +44,7 @@ func (d *Digest) WriteText(w io.Writer) error {
 		d.writePlatforms(p)
 		d.writeKeywords(p)
 		d.writeCountries(p)
+		p.Printf("\nOrder: %s\n", RankingRule)
 	}
 	d.writeQuality(p)
 	return p.Err()

@@ -35,7 +35,8 @@ type site struct {
 	LastMonth     time.Time // newest month; zero when the history is empty
 	LastVisits    sql.NullFloat64
 	PrevVisits    sql.NullFloat64 // the calendar month before LastMonth
-	YearAgoVisits sql.NullFloat64 // LastMonth one year earlier
+	YearAgoVisits sql.NullFloat64 // LastMonth one year earlier, from any snapshot up to this one
+	YoYFrom       time.Time       // first month with a month a year earlier in the warehouse; zero without history
 }
 
 // change returns cur/base - 1 when both are known and base is not 0.
@@ -138,7 +139,7 @@ func load(ctx context.Context, db *sql.DB, snapshot string) (*data, error) {
 	if len(d.Sites) == 0 {
 		return nil, noData(ctx, db, snapshot)
 	}
-	for _, step := range []func(context.Context, *sql.DB) error{d.loadPrevious, d.loadTraffic, d.loadChannels,
+	for _, step := range []func(context.Context, *sql.DB) error{d.loadPrevious, d.loadTraffic, d.loadYearAgo, d.loadChannels,
 		d.loadCountries, d.loadKeywords, d.loadOverlaps, d.loadAI, d.loadCompetitors, d.loadRuns,
 		d.loadFetchErrors, d.loadQuality, d.loadDigest} {
 		if err := step(ctx, db); err != nil {
@@ -261,7 +262,6 @@ func (d *data) loadTraffic(ctx context.Context, db *sql.DB) error {
 		last := pts[len(pts)-1]
 		s.LastMonth, s.LastVisits = last.Month, sql.NullFloat64{Float64: last.Visits, Valid: true}
 		s.PrevVisits = visitsIn(pts, last.Month.AddDate(0, -1, 0))
-		s.YearAgoVisits = visitsIn(pts, last.Month.AddDate(-1, 0, 0))
 	}
 	return nil
 }

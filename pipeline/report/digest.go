@@ -18,6 +18,9 @@ type digestSection struct {
 	Platforms       []changeRow
 	Keywords        []changeRow
 	Countries       []changeRow
+	// More* count the domains beyond changeRows with changes of that kind (in `sitewatch changes`
+	// and the changes_* views).
+	MoreCompetitors, MorePlatforms, MoreKeywords, MoreCountries int
 }
 
 type moverTable struct {
@@ -78,7 +81,10 @@ func buildDigest(dg *changes.Digest) *digestSection {
 		}
 		geo.add(c.Domain, c.Change == "entered", name)
 	}
-	s.Competitors, s.Platforms, s.Keywords, s.Countries = comp.rows(), plat.rows(), kw.rows(), geo.rows()
+	s.Competitors, s.MoreCompetitors = comp.rows()
+	s.Platforms, s.MorePlatforms = plat.rows()
+	s.Keywords, s.MoreKeywords = kw.rows()
+	s.Countries, s.MoreCountries = geo.rows()
 	return s
 }
 
@@ -155,12 +161,21 @@ func (c *changeSet) add(domain string, added bool, item string) {
 // maxItems bounds one cell; the rest are counted.
 const maxItems = 8
 
-func (c *changeSet) rows() []changeRow {
+// changeRows bounds each table of additions and removals (competitors, platforms, …): the
+// domains with the most visits first; `sitewatch changes` and the changes_* views have all.
+const changeRows = 10
+
+// rows are the first changeRows domains (the digest lists them by the domain's visits,
+// largest first), and how many more there are.
+func (c *changeSet) rows() ([]changeRow, int) {
 	var out []changeRow
-	for _, d := range c.order {
+	for i, d := range c.order {
+		if i == changeRows {
+			return out, len(c.order) - changeRows
+		}
 		out = append(out, changeRow{Domain: d, Added: itemList(c.added[d]), Removed: itemList(c.removed[d])})
 	}
-	return out
+	return out, 0
 }
 
 func itemList(items []string) string {

@@ -1,9 +1,12 @@
 // Package report writes the monthly HTML report of one snapshot: a single self-contained file
-// (inline SVG charts and CSS, the chart font embedded as a data URI, no scripts, no network)
-// that leads with the month's headline numbers and what changed, then shows traffic per domain
-// as small multiples, size and rank, year on year, channel mix, geography, keywords, AI
-// referrals, competitors, and the runs, credits and data-quality findings behind the numbers,
-// with a visible warning when the snapshot is incomplete.
+// (inline SVG charts and CSS, the chart font embedded as a data URI, no network; one short
+// inline script only sorts and filters the All domains table, which reads without it) that
+// leads with the month's headline numbers and what changed, then shows traffic per domain as
+// small multiples, size and rank, year on year, channel mix, geography, keywords, AI referrals,
+// competitors, and the runs, credits and data-quality findings behind the numbers, with a
+// visible warning when the snapshot is incomplete. Per-domain sections show the topN most
+// visited domains; the All domains table lists every one, so the page stays readable for 5 or
+// 5,000 domains. Movers follow changes.RankingRule, stated in the footnote.
 package report
 
 import (
@@ -16,6 +19,8 @@ import (
 	"html/template"
 	"io"
 	"sort"
+
+	"sitewatch/pipeline/changes"
 )
 
 //go:embed page.html.tmpl
@@ -65,7 +70,10 @@ type page struct {
 	AI            *legendChart
 	Competitors   *competitorSection
 	Runs          *runSection
-	Sites         []siteRow
+	Sites         []allRow
+	TopNote       string // which domains the per-domain sections show, "" when all
+	Rule          string // the ranking rule, stated in the footnote
+	TopN          int
 }
 
 type tocEntry struct{ ID, Title string }
@@ -109,6 +117,8 @@ func build(d *data) (*page, error) {
 	p.Competitors = buildCompetitors(d)
 	p.Runs = buildRuns(d)
 	p.Sites = buildSites(d)
+	p.TopNote = cutNote(d, "the most visited domains")
+	p.Rule, p.TopN = changes.RankingRule, topN
 	p.Contents = contents(p)
 	return p, nil
 }
@@ -129,7 +139,7 @@ func contents(p *page) []tocEntry {
 	add(p.Keywords != nil, "keywords", "Keywords")
 	add(p.AI != nil, "ai", "AI referrals")
 	add(p.Competitors != nil, "competitors", "Competitors")
-	toc = append(toc, tocEntry{"runs", "Runs, credits and data quality"}, tocEntry{"watchlist", "Watchlist details"})
+	toc = append(toc, tocEntry{"runs", "Runs, credits and data quality"}, tocEntry{"watchlist", "All domains"})
 	return toc
 }
 

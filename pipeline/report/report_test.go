@@ -54,7 +54,7 @@ func TestWriteRich(t *testing.T) {
 		"<b>Reporting period:</b> 2026-01",
 		"Domains loaded</div><div class=\"value\">28 of 28",
 		"Watchlist visits, Jan 2026 (estimate)",
-		"Biggest riser, MoM", "Biggest faller, MoM",
+		"Biggest riser in visits, MoM", "Biggest faller in visits, MoM",
 		"Snapshot 2026-02 against 2026-01, the complete month before it, over the 28 domains", "Visits: biggest moves", "Global rank: biggest moves",
 		"Each chart has its own scale",
 		"log scale",
@@ -82,14 +82,17 @@ func TestWriteRich(t *testing.T) {
 		t.Errorf("%d small multiples, want one per domain (%d)", n, len(richDomains))
 	}
 	// One competitor listed by all 28 domains in another spelling appears once, listed by 28.
-	if n := strings.Count(html, "<tr><td>common-rival.example</td>"); n != 1 {
+	if n := strings.Count(html, `<tr><td class="d">common-rival.example</td>`); n != 1 {
 		t.Errorf("common-rival.example has %d table rows, want 1", n)
 	}
 	if !strings.Contains(html, "common-rival.example · listed by 28") && !strings.Contains(html, "listed by 28") {
 		t.Errorf("the shared competitor is not shown as listed by 28 domains")
 	}
 	noFont := regexp.MustCompile(`base64,[A-Za-z0-9+/=]+`).ReplaceAllString(html, "")
-	for _, bad := range []string{"0.00×", "NaN", "Inf", "e+0", "e-0", "<script", "<link", "<iframe", `src="http`, `href="http`, "url(http", "Liberation Serif", "…"} {
+	if n := strings.Count(html, "<script"); n != 1 || strings.Contains(html, "<script src") {
+		t.Errorf("report has %d scripts, want the one inline sort/filter script of All domains", n)
+	}
+	for _, bad := range []string{"0.00×", "NaN", "Inf", "e+0", "e-0", "<link", "<iframe", `src="http`, `href="http`, "url(http", "Liberation Serif", "…"} {
 		if strings.Contains(noFont, bad) {
 			t.Errorf("report contains %q", bad)
 		}

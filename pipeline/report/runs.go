@@ -13,6 +13,7 @@ type runSection struct {
 	QualitySummary  []qualityLine
 	Findings        []findingLine
 	MoreFindings    int
+	MoreErrors      int // fetch errors beyond topN, in the table fetch_errors
 }
 
 type qualityLine struct {
@@ -29,7 +30,7 @@ type runLine struct {
 
 type errorLine struct{ Domain, Endpoint, Status, Code, Message string }
 
-const maxFindings = 50
+const maxFindings = topN
 
 func buildRuns(d *data) *runSection {
 	r := &runSection{QualityRecorded: d.QualityRecorded}
@@ -49,7 +50,11 @@ func buildRuns(d *data) *runSection {
 		}
 		r.Runs = append(r.Runs, l)
 	}
-	for _, e := range d.FetchErrors {
+	for i, e := range d.FetchErrors {
+		if i == topN {
+			r.MoreErrors = len(d.FetchErrors) - topN
+			break
+		}
 		st := "—"
 		if e.Status.Valid {
 			st = fmt.Sprint(e.Status.Int64)
@@ -83,45 +88,6 @@ func intOr(n sql.NullInt64) string {
 		return "—"
 	}
 	return thousands(n.Int64)
-}
-
-// siteRow is one line of the watchlist details table.
-type siteRow struct {
-	Domain, Title, Category, Rank, RankChange, RankTone, Visits, Bounce, Pages, Duration, AIVisits, Source, Dates string
-}
-
-func buildSites(d *data) []siteRow {
-	var rows []siteRow
-	for _, s := range d.Sites {
-		r := siteRow{Domain: s.Domain, Title: orDash(s.Title), Category: orDash(s.Category), Rank: rank(s.GlobalRank),
-			RankChange: "—", Visits: humanNull(s.TotalVisits), Bounce: "—", Pages: "—", Duration: "—",
-			AIVisits: humanInt(s.AITotal), Source: "estimate", Dates: orDash(s.SnapshotDate) + " / " + orDash(s.Period)}
-		if s.FromGA {
-			r.Source = "analytics"
-		}
-		if s.GlobalRank.Valid && s.PrevRank.Valid {
-			delta := s.PrevRank.Int64 - s.GlobalRank.Int64
-			switch {
-			case delta > 0:
-				r.RankChange, r.RankTone = "▲ "+thousands(delta), "up"
-			case delta < 0:
-				r.RankChange, r.RankTone = "▼ "+thousands(-delta), "down"
-			default:
-				r.RankChange = "="
-			}
-		}
-		if s.BounceRate.Valid {
-			r.Bounce = pct(s.BounceRate.Float64)
-		}
-		if s.PagesPerVis.Valid {
-			r.Pages = trimZeros(fmt.Sprintf("%.2f", s.PagesPerVis.Float64))
-		}
-		if s.DurationSec.Valid {
-			r.Duration = duration(s.DurationSec.Float64)
-		}
-		rows = append(rows, r)
-	}
-	return rows
 }
 
 // duration formats seconds as 2m 05s.

@@ -18,7 +18,7 @@ type sparkCard struct {
 
 func buildTraffic(d *data) []sparkCard {
 	var cards []sparkCard
-	for _, s := range d.Sites {
+	for _, s := range topSites(d) {
 		pts := d.Traffic[s.Domain]
 		c := sparkCard{Domain: s.Domain, Rank: rank(s.GlobalRank), Last: humanNull(s.LastVisits), MoM: "—", YoY: "—",
 			Analytics: s.FromGA, SVG: sparkline(s.Domain, pts, s.LastMonth.AddDate(-1, 0, 0))}
@@ -28,9 +28,7 @@ func buildTraffic(d *data) []sparkCard {
 		if ch, ok := s.mom(); ok {
 			c.MoM, c.MoMTone = signedPct(ch), tone(ch)
 		}
-		if ch, ok := s.yoy(); ok {
-			c.YoY, c.YoYTone = signedPct(ch), tone(ch)
-		}
+		c.YoY, c.YoYTone = s.yoyText()
 		cards = append(cards, c)
 	}
 	return cards
@@ -40,7 +38,7 @@ func buildTraffic(d *data) []sparkCard {
 func buildSize(d *data) template.HTML {
 	var rows []barRow
 	have := false
-	for _, s := range d.Sites {
+	for _, s := range topSites(d) {
 		r := barRow{Label: s.Domain, Text: "no visits figure"}
 		if s.TotalVisits.Valid {
 			have = true
@@ -64,8 +62,11 @@ const yoyCap = 1.0
 func buildYoY(d *data) *chartSection {
 	var rows []barRow
 	capped, have := false, false
-	for _, s := range d.Sites {
+	for _, s := range yoyLeaders(d) {
 		r := barRow{Label: s.Domain, Text: "no month a year earlier"}
+		if t, _ := s.yoyText(); t != "n/a" {
+			r.Text = "year on year " + t
+		}
 		if ch, ok := s.yoy(); ok {
 			have = true
 			r.Value, r.Valid = ch, true
@@ -75,7 +76,7 @@ func buildYoY(d *data) *chartSection {
 		rows = append(rows, r)
 	}
 	if !have {
-		return nil
+		return yoyPending(d)
 	}
 	sort.SliceStable(rows, func(i, j int) bool {
 		if rows[i].Valid != rows[j].Valid {
@@ -84,6 +85,9 @@ func buildYoY(d *data) *chartSection {
 		return rows[i].Value > rows[j].Value
 	})
 	note := "Visits in each domain's latest history month against the same month a year earlier (estimates)."
+	if len(d.Sites) > topN {
+		note += fmt.Sprintf(" Showing the %d of %d domains whose visits changed most year on year, in visits (the report's ranking rule); every domain's figure is in All domains below.", topN, len(d.Sites))
+	}
 	if capped {
 		note += " Bars stop at ±100%; the printed value is the true change."
 	}
@@ -119,7 +123,7 @@ func buildChannels(d *data) *legendChart {
 	}
 	rows := []stackRow{shareRow("watchlist average", avg, used)}
 	var missing []string
-	for _, s := range d.Sites {
+	for _, s := range topSites(d) {
 		if byDomain[s.Domain] == nil {
 			missing = append(missing, s.Domain)
 			continue
@@ -127,11 +131,11 @@ func buildChannels(d *data) *legendChart {
 		rows = append(rows, shareRow(s.Domain, byDomain[s.Domain], used))
 	}
 	lc := &legendChart{
-		Note: "Share of each domain's visits by traffic source (estimates). Bars are 100% of the channels the API lists; the first row is the unweighted average over the loaded domains (view channel_mix). Hover a segment for its value.",
+		Note: "Share of each domain's visits by traffic source (estimates). Bars are 100% of the channels the API lists; the first row is the unweighted average over all loaded domains (view channel_mix). A segment wide enough prints its share; every segment also has it as a tooltip (shown by a mouse pointer resting on it, not on touch screens).",
 		SVG:  stackedShares("channel mix per domain", names(used, channelNames), rows),
 	}
 	lc.Legend = legend(names(used, channelNames))
-	lc.Missing = strings.Join(missing, ", ")
+	lc.Missing = someNames(missing)
 	return lc
 }
 
@@ -215,7 +219,7 @@ func buildAI(d *data) *legendChart {
 	}
 	var rows []stackRow
 	var missing []string
-	for _, s := range d.Sites {
+	for _, s := range topSites(d) {
 		as := d.AI[s.Domain]
 		if len(as) == 0 {
 			missing = append(missing, s.Domain)
@@ -234,7 +238,7 @@ func buildAI(d *data) *legendChart {
 	return &legendChart{
 		Note: "Each bar is 100% of the domain's AI-assistant referrals, split by platform (the API's percent shares). Beside it: AI-referred visits in the period and their share of the domain's visits. All estimates.",
 		SVG:  stackedShares("AI referrals per domain by platform", series, rows), Legend: legend(series),
-		Missing: strings.Join(missing, ", "),
+		Missing: someNames(missing),
 	}
 }
 
@@ -308,7 +312,7 @@ func buildGeography(d *data) *geoTable {
 		g.Countries = append(g.Countries, name[c])
 	}
 	var missing []string
-	for _, s := range d.Sites {
+	for _, s := range topSites(d) {
 		cs := d.Countries[s.Domain]
 		if len(cs) == 0 {
 			missing = append(missing, s.Domain)
@@ -316,7 +320,7 @@ func buildGeography(d *data) *geoTable {
 		}
 		g.Rows = append(g.Rows, geoRow{Domain: s.Domain, Cells: geoCells(cs, codes), Other: geoOther(cs, codes)})
 	}
-	g.Missing = strings.Join(missing, ", ")
+	g.Missing = someNames(missing)
 	return g
 }
 
@@ -374,7 +378,7 @@ type overlapRow struct{ Pair, Count, Keywords string }
 func buildKeywords(d *data) *keywordSection {
 	k := &keywordSection{}
 	var all []keyword
-	for _, s := range d.Sites {
+	for _, s := range topSites(d) {
 		kws := d.Keywords[s.Domain]
 		if len(kws) == 0 {
 			continue
@@ -501,7 +505,7 @@ func buildCompetitors(d *data) *competitorSection {
 }
 
 func (a *compAgg) row() compRow {
-	r := compRow{Competitor: a.name, ListedBy: strings.Join(a.listedBy, ", "), Visits: "—", Rank: "—", Ratio: "—", Watchlist: "no"}
+	r := compRow{Competitor: a.name, ListedBy: someNames(a.listedBy), Visits: "—", Rank: "—", Ratio: "—", Watchlist: "no"}
 	if a.hasVis {
 		r.Visits = human(a.visits)
 	}

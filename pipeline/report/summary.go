@@ -141,6 +141,8 @@ func visitsCard(d *data) card {
 	}
 	if prevY > 0 {
 		parts = append(parts, "YoY "+signedPct(curY/prevY-1))
+	} else if from := yoyFrom(d); from.After(m) {
+		parts = append(parts, "YoY from "+from.Format("Jan 2006"))
 	}
 	c.Detail = fmt.Sprintf("%d domains", n)
 	if len(parts) > 0 {
@@ -199,20 +201,20 @@ func moverCards(d *data) []card {
 	if len(up) > 0 {
 		s := up[0]
 		ch, _ := s.mom()
-		cards = append(cards, card{Label: "Biggest riser, MoM", Value: s.Domain, Tone: "up",
+		cards = append(cards, card{Label: "Biggest riser in visits, MoM", Value: s.Domain, Tone: "up",
 			Detail: fmt.Sprintf("%s (%s → %s)", signedPct(ch), human(s.PrevVisits.Float64), human(s.LastVisits.Float64))})
 	}
 	if len(down) > 0 {
 		s := down[0]
 		ch, _ := s.mom()
-		cards = append(cards, card{Label: "Biggest faller, MoM", Value: s.Domain, Tone: "down",
+		cards = append(cards, card{Label: "Biggest faller in visits, MoM", Value: s.Domain, Tone: "down",
 			Detail: fmt.Sprintf("%s (%s → %s)", signedPct(ch), human(s.PrevVisits.Float64), human(s.LastVisits.Float64))})
 	}
 	return cards
 }
 
-// movers returns the domains whose visits rose (largest first) and fell (largest fall first)
-// from the previous month to the latest month of their history.
+// movers returns the domains whose visits rose and fell from the previous month to the latest
+// month of their history, each by the visits gained or lost, largest first.
 func movers(d *data) (up, down []site) {
 	for _, s := range d.Sites {
 		if ch, ok := s.mom(); ok {
@@ -223,9 +225,11 @@ func movers(d *data) (up, down []site) {
 			}
 		}
 	}
-	momOf := func(s site) float64 { ch, _ := s.mom(); return ch }
-	sort.SliceStable(up, func(i, j int) bool { return momOf(up[i]) > momOf(up[j]) })
-	sort.SliceStable(down, func(i, j int) bool { return momOf(down[i]) < momOf(down[j]) })
+	// The report's ranking rule (changes.RankingRule): by the visits gained or lost, so a
+	// 1 -> 2 visit change never leads.
+	moved := func(s site) float64 { return math.Abs(s.LastVisits.Float64 - s.PrevVisits.Float64) }
+	sort.SliceStable(up, func(i, j int) bool { return moved(up[i]) > moved(up[j]) })
+	sort.SliceStable(down, func(i, j int) bool { return moved(down[i]) > moved(down[j]) })
 	return up, down
 }
 
@@ -277,7 +281,7 @@ func qualityCard(d *data) card {
 type rankMove struct {
 	Domain, From, To, Change string
 	Tone                     string
-	delta                    float64 // log-ratio: moving #2 → #1 weighs like #2000 → #1000
+	weight                   float64 // |log-ratio| × visits: the rule of changes_movers for ranks
 }
 
 // changesSection is "what changed": movers by visits (from the snapshot's history) and by rank
@@ -302,7 +306,7 @@ func buildChanges(d *data) *changesSection {
 			continue
 		}
 		delta := math.Log(float64(s.PrevRank.Int64) / float64(s.GlobalRank.Int64))
-		m := rankMove{Domain: s.Domain, From: rank(s.PrevRank), To: rank(s.GlobalRank), delta: delta, Tone: tone(delta)}
+		m := rankMove{Domain: s.Domain, From: rank(s.PrevRank), To: rank(s.GlobalRank), weight: math.Abs(delta) * s.TotalVisits.Float64, Tone: tone(delta)}
 		if delta > 0 {
 			m.Change = fmt.Sprintf("up %s places", thousands(s.PrevRank.Int64-s.GlobalRank.Int64))
 		} else {
@@ -310,7 +314,7 @@ func buildChanges(d *data) *changesSection {
 		}
 		c.RankMoves = append(c.RankMoves, m)
 	}
-	sort.SliceStable(c.RankMoves, func(i, j int) bool { return math.Abs(c.RankMoves[i].delta) > math.Abs(c.RankMoves[j].delta) })
+	sort.SliceStable(c.RankMoves, func(i, j int) bool { return c.RankMoves[i].weight > c.RankMoves[j].weight })
 	if len(c.RankMoves) > 8 {
 		c.RankMoves = c.RankMoves[:8]
 	}

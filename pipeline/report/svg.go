@@ -80,9 +80,14 @@ func (s *svgDoc) circle(x, y, r float64, fill, stroke string) {
 	fmt.Fprintf(&s.b, `<circle cx="%.1f" cy="%.1f" r="%g" fill="%s" stroke="%s" stroke-width="1.5"/>`, x, y, r, fill, stroke)
 }
 
+// maxScale bounds how far a chart grows to fill a wide card. A chart never shrinks below its
+// own size on screen (min-width): its texts keep their 10-12 px, and a narrow screen scrolls
+// the chart's wrapper sideways instead; print scales it to the page.
+const maxScale = 1.4
+
 // html returns the finished <svg> element. Every text in it went through html.EscapeString.
 func (s *svgDoc) html() template.HTML {
 	return template.HTML(fmt.Sprintf( // #nosec G203 -- built here, every text escaped
-		`<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 %.0f %.0f" width="%.0f" height="%.0f" role="img" aria-label="%s" font-family="Liberation Sans, Arial, sans-serif">%s</svg>`,
-		s.w, s.h, s.w, s.h, html.EscapeString(s.label), s.b.String()))
+		`<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 %.0f %.0f" width="%.0f" height="%.0f" style="min-width:%.0fpx;max-width:%.0fpx" role="img" aria-label="%s" font-family="Liberation Sans, Arial, sans-serif">%s</svg>`,
+		s.w, s.h, s.w, s.h, s.w, s.w*maxScale, html.EscapeString(s.label), s.b.String()))
 }

@@ -71,15 +71,25 @@ joined AS (
                   AND o.metric = c.metric AND o.channel IS NOT DISTINCT FROM c.channel
     WHERE c.value IS NOT NULL AND o.value IS NOT NULL
 ),
+sizes AS (
+    SELECT snapshot_month, domain, total_visits AS visits FROM sites
+),
+-- importance is the visits a move stands for, so a 1 -> 2 visit change never leads a list of
+-- sites with millions: |change| for visits and AI visits; for a rank, |ln(previous / current)|
+-- times the domain's visits (on a Zipf curve that is about the visits gained or lost); for a
+-- share, |change in share| times the domain's visits (the visits that moved).
 scored AS (
-    SELECT *,
-           current_value - previous_value AS change,
-           CASE WHEN previous_value <> 0 THEN current_value / previous_value - 1 END AS change_ratio,
+    SELECT j.*,
+           j.current_value - j.previous_value AS change,
+           CASE WHEN j.previous_value <> 0 THEN j.current_value / j.previous_value - 1 END AS change_ratio,
            CASE
-               WHEN metric IN ('channel_share', 'ai_traffic_share') THEN abs(current_value - previous_value)
-               WHEN previous_value > 0 AND current_value > 0 THEN abs(ln(current_value / previous_value))
-           END AS magnitude
-    FROM joined
+               WHEN j.metric IN ('visits', 'ai_visits') THEN abs(j.current_value - j.previous_value)
+               WHEN j.metric = 'global_rank' THEN
+                   CASE WHEN j.previous_value > 0 AND j.current_value > 0 THEN abs(ln(j.previous_value / j.current_value)) * z.visits END
+               ELSE abs(j.current_value - j.previous_value) * z.visits
+           END AS importance
+    FROM joined j
+    LEFT JOIN sizes z ON z.snapshot_month = j.snapshot_month AND z.domain = j.domain
 )
 SELECT
     snapshot_month,
@@ -96,9 +106,10 @@ SELECT
         WHEN metric = 'global_rank' THEN change < 0
         ELSE change > 0
     END AS improved,
+    importance,
     row_number() OVER (
         PARTITION BY snapshot_month, metric
-        ORDER BY magnitude DESC NULLS LAST, abs(change) DESC, domain, channel) AS mover_rank
+        ORDER BY importance DESC NULLS LAST, abs(change) DESC, domain, channel) AS mover_rank
 FROM scored;
 
 COMMENT ON VIEW changes_movers IS 'Change of each domain''s visits, global rank, AI-referred visits, AI traffic share and channel shares between a complete month and the complete month before it, ranked per metric (mover_rank 1 = biggest move). Only domains with the metric in both months.';
@@ -112,7 +123,8 @@ COMMENT ON COLUMN changes_movers.current_value IS 'Value in snapshot_month, in t
 COMMENT ON COLUMN changes_movers.change IS 'current_value - previous_value in the metric''s unit: visits, rank places (negative = climbed), or decimal share points for shares (0.05 = 5 percentage points).';
 COMMENT ON COLUMN changes_movers.change_ratio IS 'current_value / previous_value - 1 as a decimal (0.25 = +25%); NULL when previous_value is 0.';
 COMMENT ON COLUMN changes_movers.improved IS 'true when the move is an improvement (more visits, more AI visits or share, a better i.e. lower rank), false when it is a decline; NULL for channel shares (a shift, neither) and for no change.';
-COMMENT ON COLUMN changes_movers.mover_rank IS 'Rank of the move within snapshot_month and metric, 1 = biggest: by |ln(current / previous)| for visits, ranks and AI visits (doubling and halving weigh the same), by |change| in share points for shares.';
+COMMENT ON COLUMN changes_movers.importance IS 'Visits the move stands for (count, estimate): |change| for visits and AI visits; |ln(previous / current)| times the domain''s visits in snapshot_month for a global rank; |change in share| times those visits for a share. NULL when the domain''s visits are unknown.';
+COMMENT ON COLUMN changes_movers.mover_rank IS 'Rank of the move within snapshot_month and metric, 1 = most important: by importance (the visits the move stands for, largest first), so a small site''s large percentage never outranks a large site''s larger move in visits; ties by |change|, then domain.';
 
 -- changes_competitors: similar sites that appeared in or dropped out of a domain's list
 -- between consecutive complete months (domains loaded in both months; competitors compared

@@ -1,0 +1,76 @@
+package report
+
+import (
+	"fmt"
+	"strconv"
+)
+
+// allRow is one line of the "All domains" table: every loaded domain, however many. Each
+// numeric cell carries its sort key (Key*, "" when the value is unknown) for the table's
+// inline sort script; without script the table reads in the report's order (most visited
+// first).
+type allRow struct {
+	Domain, Title, Category, Visits, MoM, MoMTone, YoY, YoYTone, Rank, RankChange, RankTone string
+	AIVisits, Bounce, Pages, Duration, Source                                               string
+
+	KeyVisits, KeyMoM, KeyYoY, KeyRank, KeyRankChange, KeyAI, KeyBounce, KeyPages, KeyDuration string
+}
+
+func buildSites(d *data) []allRow {
+	rows := make([]allRow, 0, len(d.Sites))
+	for _, s := range d.Sites {
+		r := allRow{Domain: s.Domain, Title: orDash(s.Title), Category: orDash(s.Category), Visits: humanNull(s.TotalVisits), Rank: rank(s.GlobalRank),
+			RankChange: "—", AIVisits: humanInt(s.AITotal), Bounce: "—", Pages: "—", Duration: "—", MoM: "—", Source: "estimate"}
+		if s.FromGA {
+			r.Source = "analytics"
+		}
+		if s.TotalVisits.Valid {
+			r.KeyVisits = key(s.TotalVisits.Float64)
+		}
+		if ch, ok := s.mom(); ok {
+			r.MoM, r.MoMTone, r.KeyMoM = signedPct(ch), tone(ch), key(ch)
+		}
+		r.YoY, r.YoYTone = s.yoyText()
+		if ch, ok := s.yoy(); ok {
+			r.KeyYoY = key(ch)
+		}
+		if s.GlobalRank.Valid {
+			r.KeyRank = strconv.FormatInt(s.GlobalRank.Int64, 10)
+		}
+		rankChange(&r, s)
+		if s.AITotal.Valid {
+			r.KeyAI = strconv.FormatInt(s.AITotal.Int64, 10)
+		}
+		if s.BounceRate.Valid {
+			r.Bounce, r.KeyBounce = pct(s.BounceRate.Float64), key(s.BounceRate.Float64)
+		}
+		if s.PagesPerVis.Valid {
+			r.Pages, r.KeyPages = trimZeros(fmt.Sprintf("%.2f", s.PagesPerVis.Float64)), key(s.PagesPerVis.Float64)
+		}
+		if s.DurationSec.Valid {
+			r.Duration, r.KeyDuration = duration(s.DurationSec.Float64), key(s.DurationSec.Float64)
+		}
+		rows = append(rows, r)
+	}
+	return rows
+}
+
+// rankChange fills the places gained (▲) or lost (▼) since the previous snapshot.
+func rankChange(r *allRow, s site) {
+	if !s.GlobalRank.Valid || !s.PrevRank.Valid {
+		return
+	}
+	delta := s.PrevRank.Int64 - s.GlobalRank.Int64
+	r.KeyRankChange = strconv.FormatInt(delta, 10)
+	switch {
+	case delta > 0:
+		r.RankChange, r.RankTone = "▲ "+thousands(delta), "up"
+	case delta < 0:
+		r.RankChange, r.RankTone = "▼ "+thousands(-delta), "down"
+	default:
+		r.RankChange = "="
+	}
+}
+
+// key is a compact sort key: enough digits to order, few bytes for 5,000 rows.
+func key(v float64) string { return strconv.FormatFloat(v, 'g', 6, 64) }
