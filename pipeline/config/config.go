@@ -86,6 +86,12 @@ type PublishConfig struct {
 	Endpoint  string // S3-compatible services
 	Region    string
 	PathStyle bool
+
+	// Iceberg (docs/iceberg.md): the table format(s) written and the catalog that holds them.
+	Format        string // hive | iceberg | both
+	Catalog       string // postgres://user@host:port/db (SQL catalog) or https://… (REST catalog)
+	Namespace     string // namespace of the tables in the catalog
+	KeepSnapshots int    // snapshots kept per table; older ones expire and their files go
 }
 
 // WarehouseConfig is the warehouse section of domains.yaml.
@@ -144,7 +150,7 @@ var keys = map[string][]string{
 	"api":       {"base_url", "mode", "marketplace_host", "rate_limit", "min_credits", "max_credits_per_run", "timeout", "allow_insecure_http", "max_wasted_credits", "max_rate_limit_wait"},
 	"warehouse": {"duckdb", "parquet", "memory_limit"},
 	"notify":    {"webhook_url"},
-	"publish":   {"url", "endpoint", "region", "path_style"},
+	"publish":   {"url", "endpoint", "region", "path_style", "format", "catalog", "namespace", "keep_snapshots"},
 }
 
 // targets maps each dotted key to the field it fills.
@@ -161,6 +167,8 @@ func (c *Config) targets() map[string]any {
 		"notify.webhook_url":     &c.Notify.WebhookURL,
 		"publish.url":            &c.Publish.URL, "publish.endpoint": &c.Publish.Endpoint,
 		"publish.region": &c.Publish.Region, "publish.path_style": &c.Publish.PathStyle,
+		"publish.format": &c.Publish.Format, "publish.catalog": &c.Publish.Catalog,
+		"publish.namespace": &c.Publish.Namespace, "publish.keep_snapshots": &c.Publish.KeepSnapshots,
 	}
 }
 
@@ -478,6 +486,7 @@ func (c *Config) applyDefaults(getenv func(string) string) {
 	def("warehouse.memory_limit", func() { c.Warehouse.MemoryLimit = DefaultMemoryLimit })
 	def("retry_every", func() { c.RetryEvery.Duration = DefaultRetryEvery })
 	def("health_grace", func() { c.HealthGrace.Duration = DefaultHealthGrace })
+	c.icebergDefaults(def)
 }
 
 func (c *Config) resolvePaths() {
