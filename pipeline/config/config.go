@@ -93,6 +93,12 @@ type PublishConfig struct {
 	// per bucket across machines (pipeline/lease; see lease.go here).
 	Lease    string
 	LeaseTTL Duration
+
+	// Iceberg (docs/iceberg.md): the table format(s) written and the catalog that holds them.
+	Format        string // hive | iceberg | both
+	Catalog       string // postgres://user@host:port/db (SQL catalog) or https://… (REST catalog)
+	Namespace     string // namespace of the tables in the catalog
+	KeepSnapshots int    // snapshots kept per table; older ones expire and their files go
 }
 
 // WarehouseConfig is the warehouse section of domains.yaml.
@@ -152,7 +158,7 @@ var keys = map[string][]string{
 	"api.sources": sourceKeys,
 	"warehouse":   {"duckdb", "parquet", "memory_limit"},
 	"notify":      {"webhook_url"},
-	"publish":     {"url", "endpoint", "region", "path_style", "lease", "lease_ttl"},
+	"publish":     {"url", "endpoint", "region", "path_style", "lease", "lease_ttl", "format", "catalog", "namespace", "keep_snapshots"},
 }
 
 // targets maps each dotted key to the field it fills.
@@ -170,6 +176,8 @@ func (c *Config) targets() map[string]any {
 		"publish.url":            &c.Publish.URL, "publish.endpoint": &c.Publish.Endpoint,
 		"publish.region": &c.Publish.Region, "publish.path_style": &c.Publish.PathStyle,
 		"publish.lease": &c.Publish.Lease, "publish.lease_ttl": &c.Publish.LeaseTTL,
+		"publish.format": &c.Publish.Format, "publish.catalog": &c.Publish.Catalog,
+		"publish.namespace": &c.Publish.Namespace, "publish.keep_snapshots": &c.Publish.KeepSnapshots,
 	}
 }
 
@@ -489,6 +497,7 @@ func (c *Config) applyDefaults(getenv func(string) string) {
 	def("warehouse.memory_limit", func() { c.Warehouse.MemoryLimit = DefaultMemoryLimit })
 	def("retry_every", func() { c.RetryEvery.Duration = DefaultRetryEvery })
 	def("health_grace", func() { c.HealthGrace.Duration = DefaultHealthGrace })
+	c.icebergDefaults(def)
 }
 
 func (c *Config) resolvePaths() {

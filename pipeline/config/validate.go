@@ -106,6 +106,7 @@ func (c *Config) validateOutputs(p *problems, bad func(key, format string, args 
 	if c.Publish.URL == "" && (c.Publish.Endpoint != "" || c.Publish.Region != "" || c.Publish.PathStyle) {
 		bad("publish.url", "not set, but other publish keys are: set it to s3://bucket/prefix, or remove the publish section")
 	}
+	c.validateIceberg(bad)
 }
 
 // checkWebhookURL checks a webhook URL without ever echoing it: Slack and others put the
