@@ -86,6 +86,7 @@ func notifyOutcome(ctx context.Context, n *notify.Notifier, db *sql.DB, sum *Sum
 		ev.FirstError = runErr.Error()
 	}
 	describeMonth(ctx, db, &ev)
+	ev.Skipped = sum.Watchlist.SkippedLine()
 	if sum.Status == StatusComplete {
 		if d, err := changes.Build(ctx, db, sum.Snapshot); err == nil {
 			ev.Changes = d.Headline()

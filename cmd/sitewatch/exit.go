@@ -92,6 +92,9 @@ func PrintSummary(w io.Writer, s *pipeline.Summary, runErr error) {
 		}
 		fmt.Fprintf(w, "  up to date: the API still serves %s%s; nothing was rewritten\n", s.Snapshot, since)
 	}
+	if line := s.Watchlist.SkippedLine(); line != "" {
+		fmt.Fprintf(w, "  %s\n", line)
+	}
 	printRows(w, [][2]string{
 		{"domains loaded", fmt.Sprintf("%d of %d", s.DomainsLoaded, s.DomainsTotal)},
 		{"rejected by the API (400)", fmt.Sprint(s.DomainsRejected)},

@@ -49,6 +49,7 @@ type Event struct {
 	// now ("2026-11 stays complete", "2026-11 incomplete: 3 of 6 domains loaded"), so a failure
 	// never reads as data lost.
 	MonthState string
+	Skipped    string // watchlist entries never sent (config.Watchlist.SkippedLine), "" if none
 }
 
 // Notifier posts Events to one webhook. A nil *Notifier (no URL configured) does nothing.

@@ -25,6 +25,7 @@ type payload struct {
 	DurationSeconds float64 `json:"duration_seconds"`
 	FirstError      string  `json:"first_error,omitempty"`
 	Changes         string  `json:"changes,omitempty"`
+	Skipped         string  `json:"skipped,omitempty"`
 	Host            string  `json:"host,omitempty"`
 	Version         string  `json:"sitewatch_version"` // buildinfo.Version, as manifests and --version
 }
@@ -33,7 +34,7 @@ func newPayload(e Event) payload {
 	p := payload{
 		Text: slackEscape.Replace(Text(e)), RunID: e.RunID, Month: e.Month, Outcome: e.Outcome, MonthState: e.MonthState, Loaded: e.Loaded, Total: e.Total,
 		CreditsSpent: e.CreditsSpent, DurationSeconds: math.Round(e.Duration.Seconds()*1000) / 1000,
-		FirstError: e.FirstError, Changes: e.Changes, Host: e.Host, Version: buildinfo.Version(),
+		FirstError: e.FirstError, Changes: e.Changes, Skipped: e.Skipped, Host: e.Host, Version: buildinfo.Version(),
 	}
 	if e.CreditsLeft >= 0 {
 		left := e.CreditsLeft
@@ -90,6 +91,9 @@ func Text(e Event) string {
 	}
 	if e.Changes != "" {
 		fmt.Fprintf(&b, "\nchanges: %s", e.Changes)
+	}
+	if e.Skipped != "" {
+		fmt.Fprintf(&b, "\n%s", e.Skipped)
 	}
 	if e.FirstError != "" {
 		fmt.Fprintf(&b, "\nfirst error: %s", e.FirstError)
