@@ -88,6 +88,8 @@ func notifyOutcome(ctx context.Context, n *notify.Notifier, db *sql.DB, sum *Sum
 	if runErr != nil {
 		ev.FirstError = runErr.Error()
 	}
+	describeMonth(ctx, db, &ev)
+	ev.Skipped = sum.Watchlist.SkippedLine()
 	if sum.Status == StatusComplete {
 		if d, err := changes.Build(ctx, db, sum.Snapshot); err == nil {
 			ev.Changes = d.Headline()

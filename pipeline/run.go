@@ -163,7 +163,7 @@ func Run(ctx context.Context, cfg *config.Config, opts RunOptions, env Env) (*Su
 		_ = wh.Close() // nothing was written; the config error is the news
 		return nil, &config.Error{Path: cfg.Path, Msg: err.Error()}
 	}
-	notifier := notify.New(cfg.Notify.WebhookURL, env.Logger)
+	notifier := notify.New(cfg.Notify.WebhookURL, env.Logger).Only(cfg.Notify.On)
 	notifyAbandoned(ctx, notifier, wh.Abandoned(), env.Logger)
 	r := newRunState(cfg, opts, env, wh, client, wl)
 	runErr := r.execute(ctx)

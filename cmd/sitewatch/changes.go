@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
-	"time"
 
 	"sitewatch/pipeline"
 	"sitewatch/pipeline/changes"
@@ -11,22 +9,21 @@ import (
 
 var changesHelp = help{
 	summary: "what changed between the two latest complete months: movers, competitors, AI platforms, keywords, countries, quality",
-	usage:   "[--config F] [--month YYYY-MM]",
+	usage:   "[--config F] [--snapshot YYYY-MM]",
 	examples: []string{
 		"sitewatch changes",
-		"sitewatch changes --month 2026-10   # that month against the complete month before it",
+		"sitewatch changes --snapshot 2026-10   # that month against the complete month before it",
 	},
 }
 
 func cmdChanges(ctx context.Context, args []string, env pipeline.Env) error {
-	f := newFlags("changes", env, true, false)
-	month := f.fs.String("month", "", "the complete `month` to describe, YYYY-MM (default: the latest complete month)")
+	f := newFlags("changes", env, true, true)
+	// --month was this command's flag before --snapshot named the month everywhere.
+	f.fs.StringVar(&f.snapshot, "month", "", "alias of --snapshot: the complete `month` to describe")
+	f.fs.Lookup("snapshot").Usage = "the complete `month` to describe, YYYY-MM (default: the latest complete month)"
 	f.check = func() error {
-		if *month == "" {
-			return nil
-		}
-		if _, err := time.Parse("2006-01", *month); err != nil || len(*month) != 7 {
-			return &UsageError{Msg: fmt.Sprintf("--month %q is not a month; write YYYY-MM", *month)}
+		if f.set("month") && f.set("snapshot") {
+			return &UsageError{Msg: "--month is an alias of --snapshot: pass one"}
 		}
 		return nil
 	}
@@ -35,7 +32,7 @@ func cmdChanges(ctx context.Context, args []string, env pipeline.Env) error {
 		return err
 	}
 	defer func() { _ = wh.Close() }() // read-only
-	d, err := changes.Build(ctx, wh.DB(), *month)
+	d, err := changes.Build(ctx, wh.DB(), f.snapshot)
 	if err != nil {
 		return err
 	}

@@ -7,6 +7,8 @@ import (
 
 	"sitewatch/pipeline"
 	"sitewatch/pipeline/atlas"
+	"sitewatch/pipeline/config"
+	"sitewatch/pipeline/textout"
 )
 
 var checkHelp = help{
@@ -24,7 +26,11 @@ func cmdCheck(ctx context.Context, args []string, env pipeline.Env) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(env.Stdout, "config      ok: %s (%d domains, mode %s)\n", cfg.Path, len(cfg.Domains), cfg.API.Mode)
+	wl := config.NewWatchlist(cfg)
+	fmt.Fprintf(env.Stdout, "config      ok: %s (%s, mode %s)\n", cfg.Path, textout.Plural(len(wl.Domains), "domain", "domains"), cfg.API.Mode)
+	if line := wl.SkippedLine(); line != "" {
+		fmt.Fprintf(env.Stdout, "watchlist   %s\n", line)
+	}
 	r, err := pipeline.Check(ctx, cfg, env)
 	var unreachable *atlas.UnreachableError
 	switch {

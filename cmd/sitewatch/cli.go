@@ -92,7 +92,9 @@ func Main(ctx context.Context, args []string, env pipeline.Env) int {
 		writeCommandHelp(env.Stdout, cmd, hr.fs)
 		return ExitOK
 	case err != nil && !errors.Is(err, errReported):
-		say(env.Stderr, "sitewatch %s: %v\n", cmd.name, err)
+		// Packages prefix their errors with what failed ("changes: …"); the command's own
+		// name is already in front, so it is not said twice.
+		say(env.Stderr, "sitewatch %s: %s\n", cmd.name, strings.TrimPrefix(err.Error(), cmd.name+": "))
 		var ue *UsageError
 		if errors.As(err, &ue) {
 			say(env.Stderr, "usage: sitewatch %s %s (more: sitewatch %s --help)\n", cmd.name, cmd.help.usage, cmd.name)
@@ -136,8 +138,7 @@ func writeCommandHelp(w io.Writer, c command, fs *flag.FlagSet) {
 	say(w, "sitewatch %s — %s\n\nusage: sitewatch %s %s\n", c.name, c.help.summary, c.name, c.help.usage)
 	if hasFlags(fs) {
 		say(w, "%s", "\nflags:\n")
-		fs.SetOutput(w)
-		fs.PrintDefaults()
+		writeFlags(w, fs)
 	}
 	if len(c.help.examples) > 0 {
 		say(w, "%s", "\nexamples:\n")
@@ -157,6 +158,22 @@ func closeInto(err *error, c io.Closer) {
 	if cerr := c.Close(); cerr != nil && *err == nil {
 		*err = cerr
 	}
+}
+
+// writeFlags lists fs's flags as the usage line writes them (--config FILE), which the flag
+// package's PrintDefaults does not (-config file).
+func writeFlags(w io.Writer, fs *flag.FlagSet) {
+	fs.VisitAll(func(f *flag.Flag) {
+		arg, usage := flag.UnquoteUsage(f)
+		if arg != "" {
+			arg = " " + strings.ToUpper(arg)
+		}
+		line := "  --" + f.Name + arg
+		if f.DefValue != "" && f.DefValue != "false" {
+			usage += fmt.Sprintf(" (default %s)", f.DefValue)
+		}
+		say(w, "%s\n      %s\n", line, usage)
+	})
 }
 
 func hasFlags(fs *flag.FlagSet) bool {

@@ -59,8 +59,15 @@ func advice(err error, snapshot string) string {
 	case ExitUnauthorized:
 		return "the API rejected the key: check ATLAS_API_KEY (and, in marketplace mode, ATLAS_MARKETPLACE_KEY and api.marketplace_host)"
 	case ExitFailed:
-		if errors.As(err, new(*pipeline.MonthTurnedError)) {
+		switch {
+		case errors.As(err, new(*pipeline.MonthTurnedError)):
 			return "rerun `sitewatch run` to complete the new month (`sitewatch schedule` does so by itself)"
+		case errors.Is(err, atlas.ErrMisconfigured), errors.Is(err, atlas.ErrUntrustedCertificate),
+			errors.Is(err, atlas.ErrBodyTooLarge), errors.Is(err, atlas.ErrInsecureHTTP):
+			// The same call would get the same answer: only a corrected address helps.
+			return "what was loaded stays loaded; correct api.base_url (or ATLAS_BASE_URL, or api.mode) to the API's address, then `sitewatch check` shows whether it answers as the API"
+		case errors.Is(err, atlas.ErrServerRateLimit):
+			return "what was loaded stays loaded; the key's plan allows almost no requests: check the plan with the API provider, then `sitewatch check`"
 		}
 		return "what was loaded stays loaded; rerun `sitewatch run` to fetch only what is missing"
 	}
@@ -84,6 +91,9 @@ func PrintSummary(w io.Writer, s *pipeline.Summary, runErr error) {
 			since = " (complete since " + s.CompleteSince.UTC().Format("2006-01-02 15:04 UTC") + ")"
 		}
 		fmt.Fprintf(w, "  up to date: the API still serves %s%s; nothing was rewritten\n", s.Snapshot, since)
+	}
+	if line := s.Watchlist.SkippedLine(); line != "" {
+		fmt.Fprintf(w, "  %s\n", line)
 	}
 	printRows(w, [][2]string{
 		{"domains loaded", fmt.Sprintf("%d of %d", s.DomainsLoaded, s.DomainsTotal)},

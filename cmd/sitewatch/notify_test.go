@@ -66,8 +66,16 @@ func TestWebhookPerRunOutcome(t *testing.T) {
 			}
 		}
 		evs := rcv.got()
+		if len(evs) != 2 {
+			t.Fatalf("%d webhook posts, want 2 (stopped_credits, complete; up_to_date only when notify.on asks): %v", len(evs), evs)
+		}
+		h.setConfig("domains:\n", "notify:\n  on: [complete, up_to_date]\ndomains:\n")
+		if code := h.run("run"); code != ExitOK {
+			t.Fatalf("exit %d, want 0\n%s", code, h.stdout)
+		}
+		evs = rcv.got()
 		if len(evs) != 3 {
-			t.Fatalf("%d webhook posts, want 3: %v", len(evs), evs)
+			t.Fatalf("%d webhook posts after notify.on asked for up_to_date, want 3: %v", len(evs), evs)
 		}
 		for i, want := range []string{"stopped_credits", "complete", "up_to_date"} {
 			ev := evs[i]
@@ -80,6 +88,33 @@ func TestWebhookPerRunOutcome(t *testing.T) {
 		}
 		if evs[1]["loaded"] != float64(len(domains)) || evs[1]["credits_spent"] == float64(0) {
 			t.Errorf("complete post = %v: want every domain loaded and the credits spent", evs[1])
+		}
+	})
+	t.Run("FailedRunNamesItsMonth", func(t *testing.T) {
+		// A run that fails before any answer names the month (a 404 from a wrong base URL)
+		// reports the newest month held and its state, not "failed … 0/4" with no month.
+		rcv := newWebhookReceiver(t, func(w http.ResponseWriter) { w.WriteHeader(http.StatusOK) })
+		h := newHarness(t, atlastest.Options{}, domains, "")
+		h.extraEnv = map[string]string{config.EnvWebhookURL: rcv.srv.URL + "/hook"}
+		if code := h.run("run"); code != ExitOK {
+			t.Fatalf("exit %d, want 0\n%s", code, h.stdout)
+		}
+		h.extraEnv[config.EnvBaseURL] = h.srv.URL + "/not-the-api"
+		if code := h.run("run"); code != ExitFailed {
+			t.Fatalf("exit %d, want %d\n%s", code, ExitFailed, h.stdout)
+		}
+		if out := h.stdout.String(); strings.Contains(out, "rerun") || !strings.Contains(out, "api.base_url") {
+			t.Errorf("after a 404 the advice must name api.base_url and not say rerun:\n%s", out)
+		}
+		evs := rcv.got()
+		if len(evs) != 2 {
+			t.Fatalf("%d webhook posts, want 2: %v", len(evs), evs)
+		}
+		ev := evs[1]
+		text, _ := ev["text"].(string)
+		if ev["outcome"] != "failed" || ev["month"] != testMonth || ev["loaded"] != float64(len(domains)) ||
+			!strings.Contains(text, testMonth+" stays complete") || ev["month_state"] != testMonth+" stays complete" {
+			t.Errorf("failed post = %v, want month %s, its %d domains and \"%s stays complete\"", ev, testMonth, len(domains), testMonth)
 		}
 	})
 	t.Run("FailingAndHanging", func(t *testing.T) {

@@ -7,9 +7,11 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"time"
 
 	"sitewatch/pipeline"
 	"sitewatch/pipeline/config"
+	monthrule "sitewatch/pipeline/months"
 	"sitewatch/pipeline/publish"
 	"sitewatch/pipeline/warehouse"
 )
@@ -62,7 +64,7 @@ func cmdPublish(ctx context.Context, args []string, env pipeline.Env) error {
 	for _, m := range months {
 		if _, ok := runs[m]; runs != nil && !ok {
 			if *all {
-				fmt.Fprintf(env.Stdout, "skipped %s: no complete run (finish it with `sitewatch run --snapshot %s`, or publish it as it is with --snapshot %s)\n", m, m, m)
+				fmt.Fprintf(env.Stdout, "skipped %s: no complete run (%s; or publish it as it is with --snapshot %s)\n", m, monthrule.FinishAdvice(m, slices.Max(months), time.Now()), m)
 				continue
 			}
 			fmt.Fprintf(env.Stdout, "note: %s has no complete run; publishing the month's Parquet as it is\n", m)

@@ -82,6 +82,7 @@ type statusSection struct {
 var statusSections = []statusSection{
 	{Name: "quality", Collect: collectQuality, Text: printQuality},
 	{Name: "publish", Collect: collectPublish, Text: printPublishStatus},
+	{Name: "watchlist", Collect: collectWatchlist, Text: printWatchlist},
 }
 
 // qualityJSON is sections.quality: the data-quality checks of the newest month they ran on,

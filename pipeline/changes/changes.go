@@ -14,7 +14,9 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
+	"sitewatch/pipeline/months"
 	"sitewatch/pipeline/warehouse"
 )
 
@@ -172,13 +174,20 @@ func pickMonths(ctx context.Context, db *sql.DB, month string) (*Digest, error) 
 		if month == "" {
 			return nil, fmt.Errorf("changes: %w: run `sitewatch run` until a month completes (`sitewatch status` shows each run)", ErrNoCompleteMonth)
 		}
-		return nil, fmt.Errorf("changes: %w: %s (%s); rerun `sitewatch run --snapshot %s` to finish it, or pick one of: %s",
-			ErrMonthNotComplete, month, latestRunOf(ctx, db, month), month, completeList(ctx, db))
+		return nil, fmt.Errorf("%w: %s (%s); %s; complete months: %s",
+			ErrMonthNotComplete, month, latestRunOf(ctx, db, month), months.FinishAdvice(month, newestRun(ctx, db), time.Now()), completeList(ctx, db))
 	}
 	if err != nil {
 		return nil, fmt.Errorf("changes: read complete_months: %w", err)
 	}
 	return d, nil
+}
+
+// newestRun is the newest month any run recorded, "" when none.
+func newestRun(ctx context.Context, db *sql.DB) string {
+	var m sql.NullString
+	_ = db.QueryRowContext(ctx, `SELECT max(snapshot_month) FROM runs`).Scan(&m) // advice only: "" on error
+	return m.String
 }
 
 // latestRunOf describes month's latest run for an error message.

@@ -63,10 +63,10 @@ func (d *Digest) Headline() string {
 			parts = append(parts, fmt.Sprintf("biggest mover %s visits %s", m.Domain, ratioText(m.ChangeRatio, m.Change)))
 		}
 		parts = append(parts,
-			plural(d.count(d.competitorChanges(), "new"), "new competitor", "new competitors"),
-			plural(d.count(d.platformChanges(), "new"), "new AI platform", "new AI platforms"),
-			plural(d.count(d.keywordChanges(), "new"), "new keyword", "new keywords"),
-			plural(d.count(d.countryChanges(), "entered"), "country into a top 5", "countries into a top 5"))
+			textout.Plural(d.count(d.competitorChanges(), "new"), "new competitor", "new competitors"),
+			textout.Plural(d.count(d.platformChanges(), "new"), "new AI platform", "new AI platforms"),
+			textout.Plural(d.count(d.keywordChanges(), "new"), "new keyword", "new keywords"),
+			textout.Plural(d.count(d.countryChanges(), "entered"), "country into a top 5", "countries into a top 5"))
 		first = fmt.Sprintf("sitewatch %s vs %s: %s.", d.Month, d.PreviousMonth, strings.Join(parts, ", "))
 	}
 	return first + "\n" + d.qualityVerdict()
@@ -125,7 +125,7 @@ func (d *Digest) qualityVerdict() string {
 		return fmt.Sprintf("Data quality of %s: all %d checks passed.", d.Month, len(d.Quality))
 	}
 	return fmt.Sprintf("Data quality of %s: %s, %s (%d checks).", d.Month,
-		plural(errs, "error", "errors"), plural(warns, "warning", "warnings"), len(d.Quality))
+		textout.Plural(errs, "error", "errors"), textout.Plural(warns, "warning", "warnings"), len(d.Quality))
 }
 
 func (d *Digest) writeMovers(p printer) {
@@ -266,11 +266,14 @@ func value(metric string, v float64) string {
 func moveText(m Mover) string {
 	switch m.Metric {
 	case MetricGlobalRank:
-		places := thousands(math.Abs(m.Change))
-		if m.Change < 0 {
-			return "up " + places + " places"
+		places := thousands(math.Abs(m.Change)) + " places"
+		if math.Abs(m.Change) == 1 {
+			places = "1 place"
 		}
-		return "down " + places + " places"
+		if m.Change < 0 {
+			return "up " + places
+		}
+		return "down " + places
 	case MetricAITrafficShare, MetricChannelShare:
 		return signed(m.Change*100, 1) + " pts"
 	default:
@@ -325,13 +328,6 @@ func positionShare(pos *int64, share *float64) string {
 		return fmt.Sprintf("#%d", *pos)
 	}
 	return fmt.Sprintf("#%d (%.1f%%)", *pos, *share*100)
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	return strconv.Itoa(n) + " " + many
 }
 
 func orDash(s string) string {

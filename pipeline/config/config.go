@@ -81,6 +81,8 @@ type APIConfig struct {
 // NotifyConfig is the notify section of domains.yaml.
 type NotifyConfig struct {
 	WebhookURL string // SITEWATCH_WEBHOOK_URL overrides it; a secret, never printed in full
+	// On lists the kinds of outcome posted (notify.Kinds); nil: notify.DefaultOn.
+	On []string
 }
 
 // PublishConfig is the publish section of domains.yaml: where complete months are uploaded.
@@ -157,7 +159,7 @@ var keys = map[string][]string{
 	"api":         {"base_url", "mode", "marketplace_host", "rate_limit", "min_credits", "max_credits_per_run", "timeout", "allow_insecure_http", "max_wasted_credits", "max_rate_limit_wait", "sources"},
 	"api.sources": sourceKeys,
 	"warehouse":   {"duckdb", "parquet", "memory_limit"},
-	"notify":      {"webhook_url"},
+	"notify":      {"webhook_url", "on"},
 	"publish":     {"url", "endpoint", "region", "path_style", "lease", "lease_ttl", "format", "catalog", "namespace", "keep_snapshots"},
 }
 
@@ -274,7 +276,7 @@ func Parse(path string, data []byte, getenv func(string) string) (*Config, error
 	var root yaml.Node
 	if err := yaml.NewDecoder(bytes.NewReader(data)).Decode(&root); err != nil {
 		if !checkTabs(p, data) {
-			p.add(0, "not valid YAML: %s", strings.TrimPrefix(err.Error(), "yaml: "))
+			yamlSyntax(p, data, err)
 		}
 		return nil, p.err()
 	}
@@ -362,6 +364,8 @@ func (c *Config) decode(p *problems, section string, m *yaml.Node) {
 			c.decodeDomains(p, v)
 		case dotted == "api.sources":
 			c.decodeSources(p, v)
+		case dotted == "notify.on":
+			c.decodeNotifyOn(p, v)
 		case section == "" && keys[k.Value] != nil:
 			if v.Kind != yaml.MappingNode {
 				p.add(v.Line, "%s must be a mapping of keys (%s)", k.Value, strings.Join(keys[k.Value], ", "))

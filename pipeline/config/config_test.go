@@ -96,7 +96,12 @@ func TestParseConfigErrors(t *testing.T) {
 		line       int
 		want       string
 	}{
-		{"NotYAML", "api: [\n", 0, "not valid YAML"},
+		{"NotYAML", "api: [\n", 1, "not valid YAML"},
+		{"UnclosedQuoteOnLine1", "schedule: \"0 6 2 * *\n" + base + "domains:\n" + strings.Repeat("  - a.com\n", 12), 1, "not closed"},
+		{"UnclosedBracketOnLine3", base + "domains: [a.com,\n  b.com\n\nwarehouse:\n  duckdb: x\n", 3, "not valid YAML"},
+		{"BadIndentOnLine3", "api:\n  base_url: https://g.example\n rate_limit: 3\ndomains: [a.com]\n", 3, "not valid YAML"},
+		{"NotificationKinds", base + "notify:\n  on: [complete, sucess]\ndomains: [a.com]\n", 4, `notify.on: "sucess" is not an outcome to notify on`},
+		{"NotificationKindsNotList", base + "notify:\n  on: complete\ndomains: [a.com]\n", 4, "notify.on: must be a list"},
 		{"NotMapping", "- a\n", 0, "expected a mapping"},
 		{"UnknownTopKey", "domain: [a.com]\n", 1, `unknown key "domain" at the top level`},
 		{"TypoUnderAPI", base + "  rate_limt: 3\ndomains: [a.com]\n", 3, `unknown key "rate_limt" under api`},
@@ -264,5 +269,26 @@ func TestConfigErrorNeverEchoesCredentials(t *testing.T) {
 	_, err := Parse("domains.yaml", []byte("api:\n  base_url: https://user:canary-secret@g.example/?key=canary-secret\ndomains: [a.com]\n"), env())
 	if err == nil || strings.Contains(err.Error(), "canary-secret") {
 		t.Fatalf("err = %v: want an error without the secret", err)
+	}
+}
+
+func TestNotifyOn(t *testing.T) {
+	cfg, err := Parse("domains.yaml", []byte(base+"domains: [a.com]\n"), env())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Notify.On != nil {
+		t.Errorf("notify.on left out: %v, want nil (notify.DefaultOn)", cfg.Notify.On)
+	}
+	cfg, err = Parse("domains.yaml", []byte(base+"notify:\n  on:\n    - complete\n    - up_to_date\ndomains: [a.com]\n"), env())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(cfg.Notify.On, ","); got != "complete,up_to_date" {
+		t.Errorf("notify.on = %q, want complete,up_to_date", got)
+	}
+	cfg, err = Parse("domains.yaml", []byte(base+"notify:\n  on: []\ndomains: [a.com]\n"), env())
+	if err != nil || cfg.Notify.On == nil || len(cfg.Notify.On) != 0 {
+		t.Errorf("notify.on: [] gave %v, %v; want an empty list (post nothing)", cfg.Notify.On, err)
 	}
 }

@@ -163,3 +163,30 @@ func idnaReason(err error) string {
 	}
 	return msg
 }
+
+// maxSkippedNamed bounds the entries SkippedLine names; `sitewatch validate` lists them all.
+const maxSkippedNamed = 3
+
+// SkippedLine names the rejected entries in one line for a run summary, `status`, `check` and
+// the webhook ("2 watchlist entries skipped (not host names, never sent): line 12 `github,com`,
+// line 13 `google..com`"), so a run that is complete without them does not read as if the
+// watchlist had only the domains it sent. It is "" when nothing was rejected.
+func (w *Watchlist) SkippedLine() string {
+	if w == nil || len(w.Rejected) == 0 {
+		return ""
+	}
+	named := make([]string, 0, maxSkippedNamed+1)
+	for i, r := range w.Rejected {
+		if i == maxSkippedNamed {
+			named = append(named, fmt.Sprintf("… %d more", len(w.Rejected)-maxSkippedNamed))
+			break
+		}
+		named = append(named, fmt.Sprintf("line %d `%s`", r.Line, r.Input))
+	}
+	entries := "entries"
+	if len(w.Rejected) == 1 {
+		entries = "entry"
+	}
+	return fmt.Sprintf("%d watchlist %s skipped (not host names, never sent): %s; `sitewatch validate` says why",
+		len(w.Rejected), entries, strings.Join(named, ", "))
+}

@@ -49,6 +49,11 @@ type Event struct {
 	FirstError   string // the first error of the run, "" if none
 	Changes      string // optional one-line headline of what changed this month
 	Host         string // optional: the machine the run ran on
+	// MonthState says, for an outcome that did not complete its month, what the month holds
+	// now ("2026-11 stays complete", "2026-11 incomplete: 3 of 6 domains loaded"), so a failure
+	// never reads as data lost.
+	MonthState string
+	Skipped    string // watchlist entries never sent (config.Watchlist.SkippedLine), "" if none
 }
 
 // Notifier posts Events to one webhook. A nil *Notifier (no URL configured) does nothing.
@@ -59,6 +64,7 @@ type Notifier struct {
 	log     *slog.Logger
 	timeout time.Duration
 	secrets *secret.Set // the URL's token parts, removed from every answer quoted in an error
+	on      []string    // the kinds of outcome posted (notify.on; Only sets it)
 }
 
 // New returns a Notifier for webhookURL, or nil when webhookURL is "" (notifications off).
@@ -77,6 +83,7 @@ func New(webhookURL string, logger *slog.Logger) *Notifier {
 		log:     logger,
 		timeout: DefaultTimeout,
 		secrets: secret.New(secret.URLParts(webhookURL)...),
+		on:      DefaultOn,
 		client: &http.Client{
 			Transport: transport(),
 			// A webhook that redirects is misconfigured; following it could carry the body
@@ -130,9 +137,14 @@ func Redact(raw string) string {
 // Notifier's timeout (DefaultTimeout), retrying once on a network error, a 429 or a 5xx
 // answer if time is left. The timeout is counted even when ctx is already cancelled, so an
 // interrupted run is still reported. The error names the target and the cause, never the
-// URL; callers need not log it again. A nil Notifier returns nil.
+// URL; callers need not log it again. A nil Notifier, or an outcome notify.on leaves out,
+// returns nil without a request.
 func (n *Notifier) Send(ctx context.Context, e Event) error {
 	if n == nil {
+		return nil
+	}
+	if !n.wants(e.Outcome) {
+		n.log.Debug("webhook not notified: notify.on leaves this outcome out", "outcome", e.Outcome, "kind", Kind(e.Outcome), "run_id", e.RunID)
 		return nil
 	}
 	body, err := json.Marshal(newPayload(e))

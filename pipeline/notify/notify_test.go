@@ -310,3 +310,55 @@ func TestTextPerOutcome(t *testing.T) {
 		}
 	}
 }
+
+// TestNotifyOn: by default every outcome but up_to_date is posted (a schedule retrying every
+// retry_every while the API has not turned would post each time); Only selects by kind.
+func TestNotifyOn(t *testing.T) {
+	var posts atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { posts.Add(1) }))
+	defer srv.Close()
+	send := func(n *Notifier, outcome string) bool {
+		t.Helper()
+		before := posts.Load()
+		e := event()
+		e.Outcome = outcome
+		if err := n.Send(context.Background(), e); err != nil {
+			t.Fatal(err)
+		}
+		return posts.Load() > before
+	}
+	byDefault, _ := newNotifier(t, srv.URL)
+	for outcome, want := range map[string]bool{
+		OutcomeComplete: true, OutcomeFailed: true, OutcomeUnauthorized: true, OutcomeInterrupted: true, OutcomeAbandoned: true,
+		OutcomeStoppedCredits: true, OutcomeMonthTurned: true, OutcomeMonthMismatch: true, "something_new": true,
+		OutcomeUpToDate: false,
+	} {
+		if got := send(byDefault, outcome); got != want {
+			t.Errorf("default notify.on, %s: posted %v, want %v", outcome, got, want)
+		}
+	}
+	onlyUpToDate, _ := newNotifier(t, srv.URL)
+	onlyUpToDate = onlyUpToDate.Only([]string{OnUpToDate})
+	if !send(onlyUpToDate, OutcomeUpToDate) || send(onlyUpToDate, OutcomeComplete) {
+		t.Error("notify.on [up_to_date]: want up_to_date posted and complete not")
+	}
+	if err := CheckOn([]string{"complete", "sucess"}); err == nil || !strings.Contains(err.Error(), `"sucess"`) {
+		t.Errorf("CheckOn with a typo: %v, want an error naming it", err)
+	}
+}
+
+// TestTextFailedNamesMonthState: a failure says what its month holds now; counts are singular
+// where they are one.
+func TestTextFailedNamesMonthState(t *testing.T) {
+	e := Event{Month: "2026-11", Outcome: OutcomeFailed, Loaded: 6, Total: 6, CreditsSpent: 1, CreditsLeft: -1, MonthState: "2026-11 stays complete"}
+	got := Text(e)
+	for _, want := range []string{"sitewatch 2026-11: failed", "2026-11 stays complete", "6/6 domains", "1 credit spent"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("Text = %q, want it to contain %q", got, want)
+		}
+	}
+	e = Event{Outcome: OutcomeFailed, Total: 1, CreditsLeft: -1}
+	if got := Text(e); !strings.Contains(got, "sitewatch (month not known): failed") || !strings.Contains(got, "0/1 domain,") || strings.Contains(got, "sitewatch :") {
+		t.Errorf("Text without a month = %q", got)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"sitewatch/pipeline/buildinfo"
+	"sitewatch/pipeline/textout"
 )
 
 // payload is the JSON body. `text` is what Slack and Mattermost incoming webhooks show; the
@@ -16,6 +17,7 @@ type payload struct {
 	RunID           string  `json:"run_id"`
 	Month           string  `json:"month"`
 	Outcome         string  `json:"outcome"`
+	MonthState      string  `json:"month_state,omitempty"`
 	Loaded          int     `json:"loaded"`
 	Total           int     `json:"total"`
 	CreditsSpent    int64   `json:"credits_spent"`
@@ -23,15 +25,16 @@ type payload struct {
 	DurationSeconds float64 `json:"duration_seconds"`
 	FirstError      string  `json:"first_error,omitempty"`
 	Changes         string  `json:"changes,omitempty"`
+	Skipped         string  `json:"skipped,omitempty"`
 	Host            string  `json:"host,omitempty"`
 	Version         string  `json:"sitewatch_version"` // buildinfo.Version, as manifests and --version
 }
 
 func newPayload(e Event) payload {
 	p := payload{
-		Text: slackEscape.Replace(Text(e)), RunID: e.RunID, Month: e.Month, Outcome: e.Outcome, Loaded: e.Loaded, Total: e.Total,
+		Text: slackEscape.Replace(Text(e)), RunID: e.RunID, Month: e.Month, Outcome: e.Outcome, MonthState: e.MonthState, Loaded: e.Loaded, Total: e.Total,
 		CreditsSpent: e.CreditsSpent, DurationSeconds: math.Round(e.Duration.Seconds()*1000) / 1000,
-		FirstError: e.FirstError, Changes: e.Changes, Host: e.Host, Version: buildinfo.Version(),
+		FirstError: e.FirstError, Changes: e.Changes, Skipped: e.Skipped, Host: e.Host, Version: buildinfo.Version(),
 	}
 	if e.CreditsLeft >= 0 {
 		left := e.CreditsLeft
@@ -65,8 +68,16 @@ func Text(e Event) string {
 	if !ok {
 		head = e.Outcome
 	}
+	month := e.Month
+	if month == "" {
+		month = "(month not known)"
+	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "sitewatch %s: %s — %d/%d domains, %d credits spent", e.Month, head, e.Loaded, e.Total, e.CreditsSpent)
+	fmt.Fprintf(&b, "sitewatch %s: %s", month, head)
+	if e.MonthState != "" {
+		fmt.Fprintf(&b, "; %s", e.MonthState)
+	}
+	fmt.Fprintf(&b, " — %d/%s, %s spent", e.Loaded, textout.Plural(e.Total, "domain", "domains"), textout.Plural(e.CreditsSpent, "credit", "credits"))
 	if e.CreditsLeft >= 0 {
 		fmt.Fprintf(&b, ", %d left", e.CreditsLeft)
 	}
@@ -80,6 +91,9 @@ func Text(e Event) string {
 	}
 	if e.Changes != "" {
 		fmt.Fprintf(&b, "\nchanges: %s", e.Changes)
+	}
+	if e.Skipped != "" {
+		fmt.Fprintf(&b, "\n%s", e.Skipped)
 	}
 	if e.FirstError != "" {
 		fmt.Fprintf(&b, "\nfirst error: %s", e.FirstError)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"sitewatch/pipeline/changes"
+	"sitewatch/pipeline/months"
 	"sitewatch/pipeline/warehouse"
 )
 
@@ -160,10 +161,10 @@ func noData(ctx context.Context, db *sql.DB, snapshot string) error {
 		return fmt.Errorf("list snapshots: %w", err)
 	}
 	if len(have) == 0 {
-		return fmt.Errorf("snapshot %s has no data: the warehouse holds no snapshot yet; run `sitewatch run --snapshot %s` first", snapshot, snapshot)
+		return fmt.Errorf("snapshot %s has no data: the warehouse holds no snapshot yet; %s", snapshot, months.FinishAdvice(snapshot, "", time.Now()))
 	}
-	return fmt.Errorf("snapshot %s has no data in the warehouse (snapshots loaded: %s); pick one of those or run `sitewatch run --snapshot %s`",
-		snapshot, strings.Join(have, ", "), snapshot)
+	return fmt.Errorf("snapshot %s has no data in the warehouse (snapshots loaded: %s); pick one of those, or %s",
+		snapshot, strings.Join(have, ", "), months.FinishAdvice(snapshot, have[len(have)-1], time.Now()))
 }
 
 // each runs query with args and calls scan for every row; errors name the query's purpose

@@ -5,6 +5,8 @@ import (
 	"math"
 	"sort"
 	"time"
+
+	"sitewatch/pipeline/months"
 )
 
 // warning is the banner of an incomplete snapshot.
@@ -48,7 +50,7 @@ func completeness(d *data) *warning {
 	if last.Rejected.Int64 > 0 {
 		detail += fmt.Sprintf(" %d domains were rejected by the API and are not counted.", last.Rejected.Int64)
 	}
-	detail += fmt.Sprintf(" Every figure below covers the loaded domains only; totals and averages are not the watchlist's. Run `sitewatch run --snapshot %s` to fetch what is missing (nothing loaded is paid for twice).", d.Snapshot)
+	detail += fmt.Sprintf(" Every figure below covers the loaded domains only; totals and averages are not the watchlist's. To complete it: %s.", months.FinishAdvice(d.Snapshot, "", time.Now()))
 	return &warning{Title: title, Detail: detail}
 }
 

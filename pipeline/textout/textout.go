@@ -43,3 +43,12 @@ func (o *Writer) Keep(err error) {
 
 // Err is the first error met, or nil.
 func (o *Writer) Err() error { return o.err }
+
+// Plural writes a count with its noun in the right number: Plural(1, "domain", "domains") is
+// "1 domain", Plural(0, …) and Plural(2, …) "0 domains", "2 domains".
+func Plural[N int | int64](n N, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}

@@ -55,3 +55,14 @@ func TestKeepRecordsAFlushError(t *testing.T) {
 		t.Errorf("Err() = %v on a writer that never failed", ok.Err())
 	}
 }
+
+func TestPlural(t *testing.T) {
+	for _, tt := range []struct {
+		n    int64
+		want string
+	}{{0, "0 domains"}, {1, "1 domain"}, {2, "2 domains"}, {-1, "-1 domains"}} {
+		if got := Plural(tt.n, "domain", "domains"); got != tt.want {
+			t.Errorf("Plural(%d) = %q, want %q", tt.n, got, tt.want)
+		}
+	}
+}

@@ -73,7 +73,7 @@ func (w *Warehouse) RunQualityChecks(ctx context.Context, month string) ([]Quali
 				return err
 			}
 			if loaded == 0 {
-				return fmt.Errorf("snapshot %s has no loaded domain; run `sitewatch run --snapshot %s` first", month, month)
+				return fmt.Errorf("snapshot %s has no loaded domain: nothing to check", month)
 			}
 			if _, err := w.load.ExecContext(ctx, `DELETE FROM quality_checks WHERE snapshot_month = ?`, month); err != nil {
 				return err
