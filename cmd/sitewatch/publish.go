@@ -11,6 +11,7 @@ import (
 
 	"sitewatch/pipeline"
 	"sitewatch/pipeline/config"
+	"sitewatch/pipeline/lease"
 	"sitewatch/pipeline/publish"
 	"sitewatch/pipeline/warehouse"
 )
@@ -46,6 +47,16 @@ func cmdPublish(ctx context.Context, args []string, env pipeline.Env) error {
 	p, err := publish.New(ctx, cfg.Publish, publish.Options{Logger: env.Logger, Version: buildVersion()})
 	if err != nil {
 		return err
+	}
+	// One publisher at a time per bucket: the lease a run holds through its own publish.
+	if cfg.Publish.LeaseOn() {
+		l := lease.New(p, lease.Options{TTL: cfg.Publish.LeaseDuration(), Command: "sitewatch publish", Logger: env.Logger})
+		held, release, err := l.Take(ctx)
+		if err != nil {
+			return err
+		}
+		defer release()
+		ctx = held
 	}
 	months := []string{f.snapshot}
 	if *all || f.snapshot == "" {
