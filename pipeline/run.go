@@ -41,6 +41,8 @@ type Env struct {
 	Now        func() time.Time
 	// ProgressEvery is the interval of progress log lines when not on a terminal.
 	ProgressEvery time.Duration
+	// Lease, when set, is taken before a run's first credit (lease.go).
+	Lease Lease
 }
 
 // RunOptions are the flags of `sitewatch run`.
@@ -154,6 +156,11 @@ func Run(ctx context.Context, cfg *config.Config, opts RunOptions, env Env) (*Su
 	if err != nil {
 		return nil, err
 	}
+	ctx, release, err := takeLease(ctx, env.Lease)
+	if err != nil {
+		return nil, err // names the holder; nothing was spent
+	}
+	defer release()
 	wh, err := warehouse.Open(ctx, warehouse.Options{DuckDBPath: cfg.Warehouse.DuckDB, ParquetDir: cfg.Warehouse.Parquet, Logger: env.Logger, LoadMemoryLimit: cfg.Warehouse.MemoryLimit})
 	if err != nil {
 		return nil, err // the warehouse names the file and the holder

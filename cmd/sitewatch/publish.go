@@ -12,16 +12,18 @@ import (
 	"sitewatch/pipeline"
 	"sitewatch/pipeline/config"
 	monthrule "sitewatch/pipeline/months"
+	"sitewatch/pipeline/lease"
 	"sitewatch/pipeline/publish"
 	"sitewatch/pipeline/warehouse"
 )
 
 var publishHelp = help{
 	summary: "upload the Parquet of complete months to the configured object storage (publish.url); spends no credits",
-	usage:   "[--config F] [--snapshot YYYY-MM | --all]",
+	usage:   "[--config F] [--snapshot YYYY-MM | --all] [--verify]",
 	examples: []string{
 		"sitewatch publish                    # the newest month held",
 		"sitewatch publish --all              # every month with a complete run; unchanged files are not uploaded again",
+		"sitewatch publish --verify           # read the bucket back: every object against its manifest; repairs what differs",
 		"sitewatch publish --snapshot 2026-10",
 	},
 }
@@ -30,9 +32,13 @@ var publishHelp = help{
 func cmdPublish(ctx context.Context, args []string, env pipeline.Env) error {
 	f := newFlags("publish", env, true, true)
 	all := f.fs.Bool("all", false, "publish every month with a complete run")
+	verify := f.fs.Bool("verify", false, "read the bucket back: check every object against its manifest and report each that differs (exit 1 if any); uploads nothing")
 	f.check = func() error {
 		if *all && f.snapshot != "" {
 			return &UsageError{Msg: "--all and --snapshot contradict each other: give one"}
+		}
+		if *verify && (*all || f.snapshot != "") {
+			return &UsageError{Msg: "--verify checks every published month: give it alone"}
 		}
 		return nil
 	}
@@ -43,10 +49,26 @@ func cmdPublish(ctx context.Context, args []string, env pipeline.Env) error {
 	if cfg.Publish.URL == "" {
 		return &config.Error{Path: cfg.Path, Msg: "publish.url is not set: add a publish: section with url: s3://bucket/prefix (and endpoint, region, path_style for S3-compatible services)"}
 	}
-	runs := completeRuns(ctx, cfg, env)
+	if *verify {
+		return verifyBucket(ctx, cfg, env)
+	}
+	runs, err := completeRuns(ctx, cfg, env)
+	if err != nil {
+		return err
+	}
 	p, err := publish.New(ctx, cfg.Publish, publish.Options{Logger: env.Logger})
 	if err != nil {
 		return err
+	}
+	// One publisher at a time per bucket: the lease a run holds through its own publish.
+	if cfg.Publish.LeaseOn() {
+		l := lease.New(p, lease.Options{TTL: cfg.Publish.LeaseDuration(), Command: "sitewatch publish", Logger: env.Logger})
+		held, release, err := l.Take(ctx)
+		if err != nil {
+			return err
+		}
+		defer release()
+		ctx = held
 	}
 	months := []string{f.snapshot}
 	if *all || f.snapshot == "" {
@@ -62,12 +84,12 @@ func cmdPublish(ctx context.Context, args []string, env pipeline.Env) error {
 		months = months[len(months)-1:] // the newest month held
 	}
 	for _, m := range months {
-		if _, ok := runs[m]; runs != nil && !ok {
+		if _, ok := runs[m]; !ok {
 			if *all {
-				fmt.Fprintf(env.Stdout, "skipped %s: no complete run (%s; or publish it as it is with --snapshot %s)\n", m, monthrule.FinishAdvice(m, slices.Max(months), time.Now()), m)
+				fmt.Fprintf(env.Stdout, "skipped %s: no complete run, and an incomplete month is never published (%s)\n", m, monthrule.FinishAdvice(m, slices.Max(months), time.Now()))
 				continue
 			}
-			fmt.Fprintf(env.Stdout, "note: %s has no complete run; publishing the month's Parquet as it is\n", m)
+			return fmt.Errorf("%s has no complete run in %s: an incomplete month is never published (finish it with `sitewatch run` while the API serves it)", m, cfg.Warehouse.DuckDB)
 		}
 		res, err := p.Month(ctx, cfg.Warehouse.Parquet, m, runs[m])
 		if err != nil {
@@ -79,20 +101,19 @@ func cmdPublish(ctx context.Context, args []string, env pipeline.Env) error {
 }
 
 // completeRuns maps each month with a complete run to its latest such run, read from the
-// warehouse; nil when the warehouse cannot be read (a run holds it): every month is published.
-func completeRuns(ctx context.Context, cfg *config.Config, env pipeline.Env) map[string]string {
+// warehouse. Without the runs nothing can tell a complete month from one a run is still
+// loading, so an unreadable warehouse is an error: nothing is published.
+func completeRuns(ctx context.Context, cfg *config.Config, env pipeline.Env) (map[string]string, error) {
 	wh, err := openWarehouse(ctx, cfg, env, true)
 	if err != nil {
-		fmt.Fprintf(env.Stdout, "note: cannot read the runs (%v); publishing without run IDs\n", err)
-		return nil
+		return nil, fmt.Errorf("cannot read the runs, so cannot tell which months are complete; nothing was published (if a run holds the warehouse, it publishes its month itself; else retry after it): %w", err)
 	}
 	defer func() { _ = wh.Close() }() // read-only
 	records, err := wh.Runs(ctx, 1_000_000)
 	if err != nil {
-		fmt.Fprintf(env.Stdout, "note: cannot read the runs (%v); publishing without run IDs\n", err)
-		return nil
+		return nil, fmt.Errorf("cannot read the runs of %s; nothing was published: %w", cfg.Warehouse.DuckDB, err)
 	}
-	return latestComplete(records)
+	return latestComplete(records), nil
 }
 
 func latestComplete(records []warehouse.RunRecord) map[string]string {
@@ -103,6 +124,27 @@ func latestComplete(records []warehouse.RunRecord) map[string]string {
 		}
 	}
 	return runs
+}
+
+// verifyBucket serves `publish --verify`: every object of every manifest against the
+// checksums the bucket holds.
+func verifyBucket(ctx context.Context, cfg *config.Config, env pipeline.Env) error {
+	p, err := publish.New(ctx, cfg.Publish, publish.Options{Logger: env.Logger})
+	if err != nil {
+		return err
+	}
+	checked, bad, err := p.Verify(ctx)
+	if err != nil {
+		return err
+	}
+	for _, m := range bad {
+		fmt.Fprintf(env.Stdout, "differs: %s (listed in %s): %s\n", p.URL(m.Key), p.URL(m.Manifest), m.Problem)
+	}
+	if len(bad) > 0 {
+		return fmt.Errorf("%d of %d published objects differ from their manifests: run `sitewatch publish --all` where the warehouse is to upload them again (it checks every object's checksum)", len(bad), checked)
+	}
+	fmt.Fprintf(env.Stdout, "verified %s: all %d objects match their manifests\n", cfg.Publish.URL, checked)
+	return nil
 }
 
 func printPublished(w io.Writer, url string, r publish.Result) {
@@ -122,12 +164,18 @@ type publishJSON struct {
 	Error       string   `json:"error,omitempty"` // the bucket could not be compared
 }
 
+// statusBucketBound is the longest `status` waits for the bucket (docs/sharing.md).
+const statusBucketBound = 20 * time.Second
+
 func collectPublish(ctx context.Context, _ *sql.DB, cfg *config.Config) (any, error) {
 	if cfg.Publish.URL == "" {
 		return nil, nil
 	}
 	out := &publishJSON{URL: cfg.Publish.URL, Unpublished: []string{}}
-	p, err := publish.New(ctx, cfg.Publish, publish.Options{})
+	// status answers within statusBucketBound even when the bucket hangs.
+	ctx, cancel := context.WithTimeout(ctx, statusBucketBound)
+	defer cancel()
+	p, err := publish.New(ctx, cfg.Publish, publish.Options{MaxAttempts: 2, Deadlines: publish.Deadlines{FirstByte: 10 * time.Second, Idle: 10 * time.Second}})
 	if err == nil {
 		var pending []string
 		if pending, err = p.Pending(ctx, cfg.Warehouse.Parquet); err == nil {

@@ -40,6 +40,11 @@ func cmdRun(ctx context.Context, args []string, env pipeline.Env) error {
 			return err
 		}
 	}
+	if !*dry {
+		if env.Lease, err = bucketLease(ctx, cfg, env, "run"); err != nil {
+			return err
+		}
+	}
 	opts := pipeline.RunOptions{Snapshot: f.snapshot, Refresh: *refresh}
 	if *dry {
 		return dryRun(ctx, cfg, opts, env)
@@ -108,6 +113,9 @@ func cmdSchedule(ctx context.Context, args []string, env pipeline.Env) error {
 		if err := restoreIfMissing(ctx, cfg, env); err != nil {
 			return err
 		}
+	}
+	if env.Lease, err = bucketLease(ctx, cfg, env, "schedule"); err != nil {
+		return err
 	}
 	if *listen != "" {
 		env.Metrics = metrics.New(metrics.Options{HealthGrace: cfg.HealthGrace.Duration, Logger: env.Logger, StallBound: stallBound(cfg)})

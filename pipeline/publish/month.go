@@ -210,21 +210,25 @@ func (p *Publisher) ensureAll(ctx context.Context, files []localFile, old *Manif
 	return entries, g.Wait()
 }
 
-// ensure uploads f unless the published object already has its SHA-256: according to the
-// manifest (and still listed with its size), or, for objects written by a publish that did not
-// reach its manifest, according to the object's metadata.
+// ensure uploads f unless the published object provably holds its bytes: it is listed with
+// f's size and its own checksums (HEAD: the sitewatch-sha256 metadata, and the service's
+// SHA-256 when the manifest recorded one) match f. A manifest alone is not trusted: an
+// object replaced by same-size other bytes, or deleted, is uploaded again.
 func (p *Publisher) ensure(ctx context.Context, f *localFile, old *Manifest, remote map[string]int64) (s3sum string, uploaded bool, err error) {
-	size, listed := remote[f.Rel]
-	if e := old.file(f.Rel); e != nil && listed && size == f.Size && e.SHA256 == hexSum(f.SHA256) {
-		return e.S3ChecksumSHA256, false, nil
-	}
-	if listed && size == f.Size {
-		sum, s3sum, ok, err := p.remoteSum(ctx, f.Rel)
+	if size, listed := remote[f.Rel]; listed && size == f.Size {
+		h, err := p.head(ctx, f.Rel)
 		if err != nil {
 			return "", false, err
 		}
-		if ok && sum == hexSum(f.SHA256) {
-			return s3sum, false, nil
+		want := ManifestFile{Size: f.Size, SHA256: hexSum(f.SHA256)}
+		if e := old.file(f.Rel); e != nil && e.SHA256 == want.SHA256 {
+			want.S3ChecksumSHA256 = e.S3ChecksumSHA256
+		}
+		if h.found && h.sum != "" && h.differs(want) == "" {
+			if h.s3sum == "" { // a service that returns no checksum: keep the recorded one
+				return want.S3ChecksumSHA256, false, nil
+			}
+			return h.s3sum, false, nil
 		}
 	}
 	s3sum, err = p.upload(ctx, f)

@@ -124,19 +124,27 @@ func (p *Publisher) writeManifestAt(ctx context.Context, rel string, m *Manifest
 	return nil
 }
 
-// remoteSum returns the sitewatch-sha256 metadata and the S3 SHA-256 checksum of the object
-// at rel; ok is false when the object does not exist.
-func (p *Publisher) remoteSum(ctx context.Context, rel string) (sum, s3sum string, ok bool, err error) {
+// remoteObject is what a HEAD tells of a published object.
+type remoteObject struct {
+	found bool
+	size  int64
+	sum   string // sitewatch-sha256 metadata (hex)
+	s3sum string // the SHA-256 checksum the service stored (base64; "…-N" for multipart)
+}
+
+// head returns what the service says of the object at rel; found is false when it does not
+// exist.
+func (p *Publisher) head(ctx context.Context, rel string) (remoteObject, error) {
 	out, err := p.s3.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &p.loc.Bucket, Key: aws.String(p.loc.key(rel)), ChecksumMode: types.ChecksumModeEnabled})
 	if err != nil {
 		var nf *types.NotFound
 		var api smithy.APIError
 		if errors.As(err, &nf) || (errors.As(err, &api) && api.ErrorCode() == "NoSuchKey") {
-			return "", "", false, nil
+			return remoteObject{}, nil
 		}
-		return "", "", false, p.fail("check", rel, err)
+		return remoteObject{}, p.fail("check", rel, err)
 	}
-	return out.Metadata[metaSHA256], aws.ToString(out.ChecksumSHA256), true, nil
+	return remoteObject{found: true, size: aws.ToInt64(out.ContentLength), sum: out.Metadata[metaSHA256], s3sum: aws.ToString(out.ChecksumSHA256)}, nil
 }
 
 // metaSHA256 is the user metadata holding an object's hex SHA-256: with it a publish that was
