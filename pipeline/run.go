@@ -372,6 +372,9 @@ func (r *runState) probe(ctx context.Context, candidate string) error {
 			r.progress.finished(res)
 			answer = &res
 		})
+		if answer != nil && answer.Err != nil {
+			r.handleFailure(ctx, *answer) // a stop's own answer too: its credit is on the ledger
+		}
 		if err != nil {
 			return err
 		}
@@ -381,7 +384,6 @@ func (r *runState) probe(ctx context.Context, candidate string) error {
 		if answer.Err == nil {
 			return r.decide(ctx, *answer)
 		}
-		r.handleFailure(ctx, *answer)
 		if r.stopCause != nil {
 			return r.stopCause
 		}
@@ -454,7 +456,7 @@ func (r *runState) decide(ctx context.Context, res atlas.Result) error {
 // run's spend is exact even if its process dies before the end.
 func (r *runState) recordCharge(ctx context.Context, res atlas.Result, month, outcome string) {
 	credits := res.Charged
-	if credits == 0 || month == "" {
+	if credits == 0 { // month "" (no answer told it yet) is kept: the credit was spent all the same
 		return
 	}
 	c := warehouse.Charge{RunID: r.sum.RunID, SnapshotMonth: month, Domain: res.Domain, Endpoint: res.Endpoint,
@@ -560,6 +562,8 @@ func (r *runState) handle(ctx context.Context, res atlas.Result) {
 // ended it (its status says that).
 func (r *runState) handleFailure(ctx context.Context, res atlas.Result) {
 	if atlas.IsStop(res.Err) || errors.Is(res.Err, context.Canceled) {
+		// The answer that stops the run (a v1 body, a junk balance) may have been charged.
+		r.recordCharge(ctx, res, r.monthOrExpected(), warehouse.OutcomeRefused)
 		return
 	}
 	status, code := 0, ""

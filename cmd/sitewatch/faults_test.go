@@ -239,3 +239,53 @@ func TestUserParquetFilesKept(t *testing.T) {
 		}
 	}
 }
+
+// TestMetricsFileCheckedBeforeAnyCall: a --metrics-file the run could not write at its end
+// (missing folder, no .prom) is exit 2 before the first call, not a warning after the paid run.
+func TestMetricsFileCheckedBeforeAnyCall(t *testing.T) {
+	h := newHarness(t, atlastest.Options{}, atlastest.Domains(2), "")
+	for _, f := range []string{filepath.Join(h.dir, "missing", "s.prom"), filepath.Join(h.dir, "s.txt")} {
+		if code := h.run("run", "--metrics-file", f); code != ExitUsage {
+			t.Errorf("--metrics-file %s: exit %d, want %d\n%s", f, code, ExitUsage, h.stderr)
+		}
+		if !strings.Contains(h.stderr.String(), "--metrics-file") {
+			t.Errorf("--metrics-file %s: the error does not name the flag:\n%s", f, h.stderr)
+		}
+	}
+	if n := h.srv.Stats().Requests; n != 0 {
+		t.Errorf("%d calls made before the bad --metrics-file was refused", n)
+	}
+}
+
+// TestLedgerEqualsChargedOnEveryStop: whatever stops a run, including the charged answer
+// that triggers the stop, run_calls and runs.credits_spent equal what the server charged.
+func TestLedgerEqualsChargedOnEveryStop(t *testing.T) {
+	cases := []struct {
+		name string
+		opts atlastest.Options
+		args []string
+	}{
+		{"LegacyV1", atlastest.Options{Legacy: true}, []string{"run", "--snapshot", testMonth}},
+		{"LegacyV1MonthUnknown", atlastest.Options{Legacy: true}, []string{"run"}},
+		{"BrokenHTML", atlastest.Options{Faults: atlastest.Faults{HTML200: 1}}, []string{"run", "--snapshot", testMonth}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, tc.opts, atlastest.Domains(12), "")
+			if code := h.run(tc.args...); code == ExitOK {
+				t.Fatalf("exit 0, want a stop\n%s", h.stdout)
+			}
+			charged := int(h.srv.Stats().Charged)
+			if charged == 0 {
+				t.Fatal("the server charged nothing: the case tests nothing")
+			}
+			withDB(t, h, func(db *sql.DB) {
+				ledger := count(t, db, "SELECT coalesce(sum(credits), 0) FROM run_calls")
+				runs := count(t, db, "SELECT coalesce(sum(credits_spent), 0) FROM runs")
+				if ledger != charged || runs != charged {
+					t.Errorf("server charged %d, runs.credits_spent %d, run_calls %d: all must agree", charged, runs, ledger)
+				}
+			})
+		})
+	}
+}

@@ -36,6 +36,7 @@ func (c *Config) validate(p *problems) {
 		bad("warehouse.memory_limit", "%s", msg)
 	}
 	c.validateOutputs(p, bad)
+	c.validatePaths(bad)
 	if len(c.Domains) == 0 {
 		p.add(c.lineOf("domains"), "domains: the watchlist is empty; list at least one domain")
 	}
@@ -136,7 +137,10 @@ func checkS3URL(raw string) string {
 	case strings.Contains(strings.Trim(u.Path, "/"), "//"):
 		return fmt.Sprintf("prefix %q has an empty path segment", u.Path)
 	}
-	return ""
+	if msg := checkBucketName(u.Host); msg != "" {
+		return msg
+	}
+	return checkPrefix(u)
 }
 
 func checkEndpoint(raw string) string {
