@@ -154,7 +154,8 @@ func Run(ctx context.Context, cfg *config.Config, opts RunOptions, env Env) (*Su
 	if err != nil {
 		return nil, err
 	}
-	wh, err := warehouse.Open(ctx, warehouse.Options{DuckDBPath: cfg.Warehouse.DuckDB, ParquetDir: cfg.Warehouse.Parquet, Logger: env.Logger, LoadMemoryLimit: cfg.Warehouse.MemoryLimit})
+	wh, err := openWaiting(ctx, warehouse.Options{DuckDBPath: cfg.Warehouse.DuckDB, ParquetDir: cfg.Warehouse.Parquet, Logger: env.Logger, LoadMemoryLimit: cfg.Warehouse.MemoryLimit},
+		LockWait, env.Logger)
 	if err != nil {
 		return nil, err // the warehouse names the file and the holder
 	}

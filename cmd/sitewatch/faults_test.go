@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os/exec"
 	"os"
 	"path/filepath"
 	"strings"
@@ -287,5 +288,47 @@ func TestLedgerEqualsChargedOnEveryStop(t *testing.T) {
 				}
 			})
 		})
+	}
+}
+
+// TestRunWaitsForAPublishHoldingTheWarehouse: a sitewatch command (here a process named like
+// `sitewatch publish`) holds the warehouse read-only when the monthly run starts; the run waits
+// for it (at most pipeline.LockWait) and completes instead of failing "locked".
+func TestRunWaitsForAPublishHoldingTheWarehouse(t *testing.T) {
+	h := newHarness(t, atlastest.Options{}, atlastest.Domains(2), "")
+	if code := h.run("run", "--snapshot", testMonth); code != ExitOK {
+		t.Fatalf("first run: exit %d\n%s", code, h.stdout)
+	}
+	holderBin := filepath.Join(t.TempDir(), "sitewatch-publish")
+	copyFile(t, os.Args[0], holderBin)
+	holder := exec.Command(holderBin, "-test.run=^TestHelperHoldDuckDB$")
+	holder.Env = append(os.Environ(), "SITEWATCH_HOLD_DUCKDB="+filepath.Join(h.dir, "data/w.duckdb"))
+	stdin, err := holder.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	holderOut := &syncBuffer{}
+	holder.Stdout, holder.Stderr = holderOut, holderOut
+	if err := holder.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = stdin.Close(); _ = holder.Wait() }()
+	waitFor(t, 30*time.Second, func() bool {
+		return strings.Contains(holderOut.String(), "holding") || strings.Contains(holderOut.String(), "fail")
+	})
+	if !strings.Contains(holderOut.String(), "holding") {
+		t.Fatalf("the helper could not hold the file:\n%s", holderOut)
+	}
+	const hold = 2 * time.Second
+	time.AfterFunc(hold, func() { _ = stdin.Close() }) // the publish ends
+	start := time.Now()
+	if code := h.run("run", "--snapshot", testMonth, "--refresh"); code != ExitOK {
+		t.Fatalf("run while a publish held the warehouse: exit %d, want 0\n%s\n%s", code, h.stdout, tail(h.stderr.String(), 1500))
+	}
+	if took := time.Since(start); took < hold-200*time.Millisecond {
+		t.Errorf("the run took %s: it cannot have waited for the %s hold", took, hold)
+	}
+	if !strings.Contains(h.stderr.String(), "waiting for the warehouse") {
+		t.Errorf("the wait is not logged:\n%s", tail(h.stderr.String(), 1500))
 	}
 }
