@@ -680,6 +680,7 @@ func (r *runState) finish(ctx context.Context, stopErr error) error {
 	r.env.Logger.Debug("commit the last answers")
 	if err := r.store.Flush(ctx); err != nil {
 		r.sum.Status = StatusFailed
+		r.countOutcome(ctx, r.months.month) // what earlier commits loaded stays loaded: the summary says so
 		return fmt.Errorf("commit the run's last answers to %s: %w", r.cfg.Warehouse.DuckDB, err)
 	}
 	state, err := r.store.State(ctx, r.months.month)

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -20,6 +21,7 @@ import (
 
 	"sitewatch/pipeline/atlas/atlastest"
 	"sitewatch/pipeline/config"
+	"sitewatch/pipeline/warehouse"
 )
 
 // hangListener is a TCP endpoint that accepts connections and never answers: the hung
@@ -330,5 +332,41 @@ func TestRunWaitsForAPublishHoldingTheWarehouse(t *testing.T) {
 	}
 	if !strings.Contains(h.stderr.String(), "waiting for the warehouse") {
 		t.Errorf("the wait is not logged:\n%s", tail(h.stderr.String(), 1500))
+	}
+}
+
+// TestDiskFullRecordsTheRealOutcome: a run that fails on a full disk (exit 1, its end not
+// writable to the warehouse) is recorded with its real outcome, its month and the domains its
+// earlier commits loaded, not as "abandoned … process died" with 0 loaded; its summary counts
+// what was committed too.
+func TestDiskFullRecordsTheRealOutcome(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("uses ulimit -f (RLIMIT_FSIZE) semantics of Linux")
+	}
+	domains := atlastest.Domains(80)
+	h, _, _ := grownWatchlist(t, 3, domains, 4)
+	code, msg := runFileSizeLimited(t, h, 256, "run")
+	if code != ExitFailed {
+		t.Fatalf("exit %d under a full disk, want 1\n%s", code, tail(msg, 3000))
+	}
+	wh, err := warehouse.Open(context.Background(), warehouse.Options{ // a writer closes the runs left open, as the next run does
+		DuckDBPath: filepath.Join(h.dir, "data/w.duckdb"), ParquetDir: filepath.Join(h.dir, "data/parquet")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := wh.DB()
+	loaded := count(t, db, "SELECT count(*) FROM sites WHERE snapshot_month = ?", testMonth)
+	var status, month string
+	var runLoaded int
+	if err := db.QueryRow(`SELECT status, snapshot_month, domains_loaded FROM runs ORDER BY started_at DESC LIMIT 1`).Scan(&status, &month, &runLoaded); err != nil {
+		t.Fatal(err)
+	}
+	_ = wh.Close()
+	t.Logf("limited run: status %s, month %q, %d loaded (sites hold %d)", status, month, runLoaded, loaded)
+	if status != "failed" || month != testMonth || runLoaded != loaded {
+		t.Errorf("runs row = (%s, %q, %d loaded), want (failed, %s, %d)", status, month, runLoaded, testMonth, loaded)
+	}
+	if want := fmt.Sprintf("%d of %d", loaded, len(domains)); !strings.Contains(msg, want) {
+		t.Errorf("the summary does not say %q:\n%s", want, tail(msg, 2000))
 	}
 }
