@@ -161,7 +161,8 @@ func Run(ctx context.Context, cfg *config.Config, opts RunOptions, env Env) (*Su
 		return nil, err // names the holder; nothing was spent
 	}
 	defer release()
-	wh, err := warehouse.Open(ctx, warehouse.Options{DuckDBPath: cfg.Warehouse.DuckDB, ParquetDir: cfg.Warehouse.Parquet, Logger: env.Logger, LoadMemoryLimit: cfg.Warehouse.MemoryLimit})
+	wh, err := openWaiting(ctx, warehouse.Options{DuckDBPath: cfg.Warehouse.DuckDB, ParquetDir: cfg.Warehouse.Parquet, Logger: env.Logger, LoadMemoryLimit: cfg.Warehouse.MemoryLimit},
+		LockWait, env.Logger)
 	if err != nil {
 		return nil, err // the warehouse names the file and the holder
 	}
@@ -379,6 +380,9 @@ func (r *runState) probe(ctx context.Context, candidate string) error {
 			r.progress.finished(res)
 			answer = &res
 		})
+		if answer != nil && answer.Err != nil {
+			r.handleFailure(ctx, *answer) // a stop's own answer too: its credit is on the ledger
+		}
 		if err != nil {
 			return err
 		}
@@ -388,7 +392,6 @@ func (r *runState) probe(ctx context.Context, candidate string) error {
 		if answer.Err == nil {
 			return r.decide(ctx, *answer)
 		}
-		r.handleFailure(ctx, *answer)
 		if r.stopCause != nil {
 			return r.stopCause
 		}
@@ -461,7 +464,7 @@ func (r *runState) decide(ctx context.Context, res atlas.Result) error {
 // run's spend is exact even if its process dies before the end.
 func (r *runState) recordCharge(ctx context.Context, res atlas.Result, month, outcome string) {
 	credits := res.Charged
-	if credits == 0 || month == "" {
+	if credits == 0 { // month "" (no answer told it yet) is kept: the credit was spent all the same
 		return
 	}
 	c := warehouse.Charge{RunID: r.sum.RunID, SnapshotMonth: month, Domain: res.Domain, Endpoint: res.Endpoint,
@@ -567,6 +570,8 @@ func (r *runState) handle(ctx context.Context, res atlas.Result) {
 // ended it (its status says that).
 func (r *runState) handleFailure(ctx context.Context, res atlas.Result) {
 	if atlas.IsStop(res.Err) || errors.Is(res.Err, context.Canceled) {
+		// The answer that stops the run (a v1 body, a junk balance) may have been charged.
+		r.recordCharge(ctx, res, r.monthOrExpected(), warehouse.OutcomeRefused)
 		return
 	}
 	status, code := 0, ""
@@ -682,6 +687,7 @@ func (r *runState) finish(ctx context.Context, stopErr error) error {
 	r.env.Logger.Debug("commit the last answers")
 	if err := r.store.Flush(ctx); err != nil {
 		r.sum.Status = StatusFailed
+		r.countOutcome(ctx, r.months.month) // what earlier commits loaded stays loaded: the summary says so
 		return fmt.Errorf("commit the run's last answers to %s: %w", r.cfg.Warehouse.DuckDB, err)
 	}
 	state, err := r.store.State(ctx, r.months.month)

@@ -11,7 +11,9 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -19,6 +21,7 @@ import (
 
 	"sitewatch/pipeline/atlas/atlastest"
 	"sitewatch/pipeline/config"
+	"sitewatch/pipeline/warehouse"
 )
 
 // hangListener is a TCP endpoint that accepts connections and never answers: the hung
@@ -237,5 +240,133 @@ func TestUserParquetFilesKept(t *testing.T) {
 		if !strings.Contains(h.stderr.String(), "backup.parquet") {
 			t.Errorf("%v: no warning names the foreign file backup.parquet", args)
 		}
+	}
+}
+
+// TestMetricsFileCheckedBeforeAnyCall: a --metrics-file the run could not write at its end
+// (missing folder, no .prom) is exit 2 before the first call, not a warning after the paid run.
+func TestMetricsFileCheckedBeforeAnyCall(t *testing.T) {
+	h := newHarness(t, atlastest.Options{}, atlastest.Domains(2), "")
+	for _, f := range []string{filepath.Join(h.dir, "missing", "s.prom"), filepath.Join(h.dir, "s.txt")} {
+		if code := h.run("run", "--metrics-file", f); code != ExitUsage {
+			t.Errorf("--metrics-file %s: exit %d, want %d\n%s", f, code, ExitUsage, h.stderr)
+		}
+		if !strings.Contains(h.stderr.String(), "--metrics-file") {
+			t.Errorf("--metrics-file %s: the error does not name the flag:\n%s", f, h.stderr)
+		}
+	}
+	if n := h.srv.Stats().Requests; n != 0 {
+		t.Errorf("%d calls made before the bad --metrics-file was refused", n)
+	}
+}
+
+// TestLedgerEqualsChargedOnEveryStop: whatever stops a run, including the charged answer
+// that triggers the stop, run_calls and runs.credits_spent equal what the server charged.
+func TestLedgerEqualsChargedOnEveryStop(t *testing.T) {
+	cases := []struct {
+		name string
+		opts atlastest.Options
+		args []string
+	}{
+		{"LegacyV1", atlastest.Options{Legacy: true}, []string{"run", "--snapshot", testMonth}},
+		{"LegacyV1MonthUnknown", atlastest.Options{Legacy: true}, []string{"run"}},
+		{"BrokenHTML", atlastest.Options{Faults: atlastest.Faults{HTML200: 1}}, []string{"run", "--snapshot", testMonth}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, tc.opts, atlastest.Domains(12), "")
+			if code := h.run(tc.args...); code == ExitOK {
+				t.Fatalf("exit 0, want a stop\n%s", h.stdout)
+			}
+			charged := int(h.srv.Stats().Charged)
+			if charged == 0 {
+				t.Fatal("the server charged nothing: the case tests nothing")
+			}
+			withDB(t, h, func(db *sql.DB) {
+				ledger := count(t, db, "SELECT coalesce(sum(credits), 0) FROM run_calls")
+				runs := count(t, db, "SELECT coalesce(sum(credits_spent), 0) FROM runs")
+				if ledger != charged || runs != charged {
+					t.Errorf("server charged %d, runs.credits_spent %d, run_calls %d: all must agree", charged, runs, ledger)
+				}
+			})
+		})
+	}
+}
+
+// TestRunWaitsForAPublishHoldingTheWarehouse: a sitewatch command (here a process named like
+// `sitewatch publish`) holds the warehouse read-only when the monthly run starts; the run waits
+// for it (at most pipeline.LockWait) and completes instead of failing "locked".
+func TestRunWaitsForAPublishHoldingTheWarehouse(t *testing.T) {
+	h := newHarness(t, atlastest.Options{}, atlastest.Domains(2), "")
+	if code := h.run("run", "--snapshot", testMonth); code != ExitOK {
+		t.Fatalf("first run: exit %d\n%s", code, h.stdout)
+	}
+	holderBin := filepath.Join(t.TempDir(), "sitewatch-publish")
+	copyFile(t, os.Args[0], holderBin)
+	holder := exec.Command(holderBin, "-test.run=^TestHelperHoldDuckDB$")
+	holder.Env = append(os.Environ(), "SITEWATCH_HOLD_DUCKDB="+filepath.Join(h.dir, "data/w.duckdb"))
+	stdin, err := holder.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	holderOut := &syncBuffer{}
+	holder.Stdout, holder.Stderr = holderOut, holderOut
+	if err := holder.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = stdin.Close(); _ = holder.Wait() }()
+	waitFor(t, 30*time.Second, func() bool {
+		return strings.Contains(holderOut.String(), "holding") || strings.Contains(holderOut.String(), "fail")
+	})
+	if !strings.Contains(holderOut.String(), "holding") {
+		t.Fatalf("the helper could not hold the file:\n%s", holderOut)
+	}
+	const hold = 2 * time.Second
+	time.AfterFunc(hold, func() { _ = stdin.Close() }) // the publish ends
+	start := time.Now()
+	if code := h.run("run", "--snapshot", testMonth, "--refresh"); code != ExitOK {
+		t.Fatalf("run while a publish held the warehouse: exit %d, want 0\n%s\n%s", code, h.stdout, tail(h.stderr.String(), 1500))
+	}
+	if took := time.Since(start); took < hold-200*time.Millisecond {
+		t.Errorf("the run took %s: it cannot have waited for the %s hold", took, hold)
+	}
+	if !strings.Contains(h.stderr.String(), "waiting for the warehouse") {
+		t.Errorf("the wait is not logged:\n%s", tail(h.stderr.String(), 1500))
+	}
+}
+
+// TestDiskFullRecordsTheRealOutcome: a run that fails on a full disk (exit 1, its end not
+// writable to the warehouse) is recorded with its real outcome, its month and the domains its
+// earlier commits loaded, not as "abandoned … process died" with 0 loaded; its summary counts
+// what was committed too.
+func TestDiskFullRecordsTheRealOutcome(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("uses ulimit -f (RLIMIT_FSIZE) semantics of Linux")
+	}
+	domains := atlastest.Domains(80)
+	h, _, _ := grownWatchlist(t, 3, domains, 4)
+	code, msg := runFileSizeLimited(t, h, 256, "run")
+	if code != ExitFailed {
+		t.Fatalf("exit %d under a full disk, want 1\n%s", code, tail(msg, 3000))
+	}
+	wh, err := warehouse.Open(context.Background(), warehouse.Options{ // a writer closes the runs left open, as the next run does
+		DuckDBPath: filepath.Join(h.dir, "data/w.duckdb"), ParquetDir: filepath.Join(h.dir, "data/parquet")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := wh.DB()
+	loaded := count(t, db, "SELECT count(*) FROM sites WHERE snapshot_month = ?", testMonth)
+	var status, month string
+	var runLoaded int
+	if err := db.QueryRow(`SELECT status, snapshot_month, domains_loaded FROM runs ORDER BY started_at DESC LIMIT 1`).Scan(&status, &month, &runLoaded); err != nil {
+		t.Fatal(err)
+	}
+	_ = wh.Close()
+	t.Logf("limited run: status %s, month %q, %d loaded (sites hold %d)", status, month, runLoaded, loaded)
+	if status != "failed" || month != testMonth || runLoaded != loaded {
+		t.Errorf("runs row = (%s, %q, %d loaded), want (failed, %s, %d)", status, month, runLoaded, testMonth, loaded)
+	}
+	if want := fmt.Sprintf("%d of %d", loaded, len(domains)); !strings.Contains(msg, want) {
+		t.Errorf("the summary does not say %q:\n%s", want, tail(msg, 2000))
 	}
 }

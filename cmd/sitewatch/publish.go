@@ -11,8 +11,8 @@ import (
 
 	"sitewatch/pipeline"
 	"sitewatch/pipeline/config"
-	monthrule "sitewatch/pipeline/months"
 	"sitewatch/pipeline/lease"
+	monthrule "sitewatch/pipeline/months"
 	"sitewatch/pipeline/publish"
 	"sitewatch/pipeline/warehouse"
 )

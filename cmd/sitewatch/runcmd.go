@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"sitewatch/pipeline"
@@ -46,6 +48,9 @@ func cmdRun(ctx context.Context, args []string, env pipeline.Env) error {
 		}
 	}
 	opts := pipeline.RunOptions{Snapshot: f.snapshot, Refresh: *refresh}
+	if err := checkMetricsFile(*metricsFile); err != nil {
+		return err
+	}
 	if *dry {
 		return dryRun(ctx, cfg, opts, env)
 	}
@@ -65,6 +70,26 @@ func cmdRun(ctx context.Context, args []string, env pipeline.Env) error {
 	if err != nil {
 		return reportedError{err}
 	}
+	return nil
+}
+
+// checkMetricsFile refuses, before anything is called, a --metrics-file the run could not
+// write at its end: one not ending in .prom (the textfile collector reads only those) or in a
+// folder that is missing or not writable.
+func checkMetricsFile(path string) error {
+	if path == "" {
+		return nil
+	}
+	if !strings.HasSuffix(path, ".prom") {
+		return &UsageError{Msg: fmt.Sprintf("--metrics-file %s: the name must end in .prom (node_exporter's textfile collector reads only *.prom)", path)}
+	}
+	dir := filepath.Dir(path)
+	probe, err := os.CreateTemp(dir, ".sitewatch-probe-*")
+	if err != nil {
+		return &UsageError{Msg: fmt.Sprintf("--metrics-file %s: its folder %s cannot take the file (%v): create it or choose another; nothing was called", path, dir, errors.Unwrap(err))}
+	}
+	_ = probe.Close()
+	_ = os.Remove(probe.Name()) // best effort: an empty hidden file
 	return nil
 }
 

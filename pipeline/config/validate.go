@@ -39,6 +39,7 @@ func (c *Config) validate(p *problems) {
 	}
 	c.validateOutputs(p, bad)
 	c.validateLease(bad)
+	c.validatePaths(bad)
 	if len(c.Domains) == 0 {
 		p.add(c.lineOf("domains"), "domains: the watchlist is empty; list at least one domain")
 	}
@@ -140,7 +141,10 @@ func checkS3URL(raw string) string {
 	case strings.Contains(strings.Trim(u.Path, "/"), "//"):
 		return fmt.Sprintf("prefix %q has an empty path segment", u.Path)
 	}
-	return ""
+	if msg := checkBucketName(u.Host); msg != "" {
+		return msg
+	}
+	return checkPrefix(u)
 }
 
 func checkEndpoint(raw string) string {

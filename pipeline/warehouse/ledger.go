@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"sitewatch/pipeline/livestatus"
 	"sitewatch/schema"
 )
 
@@ -83,19 +84,63 @@ func (w *Warehouse) closeAbandoned(ctx context.Context) ([]RunRecord, error) {
 		if _, live := liveRuns.Load(r.RunID); live {
 			continue
 		}
+		if r.SnapshotMonth == "" {
+			if r.SnapshotMonth, err = w.monthOfRun(ctx, r.RunID); err != nil {
+				return closed, fmt.Errorf("find the month of run %s: %w", r.RunID, err)
+			}
+		}
+		final := w.finalOutcome(r.RunID)
+		if final != nil && r.SnapshotMonth == "" {
+			r.SnapshotMonth = final.Month
+		}
 		if err := w.countCommitted(ctx, &r); err != nil {
 			return closed, fmt.Errorf("count what run %s committed: %w", r.RunID, err)
 		}
 		r.Status = StatusAbandoned
 		r.Message = "the process died while running (killed, crashed or power lost); requests, credits and domains counted from what it had committed"
+		if final != nil {
+			r.Status = final.Outcome
+			r.Message = final.Message + " (the run ended but could not record its end in the warehouse: outcome from its progress file, counts from what it had committed)"
+		}
 		if err := w.FinishRun(ctx, r); err != nil {
 			return closed, err
+		}
+		if final != nil {
+			w.log.Info("recorded the end of a run that could not write it itself", "run_id", r.RunID, "status", r.Status,
+				"snapshot", r.SnapshotMonth, "domains_loaded", r.DomainsLoaded)
+			continue // it reported its own outcome; it did not die
 		}
 		w.log.Warn("closed a run whose process died as abandoned", "run_id", r.RunID, "snapshot", r.SnapshotMonth,
 			"credits_spent", r.CreditsSpent, "domains_loaded", r.DomainsLoaded)
 		closed = append(closed, r)
 	}
 	return closed, nil
+}
+
+// monthOfRun is the month a run's charged answers were stored under ("" when none was): a
+// run records its month only at its end, so a run that died has none in its row.
+func (w *Warehouse) monthOfRun(ctx context.Context, runID string) (string, error) {
+	var month sql.NullString
+	err := w.db.QueryRowContext(ctx, `SELECT snapshot_month FROM (
+			SELECT snapshot_month, count(*) AS n FROM run_calls WHERE run_id = ? AND snapshot_month <> '' GROUP BY 1
+			UNION ALL
+			SELECT snapshot_month, count(*) AS n FROM fetch_errors WHERE run_id = ? AND snapshot_month <> '' GROUP BY 1)
+		GROUP BY snapshot_month ORDER BY sum(n) DESC, snapshot_month DESC LIMIT 1`, runID, runID).Scan(&month)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	return month.String, err
+}
+
+// finalOutcome is the final progress file of runID, or nil: a run that could not write its
+// end to the warehouse (a full disk) still wrote its outcome there, so it ended on its own
+// and did not die.
+func (w *Warehouse) finalOutcome(runID string) *livestatus.Status {
+	st, err := livestatus.Read(livestatus.Path(w.opts.DuckDBPath))
+	if err != nil || st == nil || st.RunID != runID || st.State != livestatus.StateFinal || st.Outcome == "" {
+		return nil
+	}
+	return st
 }
 
 // countCommitted fills r's finished_at, requests, credits and domains from committed rows.

@@ -346,8 +346,22 @@ func lockError(path string, err error) error {
 		likely = "probably a tool holding the file open (a BI tool, the duckdb CLI, a notebook)"
 		way = "close it in that tool, then retry; BI tools should read the Parquet tree, or a copy of the DuckDB file, never the live file"
 	}
-	return fmt.Errorf("%w: %s holds %s, %s; %s", ErrLocked, who, path, likely, way)
+	err = fmt.Errorf("%w: %s holds %s, %s; %s", ErrLocked, who, path, likely, way)
+	if isSitewatch(holder, pid) {
+		return sitewatchHold{err}
+	}
+	return err
 }
+
+// ErrHeldBySitewatch is matched (errors.Is) by a lock error whose holder is a sitewatch
+// process: a command such as publish or status that holds the file for seconds, worth
+// waiting for, unlike a BI tool that holds it for hours.
+var ErrHeldBySitewatch = errors.New("held by a sitewatch process")
+
+type sitewatchHold struct{ error }
+
+func (h sitewatchHold) Unwrap() error      { return h.error }
+func (sitewatchHold) Is(target error) bool { return target == ErrHeldBySitewatch }
 
 // isSitewatch guesses whether the holder is a sitewatch process (or this very binary, e.g. a
 // test) from its executable path and /proc.
