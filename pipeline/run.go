@@ -152,7 +152,7 @@ func Run(ctx context.Context, cfg *config.Config, opts RunOptions, env Env) (*Su
 	if len(wl.Domains) == 0 {
 		return nil, &config.Error{Path: cfg.Path, Msg: ErrNothingToFetch.Error() + "; `sitewatch validate` lists why each entry was rejected"}
 	}
-	creds, err := config.CredentialsFrom(cfg, env.Getenv)
+	client, _, err := newFetcher(ctx, cfg, env) // spend.go: one client per credit source
 	if err != nil {
 		return nil, err
 	}
@@ -165,11 +165,6 @@ func Run(ctx context.Context, cfg *config.Config, opts RunOptions, env Env) (*Su
 		LockWait, env.Logger)
 	if err != nil {
 		return nil, err // the warehouse names the file and the holder
-	}
-	client, err := atlas.New(clientConfig(cfg, creds, env.Logger))
-	if err != nil {
-		_ = wh.Close() // nothing was written; the config error is the news
-		return nil, &config.Error{Path: cfg.Path, Msg: err.Error()}
 	}
 	notifier := notify.New(cfg.Notify.WebhookURL, env.Logger).Only(cfg.Notify.On)
 	notifyAbandoned(ctx, notifier, wh.Abandoned(), env.Logger)

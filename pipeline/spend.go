@@ -1,0 +1,139 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/robfig/cron/v3"
+
+	"sitewatch/pipeline/atlas"
+	"sitewatch/pipeline/config"
+	"sitewatch/pipeline/sources"
+)
+
+// openSources builds one client per credit source of cfg (api.sources, or the single-source
+// form as a list of one), in config order. Errors are *config.Error: nothing was called.
+func openSources(cfg *config.Config, env Env) ([]*sources.Source, error) {
+	var out []*sources.Source
+	for _, sc := range cfg.Sources() {
+		creds, err := config.SourceCredentials(cfg, sc, env.Getenv)
+		if !cfg.MultiSource() {
+			creds, err = config.CredentialsFrom(cfg, env.Getenv) // its messages, as before
+		}
+		if err != nil {
+			return nil, err
+		}
+		acfg := clientConfig(cfg, creds, env.Logger)
+		acfg.BaseURL, acfg.Mode, acfg.MarketplaceHost = sc.BaseURL, atlas.Mode(sc.Mode), sc.MarketplaceHost
+		acfg.RateLimit, acfg.MinCredits, acfg.Concurrency = sc.RateLimit, sc.MinCredits, runConcurrency(sc.RateLimit)
+		client, err := atlas.New(acfg)
+		if err != nil {
+			msg := err.Error()
+			if cfg.MultiSource() {
+				msg = fmt.Sprintf("source %s: %s", sc.Name, msg)
+			}
+			return nil, &config.Error{Path: cfg.Path, Msg: msg}
+		}
+		out = append(out, &sources.Source{Name: sc.Name, Client: client, Room: -1})
+	}
+	return out, nil
+}
+
+// SourceProbe is what one source's free probe said.
+type SourceProbe struct {
+	Name  string
+	Mode  string
+	Probe atlas.Probe
+	Err   error // nil, or why the source cannot pay (402, key rejected, unreachable, ...)
+}
+
+// allowance turns a probe into what the source may pay for: its balance or remaining quota
+// (the lower of the two when both are known) minus its reserve.
+func allowance(sc config.SourceConfig, p atlas.Probe, rate float64) sources.Allowance {
+	a := sources.Allowance{Name: sc.Name, Usable: -1, Rate: rate}
+	if p.RateLimit > 0 {
+		a.Rate = min(a.Rate, p.RateLimit)
+	}
+	switch {
+	case p.QuotaRemaining >= 0:
+		a.Usable, a.Quota, a.Reset = p.QuotaRemaining, true, p.QuotaReset
+		if sc.Mode == "direct" && p.Balance >= 0 {
+			a.Usable = min(a.Usable, p.Balance)
+		}
+	case p.Balance >= 0:
+		a.Usable = p.Balance
+	}
+	if a.Usable >= 0 {
+		a.Usable = max(a.Usable-sc.MinCredits, 0)
+	}
+	return a
+}
+
+// probeSources makes each source's free probe (one request without url, 0 credits) and
+// plans who pays for calls calls. A source that cannot pay (402) gets no share; any other
+// failure is returned (the first, naming its source) with what was learned.
+func probeSources(ctx context.Context, cfg *config.Config, srcs []*sources.Source, calls int, now time.Time) (*sources.Plan, []SourceProbe, error) {
+	var allow []sources.Allowance
+	var probes []SourceProbe
+	var firstErr error
+	for i, sc := range cfg.Sources() {
+		p, err := srcs[i].Client.Probe(ctx)
+		probes = append(probes, SourceProbe{Name: sc.Name, Mode: sc.Mode, Probe: p, Err: err})
+		a := allowance(sc, p, sc.RateLimit)
+		switch {
+		case errors.Is(err, atlas.ErrOutOfCredits):
+			a.Usable = 0
+		case err != nil && firstErr == nil:
+			firstErr = fmt.Errorf("source %s: %w", sc.Name, err)
+		}
+		allow = append(allow, a)
+	}
+	return sources.NewPlan(allow, calls, nextScheduled(cfg, now)), probes, firstErr
+}
+
+// nextScheduled is the next run of cfg's schedule after now (zero if it does not parse;
+// validate has already refused such a config).
+func nextScheduled(cfg *config.Config, now time.Time) time.Time {
+	sched, err := cron.ParseStandard(cfg.Schedule)
+	if err != nil {
+		return time.Time{}
+	}
+	return sched.Next(now)
+}
+
+// newFetcher returns the run's fetcher. With one source it is that source's client (no
+// extra call). With api.sources each source is probed for free, ordered by the spend plan and
+// given its room; a source that cannot pay is left out (all out: a credit stop, exit 3).
+func newFetcher(ctx context.Context, cfg *config.Config, env Env) (*sources.Multi, *sources.Plan, error) {
+	srcs, err := openSources(cfg, env)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !cfg.MultiSource() {
+		return sources.NewMulti(srcs), nil, nil
+	}
+	plan, _, err := probeSources(ctx, cfg, srcs, len(cfg.Domains)*2+1, env.Now())
+	if err != nil {
+		return nil, plan, err
+	}
+	byName := map[string]*sources.Source{}
+	for _, s := range srcs {
+		byName[s.Name] = s
+	}
+	var ordered []*sources.Source
+	for _, sh := range plan.Shares {
+		s := byName[sh.Name]
+		s.Room = sh.Usable
+		if sh.Usable == 0 {
+			continue // nothing to pay with: 402 or at its reserve
+		}
+		ordered = append(ordered, s)
+	}
+	if len(ordered) == 0 {
+		return nil, plan, fmt.Errorf("%w: every credit source is empty or at its reserve (%s)", atlas.ErrOutOfCredits, plan)
+	}
+	env.Logger.Info("credit sources planned", "plan", plan.String())
+	return sources.NewMulti(ordered), plan, nil
+}
