@@ -281,15 +281,17 @@ func (d *Digest) readMovers(ctx context.Context, db *sql.DB) error {
 	return nil
 }
 
-// bySize orders the rows of a changes_* view (aliased c) by their domain's visits in the
-// month, largest first: the per-domain half of RankingRule.
-const bySize = `(SELECT s.total_visits FROM sites s WHERE s.snapshot_month = c.snapshot_month AND s.domain = c.domain) DESC NULLS LAST`
+// bySize joins the rows of a changes_* view (aliased c) with their domain's visits in the
+// month (size_visits), so lists can lead with the largest domains: the per-domain half of
+// RankingRule. A join, not a correlated subquery: 5,000 domains' lists stay fast.
+const bySize = ` LEFT JOIN (SELECT snapshot_month AS size_month, domain AS size_domain, total_visits AS size_visits FROM sites) z
+		ON z.size_month = c.snapshot_month AND z.size_domain = c.domain`
 
 func (d *Digest) readCompetitors(ctx context.Context, db *sql.DB) error {
 	return warehouse.QueryEach(ctx, db, `SELECT domain, change, competitor, competitor_position, competitor_global_rank,
 			competitor_total_visits, competitor_on_watchlist
-		FROM changes_competitors c WHERE snapshot_month = ?
-		ORDER BY `+bySize+`, domain, change DESC, competitor_position, competitor`, []any{d.Month}, func(rows *sql.Rows) error {
+		FROM changes_competitors c`+bySize+` WHERE snapshot_month = ?
+		ORDER BY size_visits DESC NULLS LAST, domain, change DESC, competitor_position, competitor`, []any{d.Month}, func(rows *sql.Rows) error {
 		var c CompetitorChange
 		var rank sql.NullInt64
 		var visits sql.NullFloat64
@@ -304,8 +306,8 @@ func (d *Digest) readCompetitors(ctx context.Context, db *sql.DB) error {
 
 func (d *Digest) readPlatforms(ctx context.Context, db *sql.DB) error {
 	return warehouse.QueryEach(ctx, db, `SELECT domain, change, platform, rank, share_pct
-		FROM changes_ai_platforms c WHERE snapshot_month = ?
-		ORDER BY `+bySize+`, domain, change DESC, rank NULLS LAST, platform`, []any{d.Month}, func(rows *sql.Rows) error {
+		FROM changes_ai_platforms c`+bySize+` WHERE snapshot_month = ?
+		ORDER BY size_visits DESC NULLS LAST, domain, change DESC, rank NULLS LAST, platform`, []any{d.Month}, func(rows *sql.Rows) error {
 		var p PlatformChange
 		var rank sql.NullInt64
 		var share sql.NullFloat64
@@ -320,8 +322,8 @@ func (d *Digest) readPlatforms(ctx context.Context, db *sql.DB) error {
 
 func (d *Digest) readKeywords(ctx context.Context, db *sql.DB) error {
 	return warehouse.QueryEach(ctx, db, `SELECT domain, change, keyword, position, search_volume, estimated_value_usd
-		FROM changes_keywords c WHERE snapshot_month = ?
-		ORDER BY `+bySize+`, domain, change DESC, position, keyword`, []any{d.Month}, func(rows *sql.Rows) error {
+		FROM changes_keywords c`+bySize+` WHERE snapshot_month = ?
+		ORDER BY size_visits DESC NULLS LAST, domain, change DESC, position, keyword`, []any{d.Month}, func(rows *sql.Rows) error {
 		var k KeywordChange
 		var volume sql.NullInt64
 		var value sql.NullFloat64
@@ -337,8 +339,8 @@ func (d *Digest) readKeywords(ctx context.Context, db *sql.DB) error {
 func (d *Digest) readCountries(ctx context.Context, db *sql.DB) error {
 	return warehouse.QueryEach(ctx, db, `SELECT domain, change, country_code, coalesce(country_name, ''), position, previous_position,
 			share, previous_share
-		FROM changes_top_countries c WHERE snapshot_month = ?
-		ORDER BY `+bySize+`, domain, change, coalesce(position, previous_position), country_code`, []any{d.Month}, func(rows *sql.Rows) error {
+		FROM changes_top_countries c`+bySize+` WHERE snapshot_month = ?
+		ORDER BY size_visits DESC NULLS LAST, domain, change, coalesce(position, previous_position), country_code`, []any{d.Month}, func(rows *sql.Rows) error {
 		var c CountryChange
 		var pos, prevPos sql.NullInt64
 		var share, prevShare sql.NullFloat64

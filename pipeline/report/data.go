@@ -333,14 +333,24 @@ func (d *data) loadKeywords(ctx context.Context, db *sql.DB) error {
 }
 
 // loadOverlaps reads the keywords shared by watchlist domains that list each other as similar,
-// each pair once (domain < other_domain).
+// each pair once (domain < other_domain), for pairs with one of the topN most visited domains
+// (the section shows ten; the view keyword_overlap has every pair).
 func (d *data) loadOverlaps(ctx context.Context, db *sql.DB) error {
+	args := []any{d.Snapshot}
+	marks := make([]string, 0, topN)
+	for _, s := range topSites(d) {
+		args, marks = append(args, s.Domain), append(marks, "?")
+	}
+	in := strings.Join(marks, ", ")
+	args = append(args, args[1:]...)
 	err := each(ctx, db, `
 		SELECT domain, other_domain, list(DISTINCT lower(trim(keyword)) ORDER BY lower(trim(keyword)))
 		FROM keyword_overlap
 		WHERE snapshot_month = ? AND domain < other_domain
+		  AND (domain IN (`+in+`) OR other_domain IN (`+in+`))
 		GROUP BY domain, other_domain
-		ORDER BY count(DISTINCT lower(trim(keyword))) DESC, domain, other_domain`, []any{d.Snapshot}, func(r *sql.Rows) error {
+		ORDER BY count(DISTINCT lower(trim(keyword))) DESC, domain, other_domain
+		LIMIT 10`, args, func(r *sql.Rows) error {
 		var o overlap
 		var kws []any
 		if err := r.Scan(&o.Domain, &o.Other, &kws); err != nil {
