@@ -47,6 +47,11 @@ func cmdPublish(ctx context.Context, args []string, env pipeline.Env) error {
 	if err != nil {
 		return err
 	}
+	lake, err := openIceberg(ctx, cfg, env) // nil unless publish.format is iceberg or both
+	if err != nil {
+		return err
+	}
+	defer closeIceberg(lake)
 	months := []string{f.snapshot}
 	if *all || f.snapshot == "" {
 		if months, err = publish.Months(cfg.Warehouse.Parquet); err != nil {
@@ -68,11 +73,16 @@ func cmdPublish(ctx context.Context, args []string, env pipeline.Env) error {
 			}
 			fmt.Fprintf(env.Stdout, "note: %s has no complete run; publishing the month's Parquet as it is\n", m)
 		}
-		res, err := p.Month(ctx, cfg.Warehouse.Parquet, m, runs[m])
-		if err != nil {
+		if cfg.Publish.WritesHive() {
+			res, err := p.Month(ctx, cfg.Warehouse.Parquet, m, runs[m])
+			if err != nil {
+				return err
+			}
+			printPublished(env.Stdout, cfg.Publish.URL, res)
+		}
+		if err := publishIceberg(ctx, lake, cfg, m, env.Stdout); err != nil {
 			return err
 		}
-		printPublished(env.Stdout, cfg.Publish.URL, res)
 	}
 	return nil
 }
