@@ -114,7 +114,9 @@ type env struct {
 	bucket string
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t *testing.T) *env { return newEnvTB(t) }
+
+func newEnvTB(t testing.TB) *env {
 	t.Helper()
 	e := &env{pg: pgtest.Start(t), s3: s3test.Start(t), bucket: "warehouse"}
 	e.s3.CreateBucket(t, e.bucket)
@@ -134,15 +136,17 @@ func (e *env) config(keep int) config.PublishConfig {
 		Format: config.FormatIceberg, Catalog: e.pg.URL, Namespace: "sitewatch", KeepSnapshots: keep}
 }
 
+// getenv is the environment of the catalog password.
+func (e *env) getenv(k string) string {
+	if k == config.EnvCatalogPassword {
+		return e.pg.Password
+	}
+	return ""
+}
+
 func (e *env) publisher(t *testing.T, keep int) *Publisher {
 	t.Helper()
-	getenv := func(k string) string {
-		if k == config.EnvCatalogPassword {
-			return e.pg.Password
-		}
-		return ""
-	}
-	p, err := New(context.Background(), e.config(keep), Options{Getenv: getenv})
+	p, err := New(context.Background(), e.config(keep), Options{Getenv: e.getenv})
 	if err != nil {
 		t.Fatal(err)
 	}
