@@ -70,6 +70,11 @@ func cmdPublish(ctx context.Context, args []string, env pipeline.Env) error {
 		defer release()
 		ctx = held
 	}
+	lake, err := openIceberg(ctx, cfg, env) // nil unless publish.format is iceberg or both
+	if err != nil {
+		return err
+	}
+	defer closeIceberg(lake)
 	months := []string{f.snapshot}
 	if *all || f.snapshot == "" {
 		if months, err = publish.Months(cfg.Warehouse.Parquet); err != nil {
@@ -91,11 +96,16 @@ func cmdPublish(ctx context.Context, args []string, env pipeline.Env) error {
 			}
 			return fmt.Errorf("%s has no complete run in %s: an incomplete month is never published (finish it with `sitewatch run` while the API serves it)", m, cfg.Warehouse.DuckDB)
 		}
-		res, err := p.Month(ctx, cfg.Warehouse.Parquet, m, runs[m])
-		if err != nil {
+		if cfg.Publish.WritesHive() {
+			res, err := p.Month(ctx, cfg.Warehouse.Parquet, m, runs[m])
+			if err != nil {
+				return err
+			}
+			printPublished(env.Stdout, cfg.Publish.URL, res)
+		}
+		if err := publishIceberg(ctx, lake, cfg, m, env.Stdout); err != nil {
 			return err
 		}
-		printPublished(env.Stdout, cfg.Publish.URL, res)
 	}
 	return nil
 }

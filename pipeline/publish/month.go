@@ -311,8 +311,13 @@ func AfterRun(ctx context.Context, cfg config.PublishConfig, parquetRoot, month,
 	if err != nil {
 		return nil, &FailedError{Month: month, Err: err}
 	}
-	res, err := p.Month(ctx, parquetRoot, month, runID)
-	if err != nil {
+	res := Result{Month: month}
+	if cfg.WritesHive() {
+		if res, err = p.Month(ctx, parquetRoot, month, runID); err != nil {
+			return &res, &FailedError{Month: month, Err: err}
+		}
+	}
+	if err := runAfterRunHooks(ctx, cfg, parquetRoot, month, opts.Logger); err != nil {
 		return &res, &FailedError{Month: month, Err: err}
 	}
 	return &res, nil

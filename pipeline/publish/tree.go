@@ -12,7 +12,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/apache/arrow/go/v17/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/file"
 )
 
 // partitionPrefix names a Hive partition directory of the snapshot month.

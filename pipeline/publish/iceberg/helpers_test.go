@@ -1,0 +1,246 @@
+package iceberg
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	_ "github.com/marcboeker/go-duckdb"
+
+	"sitewatch/pipeline"
+	"sitewatch/pipeline/atlas/atlastest"
+	"sitewatch/pipeline/config"
+	"sitewatch/pipeline/publish/iceberg/pgtest"
+	"sitewatch/pipeline/publish/s3test"
+)
+
+// Months of the fixture warehouse.
+const (
+	monthA = "2026-10"
+	monthB = "2026-11"
+)
+
+var (
+	fixtureOnce sync.Once
+	fixtureDir  string
+	fixtureErr  error
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if fixtureDir != "" {
+		_ = os.RemoveAll(fixtureDir)
+	}
+	os.Exit(code)
+}
+
+// fixture is a project whose warehouse holds two months of 12 domains loaded by real runs
+// against the simulator: <dir>/data/w.duckdb and <dir>/data/parquet. Tests copy it.
+type fixture struct{ dir string }
+
+func (f fixture) db() string      { return filepath.Join(f.dir, "data", "w.duckdb") }
+func (f fixture) parquet() string { return filepath.Join(f.dir, "data", "parquet") }
+
+func newFixture(t *testing.T) fixture {
+	t.Helper()
+	fixtureOnce.Do(func() { fixtureDir, fixtureErr = buildFixture() })
+	if fixtureErr != nil {
+		t.Fatalf("build the fixture warehouse: %v", fixtureErr)
+	}
+	dst := t.TempDir()
+	if err := os.CopyFS(dst, os.DirFS(fixtureDir)); err != nil {
+		t.Fatal(err)
+	}
+	return fixture{dir: dst}
+}
+
+func buildFixture() (string, error) {
+	dir, err := os.MkdirTemp("", "iceberg-fixture-")
+	if err != nil {
+		return "", err
+	}
+	for _, month := range []string{monthA, monthB} {
+		if err := runMonth(dir, month, 12); err != nil {
+			return dir, err
+		}
+	}
+	return dir, nil
+}
+
+// runMonth runs `sitewatch run --snapshot month` for n domains against an in-process simulator.
+func runMonth(dir, month string, n int) error {
+	key := "fixture-key"
+	srv := atlastest.NewServer(atlastest.Options{Month: month, Keys: map[string]int64{key: 1_000_000}, Rate: 1000})
+	defer srv.Close()
+	var b strings.Builder
+	fmt.Fprintf(&b, "api:\n  base_url: %s\n  rate_limit: 1000\n  timeout: 10s\nwarehouse:\n  duckdb: data/w.duckdb\n  parquet: data/parquet\ndomains:\n", srv.URL)
+	for i := range n {
+		fmt.Fprintf(&b, "  - site%03d.example\n", i)
+	}
+	p := filepath.Join(dir, "domains.yaml")
+	if err := os.WriteFile(p, []byte(b.String()), 0o644); err != nil {
+		return err
+	}
+	getenv := func(k string) string {
+		if k == config.EnvAPIKey {
+			return key
+		}
+		return ""
+	}
+	cfg, err := config.Load(p, getenv)
+	if err != nil {
+		return err
+	}
+	_, err = pipeline.Run(context.Background(), cfg, pipeline.RunOptions{Snapshot: month}, pipeline.Env{Getenv: getenv})
+	return err
+}
+
+// env is a PostgreSQL SQL catalog and an S3 gateway with a bucket, both on loopback, with the
+// AWS credential chain set to the gateway's keys (nothing from the machine's own AWS files).
+type env struct {
+	pg     *pgtest.Server
+	s3     *s3test.Server
+	bucket string
+}
+
+func newEnv(t *testing.T) *env { return newEnvTB(t) }
+
+func newEnvTB(t testing.TB) *env {
+	t.Helper()
+	e := &env{pg: pgtest.Start(t), s3: s3test.Start(t), bucket: "warehouse"}
+	e.s3.CreateBucket(t, e.bucket)
+	t.Setenv("AWS_ACCESS_KEY_ID", e.s3.AccessKey)
+	t.Setenv("AWS_SECRET_ACCESS_KEY", e.s3.SecretKey)
+	t.Setenv("AWS_SESSION_TOKEN", "")
+	t.Setenv("AWS_PROFILE", "")
+	t.Setenv("AWS_REGION", "us-east-1")
+	t.Setenv("AWS_CONFIG_FILE", filepath.Join(t.TempDir(), "no-config"))
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(t.TempDir(), "no-credentials"))
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	return e
+}
+
+func (e *env) config(keep int) config.PublishConfig {
+	return config.PublishConfig{URL: "s3://" + e.bucket + "/lake", Endpoint: e.s3.Endpoint, Region: "us-east-1", PathStyle: true,
+		Format: config.FormatIceberg, Catalog: e.pg.URL, Namespace: "sitewatch", KeepSnapshots: keep}
+}
+
+// getenv is the environment of the catalog password.
+func (e *env) getenv(k string) string {
+	if k == config.EnvCatalogPassword {
+		return e.pg.Password
+	}
+	return ""
+}
+
+func (e *env) publisher(t *testing.T, keep int) *Publisher {
+	t.Helper()
+	p, err := New(context.Background(), e.config(keep), Options{Getenv: e.getenv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	return p
+}
+
+// objects lists the keys under prefix in the bucket.
+func (e *env) objects(t *testing.T, prefix string) []string {
+	t.Helper()
+	var keys []string
+	pg := s3.NewListObjectsV2Paginator(e.s3.Client(), &s3.ListObjectsV2Input{Bucket: aws.String(e.bucket), Prefix: aws.String(prefix)})
+	for pg.HasMorePages() {
+		out, err := pg.NextPage(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range out.Contents {
+			keys = append(keys, aws.ToString(o.Key))
+		}
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// icebird reads table's snapshot as of metadataFile with the npm package icebird, through a
+// fetch confined to the gateway, and returns its rows.
+func (e *env) icebird(t *testing.T, tableLocation, metadataFile string) []map[string]any {
+	t.Helper()
+	dir, err := filepath.Abs(filepath.Join("testdata", "icebird"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "icebird")); err != nil {
+		msg := "icebird is not installed: run `npm ci` in " + dir
+		if os.Getenv("CI") == "" {
+			t.Skip(msg)
+		}
+		t.Fatal(msg)
+	}
+	cmd := exec.Command("node", "read.mjs", tableLocation, path.Base(metadataFile))
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "S3_ENDPOINT="+e.s3.Endpoint)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("icebird read %s (%s): %v\n%s", tableLocation, metadataFile, err, stderr.String())
+	}
+	var rows []map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		if line == "" {
+			continue
+		}
+		var r map[string]any
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatalf("icebird row %q: %v", line, err)
+		}
+		rows = append(rows, r)
+	}
+	return rows
+}
+
+// warehouseCounts returns the rows per month of table in the fixture's warehouse.
+func warehouseCounts(t *testing.T, f fixture, table string) map[string]int {
+	t.Helper()
+	db, err := sql.Open("duckdb", f.db()+"?access_mode=read_only")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rows, err := db.Query(fmt.Sprintf(`SELECT snapshot_month, count(*) FROM %s GROUP BY 1`, table))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	got := map[string]int{}
+	for rows.Next() {
+		var m string
+		var n int
+		if err := rows.Scan(&m, &n); err != nil {
+			t.Fatal(err)
+		}
+		got[m] = n
+	}
+	return got
+}
+
+// countByMonth counts rows by their snapshot_month.
+func countByMonth(rows []map[string]any) map[string]int {
+	got := map[string]int{}
+	for _, r := range rows {
+		m, _ := r[monthColumn].(string)
+		got[m]++
+	}
+	return got
+}
