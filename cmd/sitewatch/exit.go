@@ -62,10 +62,11 @@ func advice(err error, snapshot string) string {
 		switch {
 		case errors.As(err, new(*pipeline.MonthTurnedError)):
 			return "rerun `sitewatch run` to complete the new month (`sitewatch schedule` does so by itself)"
-		case errors.Is(err, atlas.ErrMisconfigured), errors.Is(err, atlas.ErrUntrustedCertificate),
-			errors.Is(err, atlas.ErrBodyTooLarge), errors.Is(err, atlas.ErrInsecureHTTP):
+		case errors.Is(err, atlas.ErrMisconfigured), errors.Is(err, atlas.ErrBodyTooLarge), errors.Is(err, atlas.ErrInsecureHTTP):
 			// The same call would get the same answer: only a corrected address helps.
 			return "what was loaded stays loaded; correct api.base_url (or ATLAS_BASE_URL, or api.mode) to the API's address, then `sitewatch check` shows whether it answers as the API"
+		case errors.Is(err, atlas.ErrUntrustedCertificate):
+			return "what was loaded stays loaded; correct api.base_url or install the issuing CA in the system trust store, then `sitewatch check`"
 		case errors.Is(err, atlas.ErrServerRateLimit):
 			return "what was loaded stays loaded; the key's plan allows almost no requests: check the plan with the API provider, then `sitewatch check`"
 		}

@@ -19,7 +19,7 @@ import (
 // of Go's 100 lets the Go heap grow to 1.5× its live data between collections instead of 2×.
 // A 100,000-domain run peaked at 356–377 MB instead of 383–398 (Go runtime 100–105 MB
 // instead of 125–133); at 1,000 and 10,000 domains the peaks moved within their spread. No
-// time cost showed beyond the spread (README, "Benchmarks"): a run mostly waits on the API,
+// time cost showed beyond the spread (docs/internals.md, "Benchmarks"): a run mostly waits on the API,
 // and the collector runs on the idle core.
 const defaultGCPercent = 50
 

@@ -5,6 +5,7 @@ import (
 	"io"
 	"sitewatch/pipeline"
 	"sitewatch/pipeline/config"
+	"sitewatch/pipeline/textout"
 	"text/tabwriter"
 )
 
@@ -26,7 +27,7 @@ func printPlan(w io.Writer, p *pipeline.Plan, cfg *config.Config, wl *config.Wat
 		{"domains to fetch", fmt.Sprintf("%d (%d half-loaded: only the missing call)", p.PendingDomains(), p.HalfLoaded)},
 		{"country-metadata", map[bool]string{true: "to fetch (1 call)", false: "already loaded"}[p.Countries]},
 		{"calls", fmt.Sprint(len(p.Requests))},
-		{"credits (at most)", fmt.Sprintf("%d (%d calls, plus up to api.max_wasted_credits refetches of broken answers)", pipeline.MaxCredits(cfg, p.Credits()), p.Credits())},
+		{"credits (at most)", fmt.Sprintf("%d (%s, plus up to api.max_wasted_credits refetches of broken answers)", pipeline.MaxCredits(cfg, p.Credits()), textout.Plural(p.Credits(), "call", "calls"))},
 		{"min_credits reserve", fmt.Sprint(cfg.API.MinCredits)},
 		{"max_credits_per_run", capText(cfg.API.MaxCreditsPerRun)},
 	}

@@ -13,6 +13,7 @@ import (
 	"sitewatch/pipeline"
 	"sitewatch/pipeline/config"
 	"sitewatch/pipeline/metrics"
+	"sitewatch/pipeline/textout"
 	"sitewatch/pipeline/warehouse"
 )
 
@@ -197,7 +198,7 @@ func printReadiness(w io.Writer, r *pipeline.Readiness) {
 	}
 	rows = append(rows,
 		[2]string{"rate limit", fmt.Sprintf("%g requests/s", r.RateLimit)},
-		[2]string{"next run needs", fmt.Sprintf("%d credits (at most %d with refetches)", r.Needed, r.MaxCredits)},
+		[2]string{"next run needs", fmt.Sprintf("%s (at most %d with refetches)", textout.Plural(r.Needed, "credit", "credits"), r.MaxCredits)},
 		[2]string{"usable (balance − min_credits)", fmt.Sprint(max(r.Available, 0))},
 		[2]string{"covered", covers},
 		[2]string{"expected duration", r.Duration.Round(time.Second).String()},

@@ -32,8 +32,8 @@ func (d *Digest) WriteText(w io.Writer) error {
 	if d.PreviousMonth == "" {
 		p.Printf("  %s is the first complete month: nothing to compare yet.\n", d.Month)
 	} else {
-		p.Printf("  compared with %s, the complete month before; %d domains loaded in both. Traffic figures are estimates.\n",
-			d.PreviousMonth, d.Domains)
+		p.Printf("  compared with %s, the complete month before; %s loaded in both. Traffic figures are estimates.\n",
+			d.PreviousMonth, textout.Plural(d.Domains, "domain", "domains"))
 	}
 	if len(d.Incomplete) > 0 {
 		p.Printf("  Not complete yet (not compared): %s.\n", strings.Join(d.Incomplete, ", "))

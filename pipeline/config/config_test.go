@@ -292,3 +292,19 @@ func TestNotifyOn(t *testing.T) {
 		t.Errorf("notify.on: [] gave %v, %v; want an empty list (post nothing)", cfg.Notify.On, err)
 	}
 }
+
+func TestSkippedLine(t *testing.T) {
+	cfg, err := Parse("domains.yaml", []byte(base+"domains:\n  - a.com\n  - github,com\n  - google..com\n  - 1.2.3.4\n  - co.uk\n"), env())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := NewWatchlist(cfg).SkippedLine()
+	want := "4 watchlist entries skipped (not host names, never sent): line 5 `github,com`, line 6 `google..com`, line 7 `1.2.3.4`, … 1 more; `sitewatch validate` says why"
+	if got != want {
+		t.Errorf("SkippedLine() =\n%q, want\n%q", got, want)
+	}
+	cfg, _ = Parse("domains.yaml", []byte(base+"domains: [a.com]\n"), env())
+	if got := NewWatchlist(cfg).SkippedLine(); got != "" {
+		t.Errorf("nothing rejected: %q, want \"\"", got)
+	}
+}

@@ -10,6 +10,8 @@ import (
 
 	"golang.org/x/net/idna"
 	"golang.org/x/net/publicsuffix"
+
+	"sitewatch/pipeline/textout"
 )
 
 // Watchlist is the config's domains after normalization: what will be fetched, and what was
@@ -183,10 +185,6 @@ func (w *Watchlist) SkippedLine() string {
 		}
 		named = append(named, fmt.Sprintf("line %d `%s`", r.Line, r.Input))
 	}
-	entries := "entries"
-	if len(w.Rejected) == 1 {
-		entries = "entry"
-	}
-	return fmt.Sprintf("%d watchlist %s skipped (not host names, never sent): %s; `sitewatch validate` says why",
-		len(w.Rejected), entries, strings.Join(named, ", "))
+	return fmt.Sprintf("%s skipped (not host names, never sent): %s; `sitewatch validate` says why",
+		textout.Plural(len(w.Rejected), "watchlist entry", "watchlist entries"), strings.Join(named, ", "))
 }

@@ -3,6 +3,7 @@ package config
 import (
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -45,9 +46,6 @@ func yamlLine(err error) int {
 	if m == nil {
 		return 0
 	}
-	n := 0
-	for _, c := range m[1] {
-		n = n*10 + int(c-'0')
-	}
+	n, _ := strconv.Atoi(m[1]) // the pattern holds digits only
 	return n
 }

@@ -357,6 +357,10 @@ func TestTextFailedNamesMonthState(t *testing.T) {
 			t.Errorf("Text = %q, want it to contain %q", got, want)
 		}
 	}
+	e.Skipped = "1 watchlist entry skipped (not host names, never sent): line 3 `github,com`"
+	if got := Text(e); !strings.Contains(got, "\n"+e.Skipped) {
+		t.Errorf("Text = %q, want the skipped entries on a line of their own", got)
+	}
 	e = Event{Outcome: OutcomeFailed, Total: 1, CreditsLeft: -1}
 	if got := Text(e); !strings.Contains(got, "sitewatch (month not known): failed") || !strings.Contains(got, "0/1 domain,") || strings.Contains(got, "sitewatch :") {
 		t.Errorf("Text without a month = %q", got)
