@@ -331,3 +331,45 @@ func killAt(t *testing.T, h *harness, held <-chan struct{}, cmd string) {
 	}
 	_ = c.Wait()
 }
+
+// TestPublishNeverIncomplete: a month without a complete run is never published (--all skips
+// it, --snapshot refuses it), and without the runs (a writer holds the warehouse) nothing is
+// published: exit 1 saying why.
+func TestPublishNeverIncomplete(t *testing.T) {
+	gw := bucketGateway(t)
+	slow := atlastest.Options{LatencyMin: 100 * time.Millisecond, LatencyMax: 150 * time.Millisecond}
+	h := newHarness(t, slow, atlastest.Domains(6), "  max_credits_per_run: 5\n")
+	if code := h.run("run"); code != ExitCredits {
+		t.Fatalf("capped run: exit %d, want %d\n%s%s", code, ExitCredits, h.stdout, h.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(h.dir, "data", "parquet", "sites", "snapshot_month="+testMonth, "data_0.parquet")); err != nil {
+		t.Fatalf("the incomplete month has no Parquet to refuse: %v", err)
+	}
+	withPublish(t, h, gw.Endpoint, "")
+	if code := h.run("publish", "--all"); code != ExitOK || !strings.Contains(h.stdout.String(), "skipped "+testMonth) {
+		t.Errorf("publish --all: exit %d, want %d skipping %s\n%s%s", code, ExitOK, testMonth, h.stdout, h.stderr)
+	}
+	if code := h.run("publish", "--snapshot", testMonth); code != ExitFailed || !strings.Contains(h.stderr.String(), "no complete run") {
+		t.Errorf("publish --snapshot of an incomplete month: exit %d, want %d\n%s", code, ExitFailed, h.stderr)
+	}
+	// A run in another process holds the warehouse, as during `run --refresh`.
+	before := h.srv.Stats().Requests
+	c, runOut := h.command("run", "--refresh")
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = c.Process.Kill(); _ = c.Wait() }()
+	waitFor(t, 60*time.Second, func() bool { return h.srv.Stats().Requests > before })
+	if code := h.run("publish", "--all"); code != ExitFailed || !strings.Contains(h.stderr.String(), "cannot read the runs") {
+		t.Errorf("publish --all while a run holds the warehouse: exit %d, want %d saying why\n%s%s\nrun: %s", code, ExitFailed, h.stdout, h.stderr, runOut)
+	}
+	out, err := gw.Client().ListObjectsV2(context.Background(), &s3.ListObjectsV2Input{Bucket: aws.String("shared")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range out.Contents {
+		if strings.Contains(aws.ToString(o.Key), "_manifests/snapshot_month=") {
+			t.Errorf("an incomplete month was published: %s", aws.ToString(o.Key))
+		}
+	}
+}
