@@ -60,8 +60,18 @@ func TestPublishCommand(t *testing.T) {
 	if out := h.stderr.String(); !strings.Contains(out, "rejected the credentials") || strings.Contains(out, "not-the-secret-5f2b") {
 		t.Errorf("wrong secret: stderr does not explain, or shows the secret:\n%s", out)
 	}
-	// A failing bucket never fails the local load: the run loads, then reports the publish
-	// failure apart with exit 1.
+	// With the lease on, a bucket that refuses the credentials stops the run before its first
+	// credit: it cannot know whether another runner pays for the month.
+	charged := h.srv.Stats().Charged
+	if code := h.run("run", "--snapshot", testMonth, "--refresh"); code != ExitFailed || h.srv.Stats().Charged != charged {
+		t.Fatalf("run with a failing bucket and the lease on: exit %d, want %d having spent nothing\n%s", code, ExitFailed, h.stderr)
+	}
+	// Without the lease, a failing bucket never fails the local load: the run loads, then
+	// reports the publish failure apart with exit 1.
+	cfg = []byte(strings.Replace(string(cfg), "  path_style: true\n", "  path_style: true\n  lease: off\n", 1))
+	if err := os.WriteFile(h.cfgPath, cfg, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	if code := h.run("run", "--snapshot", testMonth, "--refresh"); code != ExitFailed {
 		t.Fatalf("run with a failing bucket: exit %d, want %d\n%s", code, ExitFailed, h.stdout)
 	}

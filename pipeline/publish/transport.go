@@ -102,10 +102,10 @@ func loadAWSConfig(ctx context.Context, cfg config.PublishConfig, opts Options) 
 
 // noCredentials is the one line a user reads when the chain found nothing: what to set.
 func noCredentials(cfg config.PublishConfig) error {
-	where := "or run with an instance or container role"
+	where := ", or run with an instance or container role"
 	if cfg.Endpoint != "" {
-		where = "(with publish.endpoint set, no instance role is consulted)"
+		where = " (with publish.endpoint set, no instance role is consulted)"
 	}
-	return fmt.Errorf("publish to %s: %w: none found: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE naming a profile of ~/.aws/credentials, %s",
+	return fmt.Errorf("publish to %s: no AWS %w found: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE naming a profile of ~/.aws/credentials%s",
 		cfg.URL, ErrCredentials, where)
 }

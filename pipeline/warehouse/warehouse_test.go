@@ -401,7 +401,7 @@ func TestParquet(t *testing.T) {
 			rel, _ := filepath.Rel(w.opts.ParquetDir, f)
 			got = append(got, rel)
 		}
-		if len(got) != 2*(len(flatten.SnapshotTables)+len(RunHealthTables))+1 {
+		if len(got) != 2*(len(flatten.SnapshotTables)+len(RunHealthTables)+len(ArchiveTables))+1 {
 			t.Errorf("files: %v", got)
 		}
 		for _, f := range got {

@@ -1,0 +1,375 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"sitewatch/pipeline/atlas/atlastest"
+	"sitewatch/pipeline/publish/s3test"
+	"sitewatch/pipeline/warehouse"
+)
+
+// bucketGateway starts versitygw with bucket "shared" and points the AWS chain at it.
+func bucketGateway(t testing.TB) *s3test.Server {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts versitygw; runs without -short")
+	}
+	gw := s3test.Start(t)
+	gw.CreateBucket(t, "shared")
+	for k, v := range map[string]string{"AWS_ACCESS_KEY_ID": gw.AccessKey, "AWS_SECRET_ACCESS_KEY": gw.SecretKey,
+		"AWS_CONFIG_FILE": filepath.Join(t.TempDir(), "none"), "AWS_SHARED_CREDENTIALS_FILE": filepath.Join(t.TempDir(), "none"),
+		"AWS_PROFILE": "", "AWS_SESSION_TOKEN": "", "AWS_EC2_METADATA_DISABLED": "true"} {
+		t.Setenv(k, v)
+	}
+	return gw
+}
+
+// withPublish adds a publish section for s3://shared/team at endpoint to h's config.
+func withPublish(t *testing.T, h *harness, endpoint, extra string) {
+	t.Helper()
+	cfg, err := os.ReadFile(h.cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	section := "publish:\n  url: s3://shared/team\n  endpoint: " + endpoint + "\n  region: us-east-1\n  path_style: true\n" + extra
+	if err := os.WriteFile(h.cfgPath, []byte(strings.Replace(string(cfg), "domains:\n", section+"domains:\n", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// sameMonth fails for every restorable table whose rows of month (every row, for countries)
+// differ between the warehouses of a and b, as multisets; nonEmpty tables must hold rows.
+func sameMonth(t *testing.T, a, b *harness, month string) {
+	t.Helper()
+	db, err := sql.Open("duckdb", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for alias, h := range map[string]*harness{"a": a, "b": b} {
+		if _, err := db.Exec(`ATTACH '` + filepath.Join(h.dir, "data/w.duckdb") + `' AS ` + alias + ` (READ_ONLY)`); err != nil {
+			t.Fatal(err)
+		}
+	}
+	nonEmpty := map[string]bool{"sites": true, "raw_responses": true, "run_calls": true, "runs": true, "countries": true}
+	for _, table := range warehouse.RestorableTables() {
+		where := ` WHERE snapshot_month = '` + month + `'`
+		if table == "countries" {
+			where = ""
+		}
+		qa, qb := `SELECT * FROM a.`+table+where, `SELECT * FROM b.`+table+where
+		if n := count(t, db, `SELECT count(*) FROM (`+qa+`)`); nonEmpty[table] && n == 0 {
+			t.Errorf("%s holds no row of %s", table, month)
+		}
+		if n := count(t, db, `SELECT count(*) FROM (`+qa+` EXCEPT ALL `+qb+`)`) + count(t, db, `SELECT count(*) FROM (`+qb+` EXCEPT ALL `+qa+`)`); n != 0 {
+			t.Errorf("%s %s: %d rows differ between the two warehouses", table, month, n)
+		}
+	}
+}
+
+// paidOnce fails when the simulator charged the same (endpoint, domain) twice.
+func paidOnce(t *testing.T, h *harness) {
+	t.Helper()
+	for f, n := range h.srv.Stats().Fetches {
+		if n > 1 {
+			t.Errorf("%s %s was paid %d times", f.Endpoint, f.Domain, n)
+		}
+	}
+}
+
+// TestTwoMachines: machine A runs month 1 and publishes; machine B (a fresh directory)
+// restores, runs month 2 and publishes; B holds month 1 exactly as A does, nothing was paid
+// twice, and a third machine restoring and running the up-to-date month spends only the probe.
+func TestTwoMachines(t *testing.T) {
+	gw := bucketGateway(t)
+	domains := atlastest.Domains(6)
+	next := nextMonth(testMonth)
+	a := newHarness(t, atlastest.Options{}, domains, "")
+	withPublish(t, a, gw.Endpoint, "")
+	if code := a.run("run"); code != ExitOK || !strings.Contains(a.stdout.String(), "published") {
+		t.Fatalf("A run: exit %d\n%s%s", code, a.stdout, a.stderr)
+	}
+	b := newHarness(t, atlastest.Options{Month: next}, domains, "")
+	withPublish(t, b, gw.Endpoint, "")
+	if code := b.run("run", "--restore-if-missing"); code != ExitOK {
+		t.Fatalf("B run --restore-if-missing: exit %d\n%s%s", code, b.stdout, b.stderr)
+	}
+	if out := b.stdout.String(); !strings.Contains(out, "restored") || !strings.Contains(out, "0 credits") {
+		t.Errorf("B did not say it restored:\n%s", out)
+	}
+	sameMonth(t, a, b, testMonth)
+	paidOnce(t, a)
+	paidOnce(t, b)
+	withDB(t, b, func(db *sql.DB) {
+		if n := count(t, db, `SELECT count(*) FROM sites WHERE snapshot_month = ?`, next); n != len(domains) {
+			t.Errorf("B holds %d sites of %s, want %d", n, next, len(domains))
+		}
+	})
+	if code := b.run("publish", "--verify"); code != ExitOK || !strings.Contains(b.stdout.String(), "match their manifests") {
+		t.Errorf("publish --verify: exit %d\n%s%s", code, b.stdout, b.stderr)
+	}
+
+	t.Run("RefusesExistingWarehouse", func(t *testing.T) {
+		if code := b.run("restore"); code != ExitFailed || !strings.Contains(b.stderr.String(), "--force") {
+			t.Errorf("restore over a warehouse: exit %d, want %d pointing at --force\n%s", code, ExitFailed, b.stderr)
+		}
+		if code := b.run("restore", "--force"); code != ExitOK || !strings.Contains(b.stdout.String(), "kept as") {
+			t.Errorf("restore --force: exit %d\n%s%s", code, b.stdout, b.stderr)
+		}
+		if kept, _ := filepath.Glob(filepath.Join(b.dir, "data", "w.duckdb.before-restore-*")); len(kept) != 1 {
+			t.Errorf("the replaced warehouse was not kept aside: %v", kept)
+		}
+		sameMonth(t, a, b, testMonth)
+	})
+
+	t.Run("RestoredUpToDateSpendsOnlyTheProbe", func(t *testing.T) {
+		d := newHarness(t, atlastest.Options{Month: next}, domains, "")
+		withPublish(t, d, gw.Endpoint, "")
+		if code := d.run("restore"); code != ExitOK {
+			t.Fatalf("D restore: exit %d\n%s%s", code, d.stdout, d.stderr)
+		}
+		sameMonth(t, b, d, next)
+		if code := d.run("run", "--restore-if-missing"); code != ExitOK {
+			t.Fatalf("D run: exit %d\n%s%s", code, d.stdout, d.stderr)
+		}
+		if got := d.srv.Stats().Charged; got > 1 {
+			t.Errorf("a restored, up-to-date month cost %d credits, want at most the probe's 1", got)
+		}
+	})
+
+	t.Run("DamagedObjectNamed", func(t *testing.T) {
+		key := "team/sites/snapshot_month=" + testMonth + "/data_0.parquet"
+		putObject(t, gw, key, []byte("not the published bytes"))
+		if code := b.run("publish", "--verify"); code != ExitFailed || !strings.Contains(b.stdout.String(), key) {
+			t.Errorf("publish --verify on a replaced object: exit %d, want %d naming %s\n%s%s", code, ExitFailed, key, b.stdout, b.stderr)
+		}
+		e := newHarness(t, atlastest.Options{}, domains, "")
+		withPublish(t, e, gw.Endpoint, "")
+		if code := e.run("restore"); code != ExitFailed || !strings.Contains(e.stderr.String(), key) {
+			t.Errorf("restore of a damaged bucket: exit %d, want %d naming %s\n%s", code, ExitFailed, key, e.stderr)
+		}
+		if _, err := os.Stat(filepath.Join(e.dir, "data", "w.duckdb")); err == nil {
+			t.Error("a failed restore left a warehouse file")
+		}
+		if code := b.run("publish", "--all"); code != ExitOK {
+			t.Fatalf("publish --all (repair): exit %d\n%s%s", code, b.stdout, b.stderr)
+		}
+		if code := b.run("publish", "--verify"); code != ExitOK {
+			t.Errorf("publish --verify after the repair: exit %d\n%s", code, b.stdout)
+		}
+	})
+}
+
+func putObject(t *testing.T, gw *s3test.Server, key string, body []byte) {
+	t.Helper()
+	if _, err := gw.Client().PutObject(context.Background(), &s3.PutObjectInput{Bucket: aws.String("shared"), Key: aws.String(key), Body: strings.NewReader(string(body))}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestTwoRunnersOnePays: two machines start a run of the same month against the same bucket at
+// once: exactly one pays; the other exits 1 naming the holder, having spent nothing.
+func TestTwoRunnersOnePays(t *testing.T) {
+	gw := bucketGateway(t)
+	domains := atlastest.Domains(6)
+	hs := []*harness{newHarness(t, atlastest.Options{}, domains, ""), newHarness(t, atlastest.Options{}, domains, "")}
+	for _, h := range hs {
+		withPublish(t, h, gw.Endpoint, "")
+	}
+	codes := make([]int, 2)
+	var wg sync.WaitGroup
+	for i, h := range hs {
+		wg.Add(1)
+		go func() { defer wg.Done(); codes[i] = h.run("run") }()
+	}
+	wg.Wait()
+	paid := 0
+	for i, h := range hs {
+		charged := h.srv.Stats().Charged
+		switch codes[i] {
+		case ExitOK:
+			paid++
+		case ExitFailed:
+			if charged != 0 || !strings.Contains(h.stderr.String(), "holds the bucket lease") {
+				t.Errorf("the runner refused spent %d credits, or did not name the holder:\n%s", charged, h.stderr)
+			}
+		default:
+			t.Errorf("runner %d: exit %d\n%s%s", i, codes[i], h.stdout, h.stderr)
+		}
+	}
+	if paid != 1 {
+		t.Errorf("%d runners paid, want exactly 1 (exits %v)", paid, codes)
+	}
+}
+
+// holdProxy is a reverse proxy in front of the gateway that holds (never answers) every
+// request hold matches, and signals the first on held.
+func holdProxy(t *testing.T, target string, hold func(*http.Request) bool) (string, <-chan struct{}) {
+	t.Helper()
+	u, err := url.Parse(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp := httputil.NewSingleHostReverseProxy(u)
+	held, stop := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if hold(r) {
+			once.Do(func() { close(held) })
+			// Drained, so the server reads on and notices the client's death.
+			_, _ = io.Copy(io.Discard, r.Body)
+			select {
+			case <-r.Context().Done():
+			case <-stop:
+			}
+			return
+		}
+		rp.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	t.Cleanup(func() { close(stop) }) // runs first: Close waits for the handlers
+	return srv.URL, held
+}
+
+// TestKillDuringRestore: a restore killed (SIGKILL) while downloading leaves no warehouse file;
+// rerunning it completes, equal to the published warehouse.
+func TestKillDuringRestore(t *testing.T) {
+	gw := bucketGateway(t)
+	domains := atlastest.Domains(6)
+	a := newHarness(t, atlastest.Options{}, domains, "")
+	withPublish(t, a, gw.Endpoint, "")
+	if code := a.run("run"); code != ExitOK {
+		t.Fatalf("A run: exit %d\n%s%s", code, a.stdout, a.stderr)
+	}
+	var holding atomic.Bool
+	holding.Store(true)
+	px, held := holdProxy(t, gw.Endpoint, func(r *http.Request) bool {
+		return holding.Load() && r.Method == http.MethodGet && strings.Contains(r.URL.Path, "/raw_responses/")
+	})
+	r := newHarness(t, atlastest.Options{}, domains, "")
+	withPublish(t, r, px, "")
+	killAt(t, r, held, "restore")
+	if _, err := os.Stat(filepath.Join(r.dir, "data", "w.duckdb")); err == nil {
+		t.Fatal("a killed restore left a file at the warehouse path")
+	}
+	holding.Store(false)
+	if code := r.run("restore"); code != ExitOK {
+		t.Fatalf("restore after the kill: exit %d\n%s%s", code, r.stdout, r.stderr)
+	}
+	sameMonth(t, a, r, testMonth)
+	if left, _ := filepath.Glob(filepath.Join(r.dir, "data", "parquet", "*", "*", ".restore-*")); len(left) != 0 {
+		t.Errorf("staging files of the killed restore remain: %v", left)
+	}
+}
+
+// TestKillDuringRawPublish: a run killed (SIGKILL) while publishing its raw answers, holding
+// the bucket lease: another publish is refused while the lease lives, takes it over once it
+// expired, and converges: the bucket verifies and restores equal to the warehouse.
+func TestKillDuringRawPublish(t *testing.T) {
+	gw := bucketGateway(t)
+	domains := atlastest.Domains(6)
+	var holding atomic.Bool
+	holding.Store(true)
+	px, held := holdProxy(t, gw.Endpoint, func(r *http.Request) bool {
+		return holding.Load() && r.Method == http.MethodPut && strings.Contains(r.URL.Path, "/raw_responses/")
+	})
+	a := newHarness(t, atlastest.Options{}, domains, "")
+	withPublish(t, a, px, "  lease_ttl: 2s\n")
+	killAt(t, a, held, "run")
+	holding.Store(false)
+	if code := a.run("publish"); code != ExitFailed || !strings.Contains(a.stderr.String(), "holds the bucket lease") {
+		t.Errorf("publish while the killed run's lease lives: exit %d, want %d naming the holder\n%s", code, ExitFailed, a.stderr)
+	}
+	time.Sleep(2 * time.Second) // the lease's TTL
+	if code := a.run("publish"); code != ExitOK || !strings.Contains(a.stderr.String(), "took over an expired bucket lease") {
+		t.Fatalf("publish after the lease expired: exit %d\n%s%s", code, a.stdout, a.stderr)
+	}
+	if code := a.run("publish", "--verify"); code != ExitOK {
+		t.Errorf("publish --verify: exit %d\n%s", code, a.stdout)
+	}
+	paidOnce(t, a)
+	r := newHarness(t, atlastest.Options{}, domains, "")
+	withPublish(t, r, gw.Endpoint, "")
+	if code := r.run("restore"); code != ExitOK {
+		t.Fatalf("restore: exit %d\n%s%s", code, r.stdout, r.stderr)
+	}
+	sameMonth(t, a, r, testMonth)
+}
+
+// killAt starts `sitewatch cmd` as a process and kills it (SIGKILL) once held is signalled.
+func killAt(t *testing.T, h *harness, held <-chan struct{}, cmd string) {
+	t.Helper()
+	c, out := h.command(cmd)
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-held:
+	case <-time.After(60 * time.Second):
+		_ = c.Process.Kill()
+		t.Fatalf("%s never reached the held request:\n%s", cmd, out)
+	}
+	if err := c.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.Wait()
+}
+
+// TestPublishNeverIncomplete: a month without a complete run is never published (--all skips
+// it, --snapshot refuses it), and without the runs (a writer holds the warehouse) nothing is
+// published: exit 1 saying why.
+func TestPublishNeverIncomplete(t *testing.T) {
+	gw := bucketGateway(t)
+	slow := atlastest.Options{LatencyMin: 100 * time.Millisecond, LatencyMax: 150 * time.Millisecond}
+	h := newHarness(t, slow, atlastest.Domains(6), "  max_credits_per_run: 5\n")
+	if code := h.run("run"); code != ExitCredits {
+		t.Fatalf("capped run: exit %d, want %d\n%s%s", code, ExitCredits, h.stdout, h.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(h.dir, "data", "parquet", "sites", "snapshot_month="+testMonth, "data_0.parquet")); err != nil {
+		t.Fatalf("the incomplete month has no Parquet to refuse: %v", err)
+	}
+	withPublish(t, h, gw.Endpoint, "")
+	if code := h.run("publish", "--all"); code != ExitOK || !strings.Contains(h.stdout.String(), "skipped "+testMonth) {
+		t.Errorf("publish --all: exit %d, want %d skipping %s\n%s%s", code, ExitOK, testMonth, h.stdout, h.stderr)
+	}
+	if code := h.run("publish", "--snapshot", testMonth); code != ExitFailed || !strings.Contains(h.stderr.String(), "no complete run") {
+		t.Errorf("publish --snapshot of an incomplete month: exit %d, want %d\n%s", code, ExitFailed, h.stderr)
+	}
+	// A run in another process holds the warehouse, as during `run --refresh`.
+	before := h.srv.Stats().Requests
+	c, runOut := h.command("run", "--refresh")
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = c.Process.Kill(); _ = c.Wait() }()
+	waitFor(t, 60*time.Second, func() bool { return h.srv.Stats().Requests > before })
+	if code := h.run("publish", "--all"); code != ExitFailed || !strings.Contains(h.stderr.String(), "cannot read the runs") {
+		t.Errorf("publish --all while a run holds the warehouse: exit %d, want %d saying why\n%s%s\nrun: %s", code, ExitFailed, h.stdout, h.stderr, runOut)
+	}
+	out, err := gw.Client().ListObjectsV2(context.Background(), &s3.ListObjectsV2Input{Bucket: aws.String("shared")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range out.Contents {
+		if strings.Contains(aws.ToString(o.Key), "_manifests/snapshot_month=") {
+			t.Errorf("an incomplete month was published: %s", aws.ToString(o.Key))
+		}
+	}
+}
