@@ -370,3 +370,59 @@ func TestDiskFullRecordsTheRealOutcome(t *testing.T) {
 		t.Errorf("the summary does not say %q:\n%s", want, tail(msg, 2000))
 	}
 }
+
+// similarOnlyMonth loads testMonth but for the site-similar answer of one domain (a run
+// stopped by its credit cap), then lifts the cap: the rerun has only site-similar to fetch.
+func similarOnlyMonth(t *testing.T) *harness {
+	t.Helper()
+	h := newHarness(t, atlastest.Options{Rate: 50}, atlastest.Domains(3), "  rate_limit: 1\n  max_credits_per_run: 6\n")
+	if code := h.run("run", "--snapshot", testMonth); code != ExitCredits {
+		t.Fatalf("capped run: exit %d, want %d\n%s", code, ExitCredits, h.stdout)
+	}
+	withDB(t, h, func(db *sql.DB) {
+		ov := count(t, db, "SELECT count(*) FROM raw_responses WHERE snapshot_month = ? AND endpoint = 'site-overview'", testMonth)
+		sim := count(t, db, "SELECT count(*) FROM raw_responses WHERE snapshot_month = ? AND endpoint = 'site-similar'", testMonth)
+		if ov != 3 || sim != 2 {
+			t.Fatalf("after the capped run: %d overview and %d similar answers, want 3 and 2", ov, sim)
+		}
+	})
+	h.setConfig("  max_credits_per_run: 6\n", "")
+	return h
+}
+
+// TestSimilarOnlyRunBracketedByProbes: a run that fetches only site-similar answers (which
+// carry no date) brackets them with a site-overview probe before and after (2 credits) and
+// stores them only when both name the same month. After the API turned, no answer of the new
+// month lands under the old month (the 24-hour no-probe window is gone).
+func TestSimilarOnlyRunBracketedByProbes(t *testing.T) {
+	t.Run("SameMonth", func(t *testing.T) {
+		h := similarOnlyMonth(t)
+		before := h.srv.Stats().Charged
+		if code := h.run("run"); code != ExitOK {
+			t.Fatalf("rerun: exit %d\n%s", code, h.stdout)
+		}
+		if got := h.srv.Stats().Charged - before; got != 3 {
+			t.Errorf("the rerun charged %d credits, want 3 (1 site-similar between 2 probes)", got)
+		}
+		withDB(t, h, func(db *sql.DB) {
+			if n := count(t, db, "SELECT count(*) FROM sites WHERE snapshot_month = ?", testMonth); n != 3 {
+				t.Errorf("%d domains loaded in %s, want 3", n, testMonth)
+			}
+		})
+	})
+	t.Run("Turned", func(t *testing.T) {
+		h := similarOnlyMonth(t)
+		next := h.srv.TurnMonth()
+		if code := h.run("run"); code != ExitOK {
+			t.Fatalf("rerun after the turn: exit %d\n%s", code, h.stdout)
+		}
+		withDB(t, h, func(db *sql.DB) {
+			if n := count(t, db, "SELECT count(*) FROM raw_responses WHERE snapshot_month = ? AND endpoint = 'site-similar'", testMonth); n != 2 {
+				t.Errorf("%d site-similar answers under %s after the turn, want 2: an answer of %s was stored under it", n, testMonth, next)
+			}
+			if n := count(t, db, "SELECT count(*) FROM sites WHERE snapshot_month = ?", next); n != 3 {
+				t.Errorf("%d domains loaded in %s, want 3", n, next)
+			}
+		})
+	})
+}
