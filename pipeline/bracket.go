@@ -92,4 +92,3 @@ func (r *runState) dropUnconfirmed(ctx context.Context, held []atlas.Result, why
 		r.recordCharge(ctx, res, r.months.month, OutcomeMonthUnknown)
 	}
 }
-
