@@ -16,6 +16,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -424,5 +425,44 @@ func TestSimilarOnlyRunBracketedByProbes(t *testing.T) {
 				t.Errorf("%d domains loaded in %s, want 3", n, next)
 			}
 		})
+	})
+}
+
+// TestSimilarDroppedWhenTheBracketBreaks: the API turns right after the site-similar answer
+// of a bracketed run; the closing probe names the new month, so the answer (whose month
+// cannot be told) is not stored, its credit is on the ledger as month_unknown, and the run
+// reports the turn.
+func TestSimilarDroppedWhenTheBracketBreaks(t *testing.T) {
+	var armed atomic.Bool
+	var once sync.Once
+	var ms *mutatingServer
+	ms = newMutatingServer(t, atlastest.Options{Rate: 50}, func(endpoint, _ string, body []byte) []byte {
+		if endpoint == "site-similar" && armed.Load() {
+			once.Do(func() { ms.sim.TurnMonth() })
+		}
+		return body
+	})
+	h := newHarness(t, atlastest.Options{Rate: 50}, atlastest.Domains(3), "  rate_limit: 1\n  max_credits_per_run: 6\n")
+	h.setConfig(h.srv.URL, ms.URL)
+	if code := h.run("run", "--snapshot", testMonth); code != ExitCredits {
+		t.Fatalf("capped run: exit %d, want %d\n%s", code, ExitCredits, h.stdout)
+	}
+	h.setConfig("  max_credits_per_run: 6\n", "")
+	armed.Store(true)
+	code := h.run("run")
+	withDB(t, h, func(db *sql.DB) {
+		if n := count(t, db, "SELECT count(*) FROM raw_responses WHERE snapshot_month = ? AND endpoint = 'site-similar'", testMonth); n != 2 {
+			t.Errorf("%d site-similar answers under %s, want 2: the unconfirmed one was stored", n, testMonth)
+		}
+		if n := count(t, db, "SELECT count(*) FROM run_calls WHERE outcome = 'month_unknown'"); n != 1 {
+			t.Errorf("%d month_unknown ledger rows, want 1", n)
+		}
+		var status string
+		if err := db.QueryRow("SELECT status FROM runs ORDER BY started_at DESC LIMIT 1").Scan(&status); err != nil {
+			t.Fatal(err)
+		}
+		if status != "month_turned" {
+			t.Errorf("rerun status %s (exit %d), want month_turned", status, code)
+		}
 	})
 }
