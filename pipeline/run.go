@@ -41,6 +41,9 @@ type Env struct {
 	Now        func() time.Time
 	// ProgressEvery is the interval of progress log lines when not on a terminal.
 	ProgressEvery time.Duration
+	// PublishBound bounds the upload a run makes of the month it completed (0:
+	// AutoPublishBound); tests shorten it.
+	PublishBound time.Duration
 }
 
 // RunOptions are the flags of `sitewatch run`.

@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"sitewatch/pipeline"
 	"sitewatch/pipeline/atlas/atlastest"
 	"sitewatch/pipeline/config"
 	"sitewatch/pipeline/warehouse"
@@ -465,4 +466,40 @@ func TestSimilarDroppedWhenTheBracketBreaks(t *testing.T) {
 			t.Errorf("rerun status %s (exit %d), want month_turned", status, code)
 		}
 	})
+}
+
+// TestScheduleGoesOnAfterAHungBucket: with a bucket that never answers, each run's upload
+// ends at its bound and the schedule goes on running on its ticks (before, the first upload
+// hung forever and nothing was scheduled again).
+func TestScheduleGoesOnAfterAHungBucket(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end to end; runs without -short")
+	}
+	hang := newHangListener(t)
+	h := newHarness(t, atlastest.Options{Month: time.Now().UTC().Format("2006-01")}, atlastest.Domains(2), "")
+	withHungBucket(t, h, hang)
+	cfg, err := config.Load(h.cfgPath, h.env().Getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Schedule = "*/2 * * * * *"
+	env := h.env()
+	env.PublishBound = time.Second
+	runs := &runLog{}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		done <- pipeline.Schedule(ctx, cfg, env, pipeline.ScheduleOptions{OnRun: runs.record, Parse: secondsParser, RetryEvery: time.Second})
+	}()
+	waitFor(t, 40*time.Second, func() bool { return len(runs.get()) >= 2 })
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("Schedule did not return within 30s of SIGTERM")
+	}
+	if got := runs.get(); got[0] != "complete" {
+		t.Errorf("runs %v: want the first complete (its upload failing apart)", got)
+	}
 }
