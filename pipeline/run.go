@@ -43,6 +43,9 @@ type Env struct {
 	ProgressEvery time.Duration
 	// Lease, when set, is taken before a run's first credit (lease.go).
 	Lease Lease
+	// PublishBound bounds the upload a run makes of the month it completed (0:
+	// AutoPublishBound); tests shorten it.
+	PublishBound time.Duration
 }
 
 // RunOptions are the flags of `sitewatch run`.
@@ -327,6 +330,14 @@ func (r *runState) fetch(ctx context.Context, candidate string) error {
 		r.progress.finished(res)
 		r.handle(ctx, res)
 	}
+	if !similarOnly(r.plan) {
+		return r.fetchPlan(ctx, handle)
+	}
+	return r.fetchBracketed(ctx, handle)
+}
+
+// fetchPlan makes the plan's calls, country-metadata alone first.
+func (r *runState) fetchPlan(ctx context.Context, handle func(atlas.Result)) error {
 	reqs := r.plan.Requests
 	if r.plan.Countries && len(reqs) > 1 {
 		if err := r.client.FetchAll(ctx, reqs[:1], handle); err != nil {
@@ -394,17 +405,19 @@ func (r *runState) probe(ctx context.Context, candidate string) error {
 	return fmt.Errorf("%w: no site-overview answer told the API's month (the domains the snapshot lacks failed; see fetch_errors)", ErrIncomplete)
 }
 
-// dateTrust is how long after its newest site-overview answer a month that lacks only calls
-// carrying no date (site-similar, country-metadata) is taken to be still served without a
-// probe. A probe there would be an overview the month already holds: a credit for nothing.
+// dateTrust is how long after its newest site-overview answer a month that lacks only
+// country-metadata (which belongs to no month) is taken to be still served without a probe. A
+// probe there would be an overview the month already holds: a credit for nothing.
 const dateTrust = 24 * time.Hour
 
-// trustCandidate resumes candidate without a probe when it lacks only dateless calls and its
-// newest overview answer is younger than dateTrust. The risk this bounds: the API turning in
-// between would put a few site-similar answers of the new month under the old one.
+// trustCandidate resumes candidate without a probe when it lacks only country-metadata and its
+// newest overview answer is younger than dateTrust. A month lacking site-similar answers is
+// always probed: those answers carry no date, so only overview answers around them tell their
+// month (fetchBracketed).
 func (r *runState) trustCandidate(ctx context.Context, candidate string, state *warehouse.SnapshotState) (bool, error) {
-	if candidate == "" || r.opts.Refresh || (&Plan{}).Complete(state, r.wl.Domains) {
-		return false, nil
+	if candidate == "" || r.opts.Refresh || (&Plan{}).Complete(state, r.wl.Domains) ||
+		similarOnly(BuildPlan(candidate, r.wl.Domains, state, false)) {
+		return false, nil // site-similar answers are stored only between two probes (fetchBracketed)
 	}
 	newest, err := r.store.NewestOverview(ctx, candidate)
 	if err != nil || newest.IsZero() || r.env.Now().Sub(newest) > dateTrust {

@@ -18,14 +18,18 @@ const AutoPublishBound = 30 * time.Minute
 // local load: the run reports it apart (exit 1) and `sitewatch publish` retries. A signal
 // (SIGINT/SIGTERM) ends the upload at once: the bucket keeps what it had, as after a crash.
 func (r *runState) publish(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, AutoPublishBound)
+	bound := r.env.PublishBound
+	if bound <= 0 {
+		bound = AutoPublishBound
+	}
+	ctx, cancel := context.WithTimeout(ctx, bound)
 	defer cancel()
-	r.env.Metrics.Phase("publish", AutoPublishBound+time.Minute, r.env.Now())
+	r.env.Metrics.Phase("publish", bound+time.Minute, r.env.Now())
 	defer r.env.Metrics.Phase("", 0, r.env.Now())
 	res, err := publish.AfterRun(ctx, r.cfg.Publish, r.cfg.Warehouse.Parquet, r.sum.Snapshot, r.sum.RunID,
 		publish.Options{Logger: r.env.Logger})
 	if err != nil {
-		err = explainPublishStop(ctx, err)
+		err = explainPublishStop(ctx, bound, err)
 		r.sum.PublishError = err.Error()
 		return fmt.Errorf("%w (the month is loaded locally; `sitewatch publish --snapshot %s` retries the upload)", err, r.sum.Snapshot)
 	}
@@ -37,10 +41,10 @@ func (r *runState) publish(ctx context.Context) error {
 
 // explainPublishStop names why an upload ended early when its context did: a signal or the
 // bound, not the bucket.
-func explainPublishStop(ctx context.Context, err error) error {
+func explainPublishStop(ctx context.Context, bound time.Duration, err error) error {
 	switch {
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
-		return fmt.Errorf("publish did not finish within %s (the bucket hangs or is too slow): %w", AutoPublishBound, err)
+		return fmt.Errorf("publish did not finish within %s (the bucket hangs or is too slow): %w", bound, err)
 	case errors.Is(ctx.Err(), context.Canceled):
 		return fmt.Errorf("publish interrupted by a signal: %w", err)
 	}

@@ -16,9 +16,11 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"sitewatch/pipeline"
 	"sitewatch/pipeline/atlas/atlastest"
 	"sitewatch/pipeline/config"
 	"sitewatch/pipeline/warehouse"
@@ -368,5 +370,136 @@ func TestDiskFullRecordsTheRealOutcome(t *testing.T) {
 	}
 	if want := fmt.Sprintf("%d of %d", loaded, len(domains)); !strings.Contains(msg, want) {
 		t.Errorf("the summary does not say %q:\n%s", want, tail(msg, 2000))
+	}
+}
+
+// similarOnlyMonth loads testMonth but for the site-similar answer of one domain (a run
+// stopped by its credit cap), then lifts the cap: the rerun has only site-similar to fetch.
+func similarOnlyMonth(t *testing.T) *harness {
+	t.Helper()
+	h := newHarness(t, atlastest.Options{Rate: 50}, atlastest.Domains(3), "  rate_limit: 1\n  max_credits_per_run: 6\n")
+	if code := h.run("run", "--snapshot", testMonth); code != ExitCredits {
+		t.Fatalf("capped run: exit %d, want %d\n%s", code, ExitCredits, h.stdout)
+	}
+	withDB(t, h, func(db *sql.DB) {
+		ov := count(t, db, "SELECT count(*) FROM raw_responses WHERE snapshot_month = ? AND endpoint = 'site-overview'", testMonth)
+		sim := count(t, db, "SELECT count(*) FROM raw_responses WHERE snapshot_month = ? AND endpoint = 'site-similar'", testMonth)
+		if ov != 3 || sim != 2 {
+			t.Fatalf("after the capped run: %d overview and %d similar answers, want 3 and 2", ov, sim)
+		}
+	})
+	h.setConfig("  max_credits_per_run: 6\n", "")
+	return h
+}
+
+// TestSimilarOnlyRunBracketedByProbes: a run that fetches only site-similar answers (which
+// carry no date) brackets them with a site-overview probe before and after (2 credits) and
+// stores them only when both name the same month. After the API turned, no answer of the new
+// month lands under the old month (the 24-hour no-probe window is gone).
+func TestSimilarOnlyRunBracketedByProbes(t *testing.T) {
+	t.Run("SameMonth", func(t *testing.T) {
+		h := similarOnlyMonth(t)
+		before := h.srv.Stats().Charged
+		if code := h.run("run"); code != ExitOK {
+			t.Fatalf("rerun: exit %d\n%s", code, h.stdout)
+		}
+		if got := h.srv.Stats().Charged - before; got != 3 {
+			t.Errorf("the rerun charged %d credits, want 3 (1 site-similar between 2 probes)", got)
+		}
+		withDB(t, h, func(db *sql.DB) {
+			if n := count(t, db, "SELECT count(*) FROM sites WHERE snapshot_month = ?", testMonth); n != 3 {
+				t.Errorf("%d domains loaded in %s, want 3", n, testMonth)
+			}
+		})
+	})
+	t.Run("Turned", func(t *testing.T) {
+		h := similarOnlyMonth(t)
+		next := h.srv.TurnMonth()
+		if code := h.run("run"); code != ExitOK {
+			t.Fatalf("rerun after the turn: exit %d\n%s", code, h.stdout)
+		}
+		withDB(t, h, func(db *sql.DB) {
+			if n := count(t, db, "SELECT count(*) FROM raw_responses WHERE snapshot_month = ? AND endpoint = 'site-similar'", testMonth); n != 2 {
+				t.Errorf("%d site-similar answers under %s after the turn, want 2: an answer of %s was stored under it", n, testMonth, next)
+			}
+			if n := count(t, db, "SELECT count(*) FROM sites WHERE snapshot_month = ?", next); n != 3 {
+				t.Errorf("%d domains loaded in %s, want 3", n, next)
+			}
+		})
+	})
+}
+
+// TestSimilarDroppedWhenTheBracketBreaks: the API turns right after the site-similar answer
+// of a bracketed run; the closing probe names the new month, so the answer (whose month
+// cannot be told) is not stored, its credit is on the ledger as month_unknown, and the run
+// reports the turn.
+func TestSimilarDroppedWhenTheBracketBreaks(t *testing.T) {
+	var armed atomic.Bool
+	var once sync.Once
+	var ms *mutatingServer
+	ms = newMutatingServer(t, atlastest.Options{Rate: 50}, func(endpoint, _ string, body []byte) []byte {
+		if endpoint == "site-similar" && armed.Load() {
+			once.Do(func() { ms.sim.TurnMonth() })
+		}
+		return body
+	})
+	h := newHarness(t, atlastest.Options{Rate: 50}, atlastest.Domains(3), "  rate_limit: 1\n  max_credits_per_run: 6\n")
+	h.setConfig(h.srv.URL, ms.URL)
+	if code := h.run("run", "--snapshot", testMonth); code != ExitCredits {
+		t.Fatalf("capped run: exit %d, want %d\n%s", code, ExitCredits, h.stdout)
+	}
+	h.setConfig("  max_credits_per_run: 6\n", "")
+	armed.Store(true)
+	code := h.run("run")
+	withDB(t, h, func(db *sql.DB) {
+		if n := count(t, db, "SELECT count(*) FROM raw_responses WHERE snapshot_month = ? AND endpoint = 'site-similar'", testMonth); n != 2 {
+			t.Errorf("%d site-similar answers under %s, want 2: the unconfirmed one was stored", n, testMonth)
+		}
+		if n := count(t, db, "SELECT count(*) FROM run_calls WHERE outcome = 'month_unknown'"); n != 1 {
+			t.Errorf("%d month_unknown ledger rows, want 1", n)
+		}
+		var status string
+		if err := db.QueryRow("SELECT status FROM runs ORDER BY started_at DESC LIMIT 1").Scan(&status); err != nil {
+			t.Fatal(err)
+		}
+		if status != "month_turned" {
+			t.Errorf("rerun status %s (exit %d), want month_turned", status, code)
+		}
+	})
+}
+
+// TestScheduleGoesOnAfterAHungBucket: with a bucket that never answers, each run's upload
+// ends at its bound and the schedule goes on running on its ticks (before, the first upload
+// hung forever and nothing was scheduled again).
+func TestScheduleGoesOnAfterAHungBucket(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end to end; runs without -short")
+	}
+	hang := newHangListener(t)
+	h := newHarness(t, atlastest.Options{Month: time.Now().UTC().Format("2006-01")}, atlastest.Domains(2), "")
+	withHungBucket(t, h, hang)
+	cfg, err := config.Load(h.cfgPath, h.env().Getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Schedule = "*/2 * * * * *"
+	env := h.env()
+	env.PublishBound = time.Second
+	runs := &runLog{}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		done <- pipeline.Schedule(ctx, cfg, env, pipeline.ScheduleOptions{OnRun: runs.record, Parse: secondsParser, RetryEvery: time.Second})
+	}()
+	waitFor(t, 40*time.Second, func() bool { return len(runs.get()) >= 2 })
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("Schedule did not return within 30s of SIGTERM")
+	}
+	if got := runs.get(); got[0] != "complete" {
+		t.Errorf("runs %v: want the first complete (its upload failing apart)", got)
 	}
 }

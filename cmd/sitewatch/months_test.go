@@ -137,8 +137,9 @@ func TestUpToDateCompletesAMissingExport(t *testing.T) {
 }
 
 // TestResumeWithoutProbe: a month that lacks only site-similar answers (they carry no date)
-// resumes without a probe while its newest overview is under a day old, so the rerun pays
-// exactly the missing calls; a day later a probe confirms the month first (1 more credit).
+// is resumed between two probes, however fresh its newest overview (issue 23 item 6: the
+// 24-hour no-probe window let answers of a new month land under the old one): the rerun pays
+// the missing call and 2 probe credits, a minute or a day after the run.
 func TestResumeWithoutProbe(t *testing.T) {
 	domains := atlastest.Domains(4)
 	h := newHarness(t, atlastest.Options{}, domains, "")
@@ -162,7 +163,7 @@ func TestResumeWithoutProbe(t *testing.T) {
 		name    string
 		later   time.Duration
 		charged int64
-	}{{"Fresh", 0, 1}, {"DayOld", 25 * time.Hour, 2}} {
+	}{{"Fresh", 0, 3}, {"DayOld", 25 * time.Hour, 3}} {
 		dropSimilar()
 		charged := h.srv.Stats().Charged
 		env := h.env()

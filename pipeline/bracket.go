@@ -1,0 +1,94 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+
+	"sitewatch/pipeline/atlas"
+	"sitewatch/schema"
+)
+
+// OutcomeMonthUnknown is the run_calls outcome of a charged site-similar answer that was not
+// stored because no overview answer after it confirmed the month it was fetched in.
+const OutcomeMonthUnknown = "month_unknown"
+
+// similarOnly says whether plan fetches site-similar answers and no site-overview answer: a
+// site-similar answer carries no date, so without overview answers around it nothing in the
+// run tells which month it is for.
+func similarOnly(plan *Plan) bool {
+	similar := false
+	for _, req := range plan.Requests {
+		switch req.Endpoint {
+		case schema.EndpointOverview:
+			return false
+		case schema.EndpointSimilar:
+			similar = true
+		}
+	}
+	return similar
+}
+
+// fetchBracketed makes a site-similar-only plan between two probes: the opening probe (made
+// by probe) named the month; the answers are held, not stored, until a closing site-overview
+// call names the month again. Only when both name the same month are they stored under it;
+// otherwise (the API turned, or the closing call could not be made) they are not stored,
+// their credits go on the ledger as month_unknown, and a rerun fetches them again. The
+// bracket costs at most 2 credits: the two probes.
+func (r *runState) fetchBracketed(ctx context.Context, handle func(atlas.Result)) error {
+	var held []atlas.Result
+	hold := func(res atlas.Result) {
+		if res.Err != nil || res.Endpoint != schema.EndpointSimilar {
+			handle(res)
+			return
+		}
+		r.progress.finished(res)
+		held = append(held, res)
+	}
+	fetchErr := r.fetchPlan(ctx, hold)
+	if len(held) == 0 {
+		return fetchErr
+	}
+	confirmed, why := r.closingProbe(ctx)
+	if !confirmed {
+		r.dropUnconfirmed(ctx, held, why)
+		return fetchErr
+	}
+	for _, res := range held {
+		r.handle(ctx, res)
+	}
+	return fetchErr
+}
+
+// closingProbe fetches the overview of the opening probe's domain again and says whether its
+// month is the run's month (and if not, why). Its answer is handled like any other: an answer
+// of another month is a month turn, which stops the run.
+func (r *runState) closingProbe(ctx context.Context) (bool, string) {
+	if len(r.probed) == 0 {
+		return false, "no opening probe was made"
+	}
+	req := atlas.Request{Endpoint: schema.EndpointOverview, Domain: r.probed[0].Domain}
+	var answer *atlas.Result
+	err := r.client.FetchAll(ctx, []atlas.Request{req}, func(res atlas.Result) { answer = &res })
+	if answer == nil {
+		return false, fmt.Sprintf("the closing site-overview call could not be made (%v)", err)
+	}
+	if answer.Err != nil {
+		r.handleFailure(ctx, *answer)
+		return false, fmt.Sprintf("the closing site-overview call failed (%v)", answer.Err)
+	}
+	month := r.months.overviewMonth(overviewOf(*answer))
+	r.handle(ctx, *answer)
+	if month != r.months.month {
+		return false, fmt.Sprintf("the closing site-overview answer is for %q, not %s: the API turned", month, r.months.month)
+	}
+	return true, ""
+}
+
+// dropUnconfirmed puts the held answers' credits on the ledger without storing them.
+func (r *runState) dropUnconfirmed(ctx context.Context, held []atlas.Result, why string) {
+	r.env.Logger.Warn("site-similar answers not stored: their month could not be confirmed; a rerun fetches them again",
+		"answers", len(held), "snapshot", r.months.month, "why", why)
+	for _, res := range held {
+		r.recordCharge(ctx, res, r.months.month, OutcomeMonthUnknown)
+	}
+}
