@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -163,4 +164,56 @@ func TestCheckCompleteMonth(t *testing.T) {
 	if !strings.Contains(out, "1 credit: "+testMonth+" is complete") || !strings.Contains(out, "11 credits when the API serves a new month") {
 		t.Errorf("check does not say a run now spends 1 credit (11 for a new month):\n%s", out)
 	}
+}
+
+// kill -9 mid-run with two sources paying, then a rerun: the snapshot completes, every table
+// equals an uninterrupted run's, and no call whose answer was stored is paid again (only the
+// calls in flight at the kill can be).
+func TestKillMinus9AcrossSources(t *testing.T) {
+	bin := sitewatchBinary(t)
+	const seed = 9
+	domains := atlastest.Domains(60)
+	want := referenceDump(t, seed, domains)
+	opts := atlastest.Options{Seed: seed, LatencyMin: 5 * time.Millisecond, LatencyMax: 20 * time.Millisecond, Rate: 100}
+	h := sourcesHarness(t, opts, domains, 50, time.Now().Add(time.Hour))
+	cmd := exec.Command(bin, "run", "--config", h.cfgPath, "--snapshot", testMonth)
+	cmd.Env = append(os.Environ(), "ATLAS_API_KEY="+h.key, "LISTING_KEY="+listingKey)
+	out := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for h.srv.Stats().Charged < 60 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	_ = cmd.Process.Kill() // SIGKILL, mid-run: both sources have paid by now
+	_ = cmd.Wait()
+	h.assertNoKey(out.String(), "killed run's output")
+	killedAt := h.srv.Stats().Charged
+	if code := h.run("run", "--snapshot", testMonth); code != ExitOK {
+		t.Fatalf("rerun exit %d\n%s\n%s", code, out, tail(h.stderr.String(), 3000))
+	}
+	if got := dumpTablesClosed(t, h); got != want {
+		t.Error("after a kill and a rerun across sources, the tables differ from an uninterrupted run's")
+	}
+	twice := 0
+	for _, n := range h.srv.Stats().Fetches {
+		twice += n - 1
+	}
+	if inFlight := 2 * atlasMaxInFlight(100); twice > inFlight {
+		t.Errorf("%d calls paid twice, more than the %d that can be in flight at a kill", twice, inFlight)
+	}
+	withDB(t, h, func(db *sql.DB) {
+		assertNoDuplicates(t, db)
+		if n := count(t, db, `SELECT count(*) FROM (SELECT snapshot_month, domain, endpoint FROM run_calls
+			WHERE outcome = 'stored' GROUP BY ALL HAVING count(*) > 1)`); n != 0 {
+			t.Errorf("%d stored answers paid for twice on the ledger", n)
+		}
+		paid := paidBySource(t, db)
+		if paid["marketplace"] == 0 || paid["marketplace"] > 50 || paid["direct"] == 0 {
+			t.Errorf("ledger by source %v: want the marketplace's quota (at most 50) used and direct paying the rest", paid)
+		}
+	})
+	t.Logf("killed after %d credits; %d calls paid twice (in flight at the kill)", killedAt, twice)
 }
