@@ -142,3 +142,11 @@ func sourceText(p pipeline.SourceProbe) string {
 	}
 	return text
 }
+
+// creditsSpentText is the summary's "credits spent", with what each source paid when several did.
+func creditsSpentText(s *pipeline.Summary) string {
+	if by := s.SourcesText(); by != "" {
+		return fmt.Sprintf("%d (%s)", s.CreditsSpent, by)
+	}
+	return fmt.Sprint(s.CreditsSpent)
+}

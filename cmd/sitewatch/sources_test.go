@@ -99,6 +99,13 @@ func TestRunTwoSources(t *testing.T) {
 	if code := h.run("run"); code != ExitOK {
 		t.Fatalf("run exit %d\n%s\n%s", code, h.stdout, tail(h.stderr.String(), 3000))
 	}
+	if !strings.Contains(h.stdout.String(), "21 (marketplace 7, direct 14)") {
+		t.Errorf("the run summary does not say who paid:\n%s", h.stdout)
+	}
+	if code := h.run("status"); code != ExitOK || !strings.Contains(h.stdout.String(), "paid by source") ||
+		!strings.Contains(h.stdout.String(), "marketplace 7, direct 14") {
+		t.Errorf("status exit %d, or it does not say who paid:\n%s", code, h.stdout)
+	}
 	if got := paidBySource(t, h.db()); got["marketplace"] != 7 || got["direct"] != 14 {
 		t.Errorf("ledger paid by source = %v, want marketplace 7, direct 14", got)
 	}

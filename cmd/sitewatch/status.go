@@ -82,6 +82,7 @@ type statusSection struct {
 var statusSections = []statusSection{
 	{Name: "quality", Collect: collectQuality, Text: printQuality},
 	{Name: "publish", Collect: collectPublish, Text: printPublishStatus},
+	{Name: "sources", Collect: collectSources, Text: printSourcesStatus}, // sources_status.go
 }
 
 // qualityJSON is sections.quality: the data-quality checks of the newest month they ran on,

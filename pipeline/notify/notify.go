@@ -41,10 +41,13 @@ type Event struct {
 	Total        int    // domains on the watchlist
 	CreditsSpent int64  // by this run
 	CreditsLeft  int64  // the wallet after the run; -1 unknown
-	Duration     time.Duration
-	FirstError   string // the first error of the run, "" if none
-	Changes      string // optional one-line headline of what changed this month
-	Host         string // optional: the machine the run ran on
+	// PaidBy says which credit source paid how much, e.g. "marketplace 100, direct 201"
+	// ("" with a single source).
+	PaidBy     string
+	Duration   time.Duration
+	FirstError string // the first error of the run, "" if none
+	Changes    string // optional one-line headline of what changed this month
+	Host       string // optional: the machine the run ran on
 }
 
 // Notifier posts Events to one webhook. A nil *Notifier (no URL configured) does nothing.

@@ -18,6 +18,7 @@ type payload struct {
 	Total           int     `json:"total"`
 	CreditsSpent    int64   `json:"credits_spent"`
 	CreditsLeft     *int64  `json:"credits_left"` // null when unknown
+	PaidBy          string  `json:"paid_by,omitempty"`
 	DurationSeconds float64 `json:"duration_seconds"`
 	FirstError      string  `json:"first_error,omitempty"`
 	Changes         string  `json:"changes,omitempty"`
@@ -28,7 +29,7 @@ func newPayload(e Event) payload {
 	p := payload{
 		Text: slackEscape.Replace(Text(e)), RunID: e.RunID, Month: e.Month, Outcome: e.Outcome, Loaded: e.Loaded, Total: e.Total,
 		CreditsSpent: e.CreditsSpent, DurationSeconds: math.Round(e.Duration.Seconds()*1000) / 1000,
-		FirstError: e.FirstError, Changes: e.Changes, Host: e.Host,
+		FirstError: e.FirstError, Changes: e.Changes, Host: e.Host, PaidBy: e.PaidBy,
 	}
 	if e.CreditsLeft >= 0 {
 		left := e.CreditsLeft
@@ -64,6 +65,9 @@ func Text(e Event) string {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "sitewatch %s: %s — %d/%d domains, %d credits spent", e.Month, head, e.Loaded, e.Total, e.CreditsSpent)
+	if e.PaidBy != "" {
+		fmt.Fprintf(&b, " (%s)", e.PaidBy)
+	}
 	if e.CreditsLeft >= 0 {
 		fmt.Fprintf(&b, ", %d left", e.CreditsLeft)
 	}
