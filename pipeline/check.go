@@ -8,6 +8,7 @@ import (
 
 	"sitewatch/pipeline/atlas"
 	"sitewatch/pipeline/config"
+	"sitewatch/pipeline/sources"
 )
 
 // ErrNotEnoughCredits reports a wallet (or marketplace quota) that does not cover the next
@@ -25,6 +26,14 @@ type Readiness struct {
 	RateLimit  float64       // min(api.rate_limit, the server's X-RateLimit-Limit)
 	Duration   time.Duration // expected time of the next run at RateLimit
 	Covered    bool
+	// NewMonth is the credits of a whole new month, set when the month held is complete: a
+	// run now spends Needed (1: the answer that says the month is still served) unless the
+	// API has turned to a new month, which then needs NewMonth.
+	NewMonth int
+	// Sources and Spend are set with api.sources: each source's free probe, and who pays
+	// for Needed (Covered: every call has a payer; Duration: every payer at once).
+	Sources []SourceProbe
+	Spend   *sources.Plan
 }
 
 // NewClient builds the API client of cfg with the secrets from the environment. Its errors
@@ -44,6 +53,9 @@ func NewClient(cfg *config.Config, env Env) (*atlas.Client, error) {
 // called), *atlas.UnreachableError, atlas.ErrUnauthorized, atlas.ErrOutOfCredits, and
 // ErrNotEnoughCredits when the wallet does not cover the next run (Readiness is then set).
 func Check(ctx context.Context, cfg *config.Config, env Env) (*Readiness, error) {
+	if cfg.MultiSource() {
+		return checkSources(ctx, cfg, env)
+	}
 	client, err := NewClient(cfg, env)
 	if err != nil {
 		return nil, err
@@ -66,9 +78,9 @@ func Check(ctx context.Context, cfg *config.Config, env Env) (*Readiness, error)
 
 // readiness works out what the next run needs against what the probe reported.
 func readiness(cfg *config.Config, plan *Plan, probe atlas.Probe) *Readiness {
-	r := &Readiness{Probe: probe, Plan: plan, Needed: plan.Credits(), Available: -1, RateLimit: cfg.API.RateLimit}
-	if plan.HeldComplete || plan.Snapshot == "" {
-		r.Needed = plan.FullCredits // the month held is complete: the next one is a whole month
+	r := &Readiness{Probe: probe, Plan: plan, Needed: neededNow(plan), Available: -1, RateLimit: cfg.API.RateLimit}
+	if plan.HeldComplete {
+		r.NewMonth = plan.FullCredits
 	}
 	r.MaxCredits = MaxCredits(cfg, r.Needed)
 	if probe.RateLimit > 0 {
@@ -97,4 +109,70 @@ func readiness(cfg *config.Config, plan *Plan, probe atlas.Probe) *Readiness {
 // the refetch budget (api.max_wasted_credits), within api.max_credits_per_run.
 func MaxCredits(cfg *config.Config, calls int) int {
 	return atlas.MaxCredits(calls, clientConfig(cfg, config.Credentials{}, nil))
+}
+
+// neededNow is what a run started now spends: what the month held lacks; 1 credit when it is
+// complete (the answer that shows the API still serves it: up to date); a whole month when
+// the warehouse holds none.
+func neededNow(plan *Plan) int {
+	switch {
+	case plan.Snapshot == "":
+		return plan.FullCredits
+	case plan.HeldComplete:
+		return 1
+	}
+	return plan.Credits()
+}
+
+// checkSources is Check with api.sources: every source is probed for free and the spend plan
+// says who would pay for the next run. A source that answers 402 simply pays nothing; any
+// other failure of a probe is returned, naming the source, with what was learned.
+func checkSources(ctx context.Context, cfg *config.Config, env Env) (*Readiness, error) {
+	env = env.WithDefaults()
+	srcs, err := openSources(cfg, env)
+	if err != nil {
+		return nil, err
+	}
+	plan, err := DryRun(ctx, cfg, RunOptions{}, env)
+	if err != nil {
+		return nil, err
+	}
+	r := &Readiness{Plan: plan, Needed: neededNow(plan), Available: -1}
+	if plan.HeldComplete {
+		r.NewMonth = plan.FullCredits
+	}
+	r.MaxCredits = MaxCredits(cfg, r.Needed)
+	spend, probes, err := probeSources(ctx, cfg, srcs, r.Needed, env.Now())
+	r.Sources, r.Spend = probes, spend
+	if err != nil {
+		return r, err
+	}
+	r.Available = 0
+	for _, sh := range spend.Shares {
+		r.Available += max(sh.Usable, 0)
+		if sh.Calls > 0 {
+			r.RateLimit += sh.Rate
+		}
+	}
+	r.Duration, r.Covered = spend.Ideal(), spend.Uncovered == 0
+	if !r.Covered {
+		return r, fmt.Errorf("%w: the run needs %d credits, the sources can pay for %d (%s); top up a source or lower its min_credits",
+			ErrNotEnoughCredits, r.Needed, r.Needed-spend.Uncovered, spend)
+	}
+	return r, nil
+}
+
+// CheckCredentials checks that the keys of every credit source are in the environment,
+// before anything is called. Errors are *config.Error naming the variable.
+func CheckCredentials(cfg *config.Config, getenv func(string) string) error {
+	if !cfg.MultiSource() {
+		_, err := config.CredentialsFrom(cfg, getenv)
+		return err
+	}
+	for _, sc := range cfg.Sources() {
+		if _, err := config.SourceCredentials(cfg, sc, getenv); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -53,7 +53,7 @@ func (r *runState) liveStatus(started time.Time) livestatus.Status {
 // observeProgress feeds the recorder and Env.OnProgress.
 func (r *runState) observeProgress(pr Progress, stats atlas.Stats) {
 	r.env.Metrics.Progress(metrics.Progress{Month: pr.Month, Loaded: pr.Loaded, Requests: stats.ByStatus, RateLimited: stats.RateLimited,
-		Retries: stats.Retries, CreditsSpent: stats.CreditsSpent, CreditsLeft: stats.CreditsRemaining})
+		Retries: stats.Retries, CreditsSpent: stats.CreditsSpent, CreditsLeft: stats.CreditsRemaining, Sources: sourceCredits(r.client)})
 	if r.env.OnProgress != nil {
 		r.env.OnProgress(pr, stats)
 	}
@@ -83,7 +83,7 @@ func notifyOutcome(ctx context.Context, n *notify.Notifier, db *sql.DB, sum *Sum
 		return
 	}
 	ev := notify.Event{RunID: sum.RunID, Month: sum.Snapshot, Outcome: sum.Status, Loaded: sum.DomainsLoaded,
-		Total: sum.DomainsTotal, CreditsSpent: int64(sum.CreditsSpent), CreditsLeft: sum.CreditsRemaining, Duration: sum.Duration}
+		Total: sum.DomainsTotal, CreditsSpent: int64(sum.CreditsSpent), CreditsLeft: sum.CreditsRemaining, Duration: sum.Duration, PaidBy: sum.SourcesText()}
 	ev.Host, _ = os.Hostname()
 	if runErr != nil {
 		ev.FirstError = runErr.Error()

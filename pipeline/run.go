@@ -123,6 +123,8 @@ type Summary struct {
 	Published, PublishError string
 	APIRejections           map[string]string // domain -> code
 	Failures                []warehouse.FetchError
+	// Sources is what each credit source paid, in spend order (spend.go).
+	Sources []SourceSpend
 }
 
 // runState is one run in progress.
@@ -668,6 +670,7 @@ func (r *runState) finish(ctx context.Context, stopErr error) error {
 	stats := r.client.Stats()
 	r.sum.Requests, r.sum.RateLimited = int(stats.Requests), int(stats.RateLimited)
 	r.sum.CreditsSpent, r.sum.CreditsRemaining = int(stats.CreditsSpent), stats.CreditsRemaining
+	r.sum.Sources = spendBySource(r.client)
 	switch {
 	case r.mismatch != nil:
 		r.sum.Status = StatusMonthMismatch

@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/robfig/cron/v3"
 
 	"sitewatch/pipeline/atlas"
 	"sitewatch/pipeline/config"
+	"sitewatch/pipeline/metrics"
 	"sitewatch/pipeline/sources"
 )
 
@@ -136,4 +138,51 @@ func newFetcher(ctx context.Context, cfg *config.Config, env Env) (*sources.Mult
 	}
 	env.Logger.Info("credit sources planned", "plan", plan.String())
 	return sources.NewMulti(ordered), plan, nil
+}
+
+// SourceSpend is what one credit source paid in a run and what it has left.
+type SourceSpend struct {
+	Name      string
+	Credits   int64 // credits it was charged in this run
+	Remaining int64 // its last known balance or quota; -1 unknown
+}
+
+// spendBySource reads each source's counters from the run's fetcher (nil when the fetcher
+// does not spread calls over sources).
+func spendBySource(f Fetcher) []SourceSpend {
+	m, ok := f.(interface{ PerSource() []sources.SourceStats })
+	if !ok {
+		return nil
+	}
+	var out []SourceSpend
+	for _, s := range m.PerSource() {
+		left := s.CreditsRemaining
+		if s.QuotaRemaining >= 0 {
+			left = s.QuotaRemaining
+		}
+		out = append(out, SourceSpend{Name: s.Name, Credits: s.CreditsSpent, Remaining: left})
+	}
+	return out
+}
+
+// sourceCredits is spendBySource for the metrics recorder.
+func sourceCredits(f Fetcher) []metrics.SourceCredits {
+	var out []metrics.SourceCredits
+	for _, s := range spendBySource(f) {
+		out = append(out, metrics.SourceCredits{Name: s.Name, Spent: s.Credits, Left: s.Remaining})
+	}
+	return out
+}
+
+// SourcesText is the spend of a run by source, e.g. "marketplace 100, direct 201" ("" for
+// fewer than two sources).
+func (s *Summary) SourcesText() string {
+	if len(s.Sources) < 2 {
+		return ""
+	}
+	parts := make([]string, len(s.Sources))
+	for i, src := range s.Sources {
+		parts[i] = fmt.Sprintf("%s %s", src.Name, sources.Thousands(src.Credits))
+	}
+	return strings.Join(parts, ", ")
 }

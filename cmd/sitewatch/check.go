@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"time"
 
 	"sitewatch/pipeline"
 	"sitewatch/pipeline/atlas"
 	"sitewatch/pipeline/config"
+	"sitewatch/pipeline/sources"
 	"sitewatch/pipeline/textout"
 )
 
@@ -27,23 +30,21 @@ func cmdCheck(ctx context.Context, args []string, env pipeline.Env) error {
 		return err
 	}
 	wl := config.NewWatchlist(cfg)
-	fmt.Fprintf(env.Stdout, "config      ok: %s (%s, mode %s)\n", cfg.Path, textout.Plural(len(wl.Domains), "domain", "domains"), cfg.API.Mode)
+	what := "mode " + cfg.API.Mode
+	if cfg.MultiSource() {
+		what = textout.Plural(len(cfg.Sources()), "credit source", "credit sources")
+	}
+	fmt.Fprintf(env.Stdout, "config      ok: %s (%s, %s)\n", cfg.Path, textout.Plural(len(wl.Domains), "domain", "domains"), what)
 	if line := wl.SkippedLine(); line != "" {
 		fmt.Fprintf(env.Stdout, "watchlist   %s\n", line)
 	}
 	r, err := pipeline.Check(ctx, cfg, env)
-	var unreachable *atlas.UnreachableError
-	switch {
-	case errors.As(err, &unreachable):
-		fmt.Fprintf(env.Stdout, "reachable   NO: %s failed\n", unreachable.Stage)
-		return err
-	case errors.Is(err, atlas.ErrUnauthorized):
-		fmt.Fprintln(env.Stdout, "reachable   ok\nkey         REJECTED: check ATLAS_API_KEY (and, in marketplace mode, ATLAS_MARKETPLACE_KEY)")
-		return err
-	case r == nil && err != nil:
+	if stop := printProbeFailure(env.Stdout, r, err); stop {
 		return err
 	}
-	fmt.Fprintf(env.Stdout, "reachable   ok (%s)\nkey         accepted\n", r.Probe.Latency.Round(1e6))
+	if r.Spend == nil {
+		fmt.Fprintf(env.Stdout, "reachable   ok (%s)\nkey         accepted\n", r.Probe.Latency.Round(time.Millisecond))
+	}
 	if r.Plan.Snapshot != "" {
 		fmt.Fprintf(env.Stdout, "warehouse   newest month %s: %d of %d domains loaded\n", r.Plan.Snapshot, r.Plan.Loaded, r.Plan.Domains)
 	}
@@ -53,4 +54,104 @@ func cmdCheck(ctx context.Context, args []string, env pipeline.Env) error {
 	}
 	fmt.Fprintln(env.Stdout, "ready: 0 credits spent by this check")
 	return nil
+}
+
+// printProbeFailure prints what a failed preflight learned, and only that: a server that
+// answered something other than the API (a wrong base URL answering 404 or an HTML page)
+// is named with the request and its answer, and no key, balance or rate is claimed. It
+// reports whether check stops here.
+func printProbeFailure(w io.Writer, r *pipeline.Readiness, err error) bool {
+	var unreachable *atlas.UnreachableError
+	switch {
+	case err == nil, r != nil && pipeline.IsCreditStop(err):
+		return false // the API answered: what it said is printed by the caller
+	case errors.As(err, &unreachable):
+		fmt.Fprintf(w, "reachable   NO: %s failed\n", unreachable.Stage)
+	case errors.Is(err, atlas.ErrUnauthorized):
+		fmt.Fprintln(w, "reachable   ok\nkey         REJECTED: check the key variables (ATLAS_API_KEY; in marketplace mode ATLAS_MARKETPLACE_KEY; with api.sources each source's key_env and marketplace_key_env)")
+	case errors.Is(err, atlas.ErrMisconfigured):
+		fmt.Fprintf(w, "reachable   yes, but it does not serve the API: %s\n", answerOf(err))
+	case r != nil:
+		fmt.Fprintf(w, "api         NO answer usable from the API: %s\n", answerOf(err))
+	}
+	return true
+}
+
+// answerOf is the request and answer an *atlas.Error describes, else the error itself.
+func answerOf(err error) string {
+	var ae *atlas.Error
+	if errors.As(err, &ae) && ae.Message != "" {
+		return ae.Message
+	}
+	return err.Error()
+}
+
+// neededText is the "next run needs" line: what a run now spends, and, when the month held
+// is complete, what a new month will need.
+func neededText(r *pipeline.Readiness) string {
+	text := fmt.Sprintf("%s (at most %d with refetches)", credits(r.Needed), r.MaxCredits)
+	if r.NewMonth > 0 {
+		text = fmt.Sprintf("%s: %s is complete, a run now only checks it is still served; %s when the API serves a new month",
+			credits(r.Needed), r.Plan.Snapshot, credits(r.NewMonth))
+	}
+	return text
+}
+
+func credits(n int) string {
+	if n == 1 {
+		return "1 credit"
+	}
+	return sources.Thousands(int64(n)) + " credits"
+}
+
+// printSpend writes each source's probe and the spend plan (api.sources).
+func printSpend(w io.Writer, r *pipeline.Readiness) {
+	rows := [][2]string{}
+	for _, p := range r.Sources {
+		rows = append(rows, [2]string{"source " + p.Name, sourceText(p)})
+	}
+	covers := "yes"
+	if !r.Covered {
+		covers = "NO"
+	}
+	rows = append(rows,
+		[2]string{"next run needs", neededText(r)},
+		[2]string{"plan", r.Spend.String()},
+		[2]string{"covered", covers},
+		[2]string{"expected duration", fmt.Sprintf("%s (every source at once, each at its own rate)", r.Duration.Round(time.Second))},
+	)
+	printRows(w, rows)
+}
+
+func sourceText(p pipeline.SourceProbe) string {
+	if p.Err != nil && !errors.Is(p.Err, atlas.ErrOutOfCredits) {
+		return "NO: " + answerOf(p.Err)
+	}
+	var text string
+	switch {
+	case p.Probe.QuotaRemaining >= 0:
+		text = fmt.Sprintf("%s, quota %s of %s left", p.Mode, sources.Thousands(p.Probe.QuotaRemaining), sources.Thousands(p.Probe.QuotaLimit))
+		if !p.Probe.QuotaReset.IsZero() {
+			text += ", resets " + p.Probe.QuotaReset.UTC().Format(time.RFC3339)
+		}
+	case p.Probe.Balance >= 0:
+		text = fmt.Sprintf("%s, balance %s credits", p.Mode, sources.Thousands(p.Probe.Balance))
+	default:
+		text = p.Mode + ", balance not reported"
+	}
+	if p.Probe.RateLimit > 0 {
+		text += fmt.Sprintf(", %g requests/s", p.Probe.RateLimit)
+	}
+	if errors.Is(p.Err, atlas.ErrOutOfCredits) {
+		text += " (402: pays nothing)"
+	}
+	return text
+}
+
+// creditsSpentText is the summary's "credits spent", with what each source paid when several did.
+func creditsSpentText(s *pipeline.Summary) string {
+	if by := s.SourcesText(); by != "" {
+		return fmt.Sprintf("%d (%s)", s.CreditsSpent, by)
+	}
+	return fmt.Sprint(s.CreditsSpent)
 }

@@ -102,7 +102,7 @@ func PrintSummary(w io.Writer, s *pipeline.Summary, runErr error) {
 		{"rejected before sending", fmt.Sprint(len(s.Watchlist.Rejected))},
 		{"requests", fmt.Sprint(s.Requests)},
 		{"answered 429", fmt.Sprint(s.RateLimited)},
-		{"credits spent", fmt.Sprint(s.CreditsSpent)},
+		{"credits spent", creditsSpentText(s)},
 		{"credits left", credits},
 		{"duration", s.Duration.Round(100 * time.Millisecond).String()},
 	})

@@ -13,7 +13,6 @@ import (
 	"sitewatch/pipeline"
 	"sitewatch/pipeline/config"
 	"sitewatch/pipeline/metrics"
-	"sitewatch/pipeline/textout"
 	"sitewatch/pipeline/warehouse"
 )
 
@@ -102,7 +101,7 @@ func dryRun(ctx context.Context, cfg *config.Config, opts pipeline.RunOptions, e
 		return err
 	}
 	printPlan(env.Stdout, plan, cfg, config.NewWatchlist(cfg))
-	if _, err := config.CredentialsFrom(cfg, env.Getenv); err != nil {
+	if err := pipeline.CheckCredentials(cfg, env.Getenv); err != nil {
 		fmt.Fprintln(env.Stdout, "balance: not checked (no usable API key in the environment)")
 		return nil
 	}
@@ -132,7 +131,7 @@ func cmdSchedule(ctx context.Context, args []string, env pipeline.Env) error {
 	if err != nil {
 		return err
 	}
-	if _, err := config.CredentialsFrom(cfg, env.Getenv); err != nil {
+	if err := pipeline.CheckCredentials(cfg, env.Getenv); err != nil {
 		return err
 	}
 	if *restoreFirst {
@@ -184,6 +183,10 @@ func seedLastComplete(ctx context.Context, cfg *config.Config, env pipeline.Env)
 
 // printReadiness writes the balance, rate and duration lines of check and --dry-run.
 func printReadiness(w io.Writer, r *pipeline.Readiness) {
+	if r.Spend != nil {
+		printSpend(w, r) // check.go: api.sources
+		return
+	}
 	balance := "unknown"
 	if r.Probe.Balance >= 0 {
 		balance = fmt.Sprint(r.Probe.Balance)
@@ -198,7 +201,7 @@ func printReadiness(w io.Writer, r *pipeline.Readiness) {
 	}
 	rows = append(rows,
 		[2]string{"rate limit", fmt.Sprintf("%g requests/s", r.RateLimit)},
-		[2]string{"next run needs", fmt.Sprintf("%s (at most %d with refetches)", textout.Plural(r.Needed, "credit", "credits"), r.MaxCredits)},
+		[2]string{"next run needs", neededText(r)},
 		[2]string{"usable (balance − min_credits)", fmt.Sprint(max(r.Available, 0))},
 		[2]string{"covered", covers},
 		[2]string{"expected duration", r.Duration.Round(time.Second).String()},

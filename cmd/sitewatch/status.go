@@ -83,6 +83,7 @@ var statusSections = []statusSection{
 	{Name: "quality", Collect: collectQuality, Text: printQuality},
 	{Name: "publish", Collect: collectPublish, Text: printPublishStatus},
 	{Name: "watchlist", Collect: collectWatchlist, Text: printWatchlist},
+	{Name: "sources", Collect: collectSources, Text: printSourcesStatus}, // sources_status.go
 }
 
 // qualityJSON is sections.quality: the data-quality checks of the newest month they ran on,

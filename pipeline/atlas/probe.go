@@ -61,6 +61,7 @@ func (c *Client) Probe(ctx context.Context) (Probe, error) {
 	p.Status = resp.StatusCode
 	switch s := resp.StatusCode; {
 	case s == http.StatusBadRequest && eb.code == "MISSING_PARAMETER":
+		c.learn(resp.Header, start)
 		return p, nil
 	case s == http.StatusUnauthorized || s == http.StatusForbidden:
 		e.Err = ErrUnauthorized
@@ -114,4 +115,21 @@ func (p *Probe) readHeaders(h http.Header) {
 	if v, ok := headerInt(h, "X-Ratelimit-Requests-Reset"); ok && v > 0 {
 		p.QuotaReset = time.Unix(v, 0).UTC()
 	}
+}
+
+// learn takes the balance, quota and rate limit of an answer the API gave the probe, so a
+// run through this client starts at full pace instead of one call at a time until its first
+// answer tells them.
+func (c *Client) learn(h http.Header, sentAt time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	defer c.broadcastLocked()
+	c.seenResponse = true
+	if v, ok := headerInt(h, "X-Gateway-Remaining-Credits"); ok && (c.remaining < 0 || v < c.remaining) {
+		c.remaining = v
+	}
+	if v, ok := headerInt(h, "X-Ratelimit-Requests-Remaining"); ok && (c.quota < 0 || v < c.quota) {
+		c.quota = v
+	}
+	c.followRateLimitLocked(h, sentAt)
 }

@@ -47,6 +47,15 @@ type Progress struct {
 	Retries      int64         // attempts beyond the first of a request
 	CreditsSpent int64         // credits charged
 	CreditsLeft  int64         // last known wallet; -1 unknown
+	// Sources are the credits of each credit source (api.sources; one for a single source).
+	Sources []SourceCredits
+}
+
+// SourceCredits is one credit source's spend so far in the run and what it has left.
+type SourceCredits struct {
+	Name  string
+	Spent int64 // credits charged this run
+	Left  int64 // last known balance or quota; -1 unknown
 }
 
 // Recorder holds the metrics. Its methods are safe for concurrent use, and a nil *Recorder
@@ -61,6 +70,8 @@ type Recorder struct {
 	rateLimited, retries   prometheus.Counter
 	creditsSpent           prometheus.Counter
 	creditsLeft            prometheus.Gauge
+	sourceSpent            *prometheus.CounterVec
+	sourceLeft             *prometheus.GaugeVec
 	loaded, total          *prometheus.GaugeVec
 	inProgress, publishing prometheus.Gauge
 	lastStart, lastEnd     prometheus.Gauge
@@ -116,6 +127,8 @@ func (r *Recorder) register() {
 	r.retries = f.counter("sitewatch_retries_total", "Request attempts beyond the first (retries after 429, 5xx or network errors).")
 	r.creditsSpent = f.counter("sitewatch_credits_spent_total", "API credits charged.")
 	r.creditsLeft = f.gauge("sitewatch_credits_remaining", "API credits left in the wallet, as last reported by the API.")
+	r.sourceSpent = f.counterVec("sitewatch_source_credits_spent_total", "API credits charged, by the credit source that paid (api.sources name; the mode for a single source).", "source")
+	r.sourceLeft = f.gaugeVec("sitewatch_source_credits_remaining", "Credits (or marketplace quota) left, by credit source, as last reported by the API.", "source")
 	r.loaded = f.gaugeVec("sitewatch_domains_loaded", "Watchlist domains loaded in the month of the current (or last) run.", "month")
 	r.total = f.gaugeVec("sitewatch_domains_total", "Watchlist domains of the current (or last) run.", "month")
 	r.inProgress = f.gauge("sitewatch_run_in_progress", "1 while a run is in progress.")
@@ -197,6 +210,7 @@ func (r *Recorder) Progress(p Progress) {
 		r.creditsLeft.Set(float64(p.CreditsLeft))
 	}
 	r.moveTo(p.Month)
+	r.sourcesLocked(p.Sources)
 	if r.month != "" {
 		r.loaded.WithLabelValues(r.month).Set(float64(p.Loaded))
 	}
@@ -291,3 +305,17 @@ func (r *Recorder) MonthComplete(month string, at time.Time) error {
 }
 
 func unix(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }
+
+// sourcesLocked adds each source's spend since the previous Progress and sets what it has left.
+func (r *Recorder) sourcesLocked(now []SourceCredits) {
+	before := map[string]int64{}
+	for _, s := range r.prev.Sources {
+		before[s.Name] = s.Spent
+	}
+	for _, s := range now {
+		r.sourceSpent.WithLabelValues(s.Name).Add(delta(s.Spent, before[s.Name]))
+		if s.Left >= 0 {
+			r.sourceLeft.WithLabelValues(s.Name).Set(float64(s.Left))
+		}
+	}
+}

@@ -45,10 +45,13 @@ type Event struct {
 	Total        int    // domains on the watchlist
 	CreditsSpent int64  // by this run
 	CreditsLeft  int64  // the wallet after the run; -1 unknown
-	Duration     time.Duration
-	FirstError   string // the first error of the run, "" if none
-	Changes      string // optional one-line headline of what changed this month
-	Host         string // optional: the machine the run ran on
+	// PaidBy says which credit source paid how much, e.g. "marketplace 100, direct 201"
+	// ("" with a single source).
+	PaidBy     string
+	Duration   time.Duration
+	FirstError string // the first error of the run, "" if none
+	Changes    string // optional one-line headline of what changed this month
+	Host       string // optional: the machine the run ran on
 	// MonthState says, for an outcome that did not complete its month, what the month holds
 	// now ("2026-11 stays complete", "2026-11 incomplete: 3 of 6 domains loaded"), so a failure
 	// never reads as data lost.

@@ -22,6 +22,7 @@ type payload struct {
 	Total           int     `json:"total"`
 	CreditsSpent    int64   `json:"credits_spent"`
 	CreditsLeft     *int64  `json:"credits_left"` // null when unknown
+	PaidBy          string  `json:"paid_by,omitempty"`
 	DurationSeconds float64 `json:"duration_seconds"`
 	FirstError      string  `json:"first_error,omitempty"`
 	Changes         string  `json:"changes,omitempty"`
@@ -34,7 +35,7 @@ func newPayload(e Event) payload {
 	p := payload{
 		Text: slackEscape.Replace(Text(e)), RunID: e.RunID, Month: e.Month, Outcome: e.Outcome, MonthState: e.MonthState, Loaded: e.Loaded, Total: e.Total,
 		CreditsSpent: e.CreditsSpent, DurationSeconds: math.Round(e.Duration.Seconds()*1000) / 1000,
-		FirstError: e.FirstError, Changes: e.Changes, Skipped: e.Skipped, Host: e.Host, Version: buildinfo.Version(),
+		FirstError: e.FirstError, Changes: e.Changes, Skipped: e.Skipped, Host: e.Host, Version: buildinfo.Version(), PaidBy: e.PaidBy,
 	}
 	if e.CreditsLeft >= 0 {
 		left := e.CreditsLeft
@@ -78,6 +79,9 @@ func Text(e Event) string {
 		fmt.Fprintf(&b, "; %s", e.MonthState)
 	}
 	fmt.Fprintf(&b, " — %d/%s, %s spent", e.Loaded, textout.Plural(e.Total, "domain", "domains"), textout.Plural(e.CreditsSpent, "credit", "credits"))
+	if e.PaidBy != "" {
+		fmt.Fprintf(&b, " (%s)", e.PaidBy)
+	}
 	if e.CreditsLeft >= 0 {
 		fmt.Fprintf(&b, ", %d left", e.CreditsLeft)
 	}
