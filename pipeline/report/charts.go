@@ -16,6 +16,9 @@ const (
 	barH      = 14.0
 	gap       = 8.0 // between a label column and its bars
 	barsW     = 600.0
+	// textSlack absorbs the browser's sub-pixel difference from the font metrics measured
+	// here (Chromium drew "watchlist average" 0.6 px wider than its column).
+	textSlack = 2.0
 )
 
 // palette is Tableau 10: distinguishable and colour-blind friendlier than most defaults.
@@ -46,10 +49,14 @@ func textOn(hex string) string {
 	return "#ffffff"
 }
 
+// maxWidth is the widest of texts at size, plus textSlack when any has a width.
 func maxWidth(texts []string, size float64) float64 {
 	w := 0.0
 	for _, t := range texts {
 		w = math.Max(w, textWidth(t, size))
+	}
+	if w > 0 {
+		w += textSlack
 	}
 	return w
 }

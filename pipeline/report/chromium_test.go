@@ -1,23 +1,20 @@
 package report
 
 import (
-	"context"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 )
 
-// layoutProbe is appended to a copy of the report (the report itself has no script). Once the
-// embedded font is loaded it measures, in the browser's own layout, every SVG text against its
+// layoutProbe is appended to a copy of the report. After the load event, once the embedded
+// font is loaded, it measures, in the browser's own layout, every SVG text against its
 // chart's viewBox and against the other texts of the chart, and every table cell, card, legend
 // entry and small-multiple title for clipped content, and writes what it found into the DOM.
 const layoutProbe = `<script>
-document.fonts.ready.then(function () {
+window.addEventListener('load', function () { document.fonts.load('12px "Liberation Sans"').then(function () {
   var out = [], texts = 0;
   document.querySelectorAll('svg').forEach(function (svg) {
     var vb = svg.viewBox.baseVal, boxes = [];
@@ -46,7 +43,8 @@ document.fonts.ready.then(function () {
   p.id = 'layout-probe';
   p.textContent = 'texts=' + texts + ' fonts=' + document.fonts.check('12px "Liberation Sans"') + '\n' + out.join('\n');
   document.body.appendChild(p);
-});
+  if (window.parent !== window) window.parent.postMessage({id: p.id, text: p.textContent}, '*');
+}); });
 </script>`
 
 // chromiumPath finds Debian's chromium; CI=true makes its absence a failure.
@@ -69,26 +67,8 @@ func chromiumPath(t *testing.T) string {
 // returns the DOM after the probe ran.
 func renderedDOM(t *testing.T, html string, width int) string {
 	t.Helper()
-	chromium := chromiumPath(t)
-	dir := t.TempDir()
-	page := filepath.Join(dir, "report.html")
 	probed := strings.Replace(html, "</body>", layoutProbe+"</body>", 1)
-	if err := os.WriteFile(page, []byte(probed), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-		"--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync",
-		"--user-data-dir="+filepath.Join(dir, "profile"), "--window-size="+strconv.Itoa(width)+",2000",
-		"--virtual-time-budget=10000", "--dump-dom", "file://"+page)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("chromium: %v\n%s", err, stderr.String())
-	}
-	return string(out)
+	return string(runChromium(t, probed, width, 2000, "--virtual-time-budget=10000", "--dump-dom"))
 }
 
 var probeRE = regexp.MustCompile(`(?s)<pre id="layout-probe">texts=(\d+) fonts=(\w+)\n?(.*?)</pre>`)

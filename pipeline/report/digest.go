@@ -111,11 +111,15 @@ func metricValue(metric string, v float64) string {
 func moverChange(m changes.Mover) string {
 	switch m.Metric {
 	case changes.MetricGlobalRank:
-		places := thousands(int64(math.Abs(math.Round(m.Change))))
-		if m.Change < 0 {
-			return "up " + places + " places"
+		n := int64(math.Abs(math.Round(m.Change)))
+		places := thousands(n) + " places"
+		if n == 1 {
+			places = "1 place"
 		}
-		return "down " + places + " places"
+		if m.Change < 0 {
+			return "up " + places
+		}
+		return "down " + places
 	case changes.MetricAITrafficShare, changes.MetricChannelShare:
 		return strings.Replace(fmt.Sprintf("%+.1f pts", m.Change*100), "-", "−", 1)
 	}

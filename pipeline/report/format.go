@@ -7,7 +7,8 @@ import (
 	"strings"
 )
 
-// human formats n compactly: 950, 12.3k, 4.56M, 7.8B.
+// human formats a count compactly: 950, 12.3k, 4.56M, 7.8B. Visits below 1,000 are whole
+// numbers: the API may send decimals (164.01), but no one visits a site 0.01 times.
 func human(n float64) string {
 	a := math.Abs(n)
 	switch {
@@ -17,10 +18,8 @@ func human(n float64) string {
 		return trimZeros(fmt.Sprintf("%.2f", n/1e6)) + "M"
 	case a >= 1e3:
 		return trimZeros(fmt.Sprintf("%.1f", n/1e3)) + "k"
-	case a == math.Trunc(a):
-		return fmt.Sprintf("%.0f", n)
 	default:
-		return trimZeros(fmt.Sprintf("%.2f", n))
+		return fmt.Sprintf("%.0f", math.Round(n))
 	}
 }
 

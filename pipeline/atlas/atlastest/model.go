@@ -76,11 +76,17 @@ func (g *Generator) profile(domain string) profile {
 		p.season = 0.02 + r.Float64()*0.05
 	} else {
 		p.category = categories[r.IntN(len(categories))]
+		if c, ok := categoryFromName(domain); ok {
+			p.category = c
+		}
 		if c, ok := g.poolCategory(domain); ok {
 			p.category = c
 		}
 		p.title = titleCase(strings.ReplaceAll(p.name, "-", " ")) + " - " + p.category.tagline
 		p.country = pickCountry(r)
+		if c, ok := ccTLDCountry(domain); ok {
+			p.country = c
+		}
 		p.base = zipfC * math.Pow(g.baseRank(domain), -zipfA)
 		p.trend = (r.Float64() - 0.45) * 0.04 // -1.8% to +2.2% a month
 		p.season = 0.02 + r.Float64()*0.13
@@ -148,6 +154,9 @@ func (g *Generator) metrics(domain string) metrics {
 	p := g.profile(domain)
 	m := metrics{profile: p, visits: g.visits(p, g.month)}
 	m.rank = rankOf(m.visits)
+	if p.famous {
+		m.rank = g.famousRank(domain)
+	}
 	m.small = m.rank > smallRank
 	if m.rank <= maxRank && !(m.small && p.nullRank) {
 		m.globalRank = ptr(m.rank)
@@ -243,7 +252,7 @@ func (g *Generator) channelShares(m metrics) sourcesShareBody {
 	var raw [10]float64
 	var sum float64
 	for i, w := range channelWeights {
-		present := i < 4 || r.Float64() >= 0.25
+		present := i < 4 || r.Float64() >= 0.25 || (i == 7 && m.large())
 		level := w * math.Exp(0.6*r.NormFloat64())
 		if !present {
 			continue
@@ -253,7 +262,7 @@ func (g *Generator) channelShares(m metrics) sourcesShareBody {
 	}
 	if raw[7] > 0 {
 		mi := monthIndex(g.month)
-		if _, started := g.firstPlatform(m.domain); mi < started {
+		if _, started := g.firstPlatform(m.domain, m.large()); mi < started {
 			sum -= raw[7]
 			raw[7] = 0
 		} else {
@@ -390,19 +399,23 @@ func fill(tmpl, name, topic, year string) string {
 // platformStart is the month index from which domain gets referrals from platform i: the
 // platform's launch plus a delay of the domain's own (20 months on average), or never for
 // 30% of the pairs (except chatgpt.com), so new platforms keep appearing for years.
-func (g *Generator) platformStart(domain string, i int) int {
+func (g *Generator) platformStart(domain string, i int, large bool) int {
 	r := g.rng("ai-start", domain, aiPlatforms[i].host)
 	if i > 0 && r.Float64() < 0.3 {
 		return neverMonth
 	}
-	return aiPlatforms[i].launched + int(r.ExpFloat64()*20)
+	delay := int(r.ExpFloat64() * 20)
+	if large && i == 0 {
+		delay = min(delay, largeAIDelay) // a large site is referred by chatgpt.com soon after its launch
+	}
+	return aiPlatforms[i].launched + delay
 }
 
 // firstPlatform returns the platform a domain gets AI referrals from first and its month.
-func (g *Generator) firstPlatform(domain string) (int, int) {
+func (g *Generator) firstPlatform(domain string, large bool) (int, int) {
 	first, at := 0, math.MaxInt
 	for i := range aiPlatforms {
-		if s := g.platformStart(domain, i); s < at {
+		if s := g.platformStart(domain, i, large); s < at {
 			first, at = i, s
 		}
 	}
@@ -411,10 +424,10 @@ func (g *Generator) firstPlatform(domain string) (int, int) {
 
 // aiPlatformsOf returns, per platform, the month a domain starts to get referrals from it
 // and the domain's own level of them: the month-independent part of aiShares.
-func (g *Generator) aiPlatformsOf(domain string) (start []int, level []float64) {
+func (g *Generator) aiPlatformsOf(domain string, large bool) (start []int, level []float64) {
 	start, level = make([]int, len(aiPlatforms)), make([]float64, len(aiPlatforms))
 	for i, p := range aiPlatforms {
-		start[i] = g.platformStart(domain, i)
+		start[i] = g.platformStart(domain, i, large)
 		level[i] = math.Exp(0.7 * g.rng("ai-level", domain, p.host).NormFloat64())
 	}
 	return start, level
@@ -467,7 +480,7 @@ func (g *Generator) aiReferrals(m metrics, genAI float64) aiReferralsBody {
 		return ai
 	}
 	ai.TotalVisits = int64(float64(m.visits) * genAI)
-	start, level := g.aiPlatformsOf(m.domain)
+	start, level := g.aiPlatformsOf(m.domain, m.large())
 	past := make([]map[int]float64, 12) // past[j]: j months before the data month
 	for j := range past {
 		past[j] = g.aiShares(m.domain, g.month.AddDate(0, -j, 0), start, level)

@@ -1,0 +1,324 @@
+package report
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// budgetProbe is appended with layoutProbe. After the load event and the embedded font it
+// measures the page's height and width, the load event's time, every element wider than the
+// viewport outside a horizontally scrollable wrapper (.tw, .chart, .scroll), every chart text
+// drawn below 10 CSS px, and every domain label broken across lines.
+const budgetProbe = `<script>
+window.addEventListener('load', function () {
+  document.fonts.ready.then(function () {
+    var out = [], de = document.documentElement, vw = de.clientWidth;
+    var nav = performance.getEntriesByType('navigation')[0];
+    var wrapper = /(^| )(tw|chart|scroll)( |$)/;
+    var walk = document.createTreeWalker(document.body, NodeFilter.SHOW_ELEMENT, {acceptNode: function (e) {
+      if (e.tagName === 'PRE' || e.tagName === 'SCRIPT') return NodeFilter.FILTER_REJECT;
+      var r = e.getBoundingClientRect();
+      if (r.right > vw + 1 || r.left < -1) out.push('WIDE ' + e.tagName.toLowerCase() + '.' + e.className + ' ' + Math.round(r.width) + 'px: ' + (e.textContent || '').slice(0, 60));
+      return wrapper.test(e.className) ? NodeFilter.FILTER_REJECT : NodeFilter.FILTER_ACCEPT;
+    }});
+    while (walk.nextNode()) {}
+    document.querySelectorAll('svg').forEach(function (svg) {
+      var vb = svg.viewBox.baseVal, scale = svg.getBoundingClientRect().width / vb.width;
+      svg.querySelectorAll('text').forEach(function (t) {
+        var px = parseFloat(t.getAttribute('font-size')) * scale;
+        if (px < 9.95) out.push('SMALL ' + px.toFixed(1) + 'px ' + t.textContent);
+      });
+    });
+    document.querySelectorAll('td.d, .multiple .name').forEach(function (e) {
+      var n = e.firstChild; if (!n || n.nodeType !== 3) return;
+      var r = document.createRange(); r.selectNodeContents(n);
+      var lines = {}; Array.prototype.forEach.call(r.getClientRects(), function (b) { lines[Math.round(b.top)] = 1; });
+      if (Object.keys(lines).length > 1) out.push('BROKEN domain ' + n.textContent);
+    });
+    var p = document.createElement('pre');
+    p.id = 'budget-probe';
+    p.textContent = 'h=' + de.scrollHeight + ' w=' + de.scrollWidth + ' vw=' + vw + ' load=' + (nav ? Math.round(nav.loadEventStart) : -1) + '\n' + out.slice(0, 40).join('\n');
+    document.body.appendChild(p);
+    if (window.parent !== window) window.parent.postMessage({id: p.id, text: p.textContent}, '*');
+  });
+});
+</script>`
+
+var budgetRE = regexp.MustCompile(`(?s)<pre id="budget-probe">h=(\d+) w=(\d+) vw=(\d+) load=(-?\d+)\n?(.*?)</pre>`)
+
+// printProbe checks, with the print stylesheet applied on screen at the width of an A4 page's
+// printable area, that every chart and small multiple fits one page and may not be split.
+const printProbe = `<script>
+window.addEventListener('load', function () {
+  document.fonts.ready.then(function () {
+    var out = [], n = 0;
+    document.querySelectorAll('.chart, .multiple, .card').forEach(function (e) {
+      n++;
+      var r = e.getBoundingClientRect(), s = getComputedStyle(e);
+      if (r.height > a4Height) out.push('TALL ' + e.className + ' ' + Math.round(r.height) + 'px');
+      if (s.breakInside !== 'avoid') out.push('SPLITTABLE ' + e.className);
+      if (r.right > document.documentElement.clientWidth + 1) out.push('CUT ' + e.className + ' ' + Math.round(r.width) + 'px');
+    });
+    var p = document.createElement('pre');
+    p.id = 'print-probe';
+    p.textContent = 'charts=' + n + '\n' + out.slice(0, 40).join('\n');
+    document.body.appendChild(p);
+  });
+});
+</script>`
+
+var printRE = regexp.MustCompile(`(?s)<pre id="print-probe">charts=(\d+)\n?(.*?)</pre>`)
+
+// A4 (210 × 297 mm) less Chromium's default 0.4 in margins, in CSS px (96 per inch).
+const a4Width, a4Height = 717, 1046
+
+// budget is what a watchlist size must meet.
+type budget struct {
+	maxHeight1400 int           // page height at 1400 px wide; 0 = not bounded
+	maxBytes      int           // HTML size; 0 = not bounded
+	maxLoad       time.Duration // load event; 0 = not bounded
+	maxWrite      time.Duration // report.Write; 0 = not bounded
+}
+
+var budgets = map[int]budget{
+	28:   {},
+	300:  {maxHeight1400: 15000},
+	5000: {maxHeight1400: 20000, maxBytes: 5 << 20, maxLoad: 5 * time.Second, maxWrite: 10 * time.Second},
+}
+
+// artifactDir is where screenshots and the printed PDF go: $SITEWATCH_ARTIFACTS, else the
+// test's temporary directory (never the repository).
+func artifactDir(t *testing.T) string {
+	t.Helper()
+	if d := os.Getenv("SITEWATCH_ARTIFACTS"); d != "" {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	return t.TempDir()
+}
+
+// TestLayoutBudgets writes the report of 28, 300 and 5,000 simulated domains from a real
+// warehouse, opens it in headless Chromium at 390 px (a phone) and 1400 px, and holds it to
+// the issue's budgets: page height, HTML size, load and write time, nothing wider than the
+// screen outside a scrollable wrapper, no clipped cell, no chart text under 10 px, no domain
+// broken across lines; printed to A4, no chart is taller than a page or splittable. It keeps
+// a screenshot per size and width, and the PDF, as artifacts.
+func TestLayoutBudgets(t *testing.T) {
+	if testing.Short() {
+		t.Skip("loads 5,000 domains and starts a browser")
+	}
+	chromiumPath(t)
+	artifacts := artifactDir(t)
+	for _, n := range []int{28, 300, 5000} {
+		t.Run(strconv.Itoa(n), func(t *testing.T) {
+			db := simWarehouse(t, simWatchlist(n))
+			start, cpu0 := time.Now(), cpuTime()
+			var buf bytes.Buffer
+			if err := Write(context.Background(), db, simMonths[1], &buf); err != nil {
+				t.Fatal(err)
+			}
+			written, writeCPU := time.Since(start), cpuTime()-cpu0
+			b := budgets[n]
+			t.Logf("%d domains: HTML %.2f MB, written in %v (CPU %v)", n, float64(buf.Len())/(1<<20), written.Round(time.Millisecond), writeCPU.Round(time.Millisecond))
+			if over := overBudget(written, writeCPU, b.maxWrite); over != "" {
+				t.Errorf("report written in %s, budget %v", over, b.maxWrite)
+			}
+			if b.maxBytes > 0 && buf.Len() > b.maxBytes {
+				t.Errorf("HTML is %d bytes, budget %d", buf.Len(), b.maxBytes)
+			}
+			html := buf.String()
+			for _, width := range []int{390, 1400} {
+				loadCPU := screenshot(t, html, width, filepath.Join(artifacts, fmt.Sprintf("report-%d-domains-%dpx.png", n, width)))
+				checkLayout(t, html, n, width, b, loadCPU)
+			}
+			if n == 300 {
+				checkPrint(t, html, filepath.Join(artifacts, "report-300-domains-a4.pdf"))
+			}
+		})
+	}
+}
+
+// checkLayout runs both probes at width and holds the page to b; loadCPU is the browser's CPU
+// time to start, load and paint the page without probes (the load budget on a busy machine).
+func checkLayout(t *testing.T, html string, n, width int, b budget, loadCPU time.Duration) {
+	t.Helper()
+	dom := renderedDOM(t, strings.Replace(html, "</body>", budgetProbe+"</body>", 1), width)
+	m := budgetRE.FindStringSubmatch(dom)
+	if m == nil {
+		t.Fatalf("%d px: the budget probe did not run; DOM tail:\n%s", width, tail(dom, 2000))
+	}
+	h, _ := strconv.Atoi(m[1])
+	w, _ := strconv.Atoi(m[2])
+	vw, _ := strconv.Atoi(m[3])
+	load, _ := strconv.Atoi(m[4])
+	t.Logf("%d domains at %d px: %d px tall, %d px wide (viewport %d), load event at %d ms, browser CPU %v to start, load and paint",
+		n, width, h, w, vw, load, loadCPU.Round(time.Millisecond))
+	if w > vw {
+		t.Errorf("%d px: the page scrolls sideways (%d px wide)", width, w)
+	}
+	if width == 1400 && b.maxHeight1400 > 0 && h > b.maxHeight1400 {
+		t.Errorf("%d px: page is %d px tall, budget %d", width, h, b.maxHeight1400)
+	}
+	if over := overBudget(time.Duration(load)*time.Millisecond, loadCPU, b.maxLoad); over != "" {
+		t.Errorf("%d px: load event after %s, budget %v", width, over, b.maxLoad)
+	}
+	if problems := strings.TrimSpace(m[5]); problems != "" {
+		t.Errorf("%d px: layout problems:\n%s", width, problems)
+	}
+	lm := probeRE.FindStringSubmatch(dom)
+	if lm == nil {
+		t.Fatalf("%d px: the layout probe did not run", width)
+	}
+	if problems := strings.TrimSpace(lm[3]); problems != "" {
+		t.Errorf("%d px: layout probe:\n%s", width, problems)
+	}
+}
+
+// checkPrint applies the print stylesheet on screen at A4's printable width and runs
+// printProbe, then prints the page to PDF with Chromium (kept as an artifact).
+func checkPrint(t *testing.T, html, pdf string) {
+	t.Helper()
+	asPrint := strings.Replace(html, "@media print{", "@media all{", 1)
+	if asPrint == html {
+		t.Fatal("the report has no print stylesheet")
+	}
+	probe := strings.Replace(printProbe, "a4Height", strconv.Itoa(a4Height), 1)
+	m := printRE.FindStringSubmatch(renderedDOM(t, strings.Replace(asPrint, "</body>", probe+"</body>", 1), a4Width))
+	if m == nil {
+		t.Fatal("the print probe did not run")
+	}
+	if n, _ := strconv.Atoi(m[1]); n < 20 {
+		t.Errorf("print probe saw %d charts, want at least 20", n)
+	}
+	if problems := strings.TrimSpace(m[2]); problems != "" {
+		t.Errorf("printed to A4:\n%s", problems)
+	}
+	runChromium(t, html, 1400, 2000, "--print-to-pdf="+pdf, "--no-pdf-header-footer")
+	head, err := os.ReadFile(pdf)
+	if err != nil || !bytes.HasPrefix(head, []byte("%PDF")) {
+		t.Errorf("chromium --print-to-pdf wrote no PDF (%v)", err)
+	}
+}
+
+// screenshot saves the first screen of the page at width as a PNG artifact and returns the
+// browser's CPU time for it.
+func screenshot(t *testing.T, html string, width int, png string) time.Duration {
+	t.Helper()
+	height := 2000
+	if width < 600 {
+		height = 844
+	}
+	runChromium(t, html, width, height, "--screenshot="+png)
+	if fi, err := os.Stat(png); err != nil || fi.Size() == 0 {
+		t.Errorf("no screenshot at %s (%v)", png, err)
+	}
+	return lastChromiumCPU
+}
+
+// minWindow is the narrowest window headless Chromium opens (it widens 390 to 500).
+const minWindow = 500
+
+// phoneFrame shows report.html in an iframe of a phone's width (%d) and height (%d), so the
+// page lays out at that viewport; the probes post their findings here, where --dump-dom sees
+// them.
+const phoneFrame = `<!DOCTYPE html><html><body style="margin:0">
+<iframe src="report.html" style="width:%dpx;height:%dpx;border:0;display:block"></iframe>
+<script>addEventListener('message', function (e) {
+  var p = document.createElement('pre'); p.id = e.data.id; p.textContent = e.data.text; document.body.appendChild(p);
+});</script></body></html>`
+
+// runChromium opens html in headless Chromium in a width × height window, with networking
+// off, a fresh profile and the given output flags, and returns its standard output.
+func runChromium(t *testing.T, html string, width, height int, flags ...string) []byte {
+	t.Helper()
+	chromium := chromiumPath(t)
+	dir := t.TempDir()
+	page := filepath.Join(dir, "report.html")
+	if err := os.WriteFile(page, []byte(html), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	args := []string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+		"--disable-background-networking", "--disable-component-update", "--disable-sync", "--hide-scrollbars",
+		"--user-data-dir=" + filepath.Join(dir, "profile"), "--window-size=" + strconv.Itoa(max(width, minWindow)) + "," + strconv.Itoa(height)}
+	if width < minWindow {
+		page = filepath.Join(dir, "frame.html")
+		frame := fmt.Sprintf(phoneFrame, width, height)
+		if err := os.WriteFile(page, []byte(frame), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	args = append(append(args, flags...), "file://"+page)
+	cmd := exec.CommandContext(ctx, chromium, args...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("chromium %s: %v\n%s", strings.Join(flags, " "), err, stderr.String())
+	}
+	// The rusage of a waited-for process includes its own waited-for children: the browser,
+	// renderer and GPU processes together.
+	lastChromiumCPU = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+	return out
+}
+
+// lastChromiumCPU is the CPU time of the latest runChromium (tests in this package run one
+// at a time).
+var lastChromiumCPU time.Duration
+
+// contended reports whether this machine runs more work than it has cores (the 1-minute load
+// average above 1.5 per core): wall-clock budgets then measure the neighbours, so they are
+// held against CPU time, which they cannot inflate.
+func contended() (bool, string) {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return false, ""
+	}
+	f := strings.Fields(string(b))
+	load, err := strconv.ParseFloat(f[0], 64)
+	if err != nil {
+		return false, ""
+	}
+	return load > 1.5*float64(runtime.NumCPU()), fmt.Sprintf("load average %s on %d cores", f[0], runtime.NumCPU())
+}
+
+// cpuTime is this process's CPU time so far (every thread, DuckDB's included).
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// overBudget holds a measured wall time, or on a contended machine the CPU time spent, to
+// limit; it returns what was compared for the message, or "" when within.
+func overBudget(wall, cpu, limit time.Duration) string {
+	if limit == 0 {
+		return ""
+	}
+	if busy, why := contended(); busy {
+		if cpu > limit {
+			return fmt.Sprintf("%v of CPU (wall %v; %s)", cpu.Round(time.Millisecond), wall.Round(time.Millisecond), why)
+		}
+		return ""
+	}
+	if wall > limit {
+		return fmt.Sprintf("%v (CPU %v)", wall.Round(time.Millisecond), cpu.Round(time.Millisecond))
+	}
+	return ""
+}
