@@ -185,7 +185,7 @@ func timeRebuild(b *testing.B, w *Warehouse) (time.Duration, int) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	loaded, err := w.rebuildTables(ctx, snap)
+	loaded, _, err := w.rebuildTables(ctx, snap)
 	elapsed := time.Since(start)
 	restore()
 	if err != nil {
