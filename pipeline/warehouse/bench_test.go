@@ -171,6 +171,7 @@ func BenchmarkRebuild(b *testing.B) {
 		b.ReportMetric(mo.Seconds()/mc.Seconds(), "ratio_vs_current_duckdb")
 		b.Logf("DuckDB %s (node) read_json %v (%v): ratio %.2f (%.2f–%.2f)", version, mc.Round(time.Millisecond), roundAll(cur),
 			mo.Seconds()/mc.Seconds(), lo, hi)
+		logAgainstRelease(b, mo.Seconds()/mc.Seconds())
 		lo, hi = ratioRange(floor, cur)
 		b.ReportMetric(mf.Seconds()/mc.Seconds(), "floor_vs_current_duckdb")
 		b.Logf("engine floor ÷ DuckDB %s read_json: %.2f (%.2f–%.2f)", version, mf.Seconds()/mc.Seconds(), lo, hi)
@@ -185,7 +186,7 @@ func timeRebuild(b *testing.B, w *Warehouse) (time.Duration, int) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	loaded, err := w.rebuildTables(ctx, snap)
+	loaded, _, err := w.rebuildTables(ctx, snap)
 	elapsed := time.Since(start)
 	restore()
 	if err != nil {
@@ -308,4 +309,24 @@ func BenchmarkPeakRSS(b *testing.B) {
 		b.ReportMetric(rss[large], fmt.Sprintf("MB_peak_%dk", large/1000))
 		b.ReportMetric(rss[large]/rss[small], "rss_ratio")
 	}
+}
+
+// logAgainstRelease prints today's ratio beside the one README.md stores for the last release,
+// and "slower" when it is more than 10% worse (it does not fail: the machine's load moves it).
+func logAgainstRelease(b *testing.B, ratio float64) {
+	dir, err := os.Getwd()
+	if err == nil {
+		var release float64
+		var commit string
+		if release, commit, err = readReleaseRatio(dir); err == nil {
+			line, slower := compareToRelease(ratio, release, commit)
+			b.ReportMetric(ratio/release, "vs_release")
+			if slower {
+				line = "SLOWER THAN THE LAST RELEASE: " + line
+			}
+			b.Log(line)
+			return
+		}
+	}
+	b.Logf("rebuild ratio_vs_current_duckdb %.2f; no release figure to compare with: %v", ratio, err)
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
@@ -58,20 +59,32 @@ func (w *Warehouse) Rebuild(ctx context.Context, snapshot string) (domains int, 
 		return 0, fmt.Errorf("rebuild: %w", err)
 	}
 	for _, s := range snapshots {
-		n, err := w.rebuildTables(ctx, s)
+		n, times, err := w.rebuildSnapshot(ctx, s)
 		domains += n
 		if err != nil {
 			return domains, fmt.Errorf("rebuild snapshot %s: %w", s, err)
 		}
-		w.checkQuietly(ctx, s) // quality_checks follow the rebuilt rows (and are exported below)
-		if w.opts.ParquetDir != "" {
-			if err := w.ExportParquet(ctx, s); err != nil {
-				return domains, fmt.Errorf("rebuild snapshot %s: %w", s, err)
-			}
-		}
-		w.log.Info("rebuilt snapshot from raw responses", "snapshot", s, "domains", n)
+		w.log.Info("rebuilt snapshot from raw responses", "snapshot", s, "domains", n, "times", times)
 	}
 	return domains, nil
+}
+
+// rebuildSnapshot replaces snapshot's derived rows, runs its quality checks and exports its
+// Parquet partitions, timing each phase.
+func (w *Warehouse) rebuildSnapshot(ctx context.Context, snapshot string) (int, RebuildTimes, error) {
+	n, times, err := w.rebuildTables(ctx, snapshot)
+	if err != nil {
+		return n, times, err
+	}
+	start := time.Now()
+	w.checkQuietly(ctx, snapshot) // quality_checks follow the rebuilt rows (and are exported below)
+	times.Checks = time.Since(start)
+	if w.opts.ParquetDir != "" {
+		start = time.Now()
+		err = w.ExportParquet(ctx, snapshot)
+		times.Export = time.Since(start)
+	}
+	return n, times, err
 }
 
 // setMemoryLimit sets DuckDB's (global) memory_limit and returns a function restoring the
@@ -143,9 +156,13 @@ func (w *Warehouse) rebuildCountries(ctx context.Context) error {
 // at a time, on its own connection), one worker per core decodes and flattens pages into Arrow
 // records, and this goroutine inserts them. Memory is bounded by about two pages per worker,
 // whatever the number of domains.
-func (w *Warehouse) rebuildTables(ctx context.Context, snapshot string) (int, error) {
+func (w *Warehouse) rebuildTables(ctx context.Context, snapshot string) (int, RebuildTimes, error) {
 	var loaded atomic.Int64
+	var times RebuildTimes
+	start := time.Now()
+	var fnDone time.Time
 	err := w.inTx(ctx, func(ctx context.Context) error {
+		defer func() { fnDone = time.Now() }()
 		if err := w.unordered(ctx); err != nil {
 			return err
 		}
@@ -168,14 +185,18 @@ func (w *Warehouse) rebuildTables(ctx context.Context, snapshot string) (int, er
 		if err != nil {
 			return fmt.Errorf("list stored domains: %w", err)
 		}
-		return w.loadStream(ctx, snapshot, domains, &loaded)
+		times.Clear = time.Since(start)
+		return w.loadStream(ctx, snapshot, domains, &loaded, &times)
 	})
-	return int(loaded.Load()), err
+	if !fnDone.IsZero() {
+		times.Commit = time.Since(fnDone)
+	}
+	return int(loaded.Load()), times, err
 }
 
 // loadStream runs the read → flatten → insert pipeline over domains (sorted) inside the
-// caller's transaction.
-func (w *Warehouse) loadStream(ctx context.Context, snapshot string, domains []string, loaded *atomic.Int64) error {
+// caller's transaction, adding the time of each stage to times.
+func (w *Warehouse) loadStream(ctx context.Context, snapshot string, domains []string, loaded *atomic.Int64, times *RebuildTimes) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	// One worker per core (at least two, so decoding overlaps the reader and the inserts on a
@@ -186,9 +207,10 @@ func (w *Warehouse) loadStream(ctx context.Context, snapshot string, domains []s
 	records := make(chan []arrow.Record, workers)
 
 	var readErr error
+	var read, decode stageClock
 	go func() {
 		defer close(pages)
-		readErr = w.readPages(ctx, snapshot, domains, pages)
+		readErr = w.readPages(ctx, snapshot, domains, pages, &read)
 	}()
 
 	var wg sync.WaitGroup
@@ -196,28 +218,7 @@ func (w *Warehouse) loadStream(ctx context.Context, snapshot string, domains []s
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			batch := flatten.NewBatch(w.mem)
-			defer batch.Release()
-			for page := range pages {
-				if ctx.Err() != nil {
-					continue
-				}
-				for _, d := range page {
-					if err := d.addTo(batch, snapshot); err != nil {
-						w.log.Warn("rebuild: skipping a domain whose stored response does not flatten; `sitewatch run --refresh` refetches it",
-							"snapshot", snapshot, "domain", d.domain, "err", err)
-						continue
-					}
-				}
-				n := batch.Domains()
-				recs := batch.NewRecords()
-				select {
-				case records <- recs:
-					loaded.Add(int64(n))
-				case <-ctx.Done():
-					release(recs)
-				}
-			}
+			w.flattenPages(ctx, snapshot, pages, records, loaded, &decode)
 		}()
 	}
 	go func() {
@@ -225,8 +226,53 @@ func (w *Warehouse) loadStream(ctx context.Context, snapshot string, domains []s
 		close(records)
 	}()
 
+	insertErr := w.insertAll(ctx, records, cancel, times)
+	times.Read, times.Decode = read.sum(), decode.sum()
+	if insertErr != nil {
+		return insertErr
+	}
+	if readErr != nil {
+		return readErr
+	}
+	return ctx.Err()
+}
+
+// flattenPages decodes and flattens each page of pages into one record per snapshot table and
+// sends them to records; a domain whose bodies do not flatten is skipped with a warning.
+func (w *Warehouse) flattenPages(ctx context.Context, snapshot string, pages <-chan []*rawDomain, records chan<- []arrow.Record, loaded *atomic.Int64, clock *stageClock) {
+	batch := flatten.NewBatch(w.mem)
+	defer batch.Release()
+	for page := range pages {
+		if ctx.Err() != nil {
+			continue
+		}
+		start := time.Now()
+		for _, d := range page {
+			if err := d.addTo(batch, snapshot); err != nil {
+				w.log.Warn("rebuild: skipping a domain whose stored response does not flatten; `sitewatch run --refresh` refetches it",
+					"snapshot", snapshot, "domain", d.domain, "err", err)
+			}
+		}
+		n := batch.Domains()
+		recs := batch.NewRecords()
+		clock.add(time.Since(start))
+		select {
+		case records <- recs:
+			loaded.Add(int64(n))
+		case <-ctx.Done():
+			release(recs)
+		}
+	}
+}
+
+// insertAll inserts each page's records into their tables, timing the inserts and the waits
+// for the next page; on the first error it cancels the pipeline and drains it.
+func (w *Warehouse) insertAll(ctx context.Context, records <-chan []arrow.Record, cancel func(), times *RebuildTimes) error {
 	var insertErr error
+	waitStart := time.Now()
 	for recs := range records {
+		start := time.Now()
+		times.Wait += start.Sub(waitStart)
 		if insertErr == nil {
 			for i, rec := range recs {
 				if err := w.insertRecord(ctx, flatten.SnapshotTables[i], rec); err != nil {
@@ -237,14 +283,10 @@ func (w *Warehouse) loadStream(ctx context.Context, snapshot string, domains []s
 			}
 		}
 		release(recs)
+		waitStart = time.Now()
+		times.Insert += waitStart.Sub(start)
 	}
-	if insertErr != nil {
-		return insertErr
-	}
-	if readErr != nil {
-		return readErr
-	}
-	return ctx.Err()
+	return insertErr
 }
 
 func release(recs []arrow.Record) {
@@ -262,11 +304,12 @@ const readDomains = 200
 // Arrow on its own connection (read), not the load connection, so it runs alongside the
 // inserts; Arrow results avoid database/sql's per-value conversion, and every string is
 // copied before its record is released (it points into DuckDB's memory).
-func (w *Warehouse) readPages(ctx context.Context, snapshot string, domains []string, out chan<- []*rawDomain) error {
+func (w *Warehouse) readPages(ctx context.Context, snapshot string, domains []string, out chan<- []*rawDomain, clock *stageClock) error {
 	size := w.opts.BatchDomains
 	for start := 0; start < len(domains); start += size {
 		end := min(start+size, len(domains))
 		var page []*rawDomain
+		began := time.Now()
 		for from := start; from < end; from += readDomains {
 			to := min(from+readDomains, end)
 			part, err := w.readPage(ctx, snapshot, domains[from], domains[to-1], to-from)
@@ -275,6 +318,7 @@ func (w *Warehouse) readPages(ctx context.Context, snapshot string, domains []st
 			}
 			page = append(page, part...)
 		}
+		clock.add(time.Since(began))
 		select {
 		case out <- page:
 		case <-ctx.Done():
