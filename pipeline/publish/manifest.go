@@ -56,8 +56,10 @@ func (m *Manifest) sameContent(o *Manifest) bool {
 	if m == nil || o == nil {
 		return false
 	}
+	// SitewatchVersion is left out: it names the build that wrote these objects, and a newer
+	// build finding them identical has nothing to write (a republish sends no PUT).
 	return m.Format == o.Format && m.SnapshotMonth == o.SnapshotMonth && m.RunID == o.RunID && m.SchemaVersion == o.SchemaVersion &&
-		m.SitewatchVersion == o.SitewatchVersion && slices.Equal(m.Files, o.Files)
+		slices.Equal(m.Files, o.Files)
 }
 
 func (m *Manifest) marshal() ([]byte, error) { return json.MarshalIndent(m, "", "  ") }
