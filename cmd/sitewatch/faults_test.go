@@ -527,7 +527,10 @@ func TestHealthzStuckPublish(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan struct{})
-	go func() { defer close(done); _, _ = pipeline.Run(ctx, cfg, pipeline.RunOptions{Snapshot: testMonth}, env) }()
+	go func() {
+		defer close(done)
+		_, _ = pipeline.Run(ctx, cfg, pipeline.RunOptions{Snapshot: testMonth}, env)
+	}()
 	<-hang.accepted
 	if ok, why := env.Metrics.Healthy(); !ok {
 		t.Errorf("unhealthy as the upload starts: %s", why)
