@@ -24,8 +24,8 @@ func (r *runState) publish(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, bound)
 	defer cancel()
-	r.env.Metrics.Phase("publish", bound+time.Minute, r.env.Now())
-	defer r.env.Metrics.Phase("", 0, r.env.Now())
+	r.env.Metrics.Phase("publish", bound+time.Minute)
+	defer r.env.Metrics.Phase("", 0)
 	res, err := publish.AfterRun(ctx, r.cfg.Publish, r.cfg.Warehouse.Parquet, r.sum.Snapshot, r.sum.RunID,
 		publish.Options{Logger: r.env.Logger})
 	if err != nil {

@@ -27,3 +27,11 @@ func (e Env) redacting(cfg *config.Config) (Env, *secret.Set) {
 	e.Logger = secret.Logger(e.Logger, s)
 	return e, s
 }
+
+// RedactingEnv returns env with a logger that removes every secret cfg and the environment
+// configure (see configSecrets): for commands other than run and schedule (publish, status)
+// whose logs quote what the bucket answered.
+func RedactingEnv(env Env, cfg *config.Config) Env {
+	env, _ = env.WithDefaults().redacting(cfg)
+	return env
+}

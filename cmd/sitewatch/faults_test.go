@@ -23,6 +23,7 @@ import (
 	"sitewatch/pipeline"
 	"sitewatch/pipeline/atlas/atlastest"
 	"sitewatch/pipeline/config"
+	"sitewatch/pipeline/metrics"
 	"sitewatch/pipeline/warehouse"
 )
 
@@ -502,4 +503,49 @@ func TestScheduleGoesOnAfterAHungBucket(t *testing.T) {
 	if got := runs.get(); got[0] != "complete" {
 		t.Errorf("runs %v: want the first complete (its upload failing apart)", got)
 	}
+}
+
+// TestHealthzStuckPublish: while a run's upload hangs on a bucket that never answers,
+// /healthz turns unhealthy once the upload outlasts its bound (the recorder's clock is moved
+// on), though the month is complete and no run is in progress.
+func TestHealthzStuckPublish(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end to end; runs without -short")
+	}
+	hang := newHangListener(t)
+	h := newHarness(t, atlastest.Options{}, atlastest.Domains(2), "")
+	withHungBucket(t, h, hang)
+	cfg, err := config.Load(h.cfgPath, h.env().Getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	now := time.Date(2026, 10, 20, 6, 0, 0, 0, time.UTC) // testMonth, past its grace
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	env := h.env()
+	env.Metrics = sitewatchMetrics(clock)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, _ = pipeline.Run(ctx, cfg, pipeline.RunOptions{Snapshot: testMonth}, env)
+	}()
+	<-hang.accepted
+	if ok, why := env.Metrics.Healthy(); !ok {
+		t.Errorf("unhealthy as the upload starts: %s", why)
+	}
+	mu.Lock()
+	now = now.Add(pipeline.AutoPublishBound + 2*time.Minute)
+	mu.Unlock()
+	if ok, why := env.Metrics.Healthy(); ok || !strings.Contains(why, "publish is stuck") {
+		t.Errorf("healthy = %v (%s) with the upload hung past its bound, want unhealthy: the publish is stuck", ok, why)
+	}
+	cancel() // SIGTERM
+	<-done
+}
+
+// sitewatchMetrics is the recorder `schedule --listen` uses, on clock.
+func sitewatchMetrics(clock func() time.Time) *metrics.Recorder {
+	return metrics.New(metrics.Options{Now: clock})
 }

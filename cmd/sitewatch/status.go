@@ -162,6 +162,7 @@ func cmdStatus(ctx context.Context, args []string, env pipeline.Env) error {
 	if err != nil {
 		return err
 	}
+	env = pipeline.RedactingEnv(env, cfg) // the bucket's answers are untrusted
 	rep, err := collectStatus(ctx, cfg, env, *limit)
 	if err != nil {
 		return err

@@ -189,7 +189,7 @@ func (r *Recorder) RunStarted(month string, total int, at time.Time) {
 	r.loaded.WithLabelValues(month)
 	r.inProgress.Set(1)
 	r.lastStart.Set(unix(at))
-	r.phase = phase{name: "run", since: at, bound: r.opts.StallBound}
+	r.phase = phase{name: "run", since: r.opts.Now(), bound: r.opts.StallBound} // the clock of Healthy
 }
 
 // Progress adds what the current run did since its previous Progress. Counters never go

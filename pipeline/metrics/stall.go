@@ -20,13 +20,14 @@ type phase struct {
 	bound time.Duration
 }
 
-// Phase records that the process entered the step name (e.g. "publish") at `at`; it is stuck
-// when no further sign of progress comes within bound (0: Options.StallBound). An empty name
-// ends the step: the process idles.
-func (r *Recorder) Phase(name string, bound time.Duration, at time.Time) {
+// Phase records that the process enters the step name (e.g. "publish") now, at the
+// Recorder's clock; it is stuck when no further sign of progress comes within bound (0:
+// Options.StallBound). An empty name ends the step: the process idles.
+func (r *Recorder) Phase(name string, bound time.Duration) {
 	if r == nil {
 		return
 	}
+	at := r.opts.Now()
 	if bound <= 0 {
 		bound = r.opts.StallBound
 	}
