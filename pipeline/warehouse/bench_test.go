@@ -104,11 +104,13 @@ func BenchmarkRebuild(b *testing.B) {
 	b.ResetTimer()
 	for range b.N {
 		var ours, duck, cur, pq, floor []time.Duration
+		var phases []RebuildTimes
 		var rows int
 		var version string
 		for range 3 {
-			elapsed, loaded := timeRebuild(b, w)
+			elapsed, loaded, times := timeRebuild(b, w)
 			ours = append(ours, elapsed)
+			phases = append(phases, times)
 			if loaded != n {
 				b.Fatalf("loaded %d domains, want %d", loaded, n)
 			}
@@ -160,6 +162,7 @@ func BenchmarkRebuild(b *testing.B) {
 		b.Logf("%d domains, %d rows, %.0f MB of JSON: ours %v (%v), DuckDB 1.1.2 read_json %v (%v): ratio %.2f (%.2f–%.2f); Parquet %v",
 			n, rows, float64(bytes)/1e6, mo.Round(time.Millisecond), roundAll(ours), md.Round(time.Millisecond), roundAll(duck),
 			mo.Seconds()/md.Seconds(), lo, hi, mp.Round(time.Millisecond))
+		logPhases(b, phases, pq)
 		lo, hi = ratioRange(floor, ours)
 		b.Logf("engine floor (DuckDB 1.1.2 replacing the snapshot from rows already in its own format) %v (%v): %.2f of ours (%.2f–%.2f)",
 			mf.Round(time.Millisecond), roundAll(floor), mf.Seconds()/mo.Seconds(), lo, hi)
@@ -178,21 +181,41 @@ func BenchmarkRebuild(b *testing.B) {
 	}
 }
 
-// timeRebuild times rebuildTables as Rebuild runs it, under the bulk memory limit.
-func timeRebuild(b *testing.B, w *Warehouse) (time.Duration, int) {
+// timeRebuild times rebuildTables as Rebuild runs it, under the bulk memory limit, and returns
+// its phases too.
+func timeRebuild(b *testing.B, w *Warehouse) (time.Duration, int, RebuildTimes) {
 	ctx := context.Background()
 	start := time.Now()
 	restore, err := w.setMemoryLimit(ctx, w.opts.BulkMemoryLimit)
 	if err != nil {
 		b.Fatal(err)
 	}
-	loaded, _, err := w.rebuildTables(ctx, snap)
+	loaded, times, err := w.rebuildTables(ctx, snap)
 	elapsed := time.Since(start)
 	restore()
 	if err != nil {
 		b.Fatal(err)
 	}
-	return elapsed, loaded
+	return elapsed, loaded, times
+}
+
+// logPhases prints where the rebuilds' time went, medians over the rounds: the inserts, the
+// inserter's waits for decoded pages, the commit, the decoding (summed over the workers, so it
+// overlaps the rest) and the Parquet export timed after each round.
+func logPhases(b *testing.B, phases []RebuildTimes, export []time.Duration) {
+	pick := func(f func(RebuildTimes) time.Duration) time.Duration {
+		var d []time.Duration
+		for _, p := range phases {
+			d = append(d, f(p))
+		}
+		return median(d).Round(time.Millisecond)
+	}
+	insert, commit := pick(func(p RebuildTimes) time.Duration { return p.Insert }), pick(func(p RebuildTimes) time.Duration { return p.Commit })
+	b.ReportMetric(insert.Seconds(), "insert_s")
+	b.ReportMetric(commit.Seconds(), "commit_s")
+	b.Logf("where ours went (medians): insert %v, waiting for decoded pages %v, commit %v, clear %v; decoding %v over the workers, reading %v; then Parquet export %v",
+		insert, pick(func(p RebuildTimes) time.Duration { return p.Wait }), commit, pick(func(p RebuildTimes) time.Duration { return p.Clear }),
+		pick(func(p RebuildTimes) time.Duration { return p.Decode }), pick(func(p RebuildTimes) time.Duration { return p.Read }), median(export).Round(time.Millisecond))
 }
 
 func roundAll(d []time.Duration) []time.Duration {
