@@ -17,6 +17,10 @@ func configSecrets(cfg *config.Config, getenv func(string) string) *secret.Set {
 	for _, name := range secretEnv {
 		values = append(values, getenv(name))
 	}
+	// With api.sources each source names its own key variables; their values are as secret.
+	for _, src := range cfg.API.Sources {
+		values = append(values, getenv(src.KeyEnv), getenv(src.MarketplaceKeyEnv))
+	}
 	return secret.Join(values, secret.URLParts(cfg.Notify.WebhookURL))
 }
 
