@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/robfig/cron/v3"
@@ -78,11 +79,18 @@ func allowance(sc config.SourceConfig, p atlas.Probe, rate float64) sources.Allo
 // failure is returned (the first, naming its source) with what was learned.
 func probeSources(ctx context.Context, cfg *config.Config, srcs []*sources.Source, calls int, now time.Time) (*sources.Plan, []SourceProbe, error) {
 	var allow []sources.Allowance
-	var probes []SourceProbe
 	var firstErr error
+	probes := make([]SourceProbe, len(srcs))
+	var wg sync.WaitGroup
+	for i, sc := range cfg.Sources() { // at once: a run starts after the slowest, not the sum
+		wg.Go(func() {
+			p, err := srcs[i].Client.Probe(ctx)
+			probes[i] = SourceProbe{Name: sc.Name, Mode: sc.Mode, Probe: p, Err: err}
+		})
+	}
+	wg.Wait()
 	for i, sc := range cfg.Sources() {
-		p, err := srcs[i].Client.Probe(ctx)
-		probes = append(probes, SourceProbe{Name: sc.Name, Mode: sc.Mode, Probe: p, Err: err})
+		p, err := probes[i].Probe, probes[i].Err
 		a := allowance(sc, p, sc.RateLimit)
 		switch {
 		case errors.Is(err, atlas.ErrOutOfCredits):

@@ -174,3 +174,19 @@ func TestMultiStop(t *testing.T) {
 		t.Errorf("FetchAll took %v after a stop at 300 ms", d)
 	}
 }
+
+// A marketplace quota that runs out mid-run (spent elsewhere after the plan) hands the rest
+// of its share to the direct wallet.
+func TestMultiQuotaRunsOut(t *testing.T) {
+	srv := newSim(t, atlastest.Options{Keys: map[string]int64{keyA: 100}, MarketplaceHost: listingHost, MarketplaceKey: listingKey, MarketplaceQuota: 3})
+	market := newSource(t, "marketplace", 10, atlas.Config{BaseURL: srv.URL, Mode: atlas.ModeMarketplace, MarketplaceHost: listingHost, MarketplaceKey: listingKey})
+	direct := newSource(t, "direct", 100, atlas.Config{BaseURL: srv.URL, APIKey: keyA})
+	paid, err := fetchAll(t, NewMulti([]*Source{market, direct}), requests(10))
+	if err != nil {
+		t.Fatalf("FetchAll: %v", err)
+	}
+	if paid["marketplace"] != 3 || paid["direct"] != 7 {
+		t.Errorf("paid %v, want marketplace 3 (its quota) and direct 7", paid)
+	}
+	assertNoDoubleFetch(t, srv)
+}
