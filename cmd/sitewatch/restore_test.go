@@ -106,10 +106,17 @@ func TestTwoMachines(t *testing.T) {
 	if code := a.run("run"); code != ExitOK || !strings.Contains(a.stdout.String(), "published") {
 		t.Fatalf("A run: exit %d\n%s%s", code, a.stdout, a.stderr)
 	}
+	month1 := getObject(t, gw, "team/_manifests/snapshot_month="+testMonth+".json")
 	b := newHarness(t, atlastest.Options{Month: next}, domains, "")
 	withPublish(t, b, gw.Endpoint, "")
 	if code := b.run("run", "--restore-if-missing"); code != ExitOK {
 		t.Fatalf("B run --restore-if-missing: exit %d\n%s%s", code, b.stdout, b.stderr)
+	}
+	if got := getObject(t, gw, "team/_manifests/snapshot_month="+testMonth+".json"); got != month1 {
+		t.Errorf("B's publish rewrote the manifest of %s:\n%s\nwas\n%s", testMonth, got, month1)
+	}
+	if getObject(t, gw, "team/_manifests/snapshot_month="+next+".json") == "" {
+		t.Errorf("B did not publish %s", next)
 	}
 	if out := b.stdout.String(); !strings.Contains(out, "restored") || !strings.Contains(out, "0 credits") {
 		t.Errorf("B did not say it restored:\n%s", out)
@@ -175,6 +182,20 @@ func TestTwoMachines(t *testing.T) {
 			t.Errorf("publish --verify after the repair: exit %d\n%s", code, b.stdout)
 		}
 	})
+}
+
+func getObject(t *testing.T, gw *s3test.Server, key string) string {
+	t.Helper()
+	out, err := gw.Client().GetObject(context.Background(), &s3.GetObjectInput{Bucket: aws.String("shared"), Key: aws.String(key)})
+	if err != nil {
+		return ""
+	}
+	defer out.Body.Close()
+	body, err := io.ReadAll(out.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(body)
 }
 
 func putObject(t *testing.T, gw *s3test.Server, key string, body []byte) {

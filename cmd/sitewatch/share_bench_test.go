@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -110,7 +111,8 @@ func shareRestore(b *testing.B, gw *s3test.Server, n int) {
 	}
 	dir := b.TempDir()
 	start := time.Now()
-	res, err := restore.Run(context.Background(), p, restore.Options{DuckDB: filepath.Join(dir, "w.duckdb"), Parquet: filepath.Join(dir, "parquet")})
+	log := slog.New(slog.NewTextHandler(os.Stdout, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	res, err := restore.Run(context.Background(), p, restore.Options{DuckDB: filepath.Join(dir, "w.duckdb"), Parquet: filepath.Join(dir, "parquet"), Logger: log})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -254,8 +254,9 @@ func (p *Publisher) All(ctx context.Context, parquetRoot string, runIDs map[stri
 	return results, nil
 }
 
-// Pending lists, oldest first, the months of the Parquet tree whose manifest is missing or does
-// not list exactly the local files with their SHA-256: what `sitewatch publish --all` would
+// Pending lists, oldest first, the months of the Parquet tree whose manifest is missing, does
+// not list exactly the local files with their SHA-256, or lists an object the bucket no longer
+// holds with its size (one listing of the prefix): what `sitewatch publish --all` would
 // upload. When only the shared tables differ, the newest month is listed: publishing it
 // publishes them.
 func (p *Publisher) Pending(ctx context.Context, parquetRoot string) ([]string, error) {
@@ -263,9 +264,14 @@ func (p *Publisher) Pending(ctx context.Context, parquetRoot string) ([]string, 
 	if err != nil {
 		return nil, err
 	}
+	held, err := p.listAll(ctx)
+	if err != nil {
+		return nil, err
+	}
+	months := t.months()
 	var pending []string
 	sharedAsIs := true
-	for i, m := range t.months() {
+	for i, m := range months {
 		files, shared, err := p.localMonth(ctx, parquetRoot, m)
 		if err != nil {
 			return nil, err
@@ -279,13 +285,26 @@ func (p *Publisher) Pending(ctx context.Context, parquetRoot string) ([]string, 
 			if err != nil {
 				return nil, err
 			}
-			sharedAsIs = publishedAsIs(shared, oldShared)
+			sharedAsIs = publishedAsIs(shared, oldShared) && present(oldShared, held)
 		}
-		if !publishedAsIs(files, old) || (i == len(t.months())-1 && !sharedAsIs) {
+		if !publishedAsIs(files, old) || !present(old, held) || (i == len(months)-1 && !sharedAsIs) {
 			pending = append(pending, m)
 		}
 	}
 	return pending, nil
+}
+
+// present says whether every object m lists is held (key -> size) with its size.
+func present(m *Manifest, held map[string]int64) bool {
+	if m == nil {
+		return false
+	}
+	for _, f := range m.Files {
+		if size, ok := held[f.Key]; !ok || size != f.Size {
+			return false
+		}
+	}
+	return true
 }
 
 func publishedAsIs(files []localFile, m *Manifest) bool {

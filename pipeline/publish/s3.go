@@ -204,6 +204,26 @@ func (p *Publisher) list(ctx context.Context, rel string) (map[string]int64, err
 	return keys, nil
 }
 
+// listAll returns every object under the prefix: key relative to the prefix -> size.
+func (p *Publisher) listAll(ctx context.Context) (map[string]int64, error) {
+	var prefix *string
+	if p.loc.Prefix != "" {
+		prefix = aws.String(p.loc.Prefix + "/")
+	}
+	keys := map[string]int64{}
+	pages := s3.NewListObjectsV2Paginator(p.s3, &s3.ListObjectsV2Input{Bucket: &p.loc.Bucket, Prefix: prefix})
+	for pages.HasMorePages() {
+		page, err := pages.NextPage(ctx)
+		if err != nil {
+			return nil, p.fail("list", "", err)
+		}
+		for _, o := range page.Contents {
+			keys[p.loc.relOf(aws.ToString(o.Key))] = aws.ToInt64(o.Size)
+		}
+	}
+	return keys, nil
+}
+
 // relOf is the inverse of key.
 func (l Location) relOf(key string) string {
 	if l.Prefix == "" {

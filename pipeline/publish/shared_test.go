@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 )
 
 // TestSharedTablesOwnManifest: when countries changes and only the newest month is published,
@@ -42,5 +44,39 @@ func TestSharedTablesOwnManifest(t *testing.T) {
 				t.Errorf("the manifest of %s lists the shared object %s", monthA, f.Key)
 			}
 		}
+	}
+}
+
+// TestPendingSeesDeletedObject: an object deleted from the bucket makes its month pending
+// again (status then says it is not published), and `publish` uploads it again.
+func TestPendingSeesDeletedObject(t *testing.T) {
+	fx := newFixture(t)
+	g := newGateway(t)
+	ctx := context.Background()
+	p := newPublisher(t, g.config(g.Endpoint, "p"), io.Discard)
+	if _, err := p.All(ctx, fx.parquet(), nil); err != nil {
+		t.Fatal(err)
+	}
+	key := "p/sites/snapshot_month=" + monthA + "/data_0.parquet"
+	if _, err := g.Client().DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &g.bucket, Key: &key}); err != nil {
+		t.Fatal(err)
+	}
+	pending, err := p.Pending(ctx, fx.parquet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pending) != 1 || pending[0] != monthA {
+		t.Errorf("pending after deleting %s = %v, want [%s]", key, pending, monthA)
+	}
+	res, err := p.Month(ctx, fx.parquet(), monthA, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Uploaded != 1 {
+		t.Errorf("republish uploaded %d objects, want the 1 deleted", res.Uploaded)
+	}
+	_, bad, err := p.Verify(ctx)
+	if err != nil || len(bad) != 0 {
+		t.Errorf("verify after the repair: %v %v", bad, err)
 	}
 }

@@ -20,7 +20,10 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	"sitewatch/pipeline/publish"
 	"sitewatch/pipeline/warehouse"
@@ -114,10 +117,14 @@ func checkManifests(src Source, ms []*publish.Manifest) error {
 	return nil
 }
 
-// fetchAll makes every object of ms present and verified under opts.Parquet, and returns the
-// local files per table.
+// fetchAll makes every object of ms present and verified under opts.Parquet (four at a
+// time), and returns the local files per table.
 func fetchAll(ctx context.Context, src Source, ms []*publish.Manifest, opts Options, res *Result) (map[string][]string, error) {
+	start := time.Now()
 	files := map[string][]string{}
+	var mu sync.Mutex
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(4)
 	for _, m := range ms {
 		if m.SnapshotMonth != "" {
 			res.Months = append(res.Months, m.SnapshotMonth)
@@ -128,17 +135,26 @@ func fetchAll(ctx context.Context, src Source, ms []*publish.Manifest, opts Opti
 				return nil, fmt.Errorf("restore: manifest of %q: %w", m.SnapshotMonth, err)
 			}
 			res.Objects++
-			if !verified(dst, f) {
-				if err := src.Download(ctx, f, dst); err != nil {
-					return nil, err
+			files[f.Table] = append(files[f.Table], dst)
+			g.Go(func() error {
+				if verified(dst, f) {
+					return nil
 				}
+				if err := src.Download(gctx, f, dst); err != nil {
+					return err
+				}
+				mu.Lock()
+				defer mu.Unlock()
 				res.Downloaded++
 				res.Bytes += f.Size
-				opts.Logger.Debug("restored", "object", src.URL(f.Key), "bytes", f.Size)
-			}
-			files[f.Table] = append(files[f.Table], dst)
+				return nil
+			})
 		}
 	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	opts.Logger.Info("restore: objects verified", "objects", res.Objects, "downloaded", res.Downloaded, "bytes", res.Bytes, "took", time.Since(start).Round(time.Millisecond))
 	return files, nil
 }
 
@@ -183,11 +199,13 @@ func build(ctx context.Context, files map[string][]string, opts Options, res *Re
 	for _, ps := range files {
 		slices.Sort(ps)
 	}
+	start := time.Now()
 	if err := warehouse.BuildFromParquet(ctx, tmp, files); err != nil {
 		_ = os.Remove(tmp) // best effort: the next restore removes leftovers too
 		_ = os.Remove(tmp + ".wal")
 		return fmt.Errorf("restore: %w", err)
 	}
+	opts.Logger.Info("restore: warehouse built", "file", tmp, "took", time.Since(start).Round(time.Millisecond))
 	if err := moveAside(opts, res); err != nil {
 		return err
 	}
