@@ -140,6 +140,9 @@ func TestLayoutBudgets(t *testing.T) {
 				t.Errorf("HTML is %d bytes, budget %d", buf.Len(), b.maxBytes)
 			}
 			html := buf.String()
+			if err := os.WriteFile(filepath.Join(artifacts, fmt.Sprintf("report-%d-domains.html", n)), buf.Bytes(), 0o644); err != nil {
+				t.Fatal(err)
+			}
 			for _, width := range []int{390, 1400} {
 				loadCPU := screenshot(t, html, width, filepath.Join(artifacts, fmt.Sprintf("report-%d-domains-%dpx.png", n, width)))
 				checkLayout(t, html, n, width, b, loadCPU)

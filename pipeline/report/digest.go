@@ -167,7 +167,7 @@ const maxItems = 8
 
 // changeRows bounds each table of additions and removals (competitors, platforms, …): the
 // domains with the most visits first; `sitewatch changes` and the changes_* views have all.
-const changeRows = 10
+const changeRows = 8
 
 // rows are the first changeRows domains (the digest lists them by the domain's visits,
 // largest first), and how many more there are.

@@ -83,7 +83,7 @@ func (s *svgDoc) circle(x, y, r float64, fill, stroke string) {
 // maxScale bounds how far a chart grows to fill a wide card. A chart never shrinks below its
 // own size on screen (min-width): its texts keep their 10-12 px, and a narrow screen scrolls
 // the chart's wrapper sideways instead; print scales it to the page.
-const maxScale = 1.4
+const maxScale = 1.15
 
 // html returns the finished <svg> element. Every text in it went through html.EscapeString.
 func (s *svgDoc) html() template.HTML {
