@@ -27,6 +27,14 @@ func TestPublishMonths(t *testing.T) {
 	e := newEnv(t)
 	p := e.publisher(t, 3)
 
+	t.Run("WrongPasswordNamesNoSecret", func(t *testing.T) {
+		wrong := "not-the-password-4711"
+		_, err := New(ctx, e.config(3), Options{Getenv: func(string) string { return wrong }})
+		if err == nil || strings.Contains(err.Error(), wrong) || !strings.Contains(err.Error(), "SITEWATCH_CATALOG_PASSWORD") {
+			t.Fatalf("New with a wrong password: %v; want an error naming SITEWATCH_CATALOG_PASSWORD, not the password", err)
+		}
+	})
+
 	resA, err := p.Month(ctx, f.parquet(), monthA)
 	if err != nil {
 		t.Fatal(err)
@@ -235,11 +243,10 @@ func referencedFiles(t *testing.T, tbl *table.Table) map[string]bool {
 			t.Fatal(err)
 		}
 		for _, m := range manifests {
-			entries, err := m.FetchEntries(fs, false)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, en := range entries {
+			for en, err := range m.Entries(fs, false) {
+				if err != nil {
+					t.Fatal(err)
+				}
 				out[en.DataFile().FilePath()] = true
 			}
 		}
