@@ -176,6 +176,12 @@ func (e *env) objects(t *testing.T, prefix string) []string {
 // fetch confined to the gateway, and returns its rows.
 func (e *env) icebird(t *testing.T, tableLocation, metadataFile string) []map[string]any {
 	t.Helper()
+	return e.icebirdAll(t, [][2]string{{tableLocation, metadataFile}})[0]
+}
+
+// icebirdAll reads several (table location, metadata file) snapshots in one node process.
+func (e *env) icebirdAll(t *testing.T, snaps [][2]string) [][]map[string]any {
+	t.Helper()
 	dir, err := filepath.Abs(filepath.Join("testdata", "icebird"))
 	if err != nil {
 		t.Fatal(err)
@@ -187,25 +193,32 @@ func (e *env) icebird(t *testing.T, tableLocation, metadataFile string) []map[st
 		}
 		t.Fatal(msg)
 	}
-	cmd := exec.Command("node", "read.mjs", tableLocation, path.Base(metadataFile))
+	args := []string{"read.mjs"}
+	for _, s := range snaps {
+		args = append(args, s[0], path.Base(s[1]))
+	}
+	cmd := exec.Command("node", args...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "S3_ENDPOINT="+e.s3.Endpoint)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("icebird read %s (%s): %v\n%s", tableLocation, metadataFile, err, stderr.String())
+		t.Fatalf("icebird read %v: %v\n%s", snaps, err, stderr.String())
 	}
-	var rows []map[string]any
+	rows := make([][]map[string]any, len(snaps))
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		if line == "" {
 			continue
 		}
-		var r map[string]any
-		if err := json.Unmarshal([]byte(line), &r); err != nil {
+		var r struct {
+			T   int            `json:"t"`
+			Row map[string]any `json:"row"`
+		}
+		if err := json.Unmarshal([]byte(line), &r); err != nil || r.T < 0 || r.T >= len(snaps) {
 			t.Fatalf("icebird row %q: %v", line, err)
 		}
-		rows = append(rows, r)
+		rows[r.T] = append(rows[r.T], r.Row)
 	}
 	return rows
 }

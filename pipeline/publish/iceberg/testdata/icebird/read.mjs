@@ -1,6 +1,7 @@
-// Reads one Iceberg table with icebird and prints its rows as JSON lines on stdout.
+// Reads Iceberg tables with icebird and prints their rows as JSON lines on stdout:
+// {"t": N, "row": {...}} for the N-th (0-based) table of the command line.
 //
-// usage: node read.mjs TABLE_URL METADATA_FILE_NAME
+// usage: node read.mjs TABLE_URL METADATA_FILE_NAME [TABLE_URL METADATA_FILE_NAME …]
 //
 // Environment: S3_ENDPOINT (the loopback gateway, http://127.0.0.1:PORT), AWS_ACCESS_KEY_ID,
 // AWS_SECRET_ACCESS_KEY, AWS_REGION. icebird turns s3://bucket/key into
@@ -68,8 +69,10 @@ globalThis.fetch = async (input, init = {}) => {
   return realFetch(url, { ...init, method, headers })
 }
 
-const [tableUrl, metadataFileName] = process.argv.slice(2)
+const args = process.argv.slice(2)
 const { icebergRead } = await import('icebird')
-const rows = await icebergRead({ tableUrl, metadataFileName })
 const replacer = (_, v) => (typeof v === 'bigint' ? Number(v) : v instanceof Date ? v.toISOString() : v)
-for (const row of rows) process.stdout.write(JSON.stringify(row, replacer) + '\n')
+for (let i = 0; i < args.length; i += 2) {
+  const rows = await icebergRead({ tableUrl: args[i], metadataFileName: args[i + 1] })
+  for (const row of rows) process.stdout.write(JSON.stringify({ t: i / 2, row }, replacer) + '\n')
+}

@@ -1,0 +1,58 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"sitewatch/pipeline/atlas/atlastest"
+	"sitewatch/pipeline/config"
+	"sitewatch/pipeline/publish/iceberg/pgtest"
+	"sitewatch/pipeline/publish/s3test"
+)
+
+// TestPublishIcebergCommand: with publish.format both, a completed run publishes its month as
+// the Hive layout and as Iceberg tables (SQL catalog on PostgreSQL); `sitewatch publish` then
+// finds both unchanged and makes no commit.
+func TestPublishIcebergCommand(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts PostgreSQL and versitygw; runs without -short")
+	}
+	pg := pgtest.Start(t)
+	gw := s3test.Start(t)
+	gw.CreateBucket(t, "lake-cli")
+	for k, v := range map[string]string{"AWS_ACCESS_KEY_ID": gw.AccessKey, "AWS_SECRET_ACCESS_KEY": gw.SecretKey,
+		"AWS_CONFIG_FILE": filepath.Join(t.TempDir(), "none"), "AWS_SHARED_CREDENTIALS_FILE": filepath.Join(t.TempDir(), "none"),
+		"AWS_PROFILE": "", "AWS_EC2_METADATA_DISABLED": "true", "AWS_REGION": "us-east-1",
+		config.EnvCatalogPassword: pg.Password} { // the run's own publish reads the process environment
+		t.Setenv(k, v)
+	}
+	h := newHarness(t, atlastest.Options{}, []string{"a.example", "b.example"}, "")
+	h.extraEnv = map[string]string{config.EnvCatalogPassword: pg.Password}
+	cfg, err := os.ReadFile(h.cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg = []byte(strings.Replace(string(cfg), "domains:\n", "publish:\n  url: s3://lake-cli/sitewatch\n  endpoint: "+gw.Endpoint+
+		"\n  region: us-east-1\n  path_style: true\n  format: both\n  catalog: "+pg.URL+"\n  keep_snapshots: 2\ndomains:\n", 1))
+	if err := os.WriteFile(h.cfgPath, cfg, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code := h.run("run", "--snapshot", testMonth); code != ExitOK {
+		t.Fatalf("run: exit %d\n%s%s", code, h.stdout, h.stderr)
+	}
+	if code := h.run("publish", "--snapshot", testMonth); code != ExitOK {
+		t.Fatalf("publish: exit %d\n%s%s", code, h.stdout, h.stderr)
+	}
+	out := h.stdout.String()
+	if !strings.Contains(out, " 0 uploaded") && !strings.Contains(out, testMonth+" already published to") {
+		t.Errorf("publish after the run's own publish uploaded the Hive layout again:\n%s", out)
+	}
+	if !strings.Contains(out, testMonth+" already published as Iceberg") {
+		t.Errorf("publish after the run's own publish (both formats) printed:\n%s", out)
+	}
+	if strings.Contains(out+h.stderr.String(), pg.Password) {
+		t.Error("the catalog password leaked into the output")
+	}
+}
