@@ -109,6 +109,9 @@ func TestHungBucketEndsOnSignal(t *testing.T) {
 	domains := atlastest.Domains(3)
 	h := newHarness(t, atlastest.Options{}, domains, "")
 	withHungBucket(t, h, hang)
+	// Without the bucket lease, so that the first request the bucket sees is the upload
+	// (TestHungBucketLeaseEndsOnSignal covers the lease a run takes before its first credit).
+	h.setConfig("  path_style: true\n", "  path_style: true\n  lease: off\n")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() {
@@ -129,6 +132,34 @@ func TestHungBucketEndsOnSignal(t *testing.T) {
 			t.Errorf("%d complete runs, want 1: the load must stay loaded", n)
 		}
 	})
+}
+
+// TestHungBucketLeaseEndsOnSignal: with the lease on, a run asks the hung bucket for its lease
+// before the first credit; SIGTERM ends that wait at once, and nothing was spent.
+func TestHungBucketLeaseEndsOnSignal(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end to end; runs without -short")
+	}
+	hang := newHangListener(t)
+	h := newHarness(t, atlastest.Options{}, atlastest.Domains(3), "")
+	withHungBucket(t, h, hang)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		<-hang.accepted // the lease request is waiting on the bucket
+		time.Sleep(200 * time.Millisecond)
+		cancel() // SIGTERM
+	}()
+	start := time.Now()
+	if code := h.runCtx(ctx, 30*time.Second, "run", "--snapshot", testMonth); code != ExitFailed {
+		t.Fatalf("exit %d after SIGTERM while waiting for the lease, want %d\n%s%s", code, ExitFailed, h.stdout, h.stderr)
+	}
+	if took := time.Since(start); took > 10*time.Second {
+		t.Errorf("the run took %s to end after SIGTERM, want well under the bucket's deadlines", took.Round(time.Millisecond))
+	}
+	if n := h.srv.Stats().Charged; n != 0 {
+		t.Errorf("%d credits charged, want 0: the lease comes before the first credit", n)
+	}
 }
 
 // TestStatusWithHungBucket: `status` with a bucket that never answers says so within its

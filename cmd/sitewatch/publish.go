@@ -174,17 +174,12 @@ type publishJSON struct {
 	Error       string   `json:"error,omitempty"` // the bucket could not be compared
 }
 
-// statusBucketBound is the longest `status` waits for the bucket (docs/sharing.md).
-const statusBucketBound = 20 * time.Second
-
 func collectPublish(ctx context.Context, _ *sql.DB, cfg *config.Config) (any, error) {
 	if cfg.Publish.URL == "" {
 		return nil, nil
 	}
 	out := &publishJSON{URL: cfg.Publish.URL, Unpublished: []string{}}
-	// status answers within statusBucketBound even when the bucket hangs.
-	ctx, cancel := context.WithTimeout(ctx, statusBucketBound)
-	defer cancel()
+	// status answers within statusSectionBound (status.go) even when the bucket hangs.
 	p, err := publish.New(ctx, cfg.Publish, publish.Options{MaxAttempts: 2, Deadlines: publish.Deadlines{FirstByte: 10 * time.Second, Idle: 10 * time.Second}})
 	if err == nil {
 		var pending []string

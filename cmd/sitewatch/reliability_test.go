@@ -114,11 +114,13 @@ func assertAllLoaded(t *testing.T, db *sql.DB, domains []string) {
 	}
 }
 
-// assertFetchedOnce checks the simulator's books for a completed snapshot of n domains:
-// every needed call was charged, each (operation, domain) has at least one charged fetch,
-// and every credit beyond 2n+1 is explained by a broken 200 that had to be fetched again.
-// With refetchAll, every broken 200 was refetched: exactly one intact body per call.
-func assertFetchedOnce(t *testing.T, st atlastest.Stats, domains []string, refetchAll bool) {
+// assertFetchedOnce checks the simulator's books for a completed snapshot of n domains: every
+// needed call (2n+1) charged, each (operation, domain) at least once, and every credit beyond
+// them explained by a broken 200 fetched again (with refetchAll, every broken 200 was) or a
+// bracket probe. probes is the most intact answers beyond one per needed call that bracket
+// probes may explain: a rerun that lacks only site-similar answers fetches them between two
+// site-overview probes (issue 23 item 6), so up to 2 per rerun.
+func assertFetchedOnce(t *testing.T, st atlastest.Stats, domains []string, refetchAll bool, probes int64) {
 	t.Helper()
 	need := int64(2*len(domains) + 1)
 	if st.Charged != int64(st.OK+st.Broken) {
@@ -137,16 +139,21 @@ func assertFetchedOnce(t *testing.T, st atlastest.Stats, domains []string, refet
 	if st.Charged < need {
 		t.Errorf("charged %d credits, fewer than the %d calls needed", st.Charged, need)
 	}
-	if extra := st.Charged - need; extra > int64(st.Broken) {
-		t.Errorf("charged %d credits = %d needed + %d extra, but only %d broken 200s explain a refetch: something loaded was fetched twice",
-			st.Charged, need, extra, st.Broken)
+	bracket := max(int64(st.OK)-need, 0) // intact answers beyond one per needed call
+	if bracket > probes {
+		t.Errorf("%d intact 200s = %d needed + %d, more than the %d bracket probes allowed: a loaded body was fetched twice",
+			st.OK, need, bracket, probes)
+	}
+	if extra := st.Charged - need - bracket; extra > int64(st.Broken) {
+		t.Errorf("charged %d credits = %d needed + %d probes + %d extra, but only %d broken 200s explain a refetch: something loaded was fetched twice",
+			st.Charged, need, bracket, extra, st.Broken)
 	}
 	if refetchAll {
-		if int64(st.OK) != need {
-			t.Errorf("%d intact 200s, want exactly %d (one per needed call; more means a loaded body was fetched twice)", st.OK, need)
+		if int64(st.OK) < need {
+			t.Errorf("%d intact 200s, want at least %d (one per needed call)", st.OK, need)
 		}
-		if st.Charged != need+int64(st.Broken) {
-			t.Errorf("charged %d, want %d needed + %d broken refetched", st.Charged, need, st.Broken)
+		if st.Charged != need+bracket+int64(st.Broken) {
+			t.Errorf("charged %d, want %d needed + %d probes + %d broken refetched", st.Charged, need, bracket, st.Broken)
 		}
 	}
 }
@@ -274,7 +281,7 @@ func TestFaultsLoseNothing(t *testing.T) {
 					t.Errorf("finished in %v despite a 3 s Retry-After: the pause was not honoured", time.Since(start))
 				}
 			}
-			assertFetchedOnce(t, st, ds, tc.refetchAll)
+			assertFetchedOnce(t, st, ds, tc.refetchAll, 2*int64(len(codes)-1))
 			withDB(t, h, func(db *sql.DB) {
 				assertAllLoaded(t, db, ds)
 				assertNoDuplicates(t, db)
@@ -326,7 +333,7 @@ func TestHangAboveClientTimeout(t *testing.T) {
 	if code := h.run("run", "--snapshot", testMonth); code != ExitOK {
 		t.Fatalf("rerun on a healthy gateway: exit %d\n%s", code, h.stdout)
 	}
-	assertFetchedOnce(t, healthy.Stats(), domains, true)
+	assertFetchedOnce(t, healthy.Stats(), domains, true, 0)
 	withDB(t, h, func(db *sql.DB) {
 		assertAllLoaded(t, db, domains)
 		assertNoDuplicates(t, db)
@@ -508,7 +515,7 @@ func TestSchemaDrift(t *testing.T) {
 				if code != ExitOK {
 					t.Fatalf("exit %d, want 0\n%s\n%s", code, h.stdout, tail(h.stderr.String(), 2000))
 				}
-				assertFetchedOnce(t, st, domains, true)
+				assertFetchedOnce(t, st, domains, true, 0)
 				withDB(t, h, func(db *sql.DB) {
 					assertAllLoaded(t, db, domains)
 					assertNoDuplicates(t, db)
