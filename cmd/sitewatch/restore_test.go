@@ -25,14 +25,14 @@ import (
 	"sitewatch/pipeline/warehouse"
 )
 
-// bucketGateway starts versitygw with bucket "shared" and points the AWS chain at it.
+// bucketGateway starts versitygw with bucket "team-bucket" and points the AWS chain at it.
 func bucketGateway(t testing.TB) *s3test.Server {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("starts versitygw; runs without -short")
 	}
 	gw := s3test.Start(t)
-	gw.CreateBucket(t, "shared")
+	gw.CreateBucket(t, "team-bucket")
 	for k, v := range map[string]string{"AWS_ACCESS_KEY_ID": gw.AccessKey, "AWS_SECRET_ACCESS_KEY": gw.SecretKey,
 		"AWS_CONFIG_FILE": filepath.Join(t.TempDir(), "none"), "AWS_SHARED_CREDENTIALS_FILE": filepath.Join(t.TempDir(), "none"),
 		"AWS_PROFILE": "", "AWS_SESSION_TOKEN": "", "AWS_EC2_METADATA_DISABLED": "true"} {
@@ -41,14 +41,14 @@ func bucketGateway(t testing.TB) *s3test.Server {
 	return gw
 }
 
-// withPublish adds a publish section for s3://shared/team at endpoint to h's config.
+// withPublish adds a publish section for s3://team-bucket/team at endpoint to h's config.
 func withPublish(t *testing.T, h *harness, endpoint, extra string) {
 	t.Helper()
 	cfg, err := os.ReadFile(h.cfgPath)
 	if err != nil {
 		t.Fatal(err)
 	}
-	section := "publish:\n  url: s3://shared/team\n  endpoint: " + endpoint + "\n  region: us-east-1\n  path_style: true\n" + extra
+	section := "publish:\n  url: s3://team-bucket/team\n  endpoint: " + endpoint + "\n  region: us-east-1\n  path_style: true\n" + extra
 	if err := os.WriteFile(h.cfgPath, []byte(strings.Replace(string(cfg), "domains:\n", section+"domains:\n", 1)), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -186,7 +186,7 @@ func TestTwoMachines(t *testing.T) {
 
 func getObject(t *testing.T, gw *s3test.Server, key string) string {
 	t.Helper()
-	out, err := gw.Client().GetObject(context.Background(), &s3.GetObjectInput{Bucket: aws.String("shared"), Key: aws.String(key)})
+	out, err := gw.Client().GetObject(context.Background(), &s3.GetObjectInput{Bucket: aws.String("team-bucket"), Key: aws.String(key)})
 	if err != nil {
 		return ""
 	}
@@ -200,7 +200,7 @@ func getObject(t *testing.T, gw *s3test.Server, key string) string {
 
 func putObject(t *testing.T, gw *s3test.Server, key string, body []byte) {
 	t.Helper()
-	if _, err := gw.Client().PutObject(context.Background(), &s3.PutObjectInput{Bucket: aws.String("shared"), Key: aws.String(key), Body: strings.NewReader(string(body))}); err != nil {
+	if _, err := gw.Client().PutObject(context.Background(), &s3.PutObjectInput{Bucket: aws.String("team-bucket"), Key: aws.String(key), Body: strings.NewReader(string(body))}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -384,7 +384,7 @@ func TestPublishNeverIncomplete(t *testing.T) {
 	if code := h.run("publish", "--all"); code != ExitFailed || !strings.Contains(h.stderr.String(), "cannot read the runs") {
 		t.Errorf("publish --all while a run holds the warehouse: exit %d, want %d saying why\n%s%s\nrun: %s", code, ExitFailed, h.stdout, h.stderr, runOut)
 	}
-	out, err := gw.Client().ListObjectsV2(context.Background(), &s3.ListObjectsV2Input{Bucket: aws.String("shared")})
+	out, err := gw.Client().ListObjectsV2(context.Background(), &s3.ListObjectsV2Input{Bucket: aws.String("team-bucket")})
 	if err != nil {
 		t.Fatal(err)
 	}

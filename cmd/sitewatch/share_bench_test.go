@@ -92,7 +92,7 @@ func shareRun(b *testing.B, n int) *config.Config {
 
 func sharePublish(b *testing.B, gw *s3test.Server, root, prefix, month string) publish.Result {
 	b.Helper()
-	p, err := publish.New(context.Background(), config.PublishConfig{URL: "s3://shared/" + prefix, Endpoint: gw.Endpoint, Region: "us-east-1", PathStyle: true}, publish.Options{})
+	p, err := publish.New(context.Background(), config.PublishConfig{URL: "s3://team-bucket/" + prefix, Endpoint: gw.Endpoint, Region: "us-east-1", PathStyle: true}, publish.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -105,7 +105,7 @@ func sharePublish(b *testing.B, gw *s3test.Server, root, prefix, month string) p
 
 func shareRestore(b *testing.B, gw *s3test.Server, n int) {
 	b.Helper()
-	p, err := publish.New(context.Background(), config.PublishConfig{URL: "s3://shared/with", Endpoint: gw.Endpoint, Region: "us-east-1", PathStyle: true}, publish.Options{})
+	p, err := publish.New(context.Background(), config.PublishConfig{URL: "s3://team-bucket/with", Endpoint: gw.Endpoint, Region: "us-east-1", PathStyle: true}, publish.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -30,6 +30,7 @@ import (
 	"github.com/cenkalti/backoff/v4"
 	"golang.org/x/time/rate"
 
+	"sitewatch/pipeline/secret"
 	"sitewatch/schema"
 )
 
@@ -278,7 +279,7 @@ func New(cfg Config) (*Client, error) {
 	sec := newSecrets(cfg.APIKey, cfg.MarketplaceKey)
 	log := slog.New(slog.DiscardHandler)
 	if cfg.Logger != nil {
-		log = slog.New(redactingHandler{next: cfg.Logger.Handler(), secrets: sec})
+		log = secret.RedactingLogger(cfg.Logger, sec.redact)
 	}
 	c := &Client{
 		cfg:         cfg,

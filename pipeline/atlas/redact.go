@@ -2,11 +2,9 @@ package atlas
 
 import (
 	"bytes"
-	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"net"
 	"net/url"
 	"regexp"
@@ -143,61 +141,4 @@ func checkKey(setting, key string) error {
 		return nil
 	}
 	return &ConfigError{Setting: setting, Err: fmt.Errorf("%w (%s); nothing was sent", ErrBadKey, where)}
-}
-
-// redactingHandler is a slog.Handler that removes every form of every key from the message
-// and from string, error and Stringer attributes before they reach the caller's handler.
-type redactingHandler struct {
-	next    slog.Handler
-	secrets *secrets
-}
-
-func (h redactingHandler) Enabled(ctx context.Context, l slog.Level) bool {
-	return h.next.Enabled(ctx, l)
-}
-
-func (h redactingHandler) Handle(ctx context.Context, r slog.Record) error {
-	out := slog.NewRecord(r.Time, r.Level, h.secrets.redact(r.Message), r.PC)
-	r.Attrs(func(a slog.Attr) bool {
-		out.AddAttrs(h.attr(a))
-		return true
-	})
-	return h.next.Handle(ctx, out)
-}
-
-func (h redactingHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
-	clean := make([]slog.Attr, len(attrs))
-	for i, a := range attrs {
-		clean[i] = h.attr(a)
-	}
-	return redactingHandler{next: h.next.WithAttrs(clean), secrets: h.secrets}
-}
-
-func (h redactingHandler) WithGroup(name string) slog.Handler {
-	return redactingHandler{next: h.next.WithGroup(name), secrets: h.secrets}
-}
-
-func (h redactingHandler) attr(a slog.Attr) slog.Attr {
-	v := a.Value.Resolve()
-	switch v.Kind() {
-	case slog.KindString:
-		return slog.String(a.Key, h.secrets.redact(v.String()))
-	case slog.KindGroup:
-		g := v.Group()
-		clean := make([]any, len(g))
-		for i, x := range g {
-			clean[i] = h.attr(x)
-		}
-		return slog.Group(a.Key, clean...)
-	case slog.KindAny:
-		switch x := v.Any().(type) {
-		case error:
-			return slog.String(a.Key, h.secrets.redact(x.Error()))
-		case fmt.Stringer:
-			return slog.String(a.Key, h.secrets.redact(x.String()))
-		default:
-			return slog.String(a.Key, h.secrets.redact(fmt.Sprint(x)))
-		}
-	}
-	return slog.Attr{Key: a.Key, Value: v}
 }

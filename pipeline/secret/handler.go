@@ -12,18 +12,25 @@ func Logger(l *slog.Logger, s *Set) *slog.Logger {
 	if s == nil || l == nil {
 		return l
 	}
-	return slog.New(handler{next: l.Handler(), set: s})
+	return RedactingLogger(l, s.Redact)
+}
+
+// RedactingLogger returns a logger that writes through l with redact applied to the message
+// and to every string, error and Stringer attribute: for callers with a redaction of their own
+// (the API client's keys).
+func RedactingLogger(l *slog.Logger, redact func(string) string) *slog.Logger {
+	return slog.New(handler{next: l.Handler(), redact: redact})
 }
 
 type handler struct {
-	next slog.Handler
-	set  *Set
+	next   slog.Handler
+	redact func(string) string
 }
 
 func (h handler) Enabled(ctx context.Context, l slog.Level) bool { return h.next.Enabled(ctx, l) }
 
 func (h handler) Handle(ctx context.Context, r slog.Record) error {
-	out := slog.NewRecord(r.Time, r.Level, h.set.Redact(r.Message), r.PC)
+	out := slog.NewRecord(r.Time, r.Level, h.redact(r.Message), r.PC)
 	r.Attrs(func(a slog.Attr) bool {
 		out.AddAttrs(h.attr(a))
 		return true
@@ -36,18 +43,18 @@ func (h handler) WithAttrs(attrs []slog.Attr) slog.Handler {
 	for i, a := range attrs {
 		clean[i] = h.attr(a)
 	}
-	return handler{next: h.next.WithAttrs(clean), set: h.set}
+	return handler{next: h.next.WithAttrs(clean), redact: h.redact}
 }
 
 func (h handler) WithGroup(name string) slog.Handler {
-	return handler{next: h.next.WithGroup(name), set: h.set}
+	return handler{next: h.next.WithGroup(name), redact: h.redact}
 }
 
 func (h handler) attr(a slog.Attr) slog.Attr {
 	v := a.Value.Resolve()
 	switch v.Kind() {
 	case slog.KindString:
-		return slog.String(a.Key, h.set.Redact(v.String()))
+		return slog.String(a.Key, h.redact(v.String()))
 	case slog.KindGroup:
 		g := v.Group()
 		clean := make([]any, len(g))
@@ -58,11 +65,11 @@ func (h handler) attr(a slog.Attr) slog.Attr {
 	case slog.KindAny:
 		switch x := v.Any().(type) {
 		case error:
-			return slog.String(a.Key, h.set.Redact(x.Error()))
+			return slog.String(a.Key, h.redact(x.Error()))
 		case fmt.Stringer:
-			return slog.String(a.Key, h.set.Redact(x.String()))
+			return slog.String(a.Key, h.redact(x.String()))
 		default:
-			return slog.String(a.Key, h.set.Redact(fmt.Sprint(x)))
+			return slog.String(a.Key, h.redact(fmt.Sprint(x)))
 		}
 	}
 	return slog.Attr{Key: a.Key, Value: v}
