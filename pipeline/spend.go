@@ -14,6 +14,7 @@ import (
 	"sitewatch/pipeline/config"
 	"sitewatch/pipeline/metrics"
 	"sitewatch/pipeline/sources"
+	"sitewatch/pipeline/textout"
 )
 
 // openSources builds one client per credit source of cfg (api.sources, or the single-source
@@ -190,7 +191,7 @@ func (s *Summary) SourcesText() string {
 	}
 	parts := make([]string, len(s.Sources))
 	for i, src := range s.Sources {
-		parts[i] = fmt.Sprintf("%s %s", src.Name, sources.Thousands(src.Credits))
+		parts[i] = fmt.Sprintf("%s %s", src.Name, textout.Thousands(src.Credits))
 	}
 	return strings.Join(parts, ", ")
 }

@@ -10,7 +10,6 @@ import (
 	"sitewatch/pipeline"
 	"sitewatch/pipeline/atlas"
 	"sitewatch/pipeline/config"
-	"sitewatch/pipeline/sources"
 	"sitewatch/pipeline/textout"
 )
 
@@ -101,7 +100,7 @@ func credits(n int) string {
 	if n == 1 {
 		return "1 credit"
 	}
-	return sources.Thousands(int64(n)) + " credits"
+	return textout.Thousands(int64(n)) + " credits"
 }
 
 // printSpend writes each source's probe and the spend plan (api.sources).
@@ -130,12 +129,12 @@ func sourceText(p pipeline.SourceProbe) string {
 	var text string
 	switch {
 	case p.Probe.QuotaRemaining >= 0:
-		text = fmt.Sprintf("%s, quota %s of %s left", p.Mode, sources.Thousands(p.Probe.QuotaRemaining), sources.Thousands(p.Probe.QuotaLimit))
+		text = fmt.Sprintf("%s, quota %s of %s left", p.Mode, textout.Thousands(p.Probe.QuotaRemaining), textout.Thousands(p.Probe.QuotaLimit))
 		if !p.Probe.QuotaReset.IsZero() {
 			text += ", resets " + p.Probe.QuotaReset.UTC().Format(time.RFC3339)
 		}
 	case p.Probe.Balance >= 0:
-		text = fmt.Sprintf("%s, balance %s credits", p.Mode, sources.Thousands(p.Probe.Balance))
+		text = fmt.Sprintf("%s, balance %s credits", p.Mode, textout.Thousands(p.Probe.Balance))
 	default:
 		text = p.Mode + ", balance not reported"
 	}

@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"sitewatch/pipeline/config"
-	"sitewatch/pipeline/sources"
+	"sitewatch/pipeline/textout"
 )
 
 // sourceJSON is one item of sections.sources: what a credit source paid for the last run
@@ -61,7 +61,7 @@ func printSourcesStatus(w io.Writer, v any) error {
 	}
 	parts := make([]string, len(s.PaidBy))
 	for i, p := range s.PaidBy {
-		parts[i] = fmt.Sprintf("%s %s", p.Source, sources.Thousands(p.Credits))
+		parts[i] = fmt.Sprintf("%s %s", p.Source, textout.Thousands(p.Credits))
 	}
 	_, err := fmt.Fprintf(w, "paid by source (run %s): %s\n", s.RunID, strings.Join(parts, ", "))
 	return err

@@ -3,6 +3,8 @@ package report
 import (
 	"fmt"
 	"strconv"
+
+	"sitewatch/pipeline/textout"
 )
 
 // allRow is one line of the "All domains" table: every loaded domain, however many. Each
@@ -64,9 +66,9 @@ func rankChange(r *allRow, s site) {
 	r.KeyRankChange = strconv.FormatInt(delta, 10)
 	switch {
 	case delta > 0:
-		r.RankChange, r.RankTone = "▲ "+thousands(delta), "up"
+		r.RankChange, r.RankTone = "▲ "+textout.Thousands(delta), "up"
 	case delta < 0:
-		r.RankChange, r.RankTone = "▼ "+thousands(-delta), "down"
+		r.RankChange, r.RankTone = "▼ "+textout.Thousands(-delta), "down"
 	default:
 		r.RankChange = "="
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"sitewatch/pipeline/changes"
+	"sitewatch/pipeline/textout"
 )
 
 // digestSection renders changes.Digest: what changed between the snapshot and the complete
@@ -101,7 +102,7 @@ func channelSuffix(m changes.Mover) string {
 func metricValue(metric string, v float64) string {
 	switch metric {
 	case changes.MetricGlobalRank:
-		return "#" + thousands(int64(math.Round(v)))
+		return "#" + textout.Thousands(int64(math.Round(v)))
 	case changes.MetricAITrafficShare, changes.MetricChannelShare:
 		return pct(v)
 	}
@@ -112,7 +113,7 @@ func moverChange(m changes.Mover) string {
 	switch m.Metric {
 	case changes.MetricGlobalRank:
 		n := int64(math.Abs(math.Round(m.Change)))
-		places := thousands(n) + " places"
+		places := textout.Thousands(n) + " places"
 		if n == 1 {
 			places = "1 place"
 		}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"strings"
+
+	"sitewatch/pipeline/textout"
 )
 
 // human formats a count compactly: 950, 12.3k, 4.56M, 7.8B. Visits below 1,000 are whole
@@ -96,29 +98,11 @@ func trimZeros(s string) string {
 	return s
 }
 
-// thousands writes n with comma separators: 1,234,567.
-func thousands(n int64) string {
-	s := fmt.Sprint(n)
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	var b strings.Builder
-	for i, c := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(c)
-	}
-	if neg {
-		return "-" + b.String()
-	}
-	return b.String()
-}
-
 func rank(r sql.NullInt64) string {
 	if !r.Valid {
 		return "—"
 	}
-	return "#" + thousands(r.Int64)
+	return "#" + textout.Thousands(r.Int64)
 }
 
 func orDash(s string) string {

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"sitewatch/pipeline/textout"
 )
 
 func render(t *testing.T, db *sql.DB, snapshot string) string {
@@ -297,7 +299,7 @@ func TestFormats(t *testing.T) {
 		{signedPct(0.25), "+25%"}, {signedPct(-0.5), "−50%"}, {signedPct(0.004), "+0.4%"},
 		{ratio(2.5), "2.5×"}, {ratio(0.0041), "0.0041×"}, {ratio(37.2), "37×"}, {ratio(0.5), "0.5×"},
 		{human(19010718581), "19.01B"}, {human(234736386), "234.74M"}, {human(950), "950"}, {human(164.01), "164"}, {human(999.6), "1000"}, {human(12345), "12.3k"},
-		{thousands(1234567), "1,234,567"}, {thousands(-1000), "-1,000"}, {thousands(12), "12"},
+		{textout.Thousands(1234567), "1,234,567"}, {textout.Thousands(-1000), "-1,000"}, {textout.Thousands(12), "12"},
 		{duration(125), "2m 05s"}, {duration(42), "42s"},
 	}
 	for _, tt := range tests {

@@ -3,6 +3,8 @@ package report
 import (
 	"database/sql"
 	"fmt"
+
+	"sitewatch/pipeline/textout"
 )
 
 // runSection is the bookkeeping behind the numbers: runs, credits, unloaded domains, quality.
@@ -87,7 +89,7 @@ func intOr(n sql.NullInt64) string {
 	if !n.Valid {
 		return "—"
 	}
-	return thousands(n.Int64)
+	return textout.Thousands(n.Int64)
 }
 
 // duration formats seconds as 2m 05s.

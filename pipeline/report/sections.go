@@ -7,6 +7,8 @@ import (
 	"math"
 	"sort"
 	"strings"
+
+	"sitewatch/pipeline/textout"
 )
 
 // sparkCard is one small multiple: a domain's traffic on its own scale, with its figures.
@@ -510,7 +512,7 @@ func (a *compAgg) row() compRow {
 		r.Visits = human(a.visits)
 	}
 	if a.rank > 0 {
-		r.Rank = "#" + thousands(a.rank)
+		r.Rank = "#" + textout.Thousands(a.rank)
 	}
 	if len(a.ratios) > 0 {
 		sort.Float64s(a.ratios)

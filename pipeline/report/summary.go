@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"sitewatch/pipeline/months"
+	"sitewatch/pipeline/textout"
 )
 
 // warning is the banner of an incomplete snapshot.
@@ -247,12 +248,12 @@ func creditsCard(d *data) card {
 			remaining = r.Remaining.Int64
 		}
 	}
-	c := card{Label: "Credits spent on this snapshot", Value: thousands(spent), Detail: fmt.Sprintf("%d runs", len(d.Runs))}
+	c := card{Label: "Credits spent on this snapshot", Value: textout.Thousands(spent), Detail: fmt.Sprintf("%d runs", len(d.Runs))}
 	if len(d.Runs) == 1 {
 		c.Detail = "1 run"
 	}
 	if remaining >= 0 {
-		c.Detail += " · " + thousands(remaining) + " left after the last"
+		c.Detail += " · " + textout.Thousands(remaining) + " left after the last"
 	}
 	return c
 }
@@ -310,9 +311,9 @@ func buildChanges(d *data) *changesSection {
 		delta := math.Log(float64(s.PrevRank.Int64) / float64(s.GlobalRank.Int64))
 		m := rankMove{Domain: s.Domain, From: rank(s.PrevRank), To: rank(s.GlobalRank), weight: math.Abs(delta) * s.TotalVisits.Float64, Tone: tone(delta)}
 		if delta > 0 {
-			m.Change = fmt.Sprintf("up %s places", thousands(s.PrevRank.Int64-s.GlobalRank.Int64))
+			m.Change = fmt.Sprintf("up %s places", textout.Thousands(s.PrevRank.Int64-s.GlobalRank.Int64))
 		} else {
-			m.Change = fmt.Sprintf("down %s places", thousands(s.GlobalRank.Int64-s.PrevRank.Int64))
+			m.Change = fmt.Sprintf("down %s places", textout.Thousands(s.GlobalRank.Int64-s.PrevRank.Int64))
 		}
 		c.RankMoves = append(c.RankMoves, m)
 	}

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"sitewatch/pipeline/textout"
 )
 
 // Allowance is what one source may pay for, as its free probe reported it.
@@ -115,9 +117,9 @@ func (p *Plan) Expiring() int64 {
 func (p *Plan) String() string {
 	var parts []string
 	for _, s := range p.Shares {
-		part := fmt.Sprintf("%s pays %s", s.Name, Thousands(int64(s.Calls)))
+		part := fmt.Sprintf("%s pays %s", s.Name, textout.Thousands(int64(s.Calls)))
 		if s.Usable >= 0 && (s.Quota || s.Calls > 0) {
-			part += " of its " + Thousands(s.Usable)
+			part += " of its " + textout.Thousands(s.Usable)
 		}
 		if s.Quota && !s.Reset.IsZero() {
 			part += " before " + s.Reset.UTC().Format(time.DateOnly)
@@ -125,30 +127,12 @@ func (p *Plan) String() string {
 		parts = append(parts, part)
 	}
 	if p.Uncovered > 0 {
-		parts = append(parts, fmt.Sprintf("%s calls have no source to pay for them (the run would stop for credits)", Thousands(int64(p.Uncovered))))
+		parts = append(parts, fmt.Sprintf("%s calls have no source to pay for them (the run would stop for credits)", textout.Thousands(int64(p.Uncovered))))
 	}
 	if n := p.Expiring(); n > 0 {
-		parts = append(parts, fmt.Sprintf("%s quota %s would expire unused", Thousands(n), plural(n, "credit", "credits")))
+		parts = append(parts, fmt.Sprintf("%s quota %s would expire unused", textout.Thousands(n), plural(n, "credit", "credits")))
 	}
 	return strings.Join(parts, "; ")
-}
-
-// Thousands writes n with comma thousands separators.
-func Thousands(n int64) string {
-	s := fmt.Sprint(n)
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	var b strings.Builder
-	for i, c := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(c)
-	}
-	if neg {
-		return "-" + b.String()
-	}
-	return b.String()
 }
 
 func plural(n int64, one, many string) string {

@@ -69,11 +69,3 @@ func TestIdeal(t *testing.T) {
 		t.Errorf("Ideal = %v, want %v (201 calls at 20/s beat 100 at 10/s)", got, want)
 	}
 }
-
-func TestThousands(t *testing.T) {
-	for n, want := range map[int64]string{0: "0", 999: "999", 1000: "1,000", 1234567: "1,234,567", -2000: "-2,000"} {
-		if got := Thousands(n); got != want {
-			t.Errorf("Thousands(%d) = %q, want %q", n, got, want)
-		}
-	}
-}

@@ -6,6 +6,7 @@ package textout
 import (
 	"fmt"
 	"io"
+	"strings"
 )
 
 // Writer writes to an io.Writer until the first error, which it keeps.
@@ -51,4 +52,22 @@ func Plural[N int | int64](n N, one, many string) string {
 		return "1 " + one
 	}
 	return fmt.Sprintf("%d %s", n, many)
+}
+
+// Thousands writes n with comma thousands separators: 1,234,567 (commands, the report, plans).
+func Thousands(n int64) string {
+	s := fmt.Sprint(n)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
 }
