@@ -94,8 +94,10 @@ func TestScheduleReturnsRunMemory(t *testing.T) {
 	if forcedAfter == forcedBefore {
 		t.Error("no collection was forced when the run ended: its freed heap stays with the idle process")
 	}
-	if freeHeld > 1<<20 {
-		t.Errorf("%.1f MB of free heap held, not returned, when the run ended; want under 1 MB", float64(freeHeld)/(1<<20))
+	// Under 4 MB, not 0: the simulator and the test's own goroutines keep allocating between
+	// the forced collection and this read (a 300-domain run frees tens of MB).
+	if freeHeld > 4<<20 {
+		t.Errorf("%.1f MB of free heap held, not returned, when the run ended; want under 4 MB", float64(freeHeld)/(1<<20))
 	}
 }
 

@@ -43,8 +43,11 @@ func TestBrokenBodiesRefetchedOnceWithinBudget(t *testing.T) {
 			}
 			t.Logf("stop error: %v", err)
 			ss, st := srv.Stats(), c.Stats()
-			if st.Refetches != 3 {
-				t.Errorf("Refetches = %d, want exactly the budget of 3", st.Refetches)
+			// The stop comes when a refetch finds the budget of 3 reserved; a reserved
+			// refetch still waiting for its token when the stop lands is never sent (and
+			// its reservation is returned), so 2 or 3 were sent, never more.
+			if st.Refetches < 2 || st.Refetches > 3 {
+				t.Errorf("Refetches = %d, want 2 or 3 (the budget is 3)", st.Refetches)
 			}
 			var charged int64
 			for _, r := range got {
