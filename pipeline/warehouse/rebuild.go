@@ -90,22 +90,7 @@ func (w *Warehouse) rebuildSnapshot(ctx context.Context, snapshot string) (int, 
 // setMemoryLimit sets DuckDB's (global) memory_limit and returns a function restoring the
 // previous value.
 func (w *Warehouse) setMemoryLimit(ctx context.Context, limit string) (restore func(), err error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	var prev string
-	if err := w.load.QueryRowContext(ctx, `SELECT current_setting('memory_limit')`).Scan(&prev); err != nil {
-		return nil, fmt.Errorf("read memory_limit: %w", err)
-	}
-	if _, err := w.load.ExecContext(ctx, `SET memory_limit = `+sqlString(limit)); err != nil {
-		return nil, fmt.Errorf("set memory_limit to %s: %w", limit, err)
-	}
-	return func() {
-		w.mu.Lock()
-		defer w.mu.Unlock()
-		if _, err := w.load.ExecContext(context.Background(), `SET memory_limit = `+sqlString(prev)); err != nil {
-			w.log.Warn("restore DuckDB memory_limit", "memory_limit", prev, "err", err)
-		}
-	}, nil
+	return w.setSetting(ctx, "memory_limit", limit)
 }
 
 // withAnalysisMemory runs fn (quality checks, Parquet export) under the load's memory_limit
@@ -159,9 +144,14 @@ func (w *Warehouse) rebuildCountries(ctx context.Context) error {
 func (w *Warehouse) rebuildTables(ctx context.Context, snapshot string) (int, RebuildTimes, error) {
 	var loaded atomic.Int64
 	var times RebuildTimes
+	restore, err := w.setSetting(ctx, "threads", rebuildThreads)
+	if err != nil {
+		return 0, times, err
+	}
+	defer restore()
 	start := time.Now()
 	var fnDone time.Time
-	err := w.inTx(ctx, func(ctx context.Context) error {
+	err = w.inTx(ctx, func(ctx context.Context) error {
 		defer func() { fnDone = time.Now() }()
 		if err := w.unordered(ctx); err != nil {
 			return err
@@ -186,7 +176,10 @@ func (w *Warehouse) rebuildTables(ctx context.Context, snapshot string) (int, Re
 			return fmt.Errorf("list stored domains: %w", err)
 		}
 		times.Clear = time.Since(start)
-		return w.loadStream(ctx, snapshot, domains, &loaded, &times)
+		if err := w.loadStream(ctx, snapshot, domains, &loaded, &times); err != nil {
+			return err
+		}
+		return w.load.QueryRowContext(ctx, `SELECT current_setting('threads')`).Scan(&times.Threads)
 	})
 	if !fnDone.IsZero() {
 		times.Commit = time.Since(fnDone)

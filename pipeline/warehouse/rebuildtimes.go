@@ -19,6 +19,8 @@ type RebuildTimes struct {
 	Commit time.Duration // COMMIT, with the checkpoint it triggers
 	Checks time.Duration // the quality checks
 	Export time.Duration // the Parquet export
+
+	Threads int // DuckDB's threads while inserting and committing (rebuildThreads)
 }
 
 // Total is the rebuild's wall-clock time: the phases that do not overlap.
@@ -33,7 +35,7 @@ func (t RebuildTimes) LogValue() slog.Value {
 		slog.Int64("clear_ms", ms(t.Clear)), slog.Int64("insert_ms", ms(t.Insert)),
 		slog.Int64("wait_ms", ms(t.Wait)), slog.Int64("read_ms", ms(t.Read)), slog.Int64("decode_ms", ms(t.Decode)),
 		slog.Int64("commit_ms", ms(t.Commit)), slog.Int64("checks_ms", ms(t.Checks)),
-		slog.Int64("export_ms", ms(t.Export)))
+		slog.Int64("export_ms", ms(t.Export)), slog.Int("duckdb_threads", t.Threads))
 }
 
 // stageClock sums the time goroutines of one stage spent working.

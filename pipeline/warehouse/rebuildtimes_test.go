@@ -36,3 +36,45 @@ func TestRebuildTimesPhases(t *testing.T) {
 		t.Errorf("Total() = %v, want %v", times.Total(), sum)
 	}
 }
+
+// TestRebuildOneDuckDBThread: a rebuild inserts and commits on one DuckDB thread (no caller
+// busy-polling DuckDB's task queue beside the decoders), and puts the thread count back after
+// it, whether it succeeded or failed.
+func TestRebuildOneDuckDBThread(t *testing.T) {
+	w := testWarehouse(t, "")
+	ctx := context.Background()
+	if _, err := storeGenerated(ctx, w, snap, 20, ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.DB().ExecContext(ctx, `SET threads = 3`); err != nil {
+		t.Fatal(err)
+	}
+	threads := func() int {
+		t.Helper()
+		var n int
+		if err := w.DB().QueryRowContext(ctx, `SELECT current_setting('threads')`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	_, times, err := w.rebuildSnapshot(ctx, snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if times.Threads != 1 {
+		t.Errorf("the rebuild inserted and committed on %d DuckDB threads, want 1", times.Threads)
+	}
+	if got := threads(); got != 3 {
+		t.Errorf("threads after the rebuild = %d, want 3 (restored)", got)
+	}
+	// A rebuild failing after it set the threads: a snapshot table is gone.
+	if _, err := w.DB().ExecContext(ctx, `DROP TABLE site_tags`); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := w.rebuildTables(ctx, snap); err == nil {
+		t.Fatal("rebuild without the site_tags table succeeded")
+	}
+	if got := threads(); got != 3 {
+		t.Errorf("threads after a failed rebuild = %d, want 3 (restored)", got)
+	}
+}

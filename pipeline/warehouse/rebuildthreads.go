@@ -1,0 +1,36 @@
+package warehouse
+
+import (
+	"context"
+	"fmt"
+)
+
+// rebuildThreads is DuckDB's thread count while a rebuild inserts and commits. With more than
+// one, the goroutine running each statement busy-polls DuckDB's task queue while DuckDB's other
+// thread works (pthread mutexes, ConcurrentQueue::DequeueFromProducer: 27 % of a rebuild's CPU
+// samples), on the cores the decoding workers need, and the parallel insert appends each
+// statement's rows twice (PhysicalInsert::Combine). On one thread each statement runs in its
+// caller's goroutine while the decoders use the other cores: 30 % less CPU and less wall time
+// (docs/warehouse-internals.md, "The rebuild on one DuckDB thread (issue 29)").
+const rebuildThreads = "1"
+
+// setSetting sets one of DuckDB's global settings (memory_limit, threads) and returns a function
+// restoring the previous value. The caller must not hold mu.
+func (w *Warehouse) setSetting(ctx context.Context, name, value string) (restore func(), err error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var prev string
+	if err := w.load.QueryRowContext(ctx, `SELECT current_setting(`+sqlString(name)+`)`).Scan(&prev); err != nil {
+		return nil, fmt.Errorf("read DuckDB setting %s: %w", name, err)
+	}
+	if _, err := w.load.ExecContext(ctx, `SET `+name+` = `+sqlString(value)); err != nil {
+		return nil, fmt.Errorf("set DuckDB setting %s to %s: %w", name, value, err)
+	}
+	return func() {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		if _, err := w.load.ExecContext(context.Background(), `SET `+name+` = `+sqlString(prev)); err != nil {
+			w.log.Warn("restore a DuckDB setting after the rebuild", "setting", name, "value", prev, "err", err)
+		}
+	}, nil
+}
