@@ -176,8 +176,8 @@ func generate(gen *atlastest.Generator, ep schema.Endpoint, domain string) []byt
 // engineFloor times what any load path pays on the linked-in DuckDB, whatever it decodes
 // with: the snapshot's rows, already in DuckDB's own format (in-memory temp tables, copied
 // before the clock starts), replace the snapshot in one transaction — DELETE, INSERT …
-// SELECT per table, COMMIT — under the memory limit and insertion-order setting Rebuild
-// uses. It is the part of a rebuild's time that no faster decoding can remove.
+// SELECT per table, COMMIT — under the memory limit, insertion-order setting and thread
+// count (rebuildThreads) Rebuild uses. It is the part of a rebuild's time that no faster decoding can remove.
 func engineFloor(ctx context.Context, w *Warehouse, snapshot string) (time.Duration, error) {
 	conn, err := w.DB().Conn(ctx)
 	if err != nil {
@@ -206,6 +206,11 @@ func engineFloor(ctx context.Context, w *Warehouse, snapshot string) (time.Durat
 		return 0, err
 	}
 	defer restore()
+	restoreThreads, err := w.setSetting(ctx, "threads", rebuildThreads)
+	if err != nil {
+		return 0, err
+	}
+	defer restoreThreads()
 	stmts := []string{`SET preserve_insertion_order = false`, `BEGIN TRANSACTION`}
 	for _, t := range flatten.SnapshotTables {
 		stmts = append(stmts, `DELETE FROM `+t.Name+` WHERE snapshot_month = `+sqlString(snapshot),

@@ -30,7 +30,7 @@ func (w *Warehouse) setSetting(ctx context.Context, name, value string) (restore
 		w.mu.Lock()
 		defer w.mu.Unlock()
 		if _, err := w.load.ExecContext(context.Background(), `SET `+name+` = `+sqlString(prev)); err != nil {
-			w.log.Warn("restore a DuckDB setting after the rebuild", "setting", name, "value", prev, "err", err)
+			w.log.Warn("restore a DuckDB setting", "setting", name, "value", prev, "err", err)
 		}
 	}, nil
 }
