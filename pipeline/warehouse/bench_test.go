@@ -174,6 +174,9 @@ func BenchmarkRebuild(b *testing.B) {
 		b.ReportMetric(mo.Seconds()/mc.Seconds(), "ratio_vs_current_duckdb")
 		b.Logf("DuckDB %s (node) read_json %v (%v): ratio %.2f (%.2f–%.2f)", version, mc.Round(time.Millisecond), roundAll(cur),
 			mo.Seconds()/mc.Seconds(), lo, hi)
+		paired := pairedRatios(ours, cur)
+		b.ReportMetric(medianFloat(paired), "paired_ratio_vs_current_duckdb")
+		b.Logf("paired rounds, ours ÷ DuckDB %s read_json (round by round, same machine load): %.2f, median %.2f", version, paired, medianFloat(paired))
 		logAgainstRelease(b, mo.Seconds()/mc.Seconds())
 		lo, hi = ratioRange(floor, cur)
 		b.ReportMetric(mf.Seconds()/mc.Seconds(), "floor_vs_current_duckdb")
@@ -226,12 +229,25 @@ func roundAll(d []time.Duration) []time.Duration {
 	return out
 }
 
-// ratioRange returns the smallest and largest ours[i] ÷ theirs[i], run i of each paired.
-func ratioRange(ours, theirs []time.Duration) (lo, hi float64) {
-	var r []float64
+// pairedRatios returns ours[i] ÷ theirs[i] for each round i: both measured back to back, so
+// each ratio shares one machine load, which the ratio of the medians does not.
+func pairedRatios(ours, theirs []time.Duration) []float64 {
+	r := make([]float64, 0, len(ours))
 	for i := range min(len(ours), len(theirs)) {
 		r = append(r, ours[i].Seconds()/theirs[i].Seconds())
 	}
+	return r
+}
+
+func medianFloat(v []float64) float64 {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+// ratioRange returns the smallest and largest ours[i] ÷ theirs[i], run i of each paired.
+func ratioRange(ours, theirs []time.Duration) (lo, hi float64) {
+	r := pairedRatios(ours, theirs)
 	return slices.Min(r), slices.Max(r)
 }
 
