@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"strings"
 
 	"sitewatch/pipeline"
 	"sitewatch/pipeline/config"
@@ -50,13 +51,18 @@ func restoreWarehouse(ctx context.Context, cfg *config.Config, env pipeline.Env,
 		return err
 	}
 	fmt.Fprintf(env.Stdout, "restoring %s from %s …\n", cfg.Warehouse.DuckDB, cfg.Publish.URL)
-	res, err := restore.Run(ctx, src, restore.Options{DuckDB: cfg.Warehouse.DuckDB, Parquet: cfg.Warehouse.Parquet, Force: force, Logger: env.Logger})
+	res, err := restore.Run(ctx, src, restore.Options{DuckDB: cfg.Warehouse.DuckDB, Parquet: cfg.Warehouse.Parquet, Copies: src.RestoreCopies(),
+		Force: force, Logger: env.Logger})
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(env.Stdout, "restored %s and %s from %s: %d %s (%s … %s), %d objects verified, %d downloaded (%.1f MB), %s; 0 credits\n",
 		cfg.Warehouse.DuckDB, cfg.Warehouse.Parquet, cfg.Publish.URL, len(res.Months), monthsWord(len(res.Months)),
 		res.Months[0], res.Months[len(res.Months)-1], res.Objects, res.Downloaded, float64(res.Bytes)/1e6, res.Duration.Round(1e6))
+	if len(res.FromCopies) > 0 {
+		fmt.Fprintf(env.Stdout, "from restore copies (raw answers and ledger; tables rebuilt from them): %s; `sitewatch run` pays only for what they lack\n",
+			strings.Join(res.FromCopies, ", "))
+	}
 	if res.MovedAside != "" {
 		fmt.Fprintf(env.Stdout, "the previous warehouse is kept as %s\n", res.MovedAside)
 	}

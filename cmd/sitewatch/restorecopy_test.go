@@ -1,0 +1,132 @@
+package main
+
+import (
+	"database/sql"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"sitewatch/pipeline/atlas/atlastest"
+	"sitewatch/schema/flatten"
+)
+
+// shareSimulator points h at from's simulator (one wallet, one count of charged calls), so a
+// test sees what both machines paid together.
+func shareSimulator(t *testing.T, h, from *harness) {
+	t.Helper()
+	h.setConfig("base_url: "+h.srv.URL, "base_url: "+from.srv.URL)
+	h.srv = from.srv
+}
+
+// paidExactlyOnce fails unless every (endpoint, domain) a complete month needs was charged
+// exactly once by h's simulator.
+func paidExactlyOnce(t *testing.T, h *harness, domains []string) {
+	t.Helper()
+	fetches := h.srv.Stats().Fetches
+	for f, n := range fetches {
+		if n != 1 {
+			t.Errorf("%s %s was paid %d times, want 1", f.Endpoint, f.Domain, n)
+		}
+	}
+	if want := 2*len(domains) + 1; len(fetches) != want { // overview and similar per domain, and the countries
+		t.Errorf("%d (endpoint, domain) pairs were paid, want %d: %v", len(fetches), want, fetches)
+	}
+}
+
+// sameTables fails for every snapshot table (and countries, and the raw answers) whose rows of
+// month differ between the warehouses of a and b, as multisets, leaving out when each answer
+// was fetched (two machines fetch at other times).
+func sameTables(t *testing.T, a, b *harness, month string) {
+	t.Helper()
+	db, err := sql.Open("duckdb", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for alias, h := range map[string]*harness{"a": a, "b": b} {
+		if _, err := db.Exec(`ATTACH '` + filepath.Join(h.dir, "data/w.duckdb") + `' AS ` + alias + ` (READ_ONLY)`); err != nil {
+			t.Fatal(err)
+		}
+	}
+	queries := map[string]string{
+		"countries":     `SELECT * FROM %s.countries`,
+		"raw_responses": `SELECT domain, endpoint, body FROM %s.raw_responses WHERE snapshot_month = '` + month + `'`,
+	}
+	for _, tb := range flatten.SnapshotTables {
+		queries[tb.Name] = `SELECT * EXCLUDE (fetched_at) FROM %s.` + tb.Name + ` WHERE snapshot_month = '` + month + `'`
+		if tb.Schema.FieldIndices("fetched_at") == nil {
+			queries[tb.Name] = `SELECT * FROM %s.` + tb.Name + ` WHERE snapshot_month = '` + month + `'`
+		}
+	}
+	for table, q := range queries {
+		qa, qb := strings.ReplaceAll(q, "%s", "a"), strings.ReplaceAll(q, "%s", "b")
+		if n := count(t, db, `SELECT count(*) FROM (`+qa+`)`); n == 0 && (table == "sites" || table == "raw_responses") {
+			t.Errorf("%s holds no row of %s", table, month)
+		}
+		if n := count(t, db, `SELECT count(*) FROM (`+qa+` EXCEPT ALL `+qb+`)`) + count(t, db, `SELECT count(*) FROM (`+qb+` EXCEPT ALL `+qa+`)`); n != 0 {
+			t.Errorf("%s %s: %d rows differ between the two warehouses", table, month, n)
+		}
+	}
+}
+
+// TestIncompleteMonthResumesOnAnotherMachine: machine A (no disk of its own) stops for credits
+// mid-month: its run saves the restore copy of the month (raw answers, ledger) apart from the
+// published tables. Machine B, a fresh directory, `run --restore-if-missing` restores it and
+// completes the month: across both machines every (endpoint, domain) was paid exactly once, B's
+// warehouse equals a one-machine run, the bucket then holds the complete month and no copy,
+// and it verifies.
+func TestIncompleteMonthResumesOnAnotherMachine(t *testing.T) {
+	gw := bucketGateway(t)
+	domains := atlastest.Domains(6)
+	a := newHarness(t, atlastest.Options{Keys: map[string]int64{"canary-key-7f3a9c": 7}}, domains, "")
+	withPublish(t, a, gw.Endpoint, "")
+	if code := a.run("run"); code != ExitCredits || !strings.Contains(a.stdout.String(), "restore copy of the incomplete "+testMonth) {
+		t.Fatalf("A run: exit %d, want %d saving the restore copy\n%s%s", code, ExitCredits, a.stdout, a.stderr)
+	}
+	copyKey := "team/_restore/_manifests/snapshot_month=" + testMonth + ".json"
+	if getObject(t, gw, copyKey) == "" {
+		t.Fatalf("A saved no restore copy at %s", copyKey)
+	}
+	if got := getObject(t, gw, "team/_manifests/snapshot_month="+testMonth+".json"); got != "" {
+		t.Fatalf("the incomplete month's tables were published:\n%s", got)
+	}
+	if code := a.run("publish", "--verify"); code != ExitOK {
+		t.Errorf("publish --verify of a bucket holding a restore copy: exit %d\n%s%s", code, a.stdout, a.stderr)
+	}
+
+	a.srv.SetCredits(a.key, 10_000)
+	b := newHarness(t, atlastest.Options{}, domains, "")
+	shareSimulator(t, b, a)
+	withPublish(t, b, gw.Endpoint, "")
+	if code := b.run("run", "--restore-if-missing"); code != ExitOK {
+		t.Fatalf("B run --restore-if-missing: exit %d\n%s%s", code, b.stdout, b.stderr)
+	}
+	if !strings.Contains(b.stdout.String(), "from restore copies") {
+		t.Errorf("B did not say it resumed from the restore copy:\n%s", b.stdout)
+	}
+	paidExactlyOnce(t, a, domains)
+
+	one := newHarness(t, atlastest.Options{}, domains, "")
+	if code := one.run("run"); code != ExitOK {
+		t.Fatalf("one-machine run: exit %d\n%s%s", code, one.stdout, one.stderr)
+	}
+	sameTables(t, one, b, testMonth)
+	withDB(t, b, func(db *sql.DB) {
+		if n := count(t, db, `SELECT count(DISTINCT run_id) FROM run_calls WHERE snapshot_month = ?`, testMonth); n != 2 {
+			t.Errorf("B's ledger of %s names %d runs, want A's and B's", testMonth, n)
+		}
+	})
+	if getObject(t, gw, "team/_manifests/snapshot_month="+testMonth+".json") == "" {
+		t.Error("B did not publish the completed month")
+	}
+	if got := getObject(t, gw, copyKey); got != "" {
+		t.Errorf("the restore copy outlived the complete month:\n%s", got)
+	}
+	if code := b.run("publish", "--verify"); code != ExitOK {
+		t.Errorf("publish --verify: exit %d\n%s%s", code, b.stdout, b.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(b.dir, "data", "w.duckdb")); err != nil {
+		t.Fatal(err)
+	}
+}
