@@ -135,7 +135,12 @@ func completeRuns(ctx context.Context, cfg *config.Config, env pipeline.Env) (co
 	if err != nil {
 		return nil, nil, fmt.Errorf("cannot read the runs of %s; nothing was published: %w", cfg.Warehouse.DuckDB, err)
 	}
-	for _, r := range records {
+	// A run killed before its end recorded no month: the newest month of the raw answers is it.
+	latest, err := wh.LatestMonth(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("cannot read the months of %s; nothing was published: %w", cfg.Warehouse.DuckDB, err)
+	}
+	for _, r := range append(records, warehouse.RunRecord{SnapshotMonth: latest}) {
 		if r.SnapshotMonth != "" && !slices.Contains(ran, r.SnapshotMonth) {
 			ran = append(ran, r.SnapshotMonth)
 		}

@@ -2,10 +2,14 @@ package main
 
 import (
 	"database/sql"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
+	"syscall"
 	"testing"
+	"time"
 
 	"sitewatch/pipeline/atlas/atlastest"
 	"sitewatch/schema/flatten"
@@ -128,5 +132,54 @@ func TestIncompleteMonthResumesOnAnotherMachine(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(b.dir, "data", "w.duckdb")); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestKilledRunResumesOnAnotherMachine: machine A's run is killed (SIGKILL) mid-month; the
+// `sitewatch publish` its recipe runs next (once the dead run's lease expired) saves the
+// restore copy from the warehouse; machine B resumes from it and completes the month, and
+// every (endpoint, domain) was paid exactly once across both.
+func TestKilledRunResumesOnAnotherMachine(t *testing.T) {
+	gw := bucketGateway(t)
+	domains := atlastest.Domains(6)
+	a := newHarness(t, atlastest.Options{}, domains, "")
+	var passed atomic.Int32
+	px, held := holdProxy(t, a.srv.URL, func(*http.Request) bool { return passed.Add(1) > 6 })
+	a.setConfig("base_url: "+a.srv.URL, "base_url: "+px)
+	withPublish(t, a, gw.Endpoint, "  lease_ttl: 2s\n")
+	c, out := a.command("run")
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-held:
+	case <-time.After(60 * time.Second):
+		_ = c.Process.Kill()
+		t.Fatalf("the run never reached the held request:\n%s", out)
+	}
+	time.Sleep(time.Second) // the answers before the held request are committed (batch window 250ms)
+	if err := c.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.Wait()
+	time.Sleep(2 * time.Second) // the dead run's lease expires
+	if code := a.run("publish"); code != ExitOK || !strings.Contains(a.stdout.String(), "saved the restore copy of "+testMonth) {
+		t.Fatalf("publish after the kill: exit %d, want %d saving the restore copy\n%s%s", code, ExitOK, a.stdout, a.stderr)
+	}
+
+	b := newHarness(t, atlastest.Options{}, domains, "")
+	shareSimulator(t, b, a)
+	withPublish(t, b, gw.Endpoint, "")
+	if code := b.run("run", "--restore-if-missing"); code != ExitOK {
+		t.Fatalf("B run --restore-if-missing: exit %d\n%s%s", code, b.stdout, b.stderr)
+	}
+	paidExactlyOnce(t, a, domains)
+	withDB(t, b, func(db *sql.DB) {
+		if n := count(t, db, `SELECT count(*) FROM runs WHERE snapshot_month = ? AND status = 'abandoned'`, testMonth); n != 1 {
+			t.Errorf("B's runs of %s hold %d abandoned runs, want A's killed run", testMonth, n)
+		}
+	})
+	if code := b.run("publish", "--verify"); code != ExitOK {
+		t.Errorf("publish --verify: exit %d\n%s%s", code, b.stdout, b.stderr)
 	}
 }
