@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"sitewatch/pipeline/atlas/atlastest"
+	"sitewatch/pipeline/config"
+	"sitewatch/pipeline/publish/iceberg/pgtest"
 	"sitewatch/schema/flatten"
 )
 
@@ -181,5 +183,46 @@ func TestKilledRunResumesOnAnotherMachine(t *testing.T) {
 	})
 	if code := b.run("publish", "--verify"); code != ExitOK {
 		t.Errorf("publish --verify: exit %d\n%s%s", code, b.stdout, b.stderr)
+	}
+}
+
+// TestRestoreIcebergOnly: with publish.format iceberg alone (no Hive layout), a completed run
+// still leaves the restore copy in the bucket (raw answers, ledger, run health: restore reads
+// no catalog); `publish --verify` checks it, `restore` on a fresh machine rebuilds a warehouse
+// equal to the original, and its run of the up-to-date month spends only the probe. Before,
+// such a bucket looked empty to restore, and --restore-if-missing paid for the month again.
+func TestRestoreIcebergOnly(t *testing.T) {
+	gw := bucketGateway(t)
+	pg := pgtest.Start(t)
+	t.Setenv(config.EnvCatalogPassword, pg.Password) // the run's own publish reads the process environment
+	iceberg := "  format: iceberg\n  catalog: " + pg.URL + "\n"
+	domains := atlastest.Domains(4)
+	a := newHarness(t, atlastest.Options{}, domains, "")
+	a.extraEnv = map[string]string{config.EnvCatalogPassword: pg.Password}
+	withPublish(t, a, gw.Endpoint, iceberg)
+	if code := a.run("run"); code != ExitOK {
+		t.Fatalf("A run: exit %d\n%s%s", code, a.stdout, a.stderr)
+	}
+	if getObject(t, gw, "team/_restore/_manifests/snapshot_month="+testMonth+".json") == "" {
+		t.Fatal("an Iceberg-only publish left no restore copy")
+	}
+	if getObject(t, gw, "team/_manifests/snapshot_month="+testMonth+".json") != "" {
+		t.Error("an Iceberg-only publish wrote the Hive layout's manifest")
+	}
+	if code := a.run("publish", "--verify"); code != ExitOK || !strings.Contains(a.stdout.String(), "match their manifests") {
+		t.Errorf("publish --verify: exit %d\n%s%s", code, a.stdout, a.stderr)
+	}
+	b := newHarness(t, atlastest.Options{}, domains, "")
+	b.extraEnv = a.extraEnv
+	withPublish(t, b, gw.Endpoint, iceberg)
+	if code := b.run("restore"); code != ExitOK || !strings.Contains(b.stdout.String(), "from restore copies") {
+		t.Fatalf("B restore: exit %d\n%s%s", code, b.stdout, b.stderr)
+	}
+	sameMonth(t, a, b, testMonth)
+	if code := b.run("run", "--restore-if-missing"); code != ExitOK {
+		t.Fatalf("B run: exit %d\n%s%s", code, b.stdout, b.stderr)
+	}
+	if got := b.srv.Stats().Charged; got > 1 {
+		t.Errorf("a restored, up-to-date month cost %d credits, want at most the probe's 1", got)
 	}
 }

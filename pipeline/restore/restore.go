@@ -273,15 +273,7 @@ func rebuildCopies(ctx context.Context, path string, opts Options, months []stri
 		return err
 	}
 	for _, m := range months {
-		var stored int
-		if err := wh.DB().QueryRowContext(ctx, `SELECT count(*) FROM raw_responses WHERE snapshot_month = ?`, m).Scan(&stored); err != nil || stored == 0 {
-			if err != nil {
-				_ = wh.Close() // the file is removed by the caller
-				return fmt.Errorf("count the raw answers of %s: %w", m, err)
-			}
-			continue // a run that stored no answer yet: nothing to derive
-		}
-		if _, err := wh.Rebuild(ctx, m); err != nil {
+		if _, err := wh.RebuildRestored(ctx, m); err != nil {
 			_ = wh.Close() // the file is removed by the caller
 			return fmt.Errorf("rebuild the tables of %s from its raw answers: %w", m, err)
 		}
