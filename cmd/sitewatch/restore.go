@@ -71,12 +71,27 @@ func restoreWarehouse(ctx context.Context, cfg *config.Config, env pipeline.Env,
 
 // restoreIfMissing restores the warehouse first when its file is absent (runners without a
 // disk of their own: `run --restore-if-missing`, `schedule --restore-if-missing`). A bucket
-// with nothing published yet is a first run, not a failure.
+// with nothing published yet is a first run, not a failure. It restores under the bucket
+// lease: a runner still writing the bucket would leave this one a copy older than what it
+// paid for, and a warehouse file that keeps a later run from restoring again; so while
+// another holds the lease it fails naming it, having restored (and spent) nothing.
 func restoreIfMissing(ctx context.Context, cfg *config.Config, env pipeline.Env) error {
 	if _, err := os.Stat(cfg.Warehouse.DuckDB); !errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
-	err := restoreWarehouse(ctx, cfg, env, false)
+	l, err := bucketLease(ctx, cfg, env, "restore")
+	if err != nil {
+		return err
+	}
+	if l != nil {
+		held, release, err := l.Take(ctx)
+		if err != nil {
+			return err
+		}
+		defer release() // the run takes it again before its first credit
+		ctx = held
+	}
+	err = restoreWarehouse(ctx, cfg, env, false)
 	if errors.Is(err, restore.ErrNothingPublished) {
 		fmt.Fprintf(env.Stdout, "nothing published at %s yet: starting a new warehouse\n", cfg.Publish.URL)
 		return nil

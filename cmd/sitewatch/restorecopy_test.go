@@ -226,3 +226,30 @@ func TestRestoreIcebergOnly(t *testing.T) {
 		t.Errorf("a restored, up-to-date month cost %d credits, want at most the probe's 1", got)
 	}
 }
+
+// TestRestoreIfMissingWaitsForTheWriter: while another runner holds the bucket lease, `run
+// --restore-if-missing` on a fresh machine fails at once naming the holder, having restored
+// nothing (no warehouse file that would keep a later run from restoring the newer bucket)
+// and spent nothing.
+func TestRestoreIfMissingWaitsForTheWriter(t *testing.T) {
+	gw := bucketGateway(t)
+	domains := atlastest.Domains(2)
+	a := newHarness(t, atlastest.Options{}, domains, "")
+	withPublish(t, a, gw.Endpoint, "")
+	if code := a.run("run"); code != ExitOK {
+		t.Fatalf("A run: exit %d\n%s%s", code, a.stdout, a.stderr)
+	}
+	expires := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
+	putObject(t, gw, "team/_sitewatch/lease.json", []byte(`{"owner":"other-1","host":"other","pid":1,"command":"sitewatch run","started":"2026-11-25T00:00:00Z","expires":"`+expires+`"}`))
+	b := newHarness(t, atlastest.Options{}, domains, "")
+	withPublish(t, b, gw.Endpoint, "")
+	if code := b.run("run", "--restore-if-missing"); code != ExitFailed || !strings.Contains(b.stderr.String(), "holds the bucket lease") {
+		t.Errorf("run --restore-if-missing while another holds the lease: exit %d, want %d naming the holder\n%s%s", code, ExitFailed, b.stdout, b.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(b.dir, "data", "w.duckdb")); err == nil {
+		t.Error("a warehouse was restored while another runner held the bucket")
+	}
+	if got := b.srv.Stats().Charged; got != 0 {
+		t.Errorf("%d credits spent, want 0", got)
+	}
+}
