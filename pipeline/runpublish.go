@@ -18,12 +18,13 @@ const AutoPublishBound = 30 * time.Minute
 // else the restore copy (raw answers, ledger, run health) of the month it stopped in, so a
 // runner without a disk of its own loses no answer it paid for: the next runner's
 // --restore-if-missing brings them back and pays only for what is missing. A failure to save
-// the copy is reported in the summary and never changes why the run stopped (runErr).
+// the copy is reported in the summary and never changes why the run stopped (runErr). An
+// up-to-date run adds no answer: `sitewatch publish` uploads its runs and ledger.
 func (r *runState) publishAfter(ctx context.Context, runErr error) error {
 	switch {
 	case runErr == nil && r.sum.Status == StatusComplete:
 		return r.publish(ctx)
-	case r.sum.Snapshot != "" && r.mismatch == nil && r.cfg.Publish.URL != "":
+	case r.sum.Snapshot != "" && r.mismatch == nil && r.sum.Status != StatusUpToDate && r.cfg.Publish.URL != "":
 		r.saveRestoreCopy(ctx)
 	}
 	return runErr
@@ -44,7 +45,7 @@ func (r *runState) saveRestoreCopy(ctx context.Context) {
 		r.sum.PublishError = fmt.Sprintf("the restore copy of %s (its paid answers) did not reach the bucket: %v; `sitewatch publish` retries it", r.sum.Snapshot, err)
 		return
 	}
-	if res != nil {
+	if res != nil && res.Files > 0 { // none: the bucket holds the month complete
 		r.sum.Published = fmt.Sprintf("restore copy of the incomplete %s (raw answers, ledger; its tables wait for a complete month): %s: %d files uploaded, %d unchanged",
 			r.sum.Snapshot, res.ManifestURL, res.Uploaded, res.Unchanged)
 	}
