@@ -93,10 +93,30 @@ func restoreIfMissing(ctx context.Context, cfg *config.Config, env pipeline.Env)
 	}
 	err = restoreWarehouse(ctx, cfg, env, false)
 	if errors.Is(err, restore.ErrNothingPublished) {
-		fmt.Fprintf(env.Stdout, "nothing published at %s yet: starting a new warehouse\n", cfg.Publish.URL)
-		return nil
+		return firstRun(ctx, cfg, env)
 	}
 	return err
+}
+
+// firstRun accepts a bucket without a manifest as a first run only when its prefix is empty:
+// one that holds other objects (Iceberg tables published before restore copies existed) holds
+// months a new warehouse would pay for again.
+func firstRun(ctx context.Context, cfg *config.Config, env pipeline.Env) error {
+	p, err := publish.New(ctx, cfg.Publish, publish.Options{Logger: env.Logger})
+	if err != nil {
+		return err
+	}
+	held, err := p.HoldsOtherThanLeases(ctx)
+	if err != nil {
+		return err
+	}
+	if held {
+		return fmt.Errorf("%s holds objects but nothing `sitewatch restore` reads (no manifest under _manifests/ or %s/_manifests/: Iceberg tables published by an older sitewatch?); "+
+			"a new warehouse here would pay again for the months it holds, so nothing was started: run `sitewatch publish --all` on the machine that holds the warehouse "+
+			"(it writes the restore copies), or set publish.url to an empty prefix to start anew", cfg.Publish.URL, publish.RestoreCopyDir)
+	}
+	fmt.Fprintf(env.Stdout, "nothing published at %s yet: starting a new warehouse\n", cfg.Publish.URL)
+	return nil
 }
 
 // monthsWord is "month" or "months" for n.

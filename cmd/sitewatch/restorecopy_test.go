@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"database/sql"
 	"net/http"
 	"os"
@@ -11,9 +12,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
 	"sitewatch/pipeline/atlas/atlastest"
 	"sitewatch/pipeline/config"
 	"sitewatch/pipeline/publish/iceberg/pgtest"
+	"sitewatch/pipeline/publish/s3test"
 	"sitewatch/schema/flatten"
 )
 
@@ -224,6 +229,40 @@ func TestRestoreIcebergOnly(t *testing.T) {
 	}
 	if got := b.srv.Stats().Charged; got > 1 {
 		t.Errorf("a restored, up-to-date month cost %d credits, want at most the probe's 1", got)
+	}
+
+	// A bucket an older sitewatch published as Iceberg alone holds tables but no restore copy:
+	// --restore-if-missing refuses to start anew (it would pay again) and names the fix.
+	deletePrefix(t, gw, "team/_restore/")
+	c := newHarness(t, atlastest.Options{}, domains, "")
+	c.extraEnv = a.extraEnv
+	withPublish(t, c, gw.Endpoint, iceberg)
+	if code := c.run("run", "--restore-if-missing"); code != ExitFailed || !strings.Contains(c.stderr.String(), "sitewatch publish --all") {
+		t.Errorf("run --restore-if-missing on Iceberg tables without restore copies: exit %d, want %d naming `publish --all`\n%s%s", code, ExitFailed, c.stdout, c.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(c.dir, "data", "w.duckdb")); err == nil || c.srv.Stats().Charged != 0 {
+		t.Errorf("the refused runner created a warehouse or spent %d credits", c.srv.Stats().Charged)
+	}
+	if code := a.run("publish", "--all"); code != ExitOK || !strings.Contains(a.stdout.String(), "saved the restore copy of "+testMonth) {
+		t.Fatalf("publish --all (writes the restore copies): exit %d\n%s%s", code, a.stdout, a.stderr)
+	}
+	if code := c.run("run", "--restore-if-missing"); code != ExitOK || c.srv.Stats().Charged > 1 {
+		t.Errorf("run --restore-if-missing after publish --all: exit %d, %d credits (want 0, at most the probe)\n%s%s", code, c.srv.Stats().Charged, c.stdout, c.stderr)
+	}
+}
+
+// deletePrefix removes every object of team-bucket under prefix.
+func deletePrefix(t *testing.T, gw *s3test.Server, prefix string) {
+	t.Helper()
+	ctx := context.Background()
+	out, err := gw.Client().ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String("team-bucket"), Prefix: aws.String(prefix)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range out.Contents {
+		if _, err := gw.Client().DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String("team-bucket"), Key: o.Key}); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 

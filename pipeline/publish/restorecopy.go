@@ -6,7 +6,11 @@ import (
 	"fmt"
 	"path"
 	"slices"
+	"strings"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"sitewatch/pipeline/config"
 	"sitewatch/pipeline/warehouse"
@@ -122,4 +126,28 @@ func SaveAfterStop(ctx context.Context, cfg config.PublishConfig, parquetRoot, m
 	}
 	res, err := p.SaveRestoreCopy(ctx, parquetRoot, month, runID, cfg.WritesHive())
 	return &res, err
+}
+
+// HoldsOtherThanLeases reports whether the prefix holds any object besides the bucket lease
+// (under _sitewatch/): a prefix without a manifest is a first run only when it is empty. A
+// bucket of Iceberg tables published before restore copies existed holds objects but nothing
+// restore reads; starting a new warehouse there would pay for its months again.
+func (p *Publisher) HoldsOtherThanLeases(ctx context.Context) (bool, error) {
+	var prefix *string
+	if p.loc.Prefix != "" {
+		prefix = aws.String(p.loc.Prefix + "/")
+	}
+	pages := s3.NewListObjectsV2Paginator(p.s3, &s3.ListObjectsV2Input{Bucket: &p.loc.Bucket, Prefix: prefix, MaxKeys: aws.Int32(10)})
+	for pages.HasMorePages() {
+		page, err := pages.NextPage(ctx)
+		if err != nil {
+			return false, p.fail("list", "", err)
+		}
+		for _, o := range page.Contents {
+			if !strings.HasPrefix(p.loc.relOf(aws.ToString(o.Key)), "_sitewatch/") {
+				return true, nil
+			}
+		}
+	}
+	return false, nil
 }
