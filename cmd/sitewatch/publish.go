@@ -18,11 +18,11 @@ import (
 )
 
 var publishHelp = help{
-	summary: "upload the Parquet of complete months to the configured object storage (publish.url); spends no credits",
+	summary: "upload the Parquet of complete months to the configured object storage (publish.url), and the restore copy (raw answers, ledger) of incomplete ones; spends no credits",
 	usage:   "[--config F] [--snapshot YYYY-MM | --all] [--verify]",
 	examples: []string{
 		"sitewatch publish                    # the newest month held",
-		"sitewatch publish --all              # every month with a complete run; unchanged files are not uploaded again",
+		"sitewatch publish --all              # every month with a complete run (the others: their restore copy); unchanged files are not uploaded again",
 		"sitewatch publish --verify           # read the bucket back: every object against its manifest; repairs what differs",
 		"sitewatch publish --snapshot 2026-10",
 	},
