@@ -45,8 +45,8 @@ func (p *Publisher) Month(ctx context.Context, parquetRoot, month, runID string)
 	if err := p.publishSet(ctx, monthSet, &res); err != nil {
 		return res, err
 	}
-	// The complete month now stands in the bucket: the restore copy an incomplete run saved
-	// would only be read instead of it by nothing, so it goes.
+	// The complete month now stands in the bucket and restore prefers it: the restore copy an
+	// incomplete run saved is no longer needed.
 	if err := p.DropRestoreCopy(ctx, month); err != nil {
 		return res, err
 	}
@@ -325,7 +325,9 @@ func publishedAsIs(files []localFile, m *Manifest) bool {
 	return true
 }
 
-// AfterRun publishes month after a run that loaded it, when cfg.URL is set. It returns a nil
+// AfterRun publishes month after a run that loaded it, when cfg.URL is set: the Hive layout,
+// or without it (publish.format iceberg) the month's restore copy, then the after-run hooks
+// (Iceberg). It returns a nil
 // Result and error when publishing is not configured, and a *FailedError for any failure: the
 // run's local load stands, and the caller reports the publish failure apart (exit 1).
 func AfterRun(ctx context.Context, cfg config.PublishConfig, parquetRoot, month, runID string, opts Options) (*Result, error) {
