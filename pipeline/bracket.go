@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"sitewatch/pipeline/atlas"
 	"sitewatch/schema"
@@ -33,7 +34,8 @@ func similarOnly(plan *Plan) bool {
 // call names the month again. Only when both name the same month are they stored under it;
 // otherwise (the API turned, or the closing call could not be made) they are not stored,
 // their credits go on the ledger as month_unknown, and a rerun fetches them again. The
-// bracket costs at most 2 credits: the two probes.
+// bracket costs 2 credits, the two probes, unless a closing probe fails: up to
+// closingAttempts are made before the held answers are given up (closeBracket).
 func (r *runState) fetchBracketed(ctx context.Context, handle func(atlas.Result)) error {
 	var held []atlas.Result
 	hold := func(res atlas.Result) {
@@ -48,7 +50,7 @@ func (r *runState) fetchBracketed(ctx context.Context, handle func(atlas.Result)
 	if len(held) == 0 {
 		return fetchErr
 	}
-	confirmed, why := r.closingProbe(ctx)
+	confirmed, why := r.closeBracket(ctx, held)
 	if !confirmed {
 		r.dropUnconfirmed(ctx, held, why)
 		return fetchErr
@@ -59,29 +61,65 @@ func (r *runState) fetchBracketed(ctx context.Context, handle func(atlas.Result)
 	return fetchErr
 }
 
-// closingProbe fetches the overview of the opening probe's domain again and says whether its
-// month is the run's month (and if not, why). Its answer is handled like any other: an answer
-// of another month is a month turn, which stops the run.
-func (r *runState) closingProbe(ctx context.Context) (bool, string) {
+// closingAttempts bounds the closing probes of one bracket. A failed closing probe drops every
+// answer it would confirm, each already paid for, so one that failed (after the client's own
+// retry) is made again, for another domain, before the held answers are given up.
+const closingAttempts = 3
+
+// closeBracket makes closing probes until one answers, at most closingAttempts: for the
+// opening probe's domain, then for the domains of the held answers and of the watchlist (any
+// overview of the month names it). It stops at once when the run stops (credits, a signal) or a probe names
+// another month. It says whether the month is confirmed, and if not, why.
+func (r *runState) closeBracket(ctx context.Context, held []atlas.Result) (bool, string) {
 	if len(r.probed) == 0 {
 		return false, "no opening probe was made"
 	}
-	req := atlas.Request{Endpoint: schema.EndpointOverview, Domain: r.probed[0].Domain}
+	domains := []string{r.probed[0].Domain}
+	others := make([]string, 0, len(held)+len(r.wl.Domains))
+	for _, res := range held {
+		others = append(others, res.Domain)
+	}
+	for _, d := range append(others, r.wl.Domains...) { // a similar-only month holds every overview
+		if len(domains) < closingAttempts && !slices.Contains(domains, d) {
+			domains = append(domains, d)
+		}
+	}
+	var why string
+	for i, d := range domains {
+		confirmed, failed, reason := r.closingProbe(ctx, d)
+		if confirmed || !failed || r.stopCause != nil || ctx.Err() != nil {
+			return confirmed, reason
+		}
+		why = reason
+		if i+1 < len(domains) {
+			r.env.Logger.Warn("the closing site-overview call failed; trying another before dropping the held answers",
+				"domain", d, "next", domains[i+1], "held", len(held), "why", reason)
+		}
+	}
+	return false, why
+}
+
+// closingProbe fetches the overview of domain and says whether its month is the run's month,
+// whether the call failed (an answer that cannot serve: worth another probe), and why not.
+// Its answer is handled like any other: an answer of another month is a month turn, which
+// stops the run.
+func (r *runState) closingProbe(ctx context.Context, domain string) (confirmed, failed bool, why string) {
+	req := atlas.Request{Endpoint: schema.EndpointOverview, Domain: domain}
 	var answer *atlas.Result
 	err := r.client.FetchAll(ctx, []atlas.Request{req}, func(res atlas.Result) { answer = &res })
 	if answer == nil {
-		return false, fmt.Sprintf("the closing site-overview call could not be made (%v)", err)
+		return false, false, fmt.Sprintf("the closing site-overview call could not be made (%v)", err)
 	}
 	if answer.Err != nil {
 		r.handleFailure(ctx, *answer)
-		return false, fmt.Sprintf("the closing site-overview call failed (%v)", answer.Err)
+		return false, !atlas.IsStop(answer.Err), fmt.Sprintf("the closing site-overview call failed (%v)", answer.Err)
 	}
 	month := r.months.overviewMonth(overviewOf(*answer))
 	r.handle(ctx, *answer)
 	if month != r.months.month {
-		return false, fmt.Sprintf("the closing site-overview answer is for %q, not %s: the API turned", month, r.months.month)
+		return false, false, fmt.Sprintf("the closing site-overview answer is for %q, not %s: the API turned", month, r.months.month)
 	}
-	return true, ""
+	return true, false, ""
 }
 
 // dropUnconfirmed puts the held answers' credits on the ledger without storing them.

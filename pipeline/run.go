@@ -182,10 +182,8 @@ func Run(ctx context.Context, cfg *config.Config, opts RunOptions, env Env) (*Su
 		r.sum.Status = StatusFailed
 		runErr = err // names the file, the failed write and what to do
 	}
-	if runErr == nil && r.sum.Status == StatusComplete {
-		runErr = r.publish(ctx)
-		r.sum.PublishError = secrets.Redact(r.sum.PublishError)
-	}
+	runErr = r.publishAfter(ctx, runErr) // runpublish.go: a complete month, or a restore copy
+	r.sum.PublishError = secrets.Redact(r.sum.PublishError)
 	return r.sum, secret.Wrap(runErr, secrets)
 }
 

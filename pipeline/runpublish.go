@@ -14,6 +14,43 @@ import (
 // answers too slowly never keeps a run (or the schedule behind it) from ending.
 const AutoPublishBound = 30 * time.Minute
 
+// publishAfter publishes what the run leaves in the bucket: the month it completed, in full;
+// else the restore copy (raw answers, ledger, run health) of the month it stopped in, so a
+// runner without a disk of its own loses no answer it paid for: the next runner's
+// --restore-if-missing brings them back and pays only for what is missing. A failure to save
+// the copy is reported in the summary and never changes why the run stopped (runErr). An
+// up-to-date run adds no answer: `sitewatch publish` uploads its runs and ledger.
+func (r *runState) publishAfter(ctx context.Context, runErr error) error {
+	switch {
+	case runErr == nil && r.sum.Status == StatusComplete:
+		return r.publish(ctx)
+	case r.sum.Snapshot != "" && r.mismatch == nil && r.sum.Status != StatusUpToDate && r.cfg.Publish.URL != "":
+		r.saveRestoreCopy(ctx)
+	}
+	return runErr
+}
+
+// saveRestoreCopy uploads the restore copy of the run's month, within the publish bound.
+func (r *runState) saveRestoreCopy(ctx context.Context) {
+	bound := r.env.PublishBound
+	if bound <= 0 {
+		bound = AutoPublishBound
+	}
+	ctx, cancel := context.WithTimeout(ctx, bound)
+	defer cancel()
+	res, err := publish.SaveAfterStop(ctx, r.cfg.Publish, r.cfg.Warehouse.Parquet, r.sum.Snapshot, r.sum.RunID, publish.Options{Logger: r.env.Logger})
+	if err != nil {
+		err = explainPublishStop(ctx, bound, err)
+		r.env.Logger.Warn("could not save the restore copy of the incomplete month", "snapshot", r.sum.Snapshot, "err", err)
+		r.sum.PublishError = fmt.Sprintf("the restore copy of %s (its paid answers) did not reach the bucket: %v; `sitewatch publish` retries it", r.sum.Snapshot, err)
+		return
+	}
+	if res != nil && res.Files > 0 { // none: the bucket holds the month complete
+		r.sum.Published = fmt.Sprintf("restore copy of the incomplete %s (raw answers, ledger; its tables wait for a complete month): %s: %d files uploaded, %d unchanged",
+			r.sum.Snapshot, res.ManifestURL, res.Uploaded, res.Unchanged)
+	}
+}
+
 // publish uploads the month just completed to publish.url. A failing bucket never undoes the
 // local load: the run reports it apart (exit 1) and `sitewatch publish` retries. A signal
 // (SIGINT/SIGTERM) ends the upload at once: the bucket keeps what it had, as after a crash.

@@ -580,3 +580,43 @@ func TestHealthzStuckPublish(t *testing.T) {
 func sitewatchMetrics(clock func() time.Time) *metrics.Recorder {
 	return metrics.New(metrics.Options{Now: clock})
 }
+
+// TestClosingProbeRetried: the closing probe of a bracketed run fails (a broken body, and
+// again on the client's one refetch); the probe is made again instead of dropping the
+// site-similar answer it holds (already paid for): the answer is stored, nothing is left
+// month_unknown, and the rerun costs the bracket plus the two broken answers.
+func TestClosingProbeRetried(t *testing.T) {
+	var armed atomic.Bool
+	var overviews atomic.Int32
+	ms := newMutatingServer(t, atlastest.Options{Rate: 50}, func(endpoint, _ string, body []byte) []byte {
+		// The closing probe's answer and the client's one refetch of it, cut short.
+		if n := int32(0); endpoint == "site-overview" && armed.Load() {
+			if n = overviews.Add(1); n == 2 || n == 3 {
+				return body[:len(body)/2]
+			}
+		}
+		return body
+	})
+	h := newHarness(t, atlastest.Options{Rate: 50}, atlastest.Domains(3), "  rate_limit: 1\n  max_credits_per_run: 6\n")
+	h.setConfig(h.srv.URL, ms.URL)
+	if code := h.run("run", "--snapshot", testMonth); code != ExitCredits {
+		t.Fatalf("capped run: exit %d, want %d\n%s", code, ExitCredits, h.stdout)
+	}
+	h.setConfig("  max_credits_per_run: 6\n", "")
+	armed.Store(true)
+	before := ms.sim.Stats().Charged
+	if code := h.run("run"); code != ExitOK {
+		t.Fatalf("rerun: exit %d\n%s%s", code, h.stdout, h.stderr)
+	}
+	if got := ms.sim.Stats().Charged - before; got != 5 {
+		t.Errorf("the rerun charged %d credits, want 5 (2 probes, 1 site-similar, 2 broken closing answers)", got)
+	}
+	withDB(t, h, func(db *sql.DB) {
+		if n := count(t, db, "SELECT count(*) FROM run_calls WHERE outcome = 'month_unknown'"); n != 0 {
+			t.Errorf("%d month_unknown ledger rows, want 0: the held answer was dropped", n)
+		}
+		if n := count(t, db, "SELECT count(*) FROM sites WHERE snapshot_month = ?", testMonth); n != 3 {
+			t.Errorf("%d domains loaded in %s, want 3", n, testMonth)
+		}
+	})
+}

@@ -18,11 +18,11 @@ import (
 )
 
 var publishHelp = help{
-	summary: "upload the Parquet of complete months to the configured object storage (publish.url); spends no credits",
+	summary: "upload the Parquet of complete months to the configured object storage (publish.url), and the restore copy (raw answers, ledger) of incomplete ones; spends no credits",
 	usage:   "[--config F] [--snapshot YYYY-MM | --all] [--verify]",
 	examples: []string{
 		"sitewatch publish                    # the newest month held",
-		"sitewatch publish --all              # every month with a complete run; unchanged files are not uploaded again",
+		"sitewatch publish --all              # every month with a complete run (the others: their restore copy); unchanged files are not uploaded again",
 		"sitewatch publish --verify           # read the bucket back: every object against its manifest; repairs what differs",
 		"sitewatch publish --snapshot 2026-10",
 	},
@@ -52,7 +52,7 @@ func cmdPublish(ctx context.Context, args []string, env pipeline.Env) error {
 	if *verify {
 		return verifyBucket(ctx, cfg, env)
 	}
-	runs, err := completeRuns(ctx, cfg, env)
+	runs, ran, err := completeRuns(ctx, cfg, env)
 	if err != nil {
 		return err
 	}
@@ -77,7 +77,7 @@ func cmdPublish(ctx context.Context, args []string, env pipeline.Env) error {
 	defer closeIceberg(lake)
 	months := []string{f.snapshot}
 	if *all || f.snapshot == "" {
-		if months, err = publish.Months(cfg.Warehouse.Parquet); err != nil {
+		if months, err = monthsHeld(cfg.Warehouse.Parquet, ran); err != nil {
 			return err
 		}
 	}
@@ -90,11 +90,22 @@ func cmdPublish(ctx context.Context, args []string, env pipeline.Env) error {
 	}
 	for _, m := range months {
 		if _, ok := runs[m]; !ok {
-			if *all {
-				fmt.Fprintf(env.Stdout, "skipped %s: no complete run, and an incomplete month is never published (%s)\n", m, monthrule.FinishAdvice(m, slices.Max(months), time.Now()))
+			// Its paid answers still go to the bucket, apart from the tables: the restore copy.
+			if err := saveRestoreCopy(ctx, cfg, env, p, m); err != nil {
+				return err
+			}
+			if f.snapshot == "" {
+				fmt.Fprintf(env.Stdout, "skipped %s's tables: no complete run, and an incomplete month is never published (%s)\n", m, monthrule.FinishAdvice(m, slices.Max(months), time.Now()))
 				continue
 			}
-			return fmt.Errorf("%s has no complete run in %s: an incomplete month is never published (finish it with `sitewatch run` while the API serves it)", m, cfg.Warehouse.DuckDB)
+			return fmt.Errorf("%s has no complete run in %s: an incomplete month is never published, only its restore copy (finish it with `sitewatch run` while the API serves it)", m, cfg.Warehouse.DuckDB)
+		}
+		if !cfg.Publish.WritesHive() { // iceberg alone: restore still reads only the bucket
+			res, err := p.SaveRestoreCopy(ctx, cfg.Warehouse.Parquet, m, runs[m], false)
+			if err != nil {
+				return err
+			}
+			printRestoreCopy(env.Stdout, res)
 		}
 		if cfg.Publish.WritesHive() {
 			res, err := p.Month(ctx, cfg.Warehouse.Parquet, m, runs[m])
@@ -113,17 +124,28 @@ func cmdPublish(ctx context.Context, args []string, env pipeline.Env) error {
 // completeRuns maps each month with a complete run to its latest such run, read from the
 // warehouse. Without the runs nothing can tell a complete month from one a run is still
 // loading, so an unreadable warehouse is an error: nothing is published.
-func completeRuns(ctx context.Context, cfg *config.Config, env pipeline.Env) (map[string]string, error) {
+// ran lists every month a run learned, complete or not.
+func completeRuns(ctx context.Context, cfg *config.Config, env pipeline.Env) (complete map[string]string, ran []string, err error) {
 	wh, err := openWarehouse(ctx, cfg, env, true)
 	if err != nil {
-		return nil, fmt.Errorf("cannot read the runs, so cannot tell which months are complete; nothing was published (if a run holds the warehouse, it publishes its month itself; else retry after it): %w", err)
+		return nil, nil, fmt.Errorf("cannot read the runs, so cannot tell which months are complete; nothing was published (if a run holds the warehouse, it publishes its month itself; else retry after it): %w", err)
 	}
 	defer func() { _ = wh.Close() }() // read-only
 	records, err := wh.Runs(ctx, 1_000_000)
 	if err != nil {
-		return nil, fmt.Errorf("cannot read the runs of %s; nothing was published: %w", cfg.Warehouse.DuckDB, err)
+		return nil, nil, fmt.Errorf("cannot read the runs of %s; nothing was published: %w", cfg.Warehouse.DuckDB, err)
 	}
-	return latestComplete(records), nil
+	// A run killed before its end recorded no month: the newest month of the raw answers is it.
+	latest, err := wh.LatestMonth(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("cannot read the months of %s; nothing was published: %w", cfg.Warehouse.DuckDB, err)
+	}
+	for _, r := range append(records, warehouse.RunRecord{SnapshotMonth: latest}) {
+		if r.SnapshotMonth != "" && !slices.Contains(ran, r.SnapshotMonth) {
+			ran = append(ran, r.SnapshotMonth)
+		}
+	}
+	return latestComplete(records), ran, nil
 }
 
 func latestComplete(records []warehouse.RunRecord) map[string]string {
@@ -143,15 +165,20 @@ func verifyBucket(ctx context.Context, cfg *config.Config, env pipeline.Env) err
 	if err != nil {
 		return err
 	}
-	checked, bad, err := p.Verify(ctx)
-	if err != nil {
-		return err
+	checked, bad := 0, 0
+	// The restore copies (months the Hive layout lacks) are checked like the months.
+	for _, b := range []*publish.Publisher{p, p.RestoreCopies()} {
+		n, mismatches, err := b.Verify(ctx)
+		if err != nil {
+			return err
+		}
+		for _, m := range mismatches {
+			fmt.Fprintf(env.Stdout, "differs: %s (listed in %s): %s\n", b.URL(m.Key), b.URL(m.Manifest), m.Problem)
+		}
+		checked, bad = checked+n, bad+len(mismatches)
 	}
-	for _, m := range bad {
-		fmt.Fprintf(env.Stdout, "differs: %s (listed in %s): %s\n", p.URL(m.Key), p.URL(m.Manifest), m.Problem)
-	}
-	if len(bad) > 0 {
-		return fmt.Errorf("%d of %d published objects differ from their manifests: run `sitewatch publish --all` where the warehouse is to upload them again (it checks every object's checksum)", len(bad), checked)
+	if bad > 0 {
+		return fmt.Errorf("%d of %d published objects differ from their manifests: run `sitewatch publish --all` where the warehouse is to upload them again (it checks every object's checksum)", bad, checked)
 	}
 	fmt.Fprintf(env.Stdout, "verified %s: all %d objects match their manifests\n", cfg.Publish.URL, checked)
 	return nil

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"strings"
 
 	"sitewatch/pipeline"
 	"sitewatch/pipeline/config"
@@ -50,13 +51,18 @@ func restoreWarehouse(ctx context.Context, cfg *config.Config, env pipeline.Env,
 		return err
 	}
 	fmt.Fprintf(env.Stdout, "restoring %s from %s …\n", cfg.Warehouse.DuckDB, cfg.Publish.URL)
-	res, err := restore.Run(ctx, src, restore.Options{DuckDB: cfg.Warehouse.DuckDB, Parquet: cfg.Warehouse.Parquet, Force: force, Logger: env.Logger})
+	res, err := restore.Run(ctx, src, restore.Options{DuckDB: cfg.Warehouse.DuckDB, Parquet: cfg.Warehouse.Parquet, Copies: src.RestoreCopies(),
+		Force: force, Logger: env.Logger})
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(env.Stdout, "restored %s and %s from %s: %d %s (%s … %s), %d objects verified, %d downloaded (%.1f MB), %s; 0 credits\n",
 		cfg.Warehouse.DuckDB, cfg.Warehouse.Parquet, cfg.Publish.URL, len(res.Months), monthsWord(len(res.Months)),
 		res.Months[0], res.Months[len(res.Months)-1], res.Objects, res.Downloaded, float64(res.Bytes)/1e6, res.Duration.Round(1e6))
+	if len(res.FromCopies) > 0 {
+		fmt.Fprintf(env.Stdout, "from restore copies (raw answers and ledger; tables rebuilt from them): %s; `sitewatch run` pays only for what they lack\n",
+			strings.Join(res.FromCopies, ", "))
+	}
 	if res.MovedAside != "" {
 		fmt.Fprintf(env.Stdout, "the previous warehouse is kept as %s\n", res.MovedAside)
 	}
@@ -65,17 +71,52 @@ func restoreWarehouse(ctx context.Context, cfg *config.Config, env pipeline.Env,
 
 // restoreIfMissing restores the warehouse first when its file is absent (runners without a
 // disk of their own: `run --restore-if-missing`, `schedule --restore-if-missing`). A bucket
-// with nothing published yet is a first run, not a failure.
+// with nothing published yet is a first run, not a failure. It restores under the bucket
+// lease: a runner still writing the bucket would leave this one a copy older than what it
+// paid for, and a warehouse file that keeps a later run from restoring again; so while
+// another holds the lease it fails naming it, having restored (and spent) nothing.
 func restoreIfMissing(ctx context.Context, cfg *config.Config, env pipeline.Env) error {
 	if _, err := os.Stat(cfg.Warehouse.DuckDB); !errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
-	err := restoreWarehouse(ctx, cfg, env, false)
+	l, err := bucketLease(ctx, cfg, env, "restore")
+	if err != nil {
+		return err
+	}
+	if l != nil {
+		held, release, err := l.Take(ctx)
+		if err != nil {
+			return err
+		}
+		defer release() // the run takes it again before its first credit
+		ctx = held
+	}
+	err = restoreWarehouse(ctx, cfg, env, false)
 	if errors.Is(err, restore.ErrNothingPublished) {
-		fmt.Fprintf(env.Stdout, "nothing published at %s yet: starting a new warehouse\n", cfg.Publish.URL)
-		return nil
+		return firstRun(ctx, cfg, env)
 	}
 	return err
+}
+
+// firstRun accepts a bucket without a manifest as a first run only when its prefix is empty:
+// one that holds other objects (Iceberg tables published before restore copies existed) holds
+// months a new warehouse would pay for again.
+func firstRun(ctx context.Context, cfg *config.Config, env pipeline.Env) error {
+	p, err := publish.New(ctx, cfg.Publish, publish.Options{Logger: env.Logger})
+	if err != nil {
+		return err
+	}
+	held, err := p.HoldsOtherThanLeases(ctx)
+	if err != nil {
+		return err
+	}
+	if held {
+		return fmt.Errorf("%s holds objects but nothing `sitewatch restore` reads (no manifest under _manifests/ or %s/_manifests/: Iceberg tables published by an older sitewatch?); "+
+			"a new warehouse here would pay again for the months it holds, so nothing was started: run `sitewatch publish --all` on the machine that holds the warehouse "+
+			"(it writes the restore copies), or set publish.url to an empty prefix to start anew", cfg.Publish.URL, publish.RestoreCopyDir)
+	}
+	fmt.Fprintf(env.Stdout, "nothing published at %s yet: starting a new warehouse\n", cfg.Publish.URL)
+	return nil
 }
 
 // monthsWord is "month" or "months" for n.

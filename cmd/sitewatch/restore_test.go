@@ -354,7 +354,7 @@ func killAt(t *testing.T, h *harness, held <-chan struct{}, cmd string) {
 }
 
 // TestPublishNeverIncomplete: a month without a complete run is never published (--all skips
-// it, --snapshot refuses it), and without the runs (a writer holds the warehouse) nothing is
+// its tables, saving only its restore copy apart; --snapshot refuses it), and without the runs (a writer holds the warehouse) nothing is
 // published: exit 1 saying why.
 func TestPublishNeverIncomplete(t *testing.T) {
 	gw := bucketGateway(t)
@@ -369,6 +369,9 @@ func TestPublishNeverIncomplete(t *testing.T) {
 	withPublish(t, h, gw.Endpoint, "")
 	if code := h.run("publish", "--all"); code != ExitOK || !strings.Contains(h.stdout.String(), "skipped "+testMonth) {
 		t.Errorf("publish --all: exit %d, want %d skipping %s\n%s%s", code, ExitOK, testMonth, h.stdout, h.stderr)
+	}
+	if !strings.Contains(h.stdout.String(), "saved the restore copy of "+testMonth) {
+		t.Errorf("publish --all did not save the incomplete month's restore copy:\n%s", h.stdout)
 	}
 	if code := h.run("publish", "--snapshot", testMonth); code != ExitFailed || !strings.Contains(h.stderr.String(), "no complete run") {
 		t.Errorf("publish --snapshot of an incomplete month: exit %d, want %d\n%s", code, ExitFailed, h.stderr)
@@ -389,7 +392,7 @@ func TestPublishNeverIncomplete(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, o := range out.Contents {
-		if strings.Contains(aws.ToString(o.Key), "_manifests/snapshot_month=") {
+		if strings.HasPrefix(aws.ToString(o.Key), "team/_manifests/snapshot_month=") {
 			t.Errorf("an incomplete month was published: %s", aws.ToString(o.Key))
 		}
 	}

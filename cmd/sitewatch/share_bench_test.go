@@ -25,7 +25,8 @@ import (
 // (SITEWATCH_SHARE_DOMAINS another size): one run against atlastest, then a publish of the
 // month to a local versitygw without and with the archive tables (raw answers, ledger), and a
 // restore of the bucket into a fresh directory. It prints the bytes and seconds the archive
-// adds and the ratio of the two publishes, measured in the same run (docs/sharing.md).
+// adds and the ratio of the two publishes, measured in the same run, then what saving the
+// month's restore copy and restoring from it (tables rebuilt) take (docs/sharing.md).
 //
 //	go test -run '^$' -bench BenchmarkShare -benchtime 1x -timeout 20m ./cmd/sitewatch/
 func BenchmarkShare(b *testing.B) {
@@ -54,7 +55,31 @@ func BenchmarkShare(b *testing.B) {
 			fmt.Printf("  %s: %.1f MB\n", t, mb(dirSize(b, filepath.Join(cfg.Warehouse.Parquet, t))))
 		}
 		shareRestore(b, gw, n)
+		shareCopy(b, gw, cfg.Warehouse.Parquet, n)
 	}
+}
+
+// shareCopy saves the month's restore copy (what a run that stops mid-month, or an
+// Iceberg-only publish, leaves) to its own prefix and restores from it into a fresh directory:
+// the tables are rebuilt from the raw answers.
+func shareCopy(b *testing.B, gw *s3test.Server, root string, n int) {
+	b.Helper()
+	p, err := publish.New(context.Background(), config.PublishConfig{URL: "s3://team-bucket/copy", Endpoint: gw.Endpoint, Region: "us-east-1", PathStyle: true}, publish.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	saved, err := p.SaveRestoreCopy(context.Background(), root, testMonth, "bench", false)
+	if err != nil {
+		b.Fatal(err)
+	}
+	dir := b.TempDir()
+	start := time.Now()
+	res, err := restore.Run(context.Background(), p, restore.Options{DuckDB: filepath.Join(dir, "w.duckdb"), Parquet: filepath.Join(dir, "parquet"), Copies: p.RestoreCopies()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	fmt.Printf("restore copy of %d domains: %d objects, %.1f MB saved in %.2f s; restored from it (tables rebuilt from the raw answers) in %.2f s (%d months from copies)\n",
+		n, saved.Files, mb(saved.UploadedBytes), saved.Duration.Seconds(), time.Since(start).Seconds(), len(res.FromCopies))
 }
 
 func mb(n int64) float64 { return float64(n) / 1e6 }

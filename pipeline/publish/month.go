@@ -19,7 +19,8 @@ import (
 // longer has, uploads every file whose SHA-256 differs from the published one (in parallel,
 // multipart when large), and writes the month's manifest last, recording runID ("" keeps the
 // published manifest's run ID). The tables without partitions (countries) go first, under the
-// shared manifest. An unchanged month uploads nothing and rewrites nothing.
+// shared manifest. An unchanged month uploads nothing and rewrites nothing. A restore copy of
+// month (RestoreCopyDir) is removed once the month's manifest is written.
 // Errors wrap ErrNoMonth, or are *Error with Kind ErrCredentials, ErrNoBucket or
 // ErrUnreachable.
 func (p *Publisher) Month(ctx context.Context, parquetRoot, month, runID string) (Result, error) {
@@ -42,6 +43,11 @@ func (p *Publisher) Month(ctx context.Context, parquetRoot, month, runID string)
 	}
 	monthSet := set{rel: manifestRel(month), month: month, runID: runID, files: files, keep: keep}
 	if err := p.publishSet(ctx, monthSet, &res); err != nil {
+		return res, err
+	}
+	// The complete month now stands in the bucket and restore prefers it: the restore copy an
+	// incomplete run saved is no longer needed.
+	if err := p.DropRestoreCopy(ctx, month); err != nil {
 		return res, err
 	}
 	res.Duration = time.Since(start)
@@ -319,7 +325,9 @@ func publishedAsIs(files []localFile, m *Manifest) bool {
 	return true
 }
 
-// AfterRun publishes month after a run that loaded it, when cfg.URL is set. It returns a nil
+// AfterRun publishes month after a run that loaded it, when cfg.URL is set: the Hive layout,
+// or without it (publish.format iceberg) the month's restore copy, then the after-run hooks
+// (Iceberg). It returns a nil
 // Result and error when publishing is not configured, and a *FailedError for any failure: the
 // run's local load stands, and the caller reports the publish failure apart (exit 1).
 func AfterRun(ctx context.Context, cfg config.PublishConfig, parquetRoot, month, runID string, opts Options) (*Result, error) {
@@ -332,9 +340,12 @@ func AfterRun(ctx context.Context, cfg config.PublishConfig, parquetRoot, month,
 	}
 	res := Result{Month: month}
 	if cfg.WritesHive() {
-		if res, err = p.Month(ctx, parquetRoot, month, runID); err != nil {
-			return &res, &FailedError{Month: month, Err: err}
-		}
+		res, err = p.Month(ctx, parquetRoot, month, runID)
+	} else { // the restore copy is format-independent: restore reads no catalog
+		res, err = p.SaveRestoreCopy(ctx, parquetRoot, month, runID, false)
+	}
+	if err != nil {
+		return &res, &FailedError{Month: month, Err: err}
 	}
 	if err := runAfterRunHooks(ctx, cfg, parquetRoot, month, opts.Logger); err != nil {
 		return &res, &FailedError{Month: month, Err: err}

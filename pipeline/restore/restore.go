@@ -49,6 +49,11 @@ var ErrNothingPublished = errors.New("nothing published there")
 type Options struct {
 	DuckDB  string // the warehouse file to create
 	Parquet string // the local Parquet tree to fill
+	// Copies holds the restore copies of the months the Hive layout lacks (a month no run
+	// completed yet, or every month of an Iceberg-only bucket): nil when there are none.
+	// Their raw answers, ledger and run-health rows are restored and their derived tables
+	// rebuilt from the raw answers, so the next run pays only for what is missing.
+	Copies Source
 	// Force replaces an existing warehouse, keeping the old file aside (MovedAside).
 	Force  bool
 	Logger *slog.Logger
@@ -58,9 +63,10 @@ type Options struct {
 // Result is what a restore did.
 type Result struct {
 	Months     []string
-	Objects    int   // objects listed by the manifests
-	Downloaded int   // objects fetched (the others were already on disk, verified)
-	Bytes      int64 // bytes fetched
+	FromCopies []string // the months restored from restore copies (their tables rebuilt)
+	Objects    int      // objects listed by the manifests
+	Downloaded int      // objects fetched (the others were already on disk, verified)
+	Bytes      int64    // bytes fetched
 	MovedAside string
 	Duration   time.Duration
 }
@@ -83,7 +89,11 @@ func Run(ctx context.Context, src Source, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := checkManifests(src, ms); err != nil {
+	cs, err := copiesToRestore(ctx, opts.Copies, ms)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkManifests(src, slices.Concat(ms, cs)); err != nil {
 		return nil, err
 	}
 	res := &Result{}
@@ -91,11 +101,44 @@ func Run(ctx context.Context, src Source, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	if len(cs) > 0 {
+		more, err := fetchAll(ctx, opts.Copies, cs, opts, res)
+		if err != nil {
+			return nil, err
+		}
+		for table, ps := range more {
+			files[table] = append(files[table], ps...)
+		}
+		for _, m := range cs {
+			res.FromCopies = append(res.FromCopies, m.SnapshotMonth)
+		}
+		slices.Sort(res.Months)
+	}
 	if err := build(ctx, files, opts, res); err != nil {
 		return nil, err
 	}
 	res.Duration = time.Since(start)
 	return res, nil
+}
+
+// copiesToRestore returns the restore copies of copies whose month ms (the Hive layout's
+// manifests) does not hold: a complete month always wins over a copy.
+func copiesToRestore(ctx context.Context, copies Source, ms []*publish.Manifest) ([]*publish.Manifest, error) {
+	if copies == nil {
+		return nil, nil
+	}
+	all, err := copies.Manifests(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []*publish.Manifest
+	for _, c := range all {
+		held := slices.ContainsFunc(ms, func(m *publish.Manifest) bool { return m.SnapshotMonth == c.SnapshotMonth })
+		if c.SnapshotMonth != "" && !held {
+			out = append(out, c)
+		}
+	}
+	return out, nil
 }
 
 // checkManifests refuses an empty bucket and a schema this build does not know.
@@ -200,7 +243,11 @@ func build(ctx context.Context, files map[string][]string, opts Options, res *Re
 		slices.Sort(ps)
 	}
 	start := time.Now()
-	if err := warehouse.BuildFromParquet(ctx, tmp, files); err != nil {
+	err := warehouse.BuildFromParquet(ctx, tmp, files)
+	if err == nil {
+		err = rebuildCopies(ctx, tmp, opts, res.FromCopies)
+	}
+	if err != nil {
 		_ = os.Remove(tmp) // best effort: the next restore removes leftovers too
 		_ = os.Remove(tmp + ".wal")
 		return fmt.Errorf("restore: %w", err)
@@ -213,6 +260,25 @@ func build(ctx context.Context, files map[string][]string, opts Options, res *Re
 		return fmt.Errorf("restore: put the warehouse in place: %w", err)
 	}
 	return syncDir(dir)
+}
+
+// rebuildCopies derives the tables of the months restored from restore copies from their raw
+// answers (0 credits), in the file being built, and exports their Parquet to opts.Parquet.
+func rebuildCopies(ctx context.Context, path string, opts Options, months []string) error {
+	if len(months) == 0 {
+		return nil
+	}
+	wh, err := warehouse.Open(ctx, warehouse.Options{DuckDBPath: path, ParquetDir: opts.Parquet, Logger: opts.Logger})
+	if err != nil {
+		return err
+	}
+	for _, m := range months {
+		if _, err := wh.RebuildRestored(ctx, m); err != nil {
+			_ = wh.Close() // the file is removed by the caller
+			return fmt.Errorf("rebuild the tables of %s from its raw answers: %w", m, err)
+		}
+	}
+	return wh.Close()
 }
 
 func leftoverPrefix(base string) string { return "." + base + ".restore-" }

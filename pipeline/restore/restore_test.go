@@ -64,3 +64,35 @@ func TestRefusals(t *testing.T) {
 		t.Error("a refused restore left a warehouse file")
 	}
 }
+
+// TestCompleteMonthWinsOverItsCopy: a publish killed between writing a month's manifest and
+// deleting its restore copy leaves both; restore takes the complete month and never reads the
+// copy, while a month held only as a copy is read (and a damaged copy object named).
+func TestCompleteMonthWinsOverItsCopy(t *testing.T) {
+	p, srv := source(t)
+	ctx := context.Background()
+	put := func(key, body string) {
+		t.Helper()
+		if _, err := srv.Client().PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("restore-src"), Key: aws.String(key), Body: strings.NewReader(body)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	missing := `"files":[{"key":"raw_responses/snapshot_month=%s/data_0.parquet","table":"raw_responses","size":5,"sha256":"00"}]}`
+	put("p/_manifests/snapshot_month=2026-10.json", `{"format":1,"snapshot_month":"2026-10","files":[]}`)
+	put("p/_restore/_manifests/snapshot_month=2026-10.json", `{"format":1,"snapshot_month":"2026-10",`+strings.ReplaceAll(missing, "%s", "2026-10"))
+	dir := t.TempDir()
+	opts := restore.Options{DuckDB: filepath.Join(dir, "w.duckdb"), Parquet: filepath.Join(dir, "parquet"), Copies: p.RestoreCopies()}
+	res, err := restore.Run(ctx, p, opts)
+	if err != nil {
+		t.Fatalf("restore read the copy of a month the bucket holds complete: %v", err)
+	}
+	if len(res.FromCopies) != 0 {
+		t.Errorf("restored from copies: %v, want none", res.FromCopies)
+	}
+	put("p/_restore/_manifests/snapshot_month=2026-11.json", `{"format":1,"snapshot_month":"2026-11",`+strings.ReplaceAll(missing, "%s", "2026-11"))
+	opts.Force = true
+	_, err = restore.Run(ctx, p, opts)
+	if !errors.Is(err, publish.ErrDamaged) || !strings.Contains(err.Error(), "_restore/raw_responses/snapshot_month=2026-11") {
+		t.Errorf("a copy's missing object: %v, want ErrDamaged naming it", err)
+	}
+}

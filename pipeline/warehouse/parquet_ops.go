@@ -55,6 +55,29 @@ func (w *Warehouse) ExportRunHealth(ctx context.Context, month string) error {
 	return nil
 }
 
+// ExportRestoreCopy writes month's partitions of the tables a restore copy holds: the raw
+// answers, the ledger and the run-health tables, read in one transaction. `sitewatch publish`
+// calls it for a month no run completed, since a run killed before its export left the tree
+// behind the warehouse. Errors as ExportRunHealth.
+func (w *Warehouse) ExportRestoreCopy(ctx context.Context, month string) error {
+	if err := checkSnapshot(month); err != nil {
+		return fmt.Errorf("export the restore copy: %w", err)
+	}
+	if w.opts.ParquetDir == "" {
+		return fmt.Errorf("export the restore copy of %s: warehouse.parquet is empty: set the Parquet directory in the config", month)
+	}
+	err := w.inTx(ctx, func(ctx context.Context) error {
+		if err := w.exportRaw(ctx, month); err != nil {
+			return err
+		}
+		return w.exportRunHealth(ctx, month)
+	})
+	if err != nil {
+		return fmt.Errorf("export the restore copy of %s to %s: %w", month, w.opts.ParquetDir, err)
+	}
+	return nil
+}
+
 // exportRunHealth writes the run-health partitions of month inside the caller's transaction.
 func (w *Warehouse) exportRunHealth(ctx context.Context, month string) error {
 	// The ledger changes with every run, even an up-to-date one: it goes with the runs.

@@ -82,3 +82,45 @@ func loadTable(ctx context.Context, db *sql.DB, table string, paths []string) er
 	_, err := db.ExecContext(ctx, q)
 	return err
 }
+
+// RebuildRestored derives month's tables from its raw answers after a restore loaded only its
+// restore copy (raw answers, ledger, run health), keeping the quality_checks rows that copy
+// held: they record the checks as they ran, and a rebuild would stamp them anew. It exports
+// month's Parquet like Rebuild. A month without raw answers is left as it is (0, nil).
+func (w *Warehouse) RebuildRestored(ctx context.Context, month string) (int, error) {
+	var stored int
+	if err := w.db.QueryRowContext(ctx, `SELECT count(*) FROM raw_responses WHERE snapshot_month = ?`, month).Scan(&stored); err != nil || stored == 0 {
+		return 0, err
+	}
+	err := w.inTx(ctx, func(ctx context.Context) error {
+		_, err := w.load.ExecContext(ctx, `CREATE OR REPLACE TABLE `+keptChecksTable+` AS SELECT * FROM quality_checks WHERE snapshot_month = ?`, month)
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("keep the quality checks of %s: %w", month, err)
+	}
+	n, err := w.Rebuild(ctx, month)
+	if err != nil {
+		return n, err
+	}
+	err = w.inTx(ctx, func(ctx context.Context) error {
+		if _, err := w.load.ExecContext(ctx, `DELETE FROM quality_checks WHERE snapshot_month = ?`, month); err != nil {
+			return err
+		}
+		if _, err := w.load.ExecContext(ctx, `INSERT INTO quality_checks SELECT * FROM `+keptChecksTable); err != nil {
+			return err
+		}
+		_, err := w.load.ExecContext(ctx, `DROP TABLE `+keptChecksTable)
+		return err
+	})
+	if err != nil {
+		return n, fmt.Errorf("put back the quality checks of %s: %w", month, err)
+	}
+	if w.opts.ParquetDir == "" {
+		return n, nil
+	}
+	return n, w.ExportRunHealth(ctx, month)
+}
+
+// keptChecksTable holds a restored month's quality_checks while its tables are rebuilt.
+const keptChecksTable = "restore_kept_quality_checks"

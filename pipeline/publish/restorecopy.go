@@ -1,0 +1,153 @@
+package publish
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"sitewatch/pipeline/config"
+	"sitewatch/pipeline/warehouse"
+)
+
+// RestoreCopyDir is the folder under the prefix that holds the restore copy of the months the
+// Hive layout does not hold: a month no run completed yet (a runner stopped for credits, or was
+// killed), and every month when publish.format is iceberg alone. It holds what `sitewatch
+// restore` needs to resume such a month without paying again (the raw answers, the ledger and
+// the run-health tables) in the same layout, under a manifest of its own:
+//
+//	_restore/<table>/snapshot_month=M/data_0.parquet
+//	_restore/_manifests/snapshot_month=M.json
+//
+// No reader of the published tables sees it: it is no table's directory, and engines skip
+// "_"-prefixed paths.
+const RestoreCopyDir = "_restore"
+
+// restoreCopyTables are the tables a restore copy holds: the derived tables are rebuilt from
+// the raw answers by the restore (0 credits).
+var restoreCopyTables = slices.Concat(warehouse.ArchiveTables, warehouse.RunHealthTables)
+
+// RestoreCopies returns a Publisher rooted at the restore copies (RestoreCopyDir under the
+// prefix): its Manifests, Download and Verify read them. Never take a lease through it.
+func (p *Publisher) RestoreCopies() *Publisher {
+	c := *p
+	c.loc.Prefix = path.Join(p.loc.Prefix, RestoreCopyDir)
+	return &c
+}
+
+// SaveRestoreCopy uploads the restore copy of month from the Parquet tree at parquetRoot: its
+// raw answers, ledger and run-health partitions, then their manifest, recording runID. Only
+// what differs from the published copy is uploaded. When the Hive layout already holds month
+// (complete), and hiveToo says it is written, nothing is saved: the complete month is what a
+// restore takes. Errors are those of Month.
+func (p *Publisher) SaveRestoreCopy(ctx context.Context, parquetRoot, month, runID string, hiveToo bool) (Result, error) {
+	start := time.Now()
+	c := p.RestoreCopies()
+	res := Result{Month: month, ManifestURL: c.loc.URL(manifestRel(month))}
+	if !monthRE.MatchString(month) {
+		return res, fmt.Errorf("save the restore copy: month %q is not YYYY-MM", month)
+	}
+	if hiveToo {
+		if m, err := p.readManifest(ctx, month); err != nil || m != nil {
+			if m != nil {
+				p.log.Info("the bucket holds the complete month: no restore copy saved", "month", month, "manifest", p.loc.URL(manifestRel(month)))
+			}
+			return res, err
+		}
+	}
+	t, err := scanTree(parquetRoot)
+	if err != nil {
+		return res, err
+	}
+	all, err := t.monthFiles(month)
+	if err != nil {
+		return res, err
+	}
+	var files []localFile
+	for _, f := range all {
+		if slices.Contains(restoreCopyTables, f.Table) {
+			if err := f.describe(); err != nil {
+				return res, err
+			}
+			files = append(files, f)
+		}
+	}
+	keep := map[string]bool{}
+	for _, f := range files {
+		keep[f.Rel] = true
+	}
+	if err := c.publishSet(ctx, set{rel: manifestRel(month), month: month, runID: runID, files: files, keep: keep}, &res); err != nil {
+		return res, err
+	}
+	res.Duration = time.Since(start)
+	p.log.Info("saved the restore copy", "month", month, "manifest", res.ManifestURL, "files", res.Files, "uploaded", res.Uploaded,
+		"bytes", res.UploadedBytes, "took", res.Duration.Round(time.Millisecond))
+	return res, nil
+}
+
+// DropRestoreCopy deletes the restore copy of month, once the Hive layout holds the complete
+// month: its objects, then its manifest (a drop cut short leaves the manifest, and the next
+// publish of the month finishes it; a restore meanwhile takes the complete month, never the
+// copy). A month without a restore copy costs one GET.
+func (p *Publisher) DropRestoreCopy(ctx context.Context, month string) error {
+	c := p.RestoreCopies()
+	m, err := c.readManifest(ctx, month)
+	if err != nil || m == nil {
+		return err
+	}
+	for _, f := range m.Files {
+		if err := c.delete(ctx, f.Key); err != nil {
+			return err
+		}
+	}
+	if err := c.delete(ctx, manifestRel(month)); err != nil {
+		return err
+	}
+	p.log.Info("removed the restore copy of a month the bucket now holds complete", "month", month, "objects", len(m.Files))
+	return nil
+}
+
+// SaveAfterStop saves the restore copy of month after a run that stopped before completing
+// it, when cfg.URL is set (nil Result and error otherwise). Errors are those of New and
+// SaveRestoreCopy.
+func SaveAfterStop(ctx context.Context, cfg config.PublishConfig, parquetRoot, month, runID string, opts Options) (*Result, error) {
+	p, err := New(ctx, cfg, opts)
+	if errors.Is(err, ErrDisabled) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	res, err := p.SaveRestoreCopy(ctx, parquetRoot, month, runID, cfg.WritesHive())
+	return &res, err
+}
+
+// HoldsOtherThanLeases reports whether the prefix holds any object besides the bucket lease
+// (under _sitewatch/): a prefix without a manifest is a first run only when it is empty. A
+// bucket of Iceberg tables published before restore copies existed holds objects but nothing
+// restore reads; starting a new warehouse there would pay for its months again.
+func (p *Publisher) HoldsOtherThanLeases(ctx context.Context) (bool, error) {
+	var prefix *string
+	if p.loc.Prefix != "" {
+		prefix = aws.String(p.loc.Prefix + "/")
+	}
+	pages := s3.NewListObjectsV2Paginator(p.s3, &s3.ListObjectsV2Input{Bucket: &p.loc.Bucket, Prefix: prefix, MaxKeys: aws.Int32(10)})
+	for pages.HasMorePages() {
+		page, err := pages.NextPage(ctx)
+		if err != nil {
+			return false, p.fail("list", "", err)
+		}
+		for _, o := range page.Contents {
+			if !strings.HasPrefix(p.loc.relOf(aws.ToString(o.Key)), "_sitewatch/") {
+				return true, nil
+			}
+		}
+	}
+	return false, nil
+}
