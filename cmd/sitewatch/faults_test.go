@@ -11,7 +11,6 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -24,6 +23,7 @@ import (
 	"sitewatch/pipeline/atlas/atlastest"
 	"sitewatch/pipeline/config"
 	"sitewatch/pipeline/metrics"
+	"sitewatch/pipeline/publish/s3test"
 	"sitewatch/pipeline/warehouse"
 )
 
@@ -71,11 +71,7 @@ func newHangListener(t *testing.T) *hangListener {
 // from the environment (never the machine's own AWS setup).
 func withHungBucket(t *testing.T, h *harness, hang *hangListener) {
 	t.Helper()
-	for k, v := range map[string]string{"AWS_ACCESS_KEY_ID": "hang-access", "AWS_SECRET_ACCESS_KEY": "hang-secret-0c4d",
-		"AWS_CONFIG_FILE": filepath.Join(t.TempDir(), "none"), "AWS_SHARED_CREDENTIALS_FILE": filepath.Join(t.TempDir(), "none"),
-		"AWS_PROFILE": "", "AWS_EC2_METADATA_DISABLED": "true"} {
-		t.Setenv(k, v)
-	}
+	s3test.SetCredentials(t, "hang-access", "hang-secret-0c4d")
 	h.setConfig("domains:\n", "publish:\n  url: s3://hung-bucket/sw\n  endpoint: http://"+hang.addr+
 		"\n  region: us-east-1\n  path_style: true\ndomains:\n")
 }
@@ -335,28 +331,9 @@ func TestRunWaitsForAPublishHoldingTheWarehouse(t *testing.T) {
 	if code := h.run("run", "--snapshot", testMonth); code != ExitOK {
 		t.Fatalf("first run: exit %d\n%s", code, h.stdout)
 	}
-	holderBin := filepath.Join(t.TempDir(), "sitewatch-publish")
-	copyFile(t, os.Args[0], holderBin)
-	holder := exec.Command(holderBin, "-test.run=^TestHelperHoldDuckDB$")
-	holder.Env = append(os.Environ(), "SITEWATCH_HOLD_DUCKDB="+filepath.Join(h.dir, "data/w.duckdb"))
-	stdin, err := holder.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	holderOut := &syncBuffer{}
-	holder.Stdout, holder.Stderr = holderOut, holderOut
-	if err := holder.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = stdin.Close(); _ = holder.Wait() }()
-	waitFor(t, 30*time.Second, func() bool {
-		return strings.Contains(holderOut.String(), "holding") || strings.Contains(holderOut.String(), "fail")
-	})
-	if !strings.Contains(holderOut.String(), "holding") {
-		t.Fatalf("the helper could not hold the file:\n%s", holderOut)
-	}
+	_, release := holdDuckDB(t, h, "sitewatch-publish")
 	const hold = 2 * time.Second
-	time.AfterFunc(hold, func() { _ = stdin.Close() }) // the publish ends
+	time.AfterFunc(hold, func() { release() }) // the publish ends
 	start := time.Now()
 	if code := h.run("run", "--snapshot", testMonth, "--refresh"); code != ExitOK {
 		t.Fatalf("run while a publish held the warehouse: exit %d, want 0\n%s\n%s", code, h.stdout, tail(h.stderr.String(), 1500))

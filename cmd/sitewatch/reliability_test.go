@@ -955,6 +955,36 @@ func TestHelperHoldDuckDB(t *testing.T) {
 	os.Exit(0)
 }
 
+// holdDuckDB starts a copy of this test binary, named name, as TestHelperHoldDuckDB on h's
+// DuckDB file and returns once it holds the file: its PID, and release, which closes its stdin
+// and waits for it to exit (run at the test's end too; a second call does nothing).
+func holdDuckDB(t *testing.T, h *harness, name string) (pid int, release func()) {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), name)
+	copyFile(t, os.Args[0], bin)
+	holder := exec.Command(bin, "-test.run=^TestHelperHoldDuckDB$")
+	holder.Env = append(os.Environ(), "SITEWATCH_HOLD_DUCKDB="+filepath.Join(h.dir, "data/w.duckdb"))
+	stdin, err := holder.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := &syncBuffer{}
+	holder.Stdout, holder.Stderr = out, out
+	if err := holder.Start(); err != nil {
+		t.Fatalf("start the holder %s: %v", bin, err)
+	}
+	var once sync.Once
+	release = func() { once.Do(func() { _ = stdin.Close(); _ = holder.Wait() }) }
+	t.Cleanup(release)
+	waitFor(t, 30*time.Second, func() bool {
+		return strings.Contains(out.String(), "holding") || strings.Contains(out.String(), "fail")
+	})
+	if !strings.Contains(out.String(), "holding") {
+		t.Fatalf("the helper could not hold the file:\n%s", out)
+	}
+	return holder.Process.Pid, release
+}
+
 // TestBIToolHoldingTheFile: while another process (a BI tool) holds the DuckDB file open,
 // `sitewatch run` fails fast with exit 1, names the holder as a tool holding the file and says
 // what to do (close it; point BI tools at Parquet), having called nothing and lost nothing.
@@ -967,26 +997,7 @@ func TestBIToolHoldingTheFile(t *testing.T) {
 	want := dumpTablesClosed(t, h)
 	// The holder runs as a program named like a BI tool: this test binary is sitewatch.test,
 	// which the lock message rightly takes for a sitewatch process.
-	tool := filepath.Join(t.TempDir(), "bi-tool")
-	copyFile(t, os.Args[0], tool)
-	holder := exec.Command(tool, "-test.run=^TestHelperHoldDuckDB$")
-	holder.Env = append(os.Environ(), "SITEWATCH_HOLD_DUCKDB="+filepath.Join(h.dir, "data/w.duckdb"))
-	stdin, err := holder.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	holderOut := &syncBuffer{}
-	holder.Stdout, holder.Stderr = holderOut, holderOut
-	if err := holder.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { stdin.Close(); _ = holder.Wait() }()
-	waitFor(t, 30*time.Second, func() bool {
-		return strings.Contains(holderOut.String(), "holding") || strings.Contains(holderOut.String(), "fail")
-	})
-	if !strings.Contains(holderOut.String(), "holding") {
-		t.Fatalf("the helper could not hold the file:\n%s", holderOut)
-	}
+	pid, release := holdDuckDB(t, h, "bi-tool")
 
 	cmd, out := h.command("run", "--snapshot", testMonth, "--refresh")
 	before := h.srv.Stats().Requests
@@ -1001,7 +1012,7 @@ func TestBIToolHoldingTheFile(t *testing.T) {
 	}
 	msg := out.String()
 	t.Logf("refused in %v:\n%s", elapsed.Round(time.Millisecond), msg)
-	for _, want := range []string{"locked by another process", fmt.Sprintf("PID %d", holder.Process.Pid), "BI tool", "Parquet"} {
+	for _, want := range []string{"locked by another process", fmt.Sprintf("PID %d", pid), "BI tool", "Parquet"} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("message lacks %q:\n%s", want, msg)
 		}
@@ -1015,8 +1026,7 @@ func TestBIToolHoldingTheFile(t *testing.T) {
 	if got := h.srv.Stats().Requests - before; got != 0 {
 		t.Errorf("%d API requests made while the warehouse was held", got)
 	}
-	stdin.Close()
-	_ = holder.Wait()
+	release()
 	if got := dumpTablesClosed(t, h); got != want {
 		t.Errorf("tables changed after the refused run")
 	}
