@@ -44,7 +44,12 @@ func TestRankFollowsVisits(t *testing.T) {
 			points = append(points, point{d, *h[11].Visits, *o.Rankings.Global.Rank})
 		}
 	}
-	sort.Slice(points, func(i, j int) bool { return points[i].visits > points[j].visits })
+	sort.Slice(points, func(i, j int) bool { // most visits first; equal visits: any order of ranks
+		if points[i].visits != points[j].visits {
+			return points[i].visits > points[j].visits
+		}
+		return points[i].rank < points[j].rank
+	})
 	for i := 1; i < len(points); i++ {
 		if a, b := points[i-1], points[i]; a.rank > b.rank {
 			t.Fatalf("%s has %d visits and rank %d, but %s with fewer visits (%d) ranks better (%d)", a.domain, a.visits, a.rank, b.domain, b.visits, b.rank)
