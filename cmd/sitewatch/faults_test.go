@@ -141,17 +141,25 @@ func TestHungBucketLeaseEndsOnSignal(t *testing.T) {
 	withHungBucket(t, h, hang)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	signalled := make(chan time.Time, 1)
 	go func() {
 		<-hang.accepted // the lease request is waiting on the bucket
 		time.Sleep(200 * time.Millisecond)
+		signalled <- time.Now()
 		cancel() // SIGTERM
 	}()
-	start := time.Now()
 	if code := h.runCtx(ctx, 30*time.Second, "run", "--snapshot", testMonth); code != ExitFailed {
 		t.Fatalf("exit %d after SIGTERM while waiting for the lease, want %d\n%s%s", code, ExitFailed, h.stdout, h.stderr)
 	}
-	if took := time.Since(start); took > 10*time.Second {
-		t.Errorf("the run took %s to end after SIGTERM, want well under the bucket's deadlines", took.Round(time.Millisecond))
+	// Timed from the signal, not the start: opening the warehouse on a loaded machine is no
+	// part of the bound, which only has to stay well under the bucket's 30 s deadlines.
+	select {
+	case at := <-signalled:
+		if took := time.Since(at); took > 10*time.Second {
+			t.Errorf("the run took %s to end after SIGTERM, want well under the bucket's deadlines", took.Round(time.Millisecond))
+		}
+	default:
+		t.Errorf("the run ended before the signal:\n%s%s", h.stdout, h.stderr)
 	}
 	if n := h.srv.Stats().Charged; n != 0 {
 		t.Errorf("%d credits charged, want 0: the lease comes before the first credit", n)
