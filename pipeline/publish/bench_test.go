@@ -10,11 +10,11 @@ import (
 	"testing"
 	"time"
 
-	"sitewatch/pipeline/publish/publishtest"
-
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/s3/transfermanager"
 	tmtypes "github.com/aws/aws-sdk-go-v2/feature/s3/transfermanager/types"
+
+	"sitewatch/pipeline/publish/publishtest"
 )
 
 // BenchmarkPublish publishes a month of SITEWATCH_BENCH_DOMAINS (default 10,000) domains to a

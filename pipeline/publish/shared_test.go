@@ -7,9 +7,9 @@ import (
 	"path/filepath"
 	"testing"
 
-	"sitewatch/pipeline/publish/publishtest"
-
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"sitewatch/pipeline/publish/publishtest"
 )
 
 // TestSharedTablesOwnManifest: when countries changes and only the newest month is published,

@@ -11,11 +11,11 @@ import (
 	"testing"
 	"time"
 
-	"sitewatch/pipeline/publish/publishtest"
-
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	iceio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
+
+	"sitewatch/pipeline/publish/publishtest"
 )
 
 // BenchmarkDataPaths replaces one 10,000-domain month (SITEWATCH_BENCH_DOMAINS) of every

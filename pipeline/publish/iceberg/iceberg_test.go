@@ -10,10 +10,10 @@ import (
 	"strings"
 	"testing"
 
-	"sitewatch/pipeline/publish/publishtest"
-
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go/table"
+
+	"sitewatch/pipeline/publish/publishtest"
 )
 
 // TestPublishMonths publishes two months into the SQL catalog on PostgreSQL and the S3
