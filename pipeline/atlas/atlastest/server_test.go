@@ -711,8 +711,13 @@ func TestLatencyAndClose(t *testing.T) {
 		resp.Body.Close()
 		done <- reply{resp.StatusCode, resp.Header, b}
 	}()
-	time.Sleep(50 * time.Millisecond)
-	s.Close() // waits for the in-flight request
+	// Wait for the request to arrive (not a fixed sleep: on a loaded machine it may take longer).
+	for deadline := time.Now().Add(10 * time.Second); s.InFlight() == 0 && s.Stats().Requests == 0; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the request did not reach the server within 10 s")
+		}
+	}
+	s.Close() // waits for the in-flight request (in its 200-300 ms latency)
 	select {
 	case r := <-done:
 		if r.status != 200 {
