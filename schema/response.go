@@ -1,6 +1,6 @@
-// Package schema holds the v2 response types of the Site Intelligence API, their decoding
-// (with legacy-v1 detection), and the Arrow schemas and flatteners that turn them into the
-// warehouse tables.
+// Package schema holds the v2 response types of the Site Intelligence API and their decoding
+// (with legacy-v1 detection). The Arrow schemas and flatteners that turn them into the
+// warehouse tables are package schema/flatten's: schema imports no Arrow (.golangci.yml).
 //
 // Pointer fields are the ones the specification allows to be missing or null: a nil pointer
 // becomes NULL in the warehouse, never 0. Unknown fields are tolerated.

@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"sitewatch/pipeline/atlas/atlastest"
+	"sitewatch/pipeline/buildinfo"
 )
 
 func main() {
@@ -125,7 +126,7 @@ func parseFlags(args []string, stdout io.Writer, now time.Time) (string, atlaste
 		return "", opts, err
 	}
 	if *version {
-		_, err := fmt.Fprintf(stdout, "atlas-sim %s\n", buildVersion())
+		_, err := fmt.Fprintf(stdout, "atlas-sim %s\n", buildinfo.Version())
 		if err != nil {
 			return "", opts, fmt.Errorf("print the version: %w", err)
 		}

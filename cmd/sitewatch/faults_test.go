@@ -11,7 +11,6 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -24,6 +23,7 @@ import (
 	"sitewatch/pipeline/atlas/atlastest"
 	"sitewatch/pipeline/config"
 	"sitewatch/pipeline/metrics"
+	"sitewatch/pipeline/publish/s3test"
 	"sitewatch/pipeline/warehouse"
 )
 
@@ -71,11 +71,7 @@ func newHangListener(t *testing.T) *hangListener {
 // from the environment (never the machine's own AWS setup).
 func withHungBucket(t *testing.T, h *harness, hang *hangListener) {
 	t.Helper()
-	for k, v := range map[string]string{"AWS_ACCESS_KEY_ID": "hang-access", "AWS_SECRET_ACCESS_KEY": "hang-secret-0c4d",
-		"AWS_CONFIG_FILE": filepath.Join(t.TempDir(), "none"), "AWS_SHARED_CREDENTIALS_FILE": filepath.Join(t.TempDir(), "none"),
-		"AWS_PROFILE": "", "AWS_EC2_METADATA_DISABLED": "true"} {
-		t.Setenv(k, v)
-	}
+	s3test.SetCredentials(t, "hang-access", "hang-secret-0c4d")
 	h.setConfig("domains:\n", "publish:\n  url: s3://hung-bucket/sw\n  endpoint: http://"+hang.addr+
 		"\n  region: us-east-1\n  path_style: true\ndomains:\n")
 }
@@ -145,17 +141,25 @@ func TestHungBucketLeaseEndsOnSignal(t *testing.T) {
 	withHungBucket(t, h, hang)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	signalled := make(chan time.Time, 1)
 	go func() {
 		<-hang.accepted // the lease request is waiting on the bucket
 		time.Sleep(200 * time.Millisecond)
+		signalled <- time.Now()
 		cancel() // SIGTERM
 	}()
-	start := time.Now()
 	if code := h.runCtx(ctx, 30*time.Second, "run", "--snapshot", testMonth); code != ExitFailed {
 		t.Fatalf("exit %d after SIGTERM while waiting for the lease, want %d\n%s%s", code, ExitFailed, h.stdout, h.stderr)
 	}
-	if took := time.Since(start); took > 10*time.Second {
-		t.Errorf("the run took %s to end after SIGTERM, want well under the bucket's deadlines", took.Round(time.Millisecond))
+	// Timed from the signal, not the start: opening the warehouse on a loaded machine is no
+	// part of the bound, which only has to stay well under the bucket's 30 s deadlines.
+	select {
+	case at := <-signalled:
+		if took := time.Since(at); took > 10*time.Second {
+			t.Errorf("the run took %s to end after SIGTERM, want well under the bucket's deadlines", took.Round(time.Millisecond))
+		}
+	default:
+		t.Errorf("the run ended before the signal:\n%s%s", h.stdout, h.stderr)
 	}
 	if n := h.srv.Stats().Charged; n != 0 {
 		t.Errorf("%d credits charged, want 0: the lease comes before the first credit", n)
@@ -335,28 +339,9 @@ func TestRunWaitsForAPublishHoldingTheWarehouse(t *testing.T) {
 	if code := h.run("run", "--snapshot", testMonth); code != ExitOK {
 		t.Fatalf("first run: exit %d\n%s", code, h.stdout)
 	}
-	holderBin := filepath.Join(t.TempDir(), "sitewatch-publish")
-	copyFile(t, os.Args[0], holderBin)
-	holder := exec.Command(holderBin, "-test.run=^TestHelperHoldDuckDB$")
-	holder.Env = append(os.Environ(), "SITEWATCH_HOLD_DUCKDB="+filepath.Join(h.dir, "data/w.duckdb"))
-	stdin, err := holder.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	holderOut := &syncBuffer{}
-	holder.Stdout, holder.Stderr = holderOut, holderOut
-	if err := holder.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = stdin.Close(); _ = holder.Wait() }()
-	waitFor(t, 30*time.Second, func() bool {
-		return strings.Contains(holderOut.String(), "holding") || strings.Contains(holderOut.String(), "fail")
-	})
-	if !strings.Contains(holderOut.String(), "holding") {
-		t.Fatalf("the helper could not hold the file:\n%s", holderOut)
-	}
+	_, release := holdDuckDB(t, h, "sitewatch-publish")
 	const hold = 2 * time.Second
-	time.AfterFunc(hold, func() { _ = stdin.Close() }) // the publish ends
+	time.AfterFunc(hold, func() { release() }) // the publish ends
 	start := time.Now()
 	if code := h.run("run", "--snapshot", testMonth, "--refresh"); code != ExitOK {
 		t.Fatalf("run while a publish held the warehouse: exit %d, want 0\n%s\n%s", code, h.stdout, tail(h.stderr.String(), 1500))

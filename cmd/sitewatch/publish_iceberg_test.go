@@ -2,7 +2,6 @@ package main
 
 import (
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -22,12 +21,9 @@ func TestPublishIcebergCommand(t *testing.T) {
 	pg := pgtest.Start(t)
 	gw := s3test.Start(t)
 	gw.CreateBucket(t, "lake-cli")
-	for k, v := range map[string]string{"AWS_ACCESS_KEY_ID": gw.AccessKey, "AWS_SECRET_ACCESS_KEY": gw.SecretKey,
-		"AWS_CONFIG_FILE": filepath.Join(t.TempDir(), "none"), "AWS_SHARED_CREDENTIALS_FILE": filepath.Join(t.TempDir(), "none"),
-		"AWS_PROFILE": "", "AWS_EC2_METADATA_DISABLED": "true", "AWS_REGION": "us-east-1",
-		config.EnvCatalogPassword: pg.Password} { // the run's own publish reads the process environment
-		t.Setenv(k, v)
-	}
+	gw.SetEnv(t)
+	t.Setenv("AWS_REGION", "us-east-1")
+	t.Setenv(config.EnvCatalogPassword, pg.Password) // the run's own publish reads the process environment
 	h := newHarness(t, atlastest.Options{}, []string{"a.example", "b.example"}, "")
 	h.extraEnv = map[string]string{config.EnvCatalogPassword: pg.Password}
 	cfg, err := os.ReadFile(h.cfgPath)

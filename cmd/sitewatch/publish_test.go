@@ -3,7 +3,6 @@ package main
 import (
 	"database/sql"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -19,11 +18,7 @@ func TestPublishCommand(t *testing.T) {
 	}
 	gw := s3test.Start(t)
 	gw.CreateBucket(t, "warehouse-cli")
-	for k, v := range map[string]string{"AWS_ACCESS_KEY_ID": gw.AccessKey, "AWS_SECRET_ACCESS_KEY": gw.SecretKey,
-		"AWS_CONFIG_FILE": filepath.Join(t.TempDir(), "none"), "AWS_SHARED_CREDENTIALS_FILE": filepath.Join(t.TempDir(), "none"),
-		"AWS_PROFILE": "", "AWS_EC2_METADATA_DISABLED": "true"} {
-		t.Setenv(k, v)
-	}
+	gw.SetEnv(t)
 	h := newHarness(t, atlastest.Options{}, []string{"a.example", "b.example"}, "")
 	cfg, err := os.ReadFile(h.cfgPath)
 	if err != nil {

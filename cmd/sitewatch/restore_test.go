@@ -33,11 +33,7 @@ func bucketGateway(t testing.TB) *s3test.Server {
 	}
 	gw := s3test.Start(t)
 	gw.CreateBucket(t, "team-bucket")
-	for k, v := range map[string]string{"AWS_ACCESS_KEY_ID": gw.AccessKey, "AWS_SECRET_ACCESS_KEY": gw.SecretKey,
-		"AWS_CONFIG_FILE": filepath.Join(t.TempDir(), "none"), "AWS_SHARED_CREDENTIALS_FILE": filepath.Join(t.TempDir(), "none"),
-		"AWS_PROFILE": "", "AWS_SESSION_TOKEN": "", "AWS_EC2_METADATA_DISABLED": "true"} {
-		t.Setenv(k, v)
-	}
+	gw.SetEnv(t)
 	return gw
 }
 

@@ -1,6 +1,7 @@
 // Package buildinfo names the build of sitewatch: one version string for `sitewatch
-// --version`, the publish manifests and the webhook, so a manifest written by `run` and one
-// written by `publish` from the same binary agree (and republishing rewrites nothing).
+// --version`, `atlas-sim --version`, the publish manifests and the webhook, so a manifest
+// written by `run` and one written by `publish` from the same binary agree (and republishing
+// rewrites nothing).
 package buildinfo
 
 import "runtime/debug"

@@ -9,7 +9,6 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -20,15 +19,6 @@ import (
 	"sitewatch/pipeline/publish"
 	"sitewatch/pipeline/publish/s3test"
 )
-
-func setCredentials(t *testing.T, srv *s3test.Server) {
-	t.Helper()
-	for k, v := range map[string]string{"AWS_ACCESS_KEY_ID": srv.AccessKey, "AWS_SECRET_ACCESS_KEY": srv.SecretKey,
-		"AWS_SESSION_TOKEN": "", "AWS_PROFILE": "", "AWS_REGION": "", "AWS_EC2_METADATA_DISABLED": "true",
-		"AWS_CONFIG_FILE": filepath.Join(t.TempDir(), "none"), "AWS_SHARED_CREDENTIALS_FILE": filepath.Join(t.TempDir(), "none")} {
-		t.Setenv(k, v)
-	}
-}
 
 func bucket(t *testing.T, endpoint string) *publish.Publisher {
 	t.Helper()
@@ -47,7 +37,7 @@ func gateway(t *testing.T) *s3test.Server {
 	}
 	srv := s3test.Start(t)
 	srv.CreateBucket(t, "lease")
-	setCredentials(t, srv)
+	srv.SetEnv(t)
 	return srv
 }
 

@@ -14,6 +14,8 @@ import (
 
 	"sitewatch/pipeline/config"
 	"sitewatch/pipeline/publish"
+	"sitewatch/pipeline/publish/publishtest"
+	"sitewatch/pipeline/publish/s3test"
 )
 
 // hungServer accepts TCP connections on loopback; each connection is handed to serve, which
@@ -45,7 +47,7 @@ func hungServer(t *testing.T, serve func(net.Conn)) string {
 // TestDeadlines: an endpoint that accepts TCP and never answers (or stops in the middle of a
 // body) makes every bucket operation fail within its deadlines instead of hanging.
 func TestDeadlines(t *testing.T) {
-	setCredentials(t, "AKIDEXAMPLE", "secret-deadline-0123")
+	s3test.SetCredentials(t, "AKIDEXAMPLE", "secret-deadline-0123")
 	short := publish.Deadlines{Connect: time.Second, FirstByte: 300 * time.Millisecond, Idle: 300 * time.Millisecond, Request: 5 * time.Second}
 	cases := map[string]func(net.Conn){
 		"NoAnswer": func(net.Conn) {},
@@ -62,7 +64,7 @@ func TestDeadlines(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			tree := newFixture(t).parquet()
+			tree := publishtest.NewFixture(t).Parquet()
 			start := time.Now()
 			_, err = p.Pending(context.Background(), tree)
 			if took := time.Since(start); took > 4*time.Second {
@@ -81,7 +83,7 @@ func TestDeadlines(t *testing.T) {
 // TestNoCredentialsWithEndpoint: with publish.endpoint set and no credentials, the instance
 // metadata service is never asked, and the error is one line naming what to set.
 func TestNoCredentialsWithEndpoint(t *testing.T) {
-	setCredentials(t, "", "")
+	s3test.SetCredentials(t, "", "")
 	var hits atomic.Int64
 	imds := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		hits.Add(1)

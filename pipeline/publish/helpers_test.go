@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
-	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -21,23 +20,16 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	_ "github.com/marcboeker/go-duckdb"
 
-	"sitewatch/pipeline"
-	"sitewatch/pipeline/atlas/atlastest"
 	"sitewatch/pipeline/config"
 	"sitewatch/pipeline/publish"
+	"sitewatch/pipeline/publish/publishtest"
 	"sitewatch/pipeline/publish/s3test"
 )
 
 // Months of the fixture warehouse.
 const (
-	monthA = "2026-10"
-	monthB = "2026-11"
-)
-
-var (
-	fixtureOnce sync.Once
-	fixtureDir  string
-	fixtureErr  error
+	monthA = publishtest.MonthA
+	monthB = publishtest.MonthB
 )
 
 func TestMain(m *testing.M) {
@@ -45,72 +37,8 @@ func TestMain(m *testing.M) {
 		os.Exit(runChild())
 	}
 	code := m.Run()
-	if fixtureDir != "" {
-		os.RemoveAll(fixtureDir)
-	}
+	publishtest.RemoveFixture()
 	os.Exit(code)
-}
-
-// fixture is a project whose warehouse holds two months of 12 domains, loaded by real runs
-// against the simulator: <dir>/data/w.duckdb and <dir>/data/parquet. Tests copy it.
-type fixture struct{ dir string }
-
-func (f fixture) db() string      { return filepath.Join(f.dir, "data", "w.duckdb") }
-func (f fixture) parquet() string { return filepath.Join(f.dir, "data", "parquet") }
-
-// newFixture returns a private copy of the fixture project.
-func newFixture(t *testing.T) fixture {
-	t.Helper()
-	fixtureOnce.Do(func() { fixtureDir, fixtureErr = buildFixture() })
-	if fixtureErr != nil {
-		t.Fatalf("build the fixture warehouse: %v", fixtureErr)
-	}
-	dst := t.TempDir()
-	if err := os.CopyFS(dst, os.DirFS(fixtureDir)); err != nil {
-		t.Fatal(err)
-	}
-	return fixture{dir: dst}
-}
-
-func buildFixture() (string, error) {
-	dir, err := os.MkdirTemp("", "publish-fixture-")
-	if err != nil {
-		return "", err
-	}
-	for _, month := range []string{monthA, monthB} {
-		if err := runMonth(dir, month, 12); err != nil {
-			return dir, err
-		}
-	}
-	return dir, nil
-}
-
-// runMonth runs `sitewatch run --snapshot month` for n domains against an in-process simulator.
-func runMonth(dir, month string, n int) error {
-	key := "fixture-key"
-	srv := atlastest.NewServer(atlastest.Options{Month: month, Keys: map[string]int64{key: 1_000_000}, Rate: 1000})
-	defer srv.Close()
-	var b strings.Builder
-	fmt.Fprintf(&b, "api:\n  base_url: %s\n  rate_limit: 1000\n  timeout: 10s\nwarehouse:\n  duckdb: data/w.duckdb\n  parquet: data/parquet\ndomains:\n", srv.URL)
-	for i := range n {
-		fmt.Fprintf(&b, "  - site%03d.example\n", i)
-	}
-	path := filepath.Join(dir, "domains.yaml")
-	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
-		return err
-	}
-	getenv := func(k string) string {
-		if k == config.EnvAPIKey {
-			return key
-		}
-		return ""
-	}
-	cfg, err := config.Load(path, getenv)
-	if err != nil {
-		return err
-	}
-	_, err = pipeline.Run(context.Background(), cfg, pipeline.RunOptions{Snapshot: month}, pipeline.Env{Getenv: getenv})
-	return err
 }
 
 // gateway is a versitygw with a bucket, and the environment of the AWS credential chain set
@@ -125,20 +53,8 @@ func newGateway(t testing.TB) *gateway {
 	srv := s3test.Start(t)
 	g := &gateway{Server: srv, bucket: "warehouse"}
 	srv.CreateBucket(t, g.bucket)
-	setCredentials(t, srv.AccessKey, srv.SecretKey)
+	srv.SetEnv(t)
 	return g
-}
-
-func setCredentials(t testing.TB, access, secret string) {
-	t.Helper()
-	t.Setenv("AWS_ACCESS_KEY_ID", access)
-	t.Setenv("AWS_SECRET_ACCESS_KEY", secret)
-	t.Setenv("AWS_SESSION_TOKEN", "")
-	t.Setenv("AWS_PROFILE", "")
-	t.Setenv("AWS_REGION", "")
-	t.Setenv("AWS_CONFIG_FILE", filepath.Join(t.TempDir(), "no-config"))
-	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(t.TempDir(), "no-credentials"))
-	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
 }
 
 func (g *gateway) config(endpoint, prefix string) config.PublishConfig {

@@ -26,6 +26,8 @@ import (
 	"sitewatch/pipeline/buildinfo"
 	"sitewatch/pipeline/config"
 	"sitewatch/pipeline/publish"
+	"sitewatch/pipeline/publish/publishtest"
+	"sitewatch/pipeline/publish/s3test"
 	"sitewatch/pipeline/warehouse"
 	"sitewatch/schema/flatten"
 )
@@ -50,11 +52,11 @@ func (g *gateway) manifest(t *testing.T, prefix, month string) (*publish.Manifes
 
 // checkReadBack downloads everything under prefix and checks that the month's objects hold
 // exactly the warehouse's rows of every table, and that the manifest describes them.
-func checkReadBack(t *testing.T, g *gateway, fx fixture, prefix, month, runID string) {
+func checkReadBack(t *testing.T, g *gateway, fx publishtest.Fixture, prefix, month, runID string) {
 	t.Helper()
 	dir := g.download(t, prefix)
 	db := openDuckDB(t, "")
-	if _, err := db.Exec(`ATTACH '` + fx.db() + `' AS wh (READ_ONLY)`); err != nil {
+	if _, err := db.Exec(`ATTACH '` + fx.DB() + `' AS wh (READ_ONLY)`); err != nil {
 		t.Fatal(err)
 	}
 	for _, tab := range flatten.SnapshotTables {
@@ -108,12 +110,12 @@ func differ(t *testing.T, db *sql.DB, a, b string) int64 {
 }
 
 func TestPublishMonth(t *testing.T) {
-	fx := newFixture(t)
+	fx := publishtest.NewFixture(t)
 	g := newGateway(t)
 	px := newProxy(t, g.Endpoint)
 	var log bytes.Buffer
 	p := newPublisher(t, g.config(px.URL, "team/sitewatch"), &log)
-	res, err := p.Month(context.Background(), fx.parquet(), monthB, "run-b")
+	res, err := p.Month(context.Background(), fx.Parquet(), monthB, "run-b")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +133,7 @@ func TestPublishMonth(t *testing.T) {
 
 	t.Run("RepublishUploadsNothing", func(t *testing.T) {
 		px.reset()
-		res, err := p.Month(context.Background(), fx.parquet(), monthB, "run-b")
+		res, err := p.Month(context.Background(), fx.Parquet(), monthB, "run-b")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -148,7 +150,7 @@ func TestPublishMonth(t *testing.T) {
 		// version: both record the build's one version string, so the command after a run
 		// finds the manifest current.
 		byRun := newPublisher(t, g.config(px.URL, "team/sitewatch"), &log, func(o *publish.Options) { o.Version = "" })
-		if _, err := byRun.Month(context.Background(), fx.parquet(), monthA, "run-a"); err != nil {
+		if _, err := byRun.Month(context.Background(), fx.Parquet(), monthA, "run-a"); err != nil {
 			t.Fatal(err)
 		}
 		m, _ := g.manifest(t, "team/sitewatch", monthA)
@@ -157,7 +159,7 @@ func TestPublishMonth(t *testing.T) {
 		}
 		px.reset()
 		byCommand := newPublisher(t, g.config(px.URL, "team/sitewatch"), &log, func(o *publish.Options) { o.Version = "" })
-		res, err := byCommand.Month(context.Background(), fx.parquet(), monthA, "")
+		res, err := byCommand.Month(context.Background(), fx.Parquet(), monthA, "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -170,9 +172,9 @@ func TestPublishMonth(t *testing.T) {
 		// A stale object beside a partition (from another tool or an older layout) and one
 		// table that changed locally: only that file is uploaded, the stale one is deleted.
 		g.put(t, "team/sitewatch/sites/snapshot_month="+monthB+"/data_1.parquet", []byte("stale"))
-		shrink(t, filepath.Join(fx.parquet(), "keywords", "snapshot_month="+monthB, "data_0.parquet"))
+		shrink(t, filepath.Join(fx.Parquet(), "keywords", "snapshot_month="+monthB, "data_0.parquet"))
 		px.reset()
-		res, err := p.Month(context.Background(), fx.parquet(), monthB, "run-b2")
+		res, err := p.Month(context.Background(), fx.Parquet(), monthB, "run-b2")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -212,13 +214,13 @@ func shrink(t *testing.T, path string) {
 }
 
 func TestAllAndPending(t *testing.T) {
-	fx := newFixture(t)
+	fx := publishtest.NewFixture(t)
 	g := newGateway(t)
 	p := newPublisher(t, g.config(g.Endpoint, "p"), io.Discard)
 	ctx := context.Background()
 	pending := func() []string {
 		t.Helper()
-		ms, err := p.Pending(ctx, fx.parquet())
+		ms, err := p.Pending(ctx, fx.Parquet())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -227,13 +229,13 @@ func TestAllAndPending(t *testing.T) {
 	if got := strings.Join(pending(), ","); got != monthA+","+monthB {
 		t.Errorf("pending before any publish = %q, want both months", got)
 	}
-	if _, err := p.Month(ctx, fx.parquet(), monthA, "run-a"); err != nil {
+	if _, err := p.Month(ctx, fx.Parquet(), monthA, "run-a"); err != nil {
 		t.Fatal(err)
 	}
 	if got := strings.Join(pending(), ","); got != monthB {
 		t.Errorf("pending after publishing %s = %q, want %s", monthA, got, monthB)
 	}
-	results, err := p.All(ctx, fx.parquet(), map[string]string{monthB: "run-b"})
+	results, err := p.All(ctx, fx.Parquet(), map[string]string{monthB: "run-b"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -245,21 +247,21 @@ func TestAllAndPending(t *testing.T) {
 	}
 	checkReadBack(t, g, fx, "p", monthA, "run-a")
 	checkReadBack(t, g, fx, "p", monthB, "run-b")
-	if _, err := p.Month(ctx, fx.parquet(), "2025-01", ""); !errors.Is(err, publish.ErrNoMonth) {
+	if _, err := p.Month(ctx, fx.Parquet(), "2025-01", ""); !errors.Is(err, publish.ErrNoMonth) {
 		t.Errorf("publishing a month the tree lacks: %v, want ErrNoMonth", err)
 	}
 }
 
 func TestFailures(t *testing.T) {
-	fx := newFixture(t)
+	fx := publishtest.NewFixture(t)
 	g := newGateway(t)
 	ctx := context.Background()
 	t.Run("WrongCredentials", func(t *testing.T) {
 		wrong := "wrong-secret-d41d8cd98f00"
-		setCredentials(t, g.AccessKey, wrong)
+		s3test.SetCredentials(t, g.AccessKey, wrong)
 		var log bytes.Buffer
 		p := newPublisher(t, g.config(g.Endpoint, "p"), &log)
-		_, err := p.Month(ctx, fx.parquet(), monthB, "")
+		_, err := p.Month(ctx, fx.Parquet(), monthB, "")
 		if !errors.Is(err, publish.ErrCredentials) {
 			t.Fatalf("err = %v, want ErrCredentials", err)
 		}
@@ -274,7 +276,7 @@ func TestFailures(t *testing.T) {
 		}
 	})
 	t.Run("NoCredentials", func(t *testing.T) {
-		setCredentials(t, "", "")
+		s3test.SetCredentials(t, "", "")
 		_, err := publish.New(ctx, g.config(g.Endpoint, "p"), publish.Options{})
 		if !errors.Is(err, publish.ErrCredentials) || !strings.Contains(err.Error(), "AWS_ACCESS_KEY_ID") {
 			t.Errorf("err = %v, want ErrCredentials naming the variables", err)
@@ -283,7 +285,7 @@ func TestFailures(t *testing.T) {
 	t.Run("BucketMissing", func(t *testing.T) {
 		cfg := g.config(g.Endpoint, "p")
 		cfg.URL = "s3://no-such-bucket/p"
-		_, err := newPublisher(t, cfg, io.Discard).Month(ctx, fx.parquet(), monthB, "")
+		_, err := newPublisher(t, cfg, io.Discard).Month(ctx, fx.Parquet(), monthB, "")
 		if !errors.Is(err, publish.ErrNoBucket) || !strings.Contains(err.Error(), "no-such-bucket") {
 			t.Errorf("err = %v, want ErrNoBucket naming the bucket", err)
 		}
@@ -296,7 +298,7 @@ func TestFailures(t *testing.T) {
 		down := "http://" + l.Addr().String()
 		l.Close()
 		p := newPublisher(t, g.config(down, "p"), io.Discard, func(o *publish.Options) { o.MaxBackoff = 50 * time.Millisecond })
-		_, err = p.Month(ctx, fx.parquet(), monthB, "")
+		_, err = p.Month(ctx, fx.Parquet(), monthB, "")
 		if !errors.Is(err, publish.ErrUnreachable) || !strings.Contains(err.Error(), "publish.endpoint") {
 			t.Errorf("err = %v, want ErrUnreachable pointing at publish.endpoint", err)
 		}
@@ -304,12 +306,12 @@ func TestFailures(t *testing.T) {
 	t.Run("AfterRunReportsApart", func(t *testing.T) {
 		cfg := g.config(g.Endpoint, "p")
 		cfg.URL = "s3://no-such-bucket/p"
-		_, err := publish.AfterRun(ctx, cfg, fx.parquet(), monthB, "run-1", publish.Options{MaxAttempts: 1})
+		_, err := publish.AfterRun(ctx, cfg, fx.Parquet(), monthB, "run-1", publish.Options{MaxAttempts: 1})
 		var failed *publish.FailedError
 		if !errors.As(err, &failed) || failed.Month != monthB || !errors.Is(err, publish.ErrNoBucket) {
 			t.Errorf("err = %v, want a *FailedError of %s wrapping ErrNoBucket", err, monthB)
 		}
-		res, err := publish.AfterRun(ctx, config.PublishConfig{}, fx.parquet(), monthB, "run-1", publish.Options{})
+		res, err := publish.AfterRun(ctx, config.PublishConfig{}, fx.Parquet(), monthB, "run-1", publish.Options{})
 		if res != nil || err != nil {
 			t.Errorf("AfterRun without publish.url = %v, %v; want nil, nil", res, err)
 		}
@@ -319,7 +321,7 @@ func TestFailures(t *testing.T) {
 // TestRetriesThrottling puts a proxy in front of the gateway that answers the first attempt
 // of every request with 503 SlowDown: the publish completes through the SDK's retries.
 func TestRetriesThrottling(t *testing.T) {
-	fx := newFixture(t)
+	fx := publishtest.NewFixture(t)
 	g := newGateway(t)
 	px := newProxy(t, g.Endpoint)
 	var mu sync.Mutex
@@ -340,7 +342,7 @@ func TestRetriesThrottling(t *testing.T) {
 		return true
 	})
 	p := newPublisher(t, g.config(px.URL, "p"), io.Discard, func(o *publish.Options) { o.MaxBackoff = 20 * time.Millisecond })
-	res, err := p.Month(context.Background(), fx.parquet(), monthB, "run-b")
+	res, err := p.Month(context.Background(), fx.Parquet(), monthB, "run-b")
 	if err != nil {
 		t.Fatalf("publish through throttling: %v", err)
 	}
@@ -419,7 +421,7 @@ func TestKilledMidPublish(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a child process; runs without -short")
 	}
-	fx := newFixture(t)
+	fx := publishtest.NewFixture(t)
 	g := newGateway(t)
 	px := newProxy(t, g.Endpoint)
 	third := make(chan struct{})
@@ -447,7 +449,7 @@ func TestKilledMidPublish(t *testing.T) {
 		return true
 	})
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), childEnv+"="+px.URL+"|"+fx.parquet()+"|"+monthB)
+	cmd.Env = append(os.Environ(), childEnv+"="+px.URL+"|"+fx.Parquet()+"|"+monthB)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
@@ -468,7 +470,7 @@ func TestKilledMidPublish(t *testing.T) {
 	}
 
 	p := newPublisher(t, g.config(g.Endpoint, "p"), io.Discard)
-	res, err := p.Month(context.Background(), fx.parquet(), monthB, "run-b")
+	res, err := p.Month(context.Background(), fx.Parquet(), monthB, "run-b")
 	if err != nil {
 		t.Fatal(err)
 	}

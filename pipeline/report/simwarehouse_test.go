@@ -15,13 +15,7 @@ import (
 
 // demoWatchlist is the default domains.yaml watchlist: known sites the simulator gives their
 // public magnitudes.
-var demoWatchlist = []string{
-	"google.com", "youtube.com", "facebook.com", "wikipedia.org", "instagram.com", "reddit.com",
-	"amazon.com", "x.com", "linkedin.com", "netflix.com", "github.com", "stackoverflow.com",
-	"openai.com", "chatgpt.com", "bing.com", "yahoo.com", "ebay.com", "microsoft.com", "apple.com",
-	"nytimes.com", "bbc.co.uk", "cnn.com", "spotify.com", "twitch.tv", "pinterest.com",
-	"booking.com", "airbnb.com", "shopify.com",
-}
+var demoWatchlist = atlastest.DemoWatchlist
 
 // simWatchlist is n domains: the demo watchlist first, then the simulator's generated domains.
 func simWatchlist(n int) []string {

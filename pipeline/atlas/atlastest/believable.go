@@ -2,13 +2,14 @@ package atlastest
 
 import (
 	"slices"
+	"sort"
 	"strings"
 	"sync"
 )
 
 // What makes a synthetic domain believable to an analyst beyond the rank curve: a category
 // its name suggests, the country of its country-code TLD, AI referrals for a large site, and
-// distinct ranks among the known sites.
+// a global rank no other site holds that month.
 
 // largeBase is the base visits (a month, about global rank 13,000) from which a site counts as
 // large: it always has a generative_ai channel and is referred by chatgpt.com within
@@ -99,32 +100,85 @@ func ccTLDCountry(domain string) (string, bool) {
 	return code, true
 }
 
-// famousRanks holds the known sites' global ranks of the Generator's month: on the rank curve,
-// but never two alike (a site with fewer visits takes the next free place).
-type famousRanks struct {
-	once sync.Once
-	rank map[string]int64
+// rankUniverse is how many of Domains' names share out a month's global ranks with the known
+// sites: a real API ranks every site once, so two of them never hold the same place. Names
+// beyond it (and any other domain) take their place on the curve after every member with more
+// visits; two of those may still meet on one rank.
+const rankUniverse = 5000
+
+// rankTable holds the global ranks of one seed and month: the known sites and
+// Domains(rankUniverse) by visits, each on the rank curve but after the one before it.
+type rankTable struct {
+	once     sync.Once
+	rank     map[string]int64
+	byVisits []rankedSite // most visits first
 }
 
-// famousRank returns a known site's global rank in the Generator's month.
-func (g *Generator) famousRank(domain string) int64 {
-	g.famous.once.Do(func() {
-		type fv struct {
-			domain string
-			visits int64
+type rankedSite struct{ visits, rank int64 }
+
+type rankKey struct {
+	seed  int64
+	month string
+}
+
+// rankTables are shared by every Generator of a seed and month (a server makes a new one
+// when its month turns): the table depends on nothing else.
+var rankTables sync.Map // rankKey -> *rankTable
+
+func (g *Generator) ranks() *rankTable {
+	v, _ := rankTables.LoadOrStore(rankKey{g.seed, g.month.Format("2006-01")}, &rankTable{})
+	t := v.(*rankTable)
+	t.once.Do(func() { t.build(g) })
+	return t
+}
+
+func (t *rankTable) build(g *Generator) {
+	type member struct {
+		domain string
+		visits int64
+	}
+	all := make([]member, 0, len(famous)+rankUniverse)
+	for _, f := range famous {
+		all = append(all, member{f.domain, g.monthVisits(f.domain)})
+	}
+	for _, d := range Domains(rankUniverse) {
+		if _, known := famousByDomain[d]; !known {
+			all = append(all, member{d, g.monthVisits(d)})
 		}
-		all := make([]fv, 0, len(famous))
-		for _, f := range famous {
-			p := g.profile(f.domain)
-			all = append(all, fv{f.domain, g.visits(p, g.month)})
+	}
+	slices.SortFunc(all, func(a, b member) int {
+		if c := cmpDesc(float64(a.visits), float64(b.visits)); c != 0 {
+			return c
 		}
-		slices.SortStableFunc(all, func(a, b fv) int { return cmpDesc(float64(a.visits), float64(b.visits)) })
-		g.famous.rank = make(map[string]int64, len(all))
-		prev := int64(0)
-		for _, f := range all {
-			r := max(rankOf(f.visits), prev+1)
-			g.famous.rank[f.domain], prev = r, r
-		}
+		return strings.Compare(a.domain, b.domain) // equal visits: a fixed order all the same
 	})
-	return g.famous.rank[domain]
+	t.rank = make(map[string]int64, len(all))
+	t.byVisits = make([]rankedSite, len(all))
+	prev := int64(0)
+	for i, m := range all {
+		r := max(rankOf(m.visits), prev+1)
+		t.rank[m.domain], t.byVisits[i], prev = r, rankedSite{m.visits, r}, r
+	}
+}
+
+// monthVisits is domain's visits in the Generator's month, from its popularity alone.
+func (g *Generator) monthVisits(domain string) int64 {
+	p, _ := g.popularity(domain)
+	return g.visits(p, g.month)
+}
+
+// rankFor returns the global rank of domain, which has visits in the Generator's month: a
+// member's own place, else its place on the curve but after every member with as many visits
+// or more, so that more visits never give a worse rank.
+func (g *Generator) rankFor(domain string, visits int64) int64 {
+	t := g.ranks()
+	if r, ok := t.rank[domain]; ok {
+		return r
+	}
+	i := sort.Search(len(t.byVisits), func(i int) bool { return t.byVisits[i].visits < visits })
+	r := rankOf(visits)
+	if i > 0 {
+		r = max(r, t.byVisits[i-1].rank+1)
+	}
+	return r
 }

@@ -2,21 +2,36 @@ package atlastest_test
 
 import (
 	"math"
+	"path/filepath"
 	"slices"
 	"sort"
 	"testing"
 
 	"sitewatch/pipeline/atlas/atlastest"
+	"sitewatch/pipeline/config"
 	"sitewatch/schema"
 )
 
 // watchlist is the default domains.yaml watchlist: the demo's domains.
-var watchlist = []string{
-	"google.com", "youtube.com", "facebook.com", "wikipedia.org", "instagram.com", "reddit.com",
-	"amazon.com", "x.com", "linkedin.com", "netflix.com", "github.com", "stackoverflow.com",
-	"openai.com", "chatgpt.com", "bing.com", "yahoo.com", "ebay.com", "microsoft.com", "apple.com",
-	"nytimes.com", "bbc.co.uk", "cnn.com", "spotify.com", "twitch.tv", "pinterest.com",
-	"booking.com", "airbnb.com", "shopify.com",
+var watchlist = atlastest.DemoWatchlist
+
+// TestDemoWatchlistIsDomainsYAML: DemoWatchlist is the repository's domains.yaml, normalized.
+func TestDemoWatchlistIsDomainsYAML(t *testing.T) {
+	cfg, err := config.Load(filepath.Join("..", "..", "..", "domains.yaml"), func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, d := range cfg.Domains {
+		n, err := config.NormalizeDomain(d)
+		if err != nil {
+			t.Fatalf("domains.yaml: %s: %v", d, err)
+		}
+		got = append(got, n)
+	}
+	if !slices.Equal(got, atlastest.DemoWatchlist) {
+		t.Errorf("domains.yaml lists %v, DemoWatchlist %v", got, atlastest.DemoWatchlist)
+	}
 }
 
 func overview(t *testing.T, g *atlastest.Generator, d string) *schema.SiteOverview {
@@ -44,7 +59,12 @@ func TestRankFollowsVisits(t *testing.T) {
 			points = append(points, point{d, *h[11].Visits, *o.Rankings.Global.Rank})
 		}
 	}
-	sort.Slice(points, func(i, j int) bool { return points[i].visits > points[j].visits })
+	sort.Slice(points, func(i, j int) bool { // most visits first; equal visits: any order of ranks
+		if points[i].visits != points[j].visits {
+			return points[i].visits > points[j].visits
+		}
+		return points[i].rank < points[j].rank
+	})
 	for i := 1; i < len(points); i++ {
 		if a, b := points[i-1], points[i]; a.rank > b.rank {
 			t.Fatalf("%s has %d visits and rank %d, but %s with fewer visits (%d) ranks better (%d)", a.domain, a.visits, a.rank, b.domain, b.visits, b.rank)

@@ -23,7 +23,9 @@
 // # Data model
 //
 // About seventy of the largest sites (table famous) have built-in visits of the right order
-// of magnitude; other domains are a long tail. One curve ties rank to visits for every domain.
+// of magnitude; other domains are a long tail. One curve ties rank to visits for every domain,
+// and no two of the known sites and the first 5,000 names of Domains share a global rank in
+// a month, as a real API ranks every site once (believable.go).
 // Each domain has a month-independent profile, and each month's figures are that profile
 // moved by smooth functions of the month (trend, season) plus small per-month noise, so
 // competitors, keywords, top countries and AI platforms turn over a little from month to

@@ -94,3 +94,14 @@ var famousByDomain = func() map[string]*famousSite {
 	}
 	return m
 }()
+
+// DemoWatchlist is the watchlist of the repository's domains.yaml (the demo's), normalized:
+// known sites, to which the simulator gives their public magnitudes. Tests that want a
+// believable watchlist start from it; TestDemoWatchlistIsDomainsYAML keeps the two equal.
+var DemoWatchlist = []string{
+	"google.com", "youtube.com", "facebook.com", "wikipedia.org", "instagram.com", "reddit.com",
+	"amazon.com", "x.com", "linkedin.com", "netflix.com", "github.com", "stackoverflow.com",
+	"openai.com", "chatgpt.com", "bing.com", "yahoo.com", "ebay.com", "microsoft.com", "apple.com",
+	"nytimes.com", "bbc.co.uk", "cnn.com", "spotify.com", "twitch.tv", "pinterest.com",
+	"booking.com", "airbnb.com", "shopify.com",
+}

@@ -31,8 +31,6 @@ type Generator struct {
 	poolsOnce sync.Once
 	pools     map[string][]string // category slug -> similar-site candidates
 	poolOf    map[string]category // synthetic pool domain -> its category
-
-	famous famousRanks // the known sites' distinct ranks of the month
 }
 
 type cacheKey struct {

@@ -53,6 +53,8 @@ type Handler struct {
 	keysMu sync.RWMutex
 	keys   []keyEntry
 
+	inFlight atomic.Int64 // requests ServeHTTP has not returned from
+
 	mu         sync.Mutex
 	wallets    map[string]*int64
 	windows    map[string]*window
@@ -300,6 +302,8 @@ var (
 // ServeHTTP answers one request. The checks run in the order a gateway in front of an
 // upstream service would apply them; see the package documentation.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h.inFlight.Add(1)
+	defer h.inFlight.Add(-1)
 	q := &request{start: time.Now()}
 	defer h.log(r, q)
 
@@ -783,6 +787,10 @@ func (h *Handler) domainBody(endpoint, domain, rawURL string) []byte {
 	}
 	return g.body(endpoint, domain, rawURL)
 }
+
+// InFlight returns how many requests the handler is answering now (in their latency, hanging,
+// or being written): a test waits for its request to arrive instead of sleeping.
+func (h *Handler) InFlight() int { return int(h.inFlight.Load()) }
 
 // count records the response in the stats; status 0 means no response (client gone).
 func (h *Handler) count(q *request, status int) {

@@ -60,7 +60,10 @@ type profile struct {
 	nullRank, noHistory, noGeo, noKeywords bool
 }
 
-func (g *Generator) profile(domain string) profile {
+// popularity draws what sets a domain's visits (base, trend, seasonality): the profile's
+// first draws, so that a month's ranks can be worked out without the rest of it. It returns
+// the profile so far and the generator to draw the rest from.
+func (g *Generator) popularity(domain string) (profile, *rand.Rand) {
 	r := g.rng("site", domain)
 	p := profile{domain: domain, name: domain}
 	if i := strings.IndexByte(domain, '.'); i > 0 {
@@ -68,14 +71,27 @@ func (g *Generator) profile(domain string) profile {
 	}
 	if f, ok := famousByDomain[domain]; ok {
 		p.famous = true
-		p.title = f.title
-		p.category = categoryBySlug[f.category]
-		p.country = f.country
 		p.base = f.visits
 		p.trend = (r.Float64() - 0.45) * 0.01 // within about ±0.5% a month
 		p.season = 0.02 + r.Float64()*0.05
 	} else {
 		p.category = categories[r.IntN(len(categories))]
+		p.country = pickCountry(r)
+		p.base = zipfC * math.Pow(g.baseRank(domain), -zipfA)
+		p.trend = (r.Float64() - 0.45) * 0.04 // -1.8% to +2.2% a month
+		p.season = 0.02 + r.Float64()*0.13
+	}
+	p.phase = r.Float64() * 2 * math.Pi
+	return p, r
+}
+
+func (g *Generator) profile(domain string) profile {
+	p, r := g.popularity(domain)
+	if f, ok := famousByDomain[domain]; ok {
+		p.title = f.title
+		p.category = categoryBySlug[f.category]
+		p.country = f.country
+	} else {
 		if c, ok := categoryFromName(domain); ok {
 			p.category = c
 		}
@@ -83,15 +99,10 @@ func (g *Generator) profile(domain string) profile {
 			p.category = c
 		}
 		p.title = titleCase(strings.ReplaceAll(p.name, "-", " ")) + " - " + p.category.tagline
-		p.country = pickCountry(r)
 		if c, ok := ccTLDCountry(domain); ok {
 			p.country = c
 		}
-		p.base = zipfC * math.Pow(g.baseRank(domain), -zipfA)
-		p.trend = (r.Float64() - 0.45) * 0.04 // -1.8% to +2.2% a month
-		p.season = 0.02 + r.Float64()*0.13
 	}
-	p.phase = r.Float64() * 2 * math.Pi
 	if r.Float64() >= 0.12 || p.famous {
 		name := p.title
 		if !p.famous {
@@ -143,7 +154,7 @@ func (g *Generator) visits(p profile, m time.Time) int64 {
 type metrics struct {
 	profile
 	visits     int64
-	rank       int64  // on the curve, also when withheld
+	rank       int64  // its place in the month (rankFor), also when withheld
 	globalRank *int64 // nil beyond the scale or withheld for a small site
 	small      bool
 	countryRk  int64
@@ -153,10 +164,7 @@ type metrics struct {
 func (g *Generator) metrics(domain string) metrics {
 	p := g.profile(domain)
 	m := metrics{profile: p, visits: g.visits(p, g.month)}
-	m.rank = rankOf(m.visits)
-	if p.famous {
-		m.rank = g.famousRank(domain)
-	}
+	m.rank = g.rankFor(domain, m.visits)
 	m.small = m.rank > smallRank
 	if m.rank <= maxRank && !(m.small && p.nullRank) {
 		m.globalRank = ptr(m.rank)

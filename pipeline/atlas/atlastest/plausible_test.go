@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"sitewatch/pipeline/atlas/atlastest"
+	"sitewatch/schema"
 )
 
 // TestPlausibleOver10000Domains states what an analyst expects of any domain, over 10,000
@@ -59,6 +60,52 @@ func TestPlausibleOver10000Domains(t *testing.T) {
 	if ccChecked < 1000 || hintChecked < 200 || large < 30 {
 		t.Errorf("too few domains exercised a property: ccTLD %d, name %d, large %d", ccChecked, hintChecked, large)
 	}
+}
+
+// TestGeneratedDomainsDistinctRanks: as a real API ranks every site once, no two of the known
+// sites and Domains(n) share a global rank in a month (a log-uniform popularity put hundreds
+// of them on one rank before), and a domain's rank in another's similar sites is its own.
+func TestGeneratedDomainsDistinctRanks(t *testing.T) {
+	n := 1200
+	if testing.Short() {
+		n = 400
+	}
+	for _, month := range []string{testMonth, "2026-11"} {
+		g := atlastest.NewGenerator(1, month)
+		seen := map[int64]string{}
+		for _, d := range append(atlastest.Domains(n), watchlist...) {
+			r := overview(t, g, d).Rankings.Global.Rank
+			if r == nil {
+				continue
+			}
+			if other, dup := seen[*r]; dup {
+				t.Fatalf("%s: %s and %s share global rank #%d", month, d, other, *r)
+			}
+			seen[*r] = d
+		}
+		if len(seen) < n/2 {
+			t.Fatalf("%s: only %d of %d domains ranked", month, len(seen), n)
+		}
+		for _, d := range watchlist[:5] {
+			sim, err := schema.DecodeSimilar(g.SimilarBody(d))
+			if err != nil {
+				t.Fatalf("%s: %v", d, err)
+			}
+			for _, s := range sim.SimilarSites {
+				got, want := s.Rankings.Global.Rank, overview(t, g, s.Domain).Rankings.Global.Rank
+				if (got == nil) != (want == nil) || got != nil && *got != *want {
+					t.Errorf("%s: %s ranks %v among %s's similar sites, %v in its own overview", month, s.Domain, deref(got), d, deref(want))
+				}
+			}
+		}
+	}
+}
+
+func deref(p *int64) any {
+	if p == nil {
+		return nil
+	}
+	return *p
 }
 
 // TestKnownSitesDistinctRanks: the known sites of the demo watchlist never share a global

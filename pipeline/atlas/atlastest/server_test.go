@@ -655,11 +655,13 @@ func TestFaults(t *testing.T) {
 		})
 	}
 	t.Run("Hang", func(t *testing.T) {
-		s := newServer(t, atlastest.Options{Rate: 1000, Faults: atlastest.Faults{Hang: 5 * time.Second}})
+		// A minute's hang (Close wakes it) that a client time-out must cut well short of, even
+		// on a loaded machine.
+		s := newServer(t, atlastest.Options{Rate: 1000, Faults: atlastest.Faults{Hang: time.Minute}})
 		c := &http.Client{Timeout: 150 * time.Millisecond}
 		start := time.Now()
 		_, err := c.Get(s.URL + path)
-		if err == nil || time.Since(start) > 3*time.Second {
+		if err == nil || time.Since(start) > 30*time.Second {
 			t.Errorf("err = %v after %v, want a client timeout", err, time.Since(start))
 		}
 	})
@@ -709,8 +711,13 @@ func TestLatencyAndClose(t *testing.T) {
 		resp.Body.Close()
 		done <- reply{resp.StatusCode, resp.Header, b}
 	}()
-	time.Sleep(50 * time.Millisecond)
-	s.Close() // waits for the in-flight request
+	// Wait for the request to arrive (not a fixed sleep: on a loaded machine it may take longer).
+	for deadline := time.Now().Add(10 * time.Second); s.InFlight() == 0 && s.Stats().Requests == 0; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the request did not reach the server within 10 s")
+		}
+	}
+	s.Close() // waits for the in-flight request (in its 200-300 ms latency)
 	select {
 	case r := <-done:
 		if r.status != 200 {

@@ -14,6 +14,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	iceio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
+
+	"sitewatch/pipeline/publish/publishtest"
 )
 
 // BenchmarkDataPaths replaces one 10,000-domain month (SITEWATCH_BENCH_DOMAINS) of every
@@ -31,7 +33,7 @@ func BenchmarkDataPaths(b *testing.B) {
 	if v, err := strconv.Atoi(os.Getenv("SITEWATCH_BENCH_DOMAINS")); err == nil && v > 0 {
 		n = v
 	}
-	root := syntheticTree(b, n, monthB)
+	root, _ := publishtest.SyntheticTree(b, n, monthB)
 	e := newEnvTB(b)
 	ctx := context.Background()
 	lake, err := New(ctx, e.config(12), Options{Getenv: e.getenv})

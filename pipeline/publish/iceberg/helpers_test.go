@@ -11,99 +11,28 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	_ "github.com/marcboeker/go-duckdb"
 
-	"sitewatch/pipeline"
-	"sitewatch/pipeline/atlas/atlastest"
 	"sitewatch/pipeline/config"
 	"sitewatch/pipeline/publish/iceberg/pgtest"
+	"sitewatch/pipeline/publish/publishtest"
 	"sitewatch/pipeline/publish/s3test"
 )
 
 // Months of the fixture warehouse.
 const (
-	monthA = "2026-10"
-	monthB = "2026-11"
-)
-
-var (
-	fixtureOnce sync.Once
-	fixtureDir  string
-	fixtureErr  error
+	monthA = publishtest.MonthA
+	monthB = publishtest.MonthB
 )
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if fixtureDir != "" {
-		_ = os.RemoveAll(fixtureDir)
-	}
+	publishtest.RemoveFixture()
 	os.Exit(code)
-}
-
-// fixture is a project whose warehouse holds two months of 12 domains loaded by real runs
-// against the simulator: <dir>/data/w.duckdb and <dir>/data/parquet. Tests copy it.
-type fixture struct{ dir string }
-
-func (f fixture) db() string      { return filepath.Join(f.dir, "data", "w.duckdb") }
-func (f fixture) parquet() string { return filepath.Join(f.dir, "data", "parquet") }
-
-func newFixture(t *testing.T) fixture {
-	t.Helper()
-	fixtureOnce.Do(func() { fixtureDir, fixtureErr = buildFixture() })
-	if fixtureErr != nil {
-		t.Fatalf("build the fixture warehouse: %v", fixtureErr)
-	}
-	dst := t.TempDir()
-	if err := os.CopyFS(dst, os.DirFS(fixtureDir)); err != nil {
-		t.Fatal(err)
-	}
-	return fixture{dir: dst}
-}
-
-func buildFixture() (string, error) {
-	dir, err := os.MkdirTemp("", "iceberg-fixture-")
-	if err != nil {
-		return "", err
-	}
-	for _, month := range []string{monthA, monthB} {
-		if err := runMonth(dir, month, 12); err != nil {
-			return dir, err
-		}
-	}
-	return dir, nil
-}
-
-// runMonth runs `sitewatch run --snapshot month` for n domains against an in-process simulator.
-func runMonth(dir, month string, n int) error {
-	key := "fixture-key"
-	srv := atlastest.NewServer(atlastest.Options{Month: month, Keys: map[string]int64{key: 1_000_000}, Rate: 1000})
-	defer srv.Close()
-	var b strings.Builder
-	fmt.Fprintf(&b, "api:\n  base_url: %s\n  rate_limit: 1000\n  timeout: 10s\nwarehouse:\n  duckdb: data/w.duckdb\n  parquet: data/parquet\ndomains:\n", srv.URL)
-	for i := range n {
-		fmt.Fprintf(&b, "  - site%03d.example\n", i)
-	}
-	p := filepath.Join(dir, "domains.yaml")
-	if err := os.WriteFile(p, []byte(b.String()), 0o644); err != nil {
-		return err
-	}
-	getenv := func(k string) string {
-		if k == config.EnvAPIKey {
-			return key
-		}
-		return ""
-	}
-	cfg, err := config.Load(p, getenv)
-	if err != nil {
-		return err
-	}
-	_, err = pipeline.Run(context.Background(), cfg, pipeline.RunOptions{Snapshot: month}, pipeline.Env{Getenv: getenv})
-	return err
 }
 
 // env is a PostgreSQL SQL catalog and an S3 gateway with a bucket, both on loopback, with the
@@ -120,14 +49,8 @@ func newEnvTB(t testing.TB) *env {
 	t.Helper()
 	e := &env{pg: pgtest.Start(t), s3: s3test.Start(t), bucket: "warehouse"}
 	e.s3.CreateBucket(t, e.bucket)
-	t.Setenv("AWS_ACCESS_KEY_ID", e.s3.AccessKey)
-	t.Setenv("AWS_SECRET_ACCESS_KEY", e.s3.SecretKey)
-	t.Setenv("AWS_SESSION_TOKEN", "")
-	t.Setenv("AWS_PROFILE", "")
-	t.Setenv("AWS_REGION", "us-east-1")
-	t.Setenv("AWS_CONFIG_FILE", filepath.Join(t.TempDir(), "no-config"))
-	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(t.TempDir(), "no-credentials"))
-	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	e.s3.SetEnv(t)
+	t.Setenv("AWS_REGION", "us-east-1") // the region icebird (testdata/icebird/read.mjs) signs for
 	return e
 }
 
@@ -224,9 +147,9 @@ func (e *env) icebirdAll(t *testing.T, snaps [][2]string) [][]map[string]any {
 }
 
 // warehouseCounts returns the rows per month of table in the fixture's warehouse.
-func warehouseCounts(t *testing.T, f fixture, table string) map[string]int {
+func warehouseCounts(t *testing.T, f publishtest.Fixture, table string) map[string]int {
 	t.Helper()
-	db, err := sql.Open("duckdb", f.db()+"?access_mode=read_only")
+	db, err := sql.Open("duckdb", f.DB()+"?access_mode=read_only")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,8 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go/table"
+
+	"sitewatch/pipeline/publish/publishtest"
 )
 
 // TestPublishMonths publishes two months into the SQL catalog on PostgreSQL and the S3
@@ -23,7 +25,7 @@ func TestPublishMonths(t *testing.T) {
 		t.Skip("starts PostgreSQL, the S3 gateway and node (about 20 s)")
 	}
 	ctx := context.Background()
-	f := newFixture(t)
+	f := publishtest.NewFixture(t)
 	e := newEnv(t)
 	p := e.publisher(t, 3)
 
@@ -35,7 +37,7 @@ func TestPublishMonths(t *testing.T) {
 		}
 	})
 
-	resA, err := p.Month(ctx, f.parquet(), monthA)
+	resA, err := p.Month(ctx, f.Parquet(), monthA)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +50,7 @@ func TestPublishMonths(t *testing.T) {
 	firstMeta := metadataFiles(t, p, resA)
 
 	t.Run("UnchangedMonthMakesNoCommit", func(t *testing.T) {
-		again, err := p.Month(ctx, f.parquet(), monthA)
+		again, err := p.Month(ctx, f.Parquet(), monthA)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -67,7 +69,7 @@ func TestPublishMonths(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		srcs, err := monthSources(f.parquet(), monthB)
+		srcs, err := monthSources(f.Parquet(), monthB)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -90,7 +92,7 @@ func TestPublishMonths(t *testing.T) {
 		}
 	})
 
-	resB, err := p.Month(ctx, f.parquet(), monthB)
+	resB, err := p.Month(ctx, f.Parquet(), monthB)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,8 +157,8 @@ func TestPublishMonths(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		addColumn(t, filepath.Join(f.parquet(), "sites", monthColumn+"="+monthB), "ranking_note", "'added'")
-		res, err := p.Month(ctx, f.parquet(), monthB)
+		addColumn(t, filepath.Join(f.Parquet(), "sites", monthColumn+"="+monthB), "ranking_note", "'added'")
+		res, err := p.Month(ctx, f.Parquet(), monthB)
 		if err != nil {
 			t.Fatal(err)
 		}
