@@ -806,6 +806,7 @@ func (r *runState) record(started time.Time, finished *time.Time, status, msg st
 		RunID: r.sum.RunID, SnapshotMonth: r.sum.Snapshot, StartedAt: started, FinishedAt: finished, Status: status,
 		DomainsTotal: r.sum.DomainsTotal, DomainsLoaded: r.sum.DomainsLoaded, DomainsRejected: r.sum.DomainsRejected,
 		Requests: r.sum.Requests, CreditsSpent: r.sum.CreditsSpent, RateLimited: r.sum.RateLimited, Message: msg,
+		CreditsBySource: r.sum.creditsBySource(),
 	}
 	if r.sum.CreditsRemaining >= 0 {
 		left := r.sum.CreditsRemaining
