@@ -21,6 +21,9 @@ import (
 // openSources builds one client per credit source of cfg (api.sources, or the single-source
 // form as a list of one), in config order. Errors are *config.Error: nothing was called.
 func openSources(cfg *config.Config, env Env) ([]*sources.Source, error) {
+	if cfg.MultiSource() && cfg.BaseURLFromEnv() {
+		env.Logger.Warn("ATLAS_BASE_URL overrides the base_url of every credit source", "base_url", atlas.RedactURL(cfg.API.BaseURL))
+	}
 	var out []*sources.Source
 	var budget *atlas.RunBudget
 	if cfg.MultiSource() && cfg.API.MaxCreditsPerRun > 0 {

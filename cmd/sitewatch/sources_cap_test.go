@@ -38,3 +38,27 @@ func TestRunSourcesCapIsTheRunsTotal(t *testing.T) {
 		t.Errorf("the stop does not name api.max_credits_per_run:\n%s\n%s", h.stdout, tail(h.stderr.String(), 2000))
 	}
 }
+
+// ATLAS_BASE_URL with api.sources points every source at it: a two-source config whose
+// base_urls lead nowhere runs against one simulator, and check says where the sources are.
+func TestRunSourcesBaseURLFromEnvironment(t *testing.T) {
+	h := sourcesHarness(t, atlastest.Options{}, atlastest.Domains(4), 3, time.Now().Add(time.Hour)) // 9 calls
+	cfg, err := os.ReadFile(h.cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nowhere := strings.ReplaceAll(string(cfg), h.srv.URL, "http://127.0.0.1:9") // the discard port: nothing answers
+	if err := os.WriteFile(h.cfgPath, []byte(nowhere), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h.extraEnv["ATLAS_BASE_URL"] = h.srv.URL
+	if code := h.run("check"); code != ExitOK || !strings.Contains(h.stdout.String(), "2 credit sources, every one at ATLAS_BASE_URL") {
+		t.Errorf("check exit %d, or it does not say the sources are at ATLAS_BASE_URL:\n%s\n%s", code, h.stdout, tail(h.stderr.String(), 2000))
+	}
+	if code := h.run("run"); code != ExitOK {
+		t.Fatalf("run exit %d\n%s\n%s", code, h.stdout, tail(h.stderr.String(), 3000))
+	}
+	if got := paidBySource(t, h.db()); got["marketplace"] != 3 || got["direct"] != 6 {
+		t.Errorf("ledger paid by source = %v, want marketplace 3, direct 6", got)
+	}
+}
