@@ -305,6 +305,9 @@ func (r *runState) execute(ctx context.Context) error {
 // fetch learns the API's month from one site-overview answer (the probe), then fetches what
 // that month still needs: country-metadata first, then both calls of each domain in turn.
 func (r *runState) fetch(ctx context.Context, candidate string) error {
+	if r.blindStart(candidate) {
+		return r.fetchBlind(ctx) // blindstart.go: nothing held, no lone probe needed
+	}
 	if err := r.probe(ctx, candidate); err != nil || r.upToDate || r.mismatch != nil {
 		return err
 	}
