@@ -42,7 +42,7 @@ func (r *runState) fetchBlind(ctx context.Context) error {
 			held = nil
 		}
 	}
-	err := r.client.FetchAll(ctx, r.plan.Requests, handle)
+	err := r.fetchPlan(ctx, handle)
 	for _, res := range held { // no answer named the month
 		if res.Err != nil {
 			r.handleFailure(ctx, res)

@@ -330,11 +330,17 @@ func (r *runState) fetch(ctx context.Context, candidate string) error {
 	return r.fetchBracketed(ctx, handle)
 }
 
-// fetchPlan makes the plan's calls, country-metadata first: it is the first call sent (and
-// the first a source in spend order pays), so a run stopped for credits does not lack the
-// countries every report joins to; the other calls go out beside it, not after its answer.
+// fetchPlan makes the plan's calls, country-metadata first: alone when the credits might not
+// cover the plan (countries.go), else beside the other calls.
 func (r *runState) fetchPlan(ctx context.Context, handle func(atlas.Result)) error {
-	return r.client.FetchAll(ctx, r.plan.Requests, handle)
+	reqs := r.plan.Requests
+	if r.countriesAlone() {
+		if err := r.client.FetchAll(ctx, reqs[:1], handle); err != nil {
+			return err
+		}
+		reqs = reqs[1:]
+	}
+	return r.client.FetchAll(ctx, reqs, handle)
 }
 
 // candidateMonth is the month the run expects the API to serve: --snapshot, else the newest
