@@ -22,6 +22,7 @@ func (c *Client) admit(ctx context.Context, refetch bool) error {
 			c.mu.Unlock()
 			return err
 		}
+		others := c.budgetChanged() // taken before the check, so no change after it is missed
 		wait, err := c.admissibleLocked(refetch)
 		if err != nil {
 			c.stopLocked(err)
@@ -37,7 +38,7 @@ func (c *Client) admit(ctx context.Context, refetch bool) error {
 			c.mu.Unlock()
 			return nil
 		}
-		ch, others := c.changed, c.budgetChanged()
+		ch := c.changed
 		c.mu.Unlock()
 		select {
 		case <-ch:
