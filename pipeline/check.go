@@ -142,7 +142,8 @@ func checkSources(ctx context.Context, cfg *config.Config, env Env) (*Readiness,
 		r.NewMonth = plan.FullCredits
 	}
 	r.MaxCredits = MaxCredits(cfg, r.Needed)
-	spend, probes, err := probeSources(ctx, cfg, srcs, r.Needed, env.Now())
+	calls, _ := capCalls(cfg, r.Needed) // the cap's shares, in spend order
+	spend, probes, err := probeSources(ctx, cfg, srcs, calls, env.Now())
 	r.Sources, r.Spend = probes, spend
 	if err != nil {
 		return r, err

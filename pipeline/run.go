@@ -157,22 +157,12 @@ func Run(ctx context.Context, cfg *config.Config, opts RunOptions, env Env) (*Su
 	if len(wl.Domains) == 0 {
 		return nil, &config.Error{Path: cfg.Path, Msg: ErrNothingToFetch.Error() + "; `sitewatch validate` lists why each entry was rejected"}
 	}
-	client, _, err := newFetcher(ctx, cfg, env) // spend.go: one client per credit source
+	notifier := notify.New(cfg.Notify.WebhookURL, env.Logger).Only(cfg.Notify.On)
+	ctx, client, wh, release, err := openRun(ctx, cfg, env, notifier) // runopen.go: probes beside the warehouse
 	if err != nil {
 		return nil, err
 	}
-	ctx, release, err := takeLease(ctx, env.Lease)
-	if err != nil {
-		return nil, err // names the holder; nothing was spent
-	}
 	defer release()
-	wh, err := openWaiting(ctx, warehouse.Options{DuckDBPath: cfg.Warehouse.DuckDB, ParquetDir: cfg.Warehouse.Parquet, Logger: env.Logger, LoadMemoryLimit: cfg.Warehouse.MemoryLimit},
-		LockWait, env.Logger)
-	if err != nil {
-		return nil, err // the warehouse names the file and the holder
-	}
-	notifier := notify.New(cfg.Notify.WebhookURL, env.Logger).Only(cfg.Notify.On)
-	notifyAbandoned(ctx, notifier, wh.Abandoned(), env.Logger)
 	r := newRunState(cfg, opts, env, wh, client, wl)
 	runErr := r.execute(ctx)
 	notifyOutcome(ctx, notifier, wh.DB(), r.sum, runErr)
@@ -311,9 +301,11 @@ func (r *runState) execute(ctx context.Context) error {
 }
 
 // fetch learns the API's month from one site-overview answer (the probe), then fetches what
-// that month still needs: country-metadata alone first (a run stopped for credits should not
-// lack the countries every report joins to), then both calls of each domain in turn.
+// that month still needs: country-metadata first, then both calls of each domain in turn.
 func (r *runState) fetch(ctx context.Context, candidate string) error {
+	if r.blindStart(candidate) {
+		return r.fetchBlind(ctx) // blindstart.go: nothing held, no lone probe needed
+	}
 	if err := r.probe(ctx, candidate); err != nil || r.upToDate || r.mismatch != nil {
 		return err
 	}
@@ -336,10 +328,11 @@ func (r *runState) fetch(ctx context.Context, candidate string) error {
 	return r.fetchBracketed(ctx, handle)
 }
 
-// fetchPlan makes the plan's calls, country-metadata alone first.
+// fetchPlan makes the plan's calls, country-metadata first: alone when the credits might not
+// cover the plan (countries.go), else beside the other calls.
 func (r *runState) fetchPlan(ctx context.Context, handle func(atlas.Result)) error {
 	reqs := r.plan.Requests
-	if r.plan.Countries && len(reqs) > 1 {
+	if r.countriesAlone() {
 		if err := r.client.FetchAll(ctx, reqs[:1], handle); err != nil {
 			return err
 		}
@@ -804,6 +797,7 @@ func (r *runState) record(started time.Time, finished *time.Time, status, msg st
 		RunID: r.sum.RunID, SnapshotMonth: r.sum.Snapshot, StartedAt: started, FinishedAt: finished, Status: status,
 		DomainsTotal: r.sum.DomainsTotal, DomainsLoaded: r.sum.DomainsLoaded, DomainsRejected: r.sum.DomainsRejected,
 		Requests: r.sum.Requests, CreditsSpent: r.sum.CreditsSpent, RateLimited: r.sum.RateLimited, Message: msg,
+		CreditsBySource: r.sum.creditsBySource(),
 	}
 	if r.sum.CreditsRemaining >= 0 {
 		left := r.sum.CreditsRemaining

@@ -15,12 +15,20 @@ import (
 	"sitewatch/pipeline/metrics"
 	"sitewatch/pipeline/sources"
 	"sitewatch/pipeline/textout"
+	"sitewatch/pipeline/warehouse"
 )
 
 // openSources builds one client per credit source of cfg (api.sources, or the single-source
 // form as a list of one), in config order. Errors are *config.Error: nothing was called.
 func openSources(cfg *config.Config, env Env) ([]*sources.Source, error) {
+	if cfg.MultiSource() && cfg.BaseURLFromEnv() {
+		env.Logger.Warn("ATLAS_BASE_URL overrides the base_url of every credit source", "base_url", atlas.RedactURL(cfg.API.BaseURL))
+	}
 	var out []*sources.Source
+	var budget *atlas.RunBudget
+	if cfg.MultiSource() && cfg.API.MaxCreditsPerRun > 0 {
+		budget = atlas.NewRunBudget(cfg.API.MaxCreditsPerRun) // the run's total, not each source's
+	}
 	for _, sc := range cfg.Sources() {
 		creds, err := config.SourceCredentials(cfg, sc, env.Getenv)
 		if !cfg.MultiSource() {
@@ -32,6 +40,7 @@ func openSources(cfg *config.Config, env Env) ([]*sources.Source, error) {
 		acfg := clientConfig(cfg, creds, env.Logger)
 		acfg.BaseURL, acfg.Mode, acfg.MarketplaceHost = sc.BaseURL, atlas.Mode(sc.Mode), sc.MarketplaceHost
 		acfg.RateLimit, acfg.MinCredits, acfg.Concurrency = sc.RateLimit, sc.MinCredits, runConcurrency(sc.RateLimit)
+		acfg.RunBudget = budget
 		client, err := atlas.New(acfg)
 		if err != nil {
 			msg := err.Error()
@@ -125,7 +134,8 @@ func newFetcher(ctx context.Context, cfg *config.Config, env Env) (*sources.Mult
 	if !cfg.MultiSource() {
 		return sources.NewMulti(srcs), nil, nil
 	}
-	plan, _, err := probeSources(ctx, cfg, srcs, len(cfg.Domains)*2+1, env.Now())
+	calls, capped := capCalls(cfg, len(cfg.Domains)*2+1)
+	plan, _, err := probeSources(ctx, cfg, srcs, calls, env.Now())
 	if err != nil {
 		return nil, plan, err
 	}
@@ -137,8 +147,11 @@ func newFetcher(ctx context.Context, cfg *config.Config, env Env) (*sources.Mult
 	for _, sh := range plan.Shares {
 		s := byName[sh.Name]
 		s.Room = sh.Usable
-		if sh.Usable == 0 {
-			continue // nothing to pay with: 402 or at its reserve
+		if capped {
+			s.Room = int64(sh.Calls) // its share of the cap, in spend order
+		}
+		if s.Room == 0 {
+			continue // nothing to pay with (402 or at its reserve), or no share of the cap
 		}
 		ordered = append(ordered, s)
 	}
@@ -146,7 +159,22 @@ func newFetcher(ctx context.Context, cfg *config.Config, env Env) (*sources.Mult
 		return nil, plan, fmt.Errorf("%w: every credit source is empty or at its reserve (%s)", atlas.ErrOutOfCredits, plan)
 	}
 	env.Logger.Info("credit sources planned", "plan", plan.String())
-	return sources.NewMulti(ordered), plan, nil
+	multi := sources.NewMulti(ordered)
+	if capped {
+		multi.Cap(&atlas.Error{Op: "start", Err: atlas.ErrRunBudget, Message: fmt.Sprintf(
+			"the %s credits of api.max_credits_per_run are spent across the credit sources (%s)", textout.Thousands(cfg.API.MaxCreditsPerRun), plan)})
+	}
+	return multi, plan, nil
+}
+
+// capCalls is the calls a run plans under api.max_credits_per_run: all of them, or the cap
+// when it is lower (capped true: the sources' shares of the cap are then hard limits, so the
+// cap is spent in spend order, what expires first first).
+func capCalls(cfg *config.Config, calls int) (int, bool) {
+	if lim := cfg.API.MaxCreditsPerRun; lim > 0 && lim < int64(calls) {
+		return int(lim), true
+	}
+	return calls, false
 }
 
 // SourceSpend is what one credit source paid in a run and what it has left.
@@ -172,6 +200,15 @@ func spendBySource(f Fetcher) []SourceSpend {
 		out = append(out, SourceSpend{Name: s.Name, Credits: s.CreditsSpent, Remaining: left})
 	}
 	return out
+}
+
+// creditsBySource is runs.credits_by_source for the run's spend ("" before the run knows it).
+func (s *Summary) creditsBySource() string {
+	spend := make([]warehouse.SourceCredits, len(s.Sources))
+	for i, src := range s.Sources {
+		spend[i] = warehouse.SourceCredits{Name: src.Name, Credits: src.Credits}
+	}
+	return warehouse.CreditsBySourceJSON(spend)
 }
 
 // sourceCredits is spendBySource for the metrics recorder.

@@ -32,6 +32,9 @@ func cmdCheck(ctx context.Context, args []string, env pipeline.Env) error {
 	what := "mode " + cfg.API.Mode
 	if cfg.MultiSource() {
 		what = textout.Plural(len(cfg.Sources()), "credit source", "credit sources")
+		if cfg.BaseURLFromEnv() {
+			what += ", every one at ATLAS_BASE_URL"
+		}
 	}
 	fmt.Fprintf(env.Stdout, "config      ok: %s (%s, %s)\n", cfg.Path, textout.Plural(len(wl.Domains), "domain", "domains"), what)
 	if line := wl.SkippedLine(); line != "" {

@@ -34,8 +34,11 @@ func collectSources(ctx context.Context, db *sql.DB, cfg *config.Config) (any, e
 	if err != nil {
 		return nil, fmt.Errorf("read the credit ledger: %w", err)
 	}
+	// Spend order, as runs.credits_by_source records it (sources fetch at once, so the first
+	// answer of each does not tell it); by first answer for a run that has none.
 	rows, err := db.QueryContext(ctx, `SELECT coalesce(source, '(unnamed)'), sum(credits) FROM run_calls WHERE run_id = ?
-		GROUP BY ALL ORDER BY min(fetched_at)`, runID)
+		GROUP BY ALL ORDER BY coalesce(nullif(strpos((SELECT credits_by_source FROM runs WHERE run_id = ?), '"' || any_value(source) || '":'), 0), 1000000),
+		min(fetched_at)`, runID, runID)
 	if err != nil {
 		return nil, fmt.Errorf("read the credit ledger: %w", err)
 	}

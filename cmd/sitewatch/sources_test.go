@@ -109,6 +109,11 @@ func TestRunTwoSources(t *testing.T) {
 	if got := paidBySource(t, h.db()); got["marketplace"] != 7 || got["direct"] != 14 {
 		t.Errorf("ledger paid by source = %v, want marketplace 7, direct 14", got)
 	}
+	var bySource string
+	if err := h.db().QueryRow(`SELECT credits_by_source FROM runs WHERE status = 'complete'`).Scan(&bySource); err != nil ||
+		bySource != `{"marketplace":7,"direct":14}` {
+		t.Errorf("runs.credits_by_source = %q, %v; want {\"marketplace\":7,\"direct\":14}", bySource, err)
+	}
 	for f, n := range h.srv.Stats().Fetches {
 		if n > 1 {
 			t.Errorf("%s %s paid %d times", f.Endpoint, f.Domain, n)

@@ -154,7 +154,8 @@ CREATE EXTERNAL TABLE IF NOT EXISTS sitewatch.runs (
   `credits_spent` int,
   `credits_remaining` bigint,
   `rate_limited` int,
-  `message` string
+  `message` string,
+  `credits_by_source` string
 )
 PARTITIONED BY (snapshot_month string)
 STORED AS PARQUET

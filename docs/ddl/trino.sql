@@ -175,6 +175,7 @@ CREATE TABLE IF NOT EXISTS hive.sitewatch.runs (
   "credits_remaining" bigint,
   "rate_limited" integer,
   "message" varchar,
+  "credits_by_source" varchar,
   "snapshot_month" varchar
 ) WITH (
   format = 'PARQUET',

@@ -22,6 +22,7 @@ func (c *Client) admit(ctx context.Context, refetch bool) error {
 			c.mu.Unlock()
 			return err
 		}
+		others := c.budgetChanged() // taken before the check, so no change after it is missed
 		wait, err := c.admissibleLocked(refetch)
 		if err != nil {
 			c.stopLocked(err)
@@ -33,6 +34,7 @@ func (c *Client) admit(ctx context.Context, refetch bool) error {
 			if refetch {
 				c.stats.Refetches++
 			}
+			c.publishLocked()
 			c.mu.Unlock()
 			return nil
 		}
@@ -40,6 +42,7 @@ func (c *Client) admit(ctx context.Context, refetch bool) error {
 		c.mu.Unlock()
 		select {
 		case <-ch:
+		case <-others:
 		case <-ctx.Done():
 			return ctx.Err()
 		}
@@ -66,7 +69,11 @@ func (c *Client) admissibleLocked(refetch bool) (wait bool, err error) {
 		return false, e
 	}
 	unit := c.unitCost
-	if lim := c.cfg.MaxCreditsPerRun; lim > 0 && c.stats.CreditsSpent+(c.stats.Unanswered+c.inflight+1)*unit > lim {
+	if c.cfg.RunBudget != nil {
+		if wait, err := c.sharedBudgetLocked(unit); wait || err != nil {
+			return wait, err
+		}
+	} else if lim := c.cfg.MaxCreditsPerRun; lim > 0 && c.stats.CreditsSpent+(c.stats.Unanswered+c.inflight+1)*unit > lim {
 		return blocked(stop(fmt.Sprintf("%d of %d credits spent this run", c.stats.CreditsSpent, lim), ErrRunBudget))
 	}
 	if c.remaining >= 0 && c.remaining-(c.inflight+1)*unit < c.cfg.MinCredits {
@@ -80,6 +87,22 @@ func (c *Client) admissibleLocked(refetch bool) (wait bool, err error) {
 		return blocked(stop(fmt.Sprintf("%d requests of the marketplace monthly quota remain, reserve is %d", c.quota, c.cfg.MinCredits), ErrCreditReserve))
 	}
 	return false, nil
+}
+
+// sharedBudgetLocked checks one more call against the run budget shared with other clients:
+// it waits while calls in flight (of any client) could still end uncharged, and stops the
+// client when the total leaves no room with nothing in flight.
+func (c *Client) sharedBudgetLocked(unit int64) (wait bool, err error) {
+	b := c.cfg.RunBudget
+	others, othersInflight, spent, _ := b.others(c)
+	if c.stats.CreditsSpent+(c.stats.Unanswered+c.inflight+1)*unit+others <= b.Limit {
+		return false, nil
+	}
+	if c.inflight > 0 || othersInflight > 0 {
+		return true, nil
+	}
+	return false, &Error{Op: "start", Message: fmt.Sprintf("%d of %d credits spent this run by all credit sources together (api.max_credits_per_run)",
+		spent, b.Limit), Err: ErrRunBudget}
 }
 
 // unreserve gives back the reservation of an attempt that was never sent.

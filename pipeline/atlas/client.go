@@ -93,6 +93,9 @@ type Config struct {
 	MinCredits int64
 	// MaxCreditsPerRun: never start a call that could spend past it; 0 = no cap.
 	MaxCreditsPerRun int64
+	// RunBudget, when set, is a max_credits_per_run shared with other clients (one per
+	// credit source): it caps their total, and MaxCreditsPerRun is then ignored.
+	RunBudget *RunBudget
 	// MaxWastedCredits bounds the refetches of calls whose answer may have been charged but
 	// was unusable (a broken 200 body, or no answer after the request was sent): each call
 	// is refetched at most once, and the run at most this many times (0 =>
@@ -724,6 +727,7 @@ func (c *Client) stopLocked(err error) {
 }
 
 func (c *Client) broadcastLocked() {
+	c.publishLocked()
 	close(c.changed)
 	c.changed = make(chan struct{})
 }

@@ -481,6 +481,7 @@ func (c *Config) lineOf(dotted string) int {
 func (c *Config) applyDefaults(getenv func(string) string) {
 	if v := getenv(EnvBaseURL); v != "" {
 		c.API.BaseURL, c.baseURLFromEnv = v, true
+		c.overrideSourceURLs(v) // sources.go: with api.sources, every source
 	}
 	if v := getenv(EnvWebhookURL); v != "" {
 		c.Notify.WebhookURL, c.webhookFromEnv = v, true

@@ -76,8 +76,26 @@ var (
 	envName    = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 )
 
+// overrideSourceURLs points every source of api.sources at ATLAS_BASE_URL. The variable
+// exists for tests and demos, which point a config at one simulator; the simulator serves the
+// direct gateway and the marketplace listing from one address, so a two-source config works
+// against it unchanged. `check` says so, and a run logs it.
+func (c *Config) overrideSourceURLs(url string) {
+	for i := range c.API.Sources {
+		c.API.Sources[i].BaseURL = url
+	}
+}
+
+// BaseURLFromEnv says ATLAS_BASE_URL replaced api.base_url, or every source's base_url.
+func (c *Config) BaseURLFromEnv() bool { return c.baseURLFromEnv }
+
 // validateSources checks api.sources, one problem per bad key, each on its own line.
 func (c *Config) validateSources(p *problems) {
+	if c.baseURLFromEnv {
+		if err := atlas.CheckBaseURL(c.API.BaseURL, c.API.AllowInsecureHTTP); err != nil {
+			p.add(0, "%s (which overrides the base_url of every source in api.sources): %v", EnvBaseURL, err)
+		}
+	}
 	for _, k := range singleFormKeys {
 		if c.present["api."+k] {
 			p.add(c.lineOf("api."+k), "api.%s: api.sources replaces it (each source sets its own %s); remove one of the two forms", k, k)
@@ -95,7 +113,7 @@ func (c *Config) validateSources(p *problems) {
 			}
 			p.add(line, fmt.Sprintf("api.sources[%d].%s: ", i, key)+format, args...)
 		}
-		s.validate(bad, c.API.AllowInsecureHTTP)
+		s.validate(bad, c.API.AllowInsecureHTTP, c.baseURLFromEnv)
 		if first, dup := names[s.Name]; dup && s.Name != "" {
 			bad("name", "%q is also the name of source %d; names must differ (the ledger and status name the source that paid)", s.Name, first)
 		}
@@ -103,11 +121,11 @@ func (c *Config) validateSources(p *problems) {
 	}
 }
 
-func (s *SourceConfig) validate(bad func(key, format string, args ...any), insecure bool) {
+func (s *SourceConfig) validate(bad func(key, format string, args ...any), insecure, fromEnv bool) {
 	if !sourceName.MatchString(s.Name) {
 		bad("name", "%q: want a short lower-case name (letters, digits, - and _), e.g. marketplace or direct", s.Name)
 	}
-	if err := atlas.CheckBaseURL(s.BaseURL, insecure); err != nil {
+	if err := atlas.CheckBaseURL(s.BaseURL, insecure); err != nil && !fromEnv { // ATLAS_BASE_URL is checked once
 		bad("base_url", "%v", err)
 	}
 	switch s.Mode {

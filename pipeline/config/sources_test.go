@@ -86,3 +86,30 @@ func TestSourcesErrors(t *testing.T) {
 		})
 	}
 }
+
+// ATLAS_BASE_URL points every source of api.sources at one address (a simulator serves both
+// gateways from one), is checked once and blamed by name, and a source may then omit base_url.
+func TestSourcesBaseURLFromEnvironment(t *testing.T) {
+	const sim = "http://127.0.0.1:8099"
+	cfg, err := Parse("domains.yaml", []byte(twoSources), env(EnvBaseURL, sim))
+	if err != nil {
+		t.Fatalf("Parse: %v", err)
+	}
+	for _, s := range cfg.Sources() {
+		if s.BaseURL != sim {
+			t.Errorf("source %s: base_url %q, want %s from %s", s.Name, s.BaseURL, sim, EnvBaseURL)
+		}
+	}
+	if !cfg.BaseURLFromEnv() {
+		t.Error("BaseURLFromEnv() = false")
+	}
+	noURL := strings.Replace(twoSources, "      base_url: https://listing.example\n", "", 1)
+	if _, err := Parse("domains.yaml", []byte(noURL), env(EnvBaseURL, sim)); err != nil || noURL == twoSources {
+		t.Errorf("a source without base_url under %s: %v", EnvBaseURL, err)
+	}
+	_, err = Parse("domains.yaml", []byte(twoSources), env(EnvBaseURL, "ftp://h"))
+	var ce *Error
+	if !errors.As(err, &ce) || ce.Line != 0 || !strings.Contains(err.Error(), EnvBaseURL) || strings.Count(err.Error(), EnvBaseURL+" (") != 1 {
+		t.Fatalf("err = %v: want one *Error naming %s, not a line of the file", err, EnvBaseURL)
+	}
+}

@@ -31,7 +31,7 @@ var RunHealthTables = []flatten.Table{
 		field("domains_loaded", arrow.PrimitiveTypes.Int32), field("domains_rejected", arrow.PrimitiveTypes.Int32),
 		field("requests", arrow.PrimitiveTypes.Int32), field("credits_spent", arrow.PrimitiveTypes.Int32),
 		field("credits_remaining", arrow.PrimitiveTypes.Int64), field("rate_limited", arrow.PrimitiveTypes.Int32),
-		field("message", arrow.BinaryTypes.String))},
+		field("message", arrow.BinaryTypes.String), field("credits_by_source", arrow.BinaryTypes.String))},
 	{Name: "fetch_errors", Schema: schemaOf(
 		field("run_id", arrow.BinaryTypes.String), field("snapshot_month", arrow.BinaryTypes.String),
 		field("domain", arrow.BinaryTypes.String), field("endpoint", arrow.BinaryTypes.String),

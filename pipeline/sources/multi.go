@@ -34,6 +34,9 @@ type Multi struct {
 	dead    []error // the credit stop of each source, nil while it can pay
 	running []bool
 	fatal   error // a stop of the whole fetch (a Stop, a 401, an unreachable source, ...)
+	// capped, when set, makes each bounded room a hard limit, own queue included: the rooms
+	// are shares of api.max_credits_per_run, and calls beyond them end the fetch with it.
+	capped error
 
 	handleMu sync.Mutex
 }
@@ -49,6 +52,15 @@ func NewMulti(sources []*Source) *Multi {
 		m.room[i], m.out[i] = s.Room, map[atlas.Request]bool{}
 	}
 	return m
+}
+
+// Cap makes the sources' rooms shares of a run cap (api.max_credits_per_run, see Capped):
+// no source fetches past its room, a source stopped for credits hands its room over with its
+// calls, and calls no room covers end the fetch with err (an atlas.ErrRunBudget).
+func (m *Multi) Cap(err error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.capped = err
 }
 
 // Sources returns the sources in spend order.
@@ -153,6 +165,9 @@ func (m *Multi) settleLocked(ctx context.Context, i int, err error) {
 	for r := range m.out[i] {
 		m.queue[i] = append([]atlas.Request{r}, m.queue[i]...)
 		delete(m.out[i], r)
+		if m.capped != nil && m.room[i] >= 0 {
+			m.room[i]++ // not paid: its share of the cap is still to spend
+		}
 	}
 	switch {
 	case err == nil:
@@ -175,6 +190,10 @@ func (m *Multi) handOffLocked(i int) {
 		if m.dead[j] == nil {
 			m.queue[j] = append(m.queue[j], m.queue[i]...)
 			m.queue[i] = nil
+			if m.capped != nil && m.room[j] >= 0 && m.room[i] > 0 {
+				m.room[j] += m.room[i] // the cap's share moves with the calls
+				m.room[i] = 0
+			}
 			return
 		}
 	}
@@ -199,6 +218,9 @@ func (m *Multi) mayWaitLocked(ctx context.Context, i int) bool {
 }
 
 func (m *Multi) hasWorkLocked(i int) bool {
+	if m.capped != nil && m.room[i] == 0 {
+		return false
+	}
 	if len(m.queue[i]) > 0 {
 		return true
 	}
@@ -230,7 +252,7 @@ func (m *Multi) puller(i int) func() (atlas.Request, bool) {
 	return func() (atlas.Request, bool) {
 		m.mu.Lock()
 		defer m.mu.Unlock()
-		if m.dead[i] != nil || m.fatal != nil {
+		if m.dead[i] != nil || m.fatal != nil || (m.capped != nil && m.room[i] == 0) {
 			return atlas.Request{}, false
 		}
 		var r atlas.Request
@@ -277,9 +299,14 @@ func (m *Multi) pendingLocked() bool {
 	return false
 }
 
-// creditStopLocked is the error of a fetch every source stopped for credits: the last
-// source's stop (the long-lived credits, usually).
+// creditStopLocked is the error of a fetch every source stopped for credits: the cap when
+// a source could still pay, else the last source's stop (the long-lived credits, usually).
 func (m *Multi) creditStopLocked() error {
+	for i := range m.sources {
+		if m.capped != nil && m.dead[i] == nil {
+			return m.capped // a source could pay, but the cap's shares are spent
+		}
+	}
 	for i := len(m.sources) - 1; i >= 0; i-- {
 		if m.dead[i] != nil {
 			return m.dead[i]

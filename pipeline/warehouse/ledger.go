@@ -143,7 +143,8 @@ func (w *Warehouse) finalOutcome(runID string) *livestatus.Status {
 	return st
 }
 
-// countCommitted fills r's finished_at, requests, credits and domains from committed rows.
+// countCommitted fills r's finished_at, requests, credits (by source too) and domains from
+// committed rows.
 func (w *Warehouse) countCommitted(ctx context.Context, r *RunRecord) error {
 	var calls, failures, credits int64
 	var lastCall, lastFailure sql.NullTime
@@ -170,6 +171,9 @@ func (w *Warehouse) countCommitted(ctx context.Context, r *RunRecord) error {
 	}
 	r.FinishedAt = &finished
 	r.Requests, r.CreditsSpent = int(calls+failures), int(credits)
+	if r.CreditsBySource, err = w.ledgerCreditsBySource(ctx, r.RunID); err != nil {
+		return err
+	}
 	r.DomainsLoaded, r.DomainsRejected = int(loaded), int(rejected)
 	return nil
 }

@@ -19,6 +19,9 @@ type RunRecord struct {
 	DomainsTotal, DomainsLoaded, DomainsRejected, Requests, CreditsSpent, RateLimited int
 	CreditsRemaining                                                                  *int64
 	Message                                                                           string
+	// CreditsBySource is runs.credits_by_source: the JSON object of what each credit source
+	// was charged ("" is NULL; CreditsBySourceJSON builds it).
+	CreditsBySource string
 }
 
 // FetchError is one row of fetch_errors: a domain and endpoint that failed in a run.
@@ -48,10 +51,10 @@ func int64Ptr(v *int64) any {
 func (w *Warehouse) StartRun(ctx context.Context, r RunRecord) error {
 	err := w.inTx(ctx, func(ctx context.Context) error {
 		_, err := w.load.ExecContext(ctx, `INSERT INTO runs (run_id, snapshot_month, started_at, finished_at, status,
-			domains_total, domains_loaded, domains_rejected, requests, credits_spent, credits_remaining, rate_limited, message)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			domains_total, domains_loaded, domains_rejected, requests, credits_spent, credits_remaining, rate_limited, message, credits_by_source)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			r.RunID, r.SnapshotMonth, r.StartedAt.UTC(), utcPtr(r.FinishedAt), r.Status,
-			r.DomainsTotal, r.DomainsLoaded, r.DomainsRejected, r.Requests, r.CreditsSpent, int64Ptr(r.CreditsRemaining), r.RateLimited, r.Message)
+			r.DomainsTotal, r.DomainsLoaded, r.DomainsRejected, r.Requests, r.CreditsSpent, int64Ptr(r.CreditsRemaining), r.RateLimited, r.Message, nullString(r.CreditsBySource))
 		return err
 	})
 	if err != nil {
@@ -72,9 +75,9 @@ func (w *Warehouse) FinishRun(ctx context.Context, r RunRecord) error {
 	err := w.inTx(ctx, func(ctx context.Context) error {
 		res, err := w.load.ExecContext(ctx, `UPDATE runs SET snapshot_month = ?, finished_at = ?, status = ?,
 			domains_total = ?, domains_loaded = ?, domains_rejected = ?, requests = ?, credits_spent = ?,
-			credits_remaining = ?, rate_limited = ?, message = ? WHERE run_id = ?`,
+			credits_remaining = ?, rate_limited = ?, message = ?, credits_by_source = ? WHERE run_id = ?`,
 			r.SnapshotMonth, utcPtr(r.FinishedAt), r.Status, r.DomainsTotal, r.DomainsLoaded, r.DomainsRejected,
-			r.Requests, r.CreditsSpent, int64Ptr(r.CreditsRemaining), r.RateLimited, r.Message, r.RunID)
+			r.Requests, r.CreditsSpent, int64Ptr(r.CreditsRemaining), r.RateLimited, r.Message, nullString(r.CreditsBySource), r.RunID)
 		if err != nil {
 			return err
 		}
@@ -98,7 +101,7 @@ func (w *Warehouse) Runs(ctx context.Context, limit int) ([]RunRecord, error) {
 func (w *Warehouse) runsWhere(ctx context.Context, cond string, limit int) ([]RunRecord, error) {
 	w.flushQuietly()
 	q := `SELECT run_id, snapshot_month, started_at, finished_at, status, domains_total, domains_loaded,
-		domains_rejected, requests, credits_spent, credits_remaining, rate_limited, message
+		domains_rejected, requests, credits_spent, credits_remaining, rate_limited, message, credits_by_source
 		FROM runs`
 	if cond != "" {
 		q += ` WHERE ` + cond
@@ -115,9 +118,9 @@ func (w *Warehouse) runsWhere(ctx context.Context, cond string, limit int) ([]Ru
 		var finished sql.NullTime
 		var total, loaded, rejected, requests, spent, limited sql.NullInt64
 		var remaining sql.NullInt64
-		var msg sql.NullString
+		var msg, bySource sql.NullString
 		if err := rows.Scan(&r.RunID, &r.SnapshotMonth, &r.StartedAt, &finished, &r.Status, &total, &loaded,
-			&rejected, &requests, &spent, &remaining, &limited, &msg); err != nil {
+			&rejected, &requests, &spent, &remaining, &limited, &msg, &bySource); err != nil {
 			return err
 		}
 		r.StartedAt = r.StartedAt.UTC()
@@ -131,7 +134,7 @@ func (w *Warehouse) runsWhere(ctx context.Context, cond string, limit int) ([]Ru
 			v := remaining.Int64
 			r.CreditsRemaining = &v
 		}
-		r.Message = msg.String
+		r.Message, r.CreditsBySource = msg.String, bySource.String
 		out = append(out, r)
 		return nil
 	})

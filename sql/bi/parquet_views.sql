@@ -43,7 +43,7 @@ FROM read_parquet('@PARQUET_ROOT@/similar_sites/*/*.parquet', hive_partitioning 
 CREATE OR REPLACE VIEW site_tags AS SELECT "snapshot_month", "domain", "tag"
 FROM read_parquet('@PARQUET_ROOT@/site_tags/*/*.parquet', hive_partitioning = true, hive_types = {'snapshot_month': VARCHAR}, union_by_name = true);
 
-CREATE OR REPLACE VIEW runs AS SELECT "run_id", "snapshot_month", "started_at", "finished_at", "status", "domains_total", "domains_loaded", "domains_rejected", "requests", "credits_spent", "credits_remaining", "rate_limited", "message"
+CREATE OR REPLACE VIEW runs AS SELECT "run_id", "snapshot_month", "started_at", "finished_at", "status", "domains_total", "domains_loaded", "domains_rejected", "requests", "credits_spent", "credits_remaining", "rate_limited", "message", "credits_by_source"
 FROM read_parquet('@PARQUET_ROOT@/runs/*/*.parquet', hive_partitioning = true, hive_types = {'snapshot_month': VARCHAR}, union_by_name = true);
 
 CREATE OR REPLACE VIEW fetch_errors AS SELECT "run_id", "snapshot_month", "domain", "endpoint", "http_status", "code", "message", "occurred_at"
