@@ -50,20 +50,28 @@ func withPublish(t *testing.T, h *harness, endpoint, extra string) {
 	}
 }
 
-// sameMonth fails for every restorable table whose rows of month (every row, for countries)
-// differ between the warehouses of a and b, as multisets; nonEmpty tables must hold rows.
-func sameMonth(t *testing.T, a, b *harness, month string) {
+// attachBoth opens an in-memory DuckDB with the warehouses of a and b attached read-only as
+// a and b; it is closed when the test ends.
+func attachBoth(t *testing.T, a, b *harness) *sql.DB {
 	t.Helper()
 	db, err := sql.Open("duckdb", "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer db.Close()
+	t.Cleanup(func() { _ = db.Close() })
 	for alias, h := range map[string]*harness{"a": a, "b": b} {
 		if _, err := db.Exec(`ATTACH '` + filepath.Join(h.dir, "data/w.duckdb") + `' AS ` + alias + ` (READ_ONLY)`); err != nil {
 			t.Fatal(err)
 		}
 	}
+	return db
+}
+
+// sameMonth fails for every restorable table whose rows of month (every row, for countries)
+// differ between the warehouses of a and b, as multisets; nonEmpty tables must hold rows.
+func sameMonth(t *testing.T, a, b *harness, month string) {
+	t.Helper()
+	db := attachBoth(t, a, b)
 	nonEmpty := map[string]bool{"sites": true, "raw_responses": true, "run_calls": true, "runs": true, "countries": true}
 	for _, table := range warehouse.RestorableTables() {
 		where := ` WHERE snapshot_month = '` + month + `'`

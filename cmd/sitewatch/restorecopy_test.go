@@ -50,16 +50,7 @@ func paidExactlyOnce(t *testing.T, h *harness, domains []string) {
 // was fetched (two machines fetch at other times).
 func sameTables(t *testing.T, a, b *harness, month string) {
 	t.Helper()
-	db, err := sql.Open("duckdb", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	for alias, h := range map[string]*harness{"a": a, "b": b} {
-		if _, err := db.Exec(`ATTACH '` + filepath.Join(h.dir, "data/w.duckdb") + `' AS ` + alias + ` (READ_ONLY)`); err != nil {
-			t.Fatal(err)
-		}
-	}
+	db := attachBoth(t, a, b)
 	queries := map[string]string{
 		"countries":     `SELECT * FROM %s.countries`,
 		"raw_responses": `SELECT domain, endpoint, body FROM %s.raw_responses WHERE snapshot_month = '` + month + `'`,
