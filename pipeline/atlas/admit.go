@@ -94,7 +94,7 @@ func (c *Client) admissibleLocked(refetch bool) (wait bool, err error) {
 // client when the total leaves no room with nothing in flight.
 func (c *Client) sharedBudgetLocked(unit int64) (wait bool, err error) {
 	b := c.cfg.RunBudget
-	others, othersInflight, spent, _ := b.others(c)
+	others, othersInflight, spent := b.others(c)
 	if c.stats.CreditsSpent+(c.stats.Unanswered+c.inflight+1)*unit+others <= b.Limit {
 		return false, nil
 	}

@@ -35,9 +35,9 @@ func (b *RunBudget) set(c *Client, exposure, inflight, spent int64) {
 	b.changed = make(chan struct{})
 }
 
-// others returns the exposure and calls in flight of every client but c, the credits all
-// clients spent, and the channel closed at the next change.
-func (b *RunBudget) others(c *Client) (exposure, inflight, spent int64, changed <-chan struct{}) {
+// others returns the exposure and calls in flight of every client but c, and the credits all
+// clients spent.
+func (b *RunBudget) others(c *Client) (exposure, inflight, spent int64) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for o, e := range b.exposure {
@@ -47,7 +47,7 @@ func (b *RunBudget) others(c *Client) (exposure, inflight, spent int64, changed 
 			inflight += b.inflight[o]
 		}
 	}
-	return exposure, inflight, spent, b.changed
+	return exposure, inflight, spent
 }
 
 // publishLocked tells the shared budget (if any) c's exposure. c.mu is held.
@@ -61,8 +61,9 @@ func (c *Client) publishLocked() {
 // never fires, without a shared budget).
 func (c *Client) budgetChanged() <-chan struct{} {
 	if b := c.cfg.RunBudget; b != nil {
-		_, _, _, ch := b.others(c)
-		return ch
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return b.changed
 	}
 	return nil
 }
