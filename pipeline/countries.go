@@ -9,7 +9,12 @@ func (r *runState) countriesAlone() bool {
 	if !r.plan.Countries || len(r.plan.Requests) < 2 {
 		return false
 	}
-	need := int64(len(r.plan.Requests))
+	return r.mayNotCover(int64(len(r.plan.Requests)))
+}
+
+// mayNotCover says whether the credits known now may not cover need more calls: the run's
+// cap, or every source's usable balance (balance minus reserve; unknown counts as short).
+func (r *runState) mayNotCover(need int64) bool {
 	if lim := r.cfg.API.MaxCreditsPerRun; lim > 0 && r.client.Stats().CreditsSpent+need > lim {
 		return true
 	}

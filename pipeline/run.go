@@ -306,6 +306,9 @@ func (r *runState) fetch(ctx context.Context, candidate string) error {
 	if r.blindStart(candidate) {
 		return r.fetchBlind(ctx) // blindstart.go: nothing held, no lone probe needed
 	}
+	if resumed, err := r.resumeBracket(ctx, candidate); resumed || err != nil {
+		return err // resumebracket.go: one lacking overview closes the bracket, none paid twice
+	}
 	if err := r.probe(ctx, candidate); err != nil || r.upToDate || r.mismatch != nil {
 		return err
 	}
