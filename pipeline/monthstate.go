@@ -7,6 +7,8 @@ import (
 
 	"sitewatch/pipeline/notify"
 	"sitewatch/pipeline/textout"
+	"sitewatch/pipeline/warehouse"
+	"sitewatch/schema"
 )
 
 // describeMonth gives ev, an outcome that did not complete a month, the month and what it holds
@@ -37,4 +39,21 @@ func describeMonth(ctx context.Context, db *sql.DB, ev *notify.Event) {
 		return
 	}
 	ev.MonthState = fmt.Sprintf("%s incomplete: %d of %s loaded", ev.Month, ev.Loaded, textout.Plural(ev.Total, "domain", "domains"))
+}
+
+// storedAnswers counts the answers state holds: every stored site-overview and site-similar
+// answer, and country-metadata.
+func storedAnswers(state *warehouse.SnapshotState) int {
+	n := 0
+	if state.CountriesLoaded {
+		n++
+	}
+	for _, eps := range state.Stored {
+		for _, ep := range schema.DomainEndpoints {
+			if eps.Has(ep) {
+				n++
+			}
+		}
+	}
+	return n
 }

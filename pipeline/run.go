@@ -115,10 +115,12 @@ type Summary struct {
 	Watchlist        *config.Watchlist
 	// CompleteSince is when Snapshot was first complete, for an up-to-date run.
 	CompleteSince time.Time
-	// TurnedTo is the month the API moved to during the run ("" if it did not), and
-	// TurnedLoaded how many domains of it are loaded.
-	TurnedTo     string
-	TurnedLoaded int
+	// TurnedTo is the month the API moved to during the run ("" if it did not),
+	// TurnedLoaded how many domains of it are loaded, and TurnedAnswers how many of its
+	// answers are stored (paid, kept: a domain is loaded only with both of its answers).
+	TurnedTo      string
+	TurnedLoaded  int
+	TurnedAnswers int
 	// Published says what the run uploaded to publish.url; PublishError why it could not.
 	Published, PublishError string
 	APIRejections           map[string]string // domain -> code
@@ -744,7 +746,7 @@ func (r *runState) export(ctx context.Context, state *warehouse.SnapshotState) e
 	}
 	if r.sum.TurnedTo != "" {
 		if st, err := r.store.State(ctx, r.sum.TurnedTo); err == nil {
-			r.sum.TurnedLoaded = len(st.Loaded)
+			r.sum.TurnedLoaded, r.sum.TurnedAnswers = len(st.Loaded), storedAnswers(st)
 		}
 	}
 	return nil

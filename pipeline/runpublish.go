@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 	"time"
 
 	"sitewatch/pipeline/publish"
@@ -25,29 +28,51 @@ func (r *runState) publishAfter(ctx context.Context, runErr error) error {
 	case runErr == nil && r.sum.Status == StatusComplete:
 		return r.publish(ctx)
 	case r.sum.Snapshot != "" && r.mismatch == nil && r.sum.Status != StatusUpToDate && r.cfg.Publish.URL != "":
-		r.saveRestoreCopy(ctx)
+		r.saveRestoreCopies(ctx)
 	}
 	return runErr
 }
 
-// saveRestoreCopy uploads the restore copy of the run's month, within the publish bound.
-func (r *runState) saveRestoreCopy(ctx context.Context) {
+// paidMonths is every month the run stored answers under: its own, then (after a month turn)
+// the months the API turned to, in order.
+func (r *runState) paidMonths() []string {
+	months := []string{r.sum.Snapshot}
+	for _, m := range slices.Sorted(maps.Keys(r.touched)) {
+		if m != r.sum.Snapshot {
+			months = append(months, m)
+		}
+	}
+	return months
+}
+
+// saveRestoreCopies uploads the restore copy of every month the run paid answers for, within
+// one publish bound: at a month turn the new month's answers are as paid as the old month's,
+// and a runner without a disk of its own would pay them again if only the old month were
+// saved (issue 32 item 8).
+func (r *runState) saveRestoreCopies(ctx context.Context) {
 	bound := r.env.PublishBound
 	if bound <= 0 {
 		bound = AutoPublishBound
 	}
 	ctx, cancel := context.WithTimeout(ctx, bound)
 	defer cancel()
-	res, err := publish.SaveAfterStop(ctx, r.cfg.Publish, r.cfg.Warehouse.Parquet, r.sum.Snapshot, r.sum.RunID, publish.Options{Logger: r.env.Logger})
-	if err != nil {
-		err = explainPublishStop(ctx, bound, err)
-		r.env.Logger.Warn("could not save the restore copy of the incomplete month", "snapshot", r.sum.Snapshot, "err", err)
-		r.sum.PublishError = fmt.Sprintf("the restore copy of %s (its paid answers) did not reach the bucket: %v; `sitewatch publish` retries it", r.sum.Snapshot, err)
-		return
+	var saved, failed []string
+	for _, month := range r.paidMonths() {
+		res, err := publish.SaveAfterStop(ctx, r.cfg.Publish, r.cfg.Warehouse.Parquet, month, r.sum.RunID, publish.Options{Logger: r.env.Logger})
+		if err != nil {
+			err = explainPublishStop(ctx, bound, err)
+			r.env.Logger.Warn("could not save the restore copy of the incomplete month", "snapshot", month, "err", err)
+			failed = append(failed, fmt.Sprintf("the restore copy of %s (its paid answers) did not reach the bucket: %v", month, err))
+			continue
+		}
+		if res != nil && res.Files > 0 { // none: the bucket holds the month complete
+			saved = append(saved, fmt.Sprintf("restore copy of the incomplete %s (raw answers, ledger; its tables wait for a complete month): %s: %d files uploaded, %d unchanged",
+				month, res.ManifestURL, res.Uploaded, res.Unchanged))
+		}
 	}
-	if res != nil && res.Files > 0 { // none: the bucket holds the month complete
-		r.sum.Published = fmt.Sprintf("restore copy of the incomplete %s (raw answers, ledger; its tables wait for a complete month): %s: %d files uploaded, %d unchanged",
-			r.sum.Snapshot, res.ManifestURL, res.Uploaded, res.Unchanged)
+	r.sum.Published = strings.Join(saved, "; ")
+	if len(failed) > 0 {
+		r.sum.PublishError = strings.Join(failed, "; ") + "; `sitewatch publish` retries it"
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"sitewatch/pipeline"
 	"sitewatch/pipeline/atlas"
 	"sitewatch/pipeline/config"
+	"sitewatch/pipeline/textout"
 	"sitewatch/pipeline/warehouse"
 )
 
@@ -113,8 +114,8 @@ func PrintSummary(w io.Writer, s *pipeline.Summary, runErr error) {
 		fmt.Fprintf(w, "  publish FAILED: %s\n", s.PublishError)
 	}
 	if s.TurnedTo != "" {
-		fmt.Fprintf(w, "  note: the API turned to %s during the run: %s stays incomplete (%d of %d loaded), %s has %d domains so far\n",
-			s.TurnedTo, s.Snapshot, s.DomainsLoaded, s.DomainsTotal, s.TurnedTo, s.TurnedLoaded)
+		fmt.Fprintf(w, "  note: the API turned to %s during the run: %s stays incomplete (%d of %d loaded); %s holds %s paid for (%d of %d domains loaded), kept: a rerun pays only for what it lacks\n",
+			s.TurnedTo, s.Snapshot, s.DomainsLoaded, s.DomainsTotal, s.TurnedTo, textout.Plural(s.TurnedAnswers, "answer", "answers"), s.TurnedLoaded, s.DomainsTotal)
 	}
 	for _, r := range s.Watchlist.Rejected {
 		fmt.Fprintf(w, "  not sent: %q (line %d): %s\n", r.Input, r.Line, r.Reason)
