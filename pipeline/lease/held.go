@@ -72,7 +72,8 @@ func (h *Held) Admit(ctx context.Context) error {
 			h.mu.Unlock()
 			return nil
 		case fenceLost:
-			err := h.loseLocked(h.expiredErr())
+			h.loseLocked(h.expiredErr())
+			err := h.lostErr
 			h.mu.Unlock()
 			return err
 		}
@@ -211,16 +212,16 @@ func (h *Held) broadcastLocked() {
 	h.changed = make(chan struct{})
 }
 
-// loseLocked ends the held context with err (once) and wakes every waiting Admit.
-func (h *Held) loseLocked(err error) error {
+// loseLocked ends the held context with err (the first loss only) and wakes every waiting
+// Admit.
+func (h *Held) loseLocked(err error) {
 	if h.lostErr != nil {
-		return h.lostErr
+		return
 	}
 	h.lostErr = err
 	h.l.opts.Logger.Error("stopping: no paid call starts any more", "lease", h.l.b.URL(Key), "err", err)
 	h.cancel(err)
 	h.broadcastLocked()
-	return err
 }
 
 func (h *Held) deletedErr() error {
