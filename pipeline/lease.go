@@ -1,21 +1,60 @@
 package pipeline
 
-import "context"
+import (
+	"context"
+	"errors"
+	"fmt"
 
-// Lease keeps one writer per bucket across machines: a run takes it before its first credit
+	"sitewatch/pipeline/sources"
+)
+
+// Lease keeps one payer per bucket across machines: a run takes it before its first credit
 // and holds it through its own publish. pipeline/lease implements it over the bucket;
 // cmd/sitewatch sets Env.Lease when publish.url is set and publish.lease is on.
 type Lease interface {
-	// Take takes the lease or fails naming its holder. The context it returns ends when the
-	// lease is lost; release gives the lease back.
-	Take(ctx context.Context) (held context.Context, release func(), err error)
+	// Hold takes the lease or fails naming its holder (nothing was spent).
+	Hold(ctx context.Context) (HeldLease, error)
+}
+
+// HeldLease is a lease taken.
+type HeldLease interface {
+	// Context ends when the lease is lost; its cause says how.
+	Context() context.Context
+	// Admit is the fence every paid call passes right before it is sent: nil while the
+	// lease is confirmed; it waits while the lease is unconfirmed and fails once it is lost.
+	Admit(ctx context.Context) error
+	// Release gives the lease back (briefly after a signal; it expires by itself otherwise).
+	Release()
 }
 
 // takeLease takes l when there is one; without it the run is the bucket's only writer by
-// configuration (no publish.url, or publish.lease: off).
-func takeLease(ctx context.Context, l Lease) (context.Context, func(), error) {
+// configuration (no publish.url, or publish.lease: off) and nothing fences its calls.
+func takeLease(ctx context.Context, l Lease) (context.Context, func(context.Context) error, func(), error) {
 	if l == nil {
-		return ctx, func() {}, nil
+		return ctx, nil, func() {}, nil
 	}
-	return l.Take(ctx)
+	h, err := l.Hold(ctx)
+	if err != nil {
+		return ctx, nil, nil, err
+	}
+	return h.Context(), h.Admit, h.Release, nil
+}
+
+// fenceCalls makes every credit source's client pass the lease's fence before each call.
+func fenceCalls(f *sources.Multi, admit func(context.Context) error) {
+	if f == nil || admit == nil {
+		return
+	}
+	for _, s := range f.Sources() {
+		s.Client.SetFence(admit)
+	}
+}
+
+// stopReason is why a run's context ended: a signal, or the loss of the bucket lease.
+func stopReason(ctx context.Context) error {
+	cause := context.Cause(ctx)
+	if cause == nil || errors.Is(cause, context.Canceled) {
+		return fmt.Errorf("interrupted by a signal: %w", context.Canceled)
+	}
+	return fmt.Errorf("stopped: %w", cause)
 }

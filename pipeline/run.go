@@ -270,10 +270,10 @@ func (r *runState) execute(ctx context.Context) error {
 	r.progress.onReport = r.observeProgress
 	r.startObserving(started, candidate)
 	stopProgress := r.progress.start(ctx)
-	// A signal stops new calls; the calls in flight finish and their results are stored, so
-	// no answered (charged) call is thrown away.
+	// A signal (or the loss of the bucket lease) stops new calls; the calls in flight finish
+	// and their results are stored, so no answered (charged) call is thrown away.
 	stopOnSignal := context.AfterFunc(ctx, func() {
-		r.client.Stop(fmt.Errorf("interrupted by a signal: %w", context.Canceled))
+		r.client.Stop(stopReason(ctx)) // lease.go
 		r.progress.stop()
 	})
 	stopErr := r.fetch(keep, candidate)

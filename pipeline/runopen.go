@@ -5,6 +5,7 @@ import (
 
 	"sitewatch/pipeline/config"
 	"sitewatch/pipeline/notify"
+	"sitewatch/pipeline/sources"
 	"sitewatch/pipeline/warehouse"
 )
 
@@ -15,7 +16,7 @@ import (
 // abandoned on the way are still notified. ctx is the run's context (the lease's).
 func openRun(ctx context.Context, cfg *config.Config, env Env, notifier *notify.Notifier) (context.Context, Fetcher, *warehouse.Warehouse, func(), error) {
 	type planned struct {
-		client Fetcher
+		client *sources.Multi
 		err    error
 	}
 	done := make(chan planned, 1)
@@ -23,7 +24,7 @@ func openRun(ctx context.Context, cfg *config.Config, env Env, notifier *notify.
 		client, _, err := newFetcher(ctx, cfg, env) // spend.go: one client per credit source
 		done <- planned{client, err}
 	}()
-	runCtx, release, err := takeLease(ctx, env.Lease)
+	runCtx, admit, release, err := takeLease(ctx, env.Lease)
 	if err != nil {
 		if p := <-done; p.err != nil {
 			return ctx, nil, nil, nil, p.err // what the keys or sources say comes first, as before
@@ -47,5 +48,6 @@ func openRun(ctx context.Context, cfg *config.Config, env Env, notifier *notify.
 		release()
 		return ctx, nil, nil, nil, err // the warehouse names the file and the holder
 	}
+	fenceCalls(p.client, admit) // lease.go: no paid call starts unless the lease is confirmed
 	return runCtx, p.client, wh, release, nil
 }

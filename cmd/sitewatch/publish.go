@@ -11,7 +11,6 @@ import (
 
 	"sitewatch/pipeline"
 	"sitewatch/pipeline/config"
-	"sitewatch/pipeline/lease"
 	monthrule "sitewatch/pipeline/months"
 	"sitewatch/pipeline/publish"
 	"sitewatch/pipeline/warehouse"
@@ -62,8 +61,7 @@ func cmdPublish(ctx context.Context, args []string, env pipeline.Env) error {
 	}
 	// One publisher at a time per bucket: the lease a run holds through its own publish.
 	if cfg.Publish.LeaseOn() {
-		l := lease.New(p, lease.Options{TTL: cfg.Publish.LeaseDuration(), Command: "sitewatch publish", Logger: env.Logger})
-		held, release, err := l.Take(ctx)
+		held, release, err := newLease(p, cfg, env, "publish").Take(ctx)
 		if err != nil {
 			return err
 		}

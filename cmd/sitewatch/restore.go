@@ -84,12 +84,12 @@ func restoreIfMissing(ctx context.Context, cfg *config.Config, env pipeline.Env)
 		return err
 	}
 	if l != nil {
-		held, release, err := l.Take(ctx)
+		held, err := l.Hold(ctx)
 		if err != nil {
 			return err
 		}
-		defer release() // the run takes it again before its first credit
-		ctx = held
+		defer held.Release() // the run takes it again before its first credit
+		ctx = held.Context()
 	}
 	err = restoreWarehouse(ctx, cfg, env, false)
 	if errors.Is(err, restore.ErrNothingPublished) {

@@ -316,13 +316,13 @@ func TestKillDuringRawPublish(t *testing.T) {
 		return holding.Load() && r.Method == http.MethodPut && strings.Contains(r.URL.Path, "/raw_responses/")
 	})
 	a := newHarness(t, atlastest.Options{}, domains, "")
-	withPublish(t, a, px, "  lease_ttl: 2s\n")
+	withPublish(t, a, px, "  lease_ttl: 6s\n") // long enough that the next publish surely finds it alive on a loaded machine
 	killAt(t, a, held, "run")
 	holding.Store(false)
 	if code := a.run("publish"); code != ExitFailed || !strings.Contains(a.stderr.String(), "holds the bucket lease") {
 		t.Errorf("publish while the killed run's lease lives: exit %d, want %d naming the holder\n%s", code, ExitFailed, a.stderr)
 	}
-	time.Sleep(2 * time.Second) // the lease's TTL
+	time.Sleep(6 * time.Second) // the lease's TTL; the publish then watches it for TTL+margin+api.timeout of its own
 	if code := a.run("publish"); code != ExitOK || !strings.Contains(a.stderr.String(), "took over an expired bucket lease") {
 		t.Fatalf("publish after the lease expired: exit %d\n%s%s", code, a.stdout, a.stderr)
 	}

@@ -83,6 +83,10 @@ func (c *Client) attempt(ctx context.Context, req Request, refetch bool) outcome
 		c.unreserve(refetch)
 		return outcome{err: err}
 	}
+	if err := c.passFence(ctx); err != nil {
+		c.unreserve(refetch)
+		return outcome{err: err}
+	}
 
 	actx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
 	defer cancel()

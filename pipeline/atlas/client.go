@@ -244,6 +244,7 @@ type Client struct {
 	secrets     *secrets
 	concurrency int
 	stopCh      chan struct{}
+	fence       func(context.Context) error // fence.go: the bucket lease's admission, or nil
 
 	// onSend, if set, is called (outside locks) just before each HTTP attempt; benchmarks use it.
 	onSend func(time.Time)

@@ -73,12 +73,12 @@ func CheckCatalogURL(raw string) string {
 	if raw == "" {
 		return "required by the iceberg format: postgres://user@host:5432/db (SQL catalog; password in " + EnvCatalogPassword + ") or https://… (REST catalog)"
 	}
+	if key := catalogSecret(raw); key != "" {
+		return "holds a password (" + key + "): remove it from the file and export it as " + EnvCatalogPassword + " (the value is not shown)"
+	}
 	u, err := url.Parse(raw)
 	if err != nil || u.Host == "" {
 		return "not a URL: write postgres://user@host:5432/db or https://catalog.example/api/catalog"
-	}
-	if _, hasPW := u.User.Password(); hasPW {
-		return "holds a password: remove it from the file and export it as " + EnvCatalogPassword
 	}
 	switch strings.ToLower(u.Scheme) {
 	case catalogSchemePostgres, "postgresql":
@@ -92,6 +92,84 @@ func CheckCatalogURL(raw string) string {
 		}
 	default:
 		return "scheme " + u.Scheme + ":// is not a catalog: use postgres:// (SQL catalog) or https:// (REST catalog)"
+	}
+	return ""
+}
+
+// secretParams are the connection parameters that carry a secret, in a URL's query or a
+// keyword/value connection string (libpq's password and sslpassword; a REST catalog's).
+var secretParams = []string{"password", "sslpassword", "token", "credential", "client_secret", "secret"}
+
+// catalogSecret names where raw carries a secret ("the user:password of the URL", "query
+// parameter password", "keyword sslpassword"), or "". It never returns the value.
+func catalogSecret(raw string) string {
+	if !strings.Contains(raw, "://") { // libpq's keyword/value form: host=… user=… password=…
+		for _, kv := range keywordPairs(raw) {
+			if isSecretParam(kv) {
+				return "keyword " + strings.ToLower(kv)
+			}
+		}
+		return ""
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		if at := strings.LastIndex(raw, "@"); at > 0 && strings.Contains(raw[:at], ":") && strings.Count(raw[:at], ":") > 1 {
+			return "the user:password of the URL" // unparsable, but it looks like one
+		}
+		return ""
+	}
+	if _, hasPW := u.User.Password(); hasPW {
+		return "the user:password of the URL"
+	}
+	q, _ := url.ParseQuery(u.RawQuery)
+	for k := range q {
+		if isSecretParam(k) {
+			return "query parameter " + strings.ToLower(k)
+		}
+	}
+	return ""
+}
+
+func isSecretParam(key string) bool {
+	for _, s := range secretParams {
+		if strings.EqualFold(strings.TrimSpace(key), s) {
+			return true
+		}
+	}
+	return false
+}
+
+// keywordPairs returns the keywords of a libpq keyword/value string (key = 'value' …).
+func keywordPairs(raw string) []string {
+	var keys []string
+	for rest := raw; ; {
+		eq := strings.IndexByte(rest, '=')
+		if eq < 0 {
+			return keys
+		}
+		fields := strings.Fields(rest[:eq])
+		if len(fields) > 0 {
+			keys = append(keys, fields[len(fields)-1])
+		}
+		rest = skipValue(strings.TrimLeft(rest[eq+1:], " \t"))
+	}
+}
+
+// skipValue returns what follows the value at the start of s (quoted with ' or bare).
+func skipValue(s string) string {
+	if strings.HasPrefix(s, "'") {
+		for i := 1; i < len(s); i++ {
+			switch s[i] {
+			case '\\':
+				i++
+			case '\'':
+				return s[i+1:]
+			}
+		}
+		return ""
+	}
+	if i := strings.IndexAny(s, " \t"); i >= 0 {
+		return s[i:]
 	}
 	return ""
 }

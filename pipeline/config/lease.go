@@ -6,8 +6,12 @@ import "time"
 // runner killed while holding it blocks others at most this long.
 const DefaultLeaseTTL = 10 * time.Minute
 
-// minLeaseTTL leaves room for a renewal (every third of the TTL) to reach a slow endpoint.
-const minLeaseTTL = 2 * time.Second
+// minLeaseTTL leaves room for a renewal (every third of the TTL) to reach a slow endpoint;
+// maxLeaseTTL bounds how long a killed holder blocks the bucket (twice the TTL at most).
+const (
+	minLeaseTTL = 2 * time.Second
+	maxLeaseTTL = 24 * time.Hour
+)
 
 // LeaseOn says whether runs and publishes take the bucket lease (publish.lease, default on).
 func (p PublishConfig) LeaseOn() bool { return p.Lease != "off" && p.Lease != "false" }
@@ -26,7 +30,7 @@ func (c *Config) validateLease(bad func(key, format string, args ...any)) {
 	default:
 		bad("publish.lease", "%q is not on or off", c.Publish.Lease)
 	}
-	if d := c.Publish.LeaseTTL.Duration; c.present["publish.lease_ttl"] && d < minLeaseTTL {
-		bad("publish.lease_ttl", "%v is too short: use %v or more (default %v)", d, minLeaseTTL, DefaultLeaseTTL)
+	if d := c.Publish.LeaseTTL.Duration; c.present["publish.lease_ttl"] && (d < minLeaseTTL || d > maxLeaseTTL) {
+		bad("publish.lease_ttl", "%v is out of range: use %v to %v (default %v); a killed holder blocks the bucket up to twice this long", d, minLeaseTTL, maxLeaseTTL, DefaultLeaseTTL)
 	}
 }

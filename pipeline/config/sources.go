@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"regexp"
+	"strings"
 
 	"go.yaml.in/yaml/v3"
 
@@ -119,6 +120,50 @@ func (c *Config) validateSources(p *problems) {
 		}
 		names[s.Name] = i
 	}
+	c.validateSharedKeys(p)
+}
+
+// validateSharedKeys refuses two sources that name the same key variable on the same
+// service: they would spend one wallet (or quota) twice over, each with its own reserve,
+// and every balance would be the sum of two views of it.
+func (c *Config) validateSharedKeys(p *problems) {
+	seen := map[string]int{}
+	for i, s := range c.API.Sources {
+		for _, k := range s.walletKeys() {
+			first, dup := seen[k.id]
+			if !dup {
+				seen[k.id] = i
+				continue
+			}
+			line := s.Line
+			if l, ok := s.lines[k.key]; ok {
+				line = l
+			}
+			p.add(line, "api.sources[%d].%s: source %q uses %s on the same service as source %q (api.sources[%d]): one wallet would be spent as two, each with its own reserve; list it once",
+				i, k.key, s.Name, k.env, c.API.Sources[first].Name, first)
+		}
+	}
+}
+
+type walletKey struct{ id, key, env string }
+
+// walletKeys identifies the wallets s spends: its key variable on its service (mode, base
+// URL and, on a marketplace, the listing host).
+func (s SourceConfig) walletKeys() []walletKey {
+	service := s.Mode + " " + strings.TrimRight(strings.ToLower(s.BaseURL), "/")
+	var out []walletKey
+	switch s.Mode {
+	case "direct":
+		if s.KeyEnv != "" {
+			out = append(out, walletKey{id: service + " key " + s.KeyEnv, key: "key_env", env: s.KeyEnv})
+		}
+	case "marketplace":
+		if s.MarketplaceKeyEnv != "" {
+			host := strings.ToLower(s.MarketplaceHost)
+			out = append(out, walletKey{id: service + " " + host + " listing " + s.MarketplaceKeyEnv, key: "marketplace_key_env", env: s.MarketplaceKeyEnv})
+		}
+	}
+	return out
 }
 
 func (s *SourceConfig) validate(bad func(key, format string, args ...any), insecure, fromEnv bool) {
@@ -148,8 +193,8 @@ func (s *SourceConfig) validate(bad func(key, format string, args ...any), insec
 			bad(key, "%q is not an environment variable name (letters, digits and _); name the variable, never put the key here", v)
 		}
 	}
-	if !(s.RateLimit > 0 && s.RateLimit <= maxRateLimit) {
-		bad("rate_limit", "must be a number of requests per second above 0 and at most %d", maxRateLimit)
+	if msg := checkRateLimit(s.RateLimit); msg != "" {
+		bad("rate_limit", "%s", msg)
 	}
 	if s.MinCredits < 0 {
 		bad("min_credits", "must be 0 or more")

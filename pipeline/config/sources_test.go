@@ -69,7 +69,13 @@ func TestSourcesErrors(t *testing.T) {
 		{"SecretInFile", strings.Replace(twoSources, "key_env: DK", "api_key: DK", 1), []string{"would put a secret in the config file"}},
 		{"KeyNotAVariable", strings.Replace(twoSources, "key_env: DK", "key_env: abc-def=1", 1), []string{"not an environment variable name"}},
 		{"Mode", strings.Replace(twoSources, "mode: direct", "mode: gateway", 1), []string{`api.sources[1].mode: "gateway" is not a mode`}},
-		{"Rate", strings.Replace(twoSources, "rate_limit: 10", "rate_limit: 0", 1), []string{":8: api.sources[0].rate_limit: must be"}},
+		{"Rate", strings.Replace(twoSources, "rate_limit: 10", "rate_limit: 0", 1), []string{":8: api.sources[0].rate_limit: 0 is out of range: use 0.05 to 10000"}},
+		{"SameDirectKey", strings.Replace(twoSources, "    - name: marketplace\n      mode: marketplace\n      base_url: https://listing.example\n      marketplace_host: intel.example\n      marketplace_key_env: MK\n",
+			"    - name: spare\n      mode: direct\n      base_url: https://gateway.example/\n      key_env: DK\n", 1),
+			[]string{`:11: api.sources[1].key_env: source "direct" uses DK on the same service as source "spare" (api.sources[0])`}},
+		{"SameListingKey", strings.Replace(twoSources, "    - name: direct\n      mode: direct\n      base_url: https://gateway.example\n      key_env: DK\n",
+			"    - name: again\n      mode: marketplace\n      base_url: https://listing.example\n      marketplace_host: INTEL.example\n      marketplace_key_env: MK\n", 1),
+			[]string{`api.sources[1].marketplace_key_env: source "again" uses MK on the same service as source "marketplace"`}},
 		{"BaseURL", strings.Replace(twoSources, "https://gateway.example", "ftp://gateway.example", 1), []string{"api.sources[1].base_url:"}},
 	}
 	for _, tt := range tests {

@@ -8,6 +8,7 @@ import (
 	"sitewatch/pipeline/atlas"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/robfig/cron/v3"
 )
@@ -55,8 +56,8 @@ func (c *Config) validateAPI(bad func(key, format string, args ...any)) {
 	default:
 		bad("api.mode", "%q is not a mode; use direct or marketplace", c.API.Mode)
 	}
-	if !(c.API.RateLimit > 0 && c.API.RateLimit <= maxRateLimit) { // also refuses NaN and Inf
-		bad("api.rate_limit", "must be a number of requests per second above 0 and at most %d", maxRateLimit)
+	if msg := checkRateLimit(c.API.RateLimit); msg != "" {
+		bad("api.rate_limit", "%s", msg)
 	}
 	if c.API.MinCredits < 0 {
 		bad("api.min_credits", "must be 0 or more")
@@ -70,18 +71,37 @@ func (c *Config) validateAPI(bad func(key, format string, args ...any)) {
 }
 
 func (c *Config) validateDurations(bad func(key, format string, args ...any)) {
-	if c.API.Timeout.Duration <= 0 {
-		bad("api.timeout", "must be positive, e.g. 30s")
+	if d := c.API.Timeout.Duration; d < minTimeout || d > maxTimeout {
+		bad("api.timeout", "%v is out of range: use %v to %v (default %v); a call that may last longer also keeps a bucket lease from being taken over that long", d, minTimeout, maxTimeout, DefaultTimeout)
 	}
-	if c.API.MaxRateLimitWait.Duration <= 0 {
-		bad("api.max_rate_limit_wait", "must be positive, e.g. 15m")
+	if d := c.API.MaxRateLimitWait.Duration; d <= 0 || d > maxRateLimitWait {
+		bad("api.max_rate_limit_wait", "%v is out of range: use more than 0 and at most %v, e.g. 15m", d, maxRateLimitWait)
 	}
-	if c.RetryEvery.Duration < minRetryEvery {
-		bad("retry_every", "%v is too short: use %v or more (e.g. 6h)", c.RetryEvery.Duration, minRetryEvery)
+	if d := c.RetryEvery.Duration; d < minRetryEvery || d > maxRetryEvery {
+		bad("retry_every", "%v is out of range: use %v to %v (31 days), e.g. 6h", d, minRetryEvery, maxRetryEvery)
 	}
 	if g := c.HealthGrace.Duration; g <= 0 || g > maxHealthGrace {
 		bad("health_grace", "%v is out of range: use more than 0 and at most %v (27 days), e.g. 72h", g, maxHealthGrace)
 	}
+}
+
+// Bounds of the durations and rates above: none may block a run, a schedule or a bucket for
+// years by a typo.
+const (
+	minTimeout       = time.Second
+	maxTimeout       = time.Hour
+	maxRateLimitWait = 24 * time.Hour
+	maxRetryEvery    = 31 * 24 * time.Hour
+)
+
+// checkRateLimit bounds a requests/second limit: at least the floor the client refuses from
+// a server (below it a month would take weeks), at most maxRateLimit; NaN and Inf refused.
+func checkRateLimit(r float64) string {
+	if r >= atlas.MinServerRateLimit && r <= maxRateLimit {
+		return ""
+	}
+	return fmt.Sprintf("%v is out of range: use %g to %d requests per second (the client refuses a server's limit below %g/s too)",
+		r, atlas.MinServerRateLimit, maxRateLimit, atlas.MinServerRateLimit)
 }
 
 func (c *Config) validateOutputs(p *problems, bad func(key, format string, args ...any)) {

@@ -1,10 +1,17 @@
-// Package lease keeps one writer per bucket across machines. A runner takes the lease before
-// its first credit by creating one object with a conditional PUT (If-None-Match: *) that holds
-// its owner, host, start and expiry; it renews it (If-Match on the ETag it wrote) every third
-// of its TTL while it works and deletes it at the end. A second runner finds the object and
-// fails fast naming the holder, having spent nothing. A lease past its expiry (its holder
-// died) may be taken over, with If-Match on the expired record's ETag, and the takeover is
-// logged. Every take checks that the service honours conditional writes.
+// Package lease keeps one payer per bucket across machines, without trusting any machine's
+// wall clock. A runner takes the lease before its first credit by creating one object with a
+// conditional PUT (If-None-Match: *) that names it; while it holds the lease it confirms it
+// every few seconds (a GET that must show its own version) and renews it (If-Match on the
+// ETag it wrote) every third of its TTL; at the end it deletes it.
+//
+// The lease is a fence, not a promise: the holder admits a paid call only while its last
+// confirmation was sent less than a margin ago and its last renewal less than TTL−margin
+// ago, measured on its own monotonic clock (Timing). A runner that finds the lease expired
+// does not compare the expiry written in it with its own clock to take it: it watches the
+// lease's version, unchanged, for TTL+margin+api.timeout of its own monotonic clock, and
+// then takes it over with If-Match on that version. A lease deleted or replaced while held
+// stops its holder within seconds (its next confirmation), and is logged as a takeover.
+// Every take checks that the service honours conditional writes.
 package lease
 
 import (
@@ -16,7 +23,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"sync"
 	"time"
 
 	"sitewatch/pipeline/publish"
@@ -35,7 +41,9 @@ type Bucket interface {
 
 var _ Bucket = (*publish.Publisher)(nil)
 
-// Record is the lease object's content.
+// Record is the lease object's content. Started and Expires are the holder's wall clock:
+// shown to people, and a hint whether to wait for a lease at all; no decision that keeps two
+// payers apart reads them.
 type Record struct {
 	Owner   string    `json:"owner"` // unique per take
 	Host    string    `json:"host"`
@@ -43,10 +51,17 @@ type Record struct {
 	Command string    `json:"command"`
 	Started time.Time `json:"started"`
 	Expires time.Time `json:"expires"`
+	// TTLMillis and InFlightMillis are the holder's lease_ttl and api.timeout: a taker waits
+	// for the longer of its own and these.
+	TTLMillis      int64 `json:"ttl_ms,omitempty"`
+	InFlightMillis int64 `json:"in_flight_ms,omitempty"`
 }
 
+func (r Record) ttl() time.Duration      { return time.Duration(r.TTLMillis) * time.Millisecond }
+func (r Record) inFlight() time.Duration { return time.Duration(r.InFlightMillis) * time.Millisecond }
+
 func (r Record) String() string {
-	return fmt.Sprintf("%s (pid %d) since %s, expires %s", r.Host, r.PID, r.Started.UTC().Format(time.RFC3339), r.Expires.UTC().Format(time.RFC3339))
+	return fmt.Sprintf("%s (pid %d) since %s, expires %s by its clock", r.Host, r.PID, r.Started.UTC().Format(time.RFC3339), r.Expires.UTC().Format(time.RFC3339))
 }
 
 // HeldError: another runner holds the lease.
@@ -63,21 +78,43 @@ func (e *HeldError) Error() string {
 // ErrNoConditionalWrites: the service ignored If-None-Match: * on PUT.
 var ErrNoConditionalWrites = errors.New("the storage service does not honour conditional writes (If-None-Match: * on PUT), so it cannot keep two runners from paying for the same month: use a service that does (AWS S3, MinIO, R2, versitygw), or set publish.lease: off if only one runner ever uses this bucket")
 
-// ErrLost: the lease was taken over or removed while held; the work it guarded stops.
+// ErrLost: the lease was taken over, deleted, or could not be confirmed in time while held;
+// the work it guarded stops.
 var ErrLost = errors.New("the bucket lease was lost")
+
+// ErrReleased: the fence was consulted after the lease was given back.
+var ErrReleased = errors.New("the bucket lease was released")
+
+// Clock is the monotonic clock the fence reads; tests move one by hand (leasetest.Clock).
+type Clock interface {
+	Now() time.Time
+	After(d time.Duration) <-chan time.Time
+}
+
+type realClock struct{}
+
+func (realClock) Now() time.Time                         { return time.Now() }
+func (realClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
 
 // Options tune a Lease.
 type Options struct {
-	TTL     time.Duration // default 10m
-	Command string        // what the holder does ("run", "publish"), shown to others
-	Logger  *slog.Logger
-	Now     func() time.Time
+	TTL time.Duration // default 10m
+	// InFlight is the longest a call admitted before the fence closed may last: api.timeout
+	// (default 30s). A taker waits it out after the TTL.
+	InFlight time.Duration
+	Command  string // what the holder does ("run", "publish"), shown to others
+	Logger   *slog.Logger
+	// Now is the wall clock written into the record (default time.Now); Clock is the
+	// monotonic clock of every decision (default the real one).
+	Now   func() time.Time
+	Clock Clock
 }
 
-// Lease takes and holds the bucket lease; it implements pipeline.Lease.
+// Lease takes and holds the bucket lease.
 type Lease struct {
-	b    Bucket
-	opts Options
+	b      Bucket
+	opts   Options
+	timing Timing
 }
 
 // New returns the lease of bucket b.
@@ -85,28 +122,44 @@ func New(b Bucket, opts Options) *Lease {
 	if opts.TTL <= 0 {
 		opts.TTL = 10 * time.Minute
 	}
+	if opts.InFlight <= 0 {
+		opts.InFlight = 30 * time.Second
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Lease{b: b, opts: opts}
+	if opts.Clock == nil {
+		opts.Clock = realClock{}
+	}
+	return &Lease{b: b, opts: opts, timing: TimingFor(opts.TTL, opts.InFlight)}
 }
 
-// Take takes the lease, or fails with a *HeldError naming the holder, ErrNoConditionalWrites,
-// or a storage error. The returned context ends with ErrLost as its cause when a renewal
-// finds the lease taken; release stops the renewals and deletes the lease.
+// Timing returns the fence's timing of this lease.
+func (l *Lease) Timing() Timing { return l.timing }
+
+// Take is Hold for callers that need only the held context: it ends with ErrLost as its
+// cause when the lease is lost; release gives the lease back.
 func (l *Lease) Take(ctx context.Context) (context.Context, func(), error) {
-	rec := l.record()
-	etag, err := l.create(ctx, rec)
+	h, err := l.Hold(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
-	h := &held{l: l, rec: rec, etag: etag, stop: make(chan struct{}), done: make(chan struct{})}
-	hctx, cancel := context.WithCancelCause(ctx)
-	go h.renew(hctx, cancel)
-	return hctx, func() { h.release(cancel) }, nil
+	return h.Context(), h.Release, nil
+}
+
+// Hold takes the lease, or fails with a *HeldError naming the holder, ErrNoConditionalWrites,
+// ctx's error (a signal while it waited to take an expired lease over) or a storage error.
+func (l *Lease) Hold(ctx context.Context) (*Held, error) {
+	rec := l.record()
+	body, _ := json.Marshal(rec)
+	etag, sent, err := l.create(ctx, body)
+	if err != nil {
+		return nil, err
+	}
+	return l.hold(ctx, rec, etag, sent), nil
 }
 
 func (l *Lease) record() Record {
@@ -115,119 +168,5 @@ func (l *Lease) record() Record {
 	var rnd [8]byte
 	_, _ = rand.Read(rnd[:]) // never fails (crypto/rand)
 	return Record{Owner: fmt.Sprintf("%s-%d-%x", host, os.Getpid(), rnd), Host: host, PID: os.Getpid(), Command: l.opts.Command,
-		Started: now, Expires: now.Add(l.opts.TTL)}
-}
-
-// create writes rec if no live lease exists, taking over an expired one, and checks that the
-// service refused a second create.
-func (l *Lease) create(ctx context.Context, rec Record) (string, error) {
-	body, _ := json.Marshal(rec)
-	etag, err := l.b.PutConditional(ctx, Key, body, "")
-	if errors.Is(err, publish.ErrPrecondition) {
-		etag, err = l.takeOver(ctx, body)
-	}
-	if err != nil {
-		return "", err
-	}
-	// The same create again must be refused: a service that ignores the condition would let
-	// a second runner overwrite this lease and pay for the same month.
-	if _, err := l.b.PutConditional(ctx, Key, body, ""); !errors.Is(err, publish.ErrPrecondition) {
-		if err == nil {
-			_ = l.b.DeleteConditional(ctx, Key, etag) // best effort: a lease that guards nothing
-			return "", fmt.Errorf("lease %s: %w", l.b.URL(Key), ErrNoConditionalWrites)
-		}
-		return "", err
-	}
-	return etag, nil
-}
-
-// takeOver replaces the existing lease if it expired.
-func (l *Lease) takeOver(ctx context.Context, body []byte) (string, error) {
-	old, oldTag, found, err := l.b.GetSmall(ctx, Key)
-	if err != nil {
-		return "", err
-	}
-	if !found { // released meanwhile: create again
-		return l.b.PutConditional(ctx, Key, body, "")
-	}
-	var holder Record
-	if err := json.Unmarshal(old, &holder); err == nil && l.opts.Now().Before(holder.Expires) {
-		return "", &HeldError{URL: l.b.URL(Key), Holder: holder}
-	}
-	etag, err := l.b.PutConditional(ctx, Key, body, oldTag)
-	if errors.Is(err, publish.ErrPrecondition) { // another runner took it over first
-		return "", &HeldError{URL: l.b.URL(Key), Holder: holder}
-	}
-	if err == nil {
-		l.opts.Logger.Warn("took over an expired bucket lease (its holder stopped without releasing it)",
-			"lease", l.b.URL(Key), "previous_holder", holder.String())
-	}
-	return etag, err
-}
-
-// held is a lease taken.
-type held struct {
-	l    *Lease
-	mu   sync.Mutex
-	rec  Record
-	etag string
-	stop chan struct{}
-	done chan struct{}
-	once sync.Once
-}
-
-// renew extends the lease every third of its TTL until released; a renewal that finds the
-// lease changed cancels the holder's context.
-func (h *held) renew(ctx context.Context, cancel context.CancelCauseFunc) {
-	defer close(h.done)
-	t := time.NewTicker(h.l.opts.TTL / 3)
-	defer t.Stop()
-	for {
-		select {
-		case <-h.stop:
-			return
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		if err := h.extend(ctx); err != nil {
-			if errors.Is(err, publish.ErrPrecondition) {
-				h.l.opts.Logger.Error("the bucket lease was taken over while held: stopping", "lease", h.l.b.URL(Key))
-				cancel(fmt.Errorf("%w: %s was replaced by another runner", ErrLost, h.l.b.URL(Key)))
-				return
-			}
-			// A failed renewal is retried at the next tick; the lease lasts 3 ticks.
-			h.l.opts.Logger.Warn("could not renew the bucket lease; retrying", "lease", h.l.b.URL(Key), "err", err)
-		}
-	}
-}
-
-func (h *held) extend(ctx context.Context) error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	rec := h.rec
-	rec.Expires = h.l.opts.Now().UTC().Add(h.l.opts.TTL)
-	body, _ := json.Marshal(rec)
-	etag, err := h.l.b.PutConditional(ctx, Key, body, h.etag)
-	if err != nil {
-		return err
-	}
-	h.rec, h.etag = rec, etag
-	return nil
-}
-
-// release stops renewing and deletes the lease if it is still this holder's.
-func (h *held) release(cancel context.CancelCauseFunc) {
-	h.once.Do(func() {
-		close(h.stop)
-		<-h.done
-		defer cancel(nil)
-		ctx, stop := context.WithTimeout(context.Background(), 30*time.Second)
-		defer stop()
-		h.mu.Lock()
-		defer h.mu.Unlock()
-		if err := h.l.b.DeleteConditional(ctx, Key, h.etag); err != nil && !errors.Is(err, publish.ErrPrecondition) {
-			h.l.opts.Logger.Warn("could not release the bucket lease; it expires by itself", "lease", h.l.b.URL(Key), "expires", h.rec.Expires, "err", err)
-		}
-	})
+		Started: now, Expires: now.Add(l.opts.TTL), TTLMillis: l.opts.TTL.Milliseconds(), InFlightMillis: l.opts.InFlight.Milliseconds()}
 }

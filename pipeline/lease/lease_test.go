@@ -1,10 +1,8 @@
 package lease_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -91,36 +89,6 @@ func TestOneHolder(t *testing.T) {
 		t.Fatalf("take after release: %v", err)
 	}
 	releaseB()
-}
-
-// TestExpiredTakeover: a lease past its expiry is taken over and the takeover logged; the old
-// holder's renewal then finds it gone and its context ends with ErrLost.
-func TestExpiredTakeover(t *testing.T) {
-	p := bucket(t, gateway(t).Endpoint)
-	ctx := context.Background()
-	heldA, releaseA, err := lease.New(p, lease.Options{TTL: 600 * time.Millisecond}).Take(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer releaseA()
-	var log bytes.Buffer
-	later := func() time.Time { return time.Now().Add(time.Hour) }
-	_, releaseB, err := lease.New(p, lease.Options{TTL: time.Minute, Now: later, Logger: slog.New(slog.NewTextHandler(&log, nil))}).Take(ctx)
-	if err != nil {
-		t.Fatalf("takeover of an expired lease: %v", err)
-	}
-	defer releaseB()
-	if !strings.Contains(log.String(), "took over an expired bucket lease") {
-		t.Errorf("the takeover was not logged:\n%s", log.String())
-	}
-	select {
-	case <-heldA.Done():
-		if !errors.Is(context.Cause(heldA), lease.ErrLost) {
-			t.Errorf("old holder's cause = %v, want ErrLost", context.Cause(heldA))
-		}
-	case <-time.After(5 * time.Second):
-		t.Error("the old holder's context did not end after its lease was taken over")
-	}
 }
 
 // TestServiceIgnoringConditions: a service that accepts a second If-None-Match: * create is
