@@ -5,6 +5,10 @@ import (
 	"database/sql"
 	"fmt"
 	"math"
+	"strconv"
+	"strings"
+
+	"sitewatch/pipeline/textout"
 )
 
 // Reason kinds of the needs_attention view (sql/views/needs_attention.sql).
@@ -156,4 +160,79 @@ func monthOrLatest(month string) string {
 		return "the latest complete month"
 	}
 	return month
+}
+
+// AttentionLeadLines is how many domains the webhook's digest names; `sitewatch changes`
+// shows up to MaxLinesPerSection, the report all.
+const AttentionLeadLines = 5
+
+// Line is the i-th domain (0-based) as one line, the same words on every surface:
+// "3. faller.com: fell 18.0 % (2,000,000 → 1,640,000 visits) — its months usually move ±3.0 %",
+// several reasons joined by "; ".
+func (a *Attention) Line(i int) string {
+	d := a.Domains[i]
+	texts := make([]string, len(d.Reasons))
+	for j, r := range d.Reasons {
+		texts[j] = r.Text
+	}
+	return fmt.Sprintf("%d. %s: %s", d.Rank, d.Domain, strings.Join(texts, "; "))
+}
+
+// Lines returns the first max domains as lines (all when max <= 0) and how many are left.
+func (a *Attention) Lines(max int) (lines []string, more int) {
+	n := len(a.Domains)
+	if max > 0 && n > max {
+		n = max
+	}
+	for i := 0; i < n; i++ {
+		lines = append(lines, a.Line(i))
+	}
+	return lines, len(a.Domains) - n
+}
+
+// Title is the list's one-line heading, e.g. "Needs attention in 2026-10: 8 domains".
+func (a *Attention) Title() string {
+	month := a.Month
+	if month == "" {
+		month = "the latest complete month"
+	}
+	if len(a.Domains) == 0 {
+		return fmt.Sprintf("Needs attention in %s: nothing unusual", month)
+	}
+	return fmt.Sprintf("Needs attention in %s: %s", month, textout.Plural(len(a.Domains), "domain", "domains"))
+}
+
+// Rule states the ranking and its settings in one sentence for readers of every surface.
+func (a *Attention) Rule() string {
+	s := a.Settings.withDefaults()
+	return fmt.Sprintf("A domain is listed when this month's visits move at least %s of its usual month-to-month swings "+
+		"(median and 1.4826 × MAD of its earlier monthly changes, at least ±2 %%), or its rank, AI-referred visits or top channel "+
+		"fell that many of the watchlist's swings since %s, and it had at least %s visits; or its data went missing or failed a quality check. "+
+		"Most unusual first (view needs_attention; config attention.min_visits and attention.threshold).",
+		strconv.FormatFloat(s.Threshold, 'f', -1, 64), orText(a.PreviousMonth, "the previous complete month"), thousands(float64(s.MinVisits)))
+}
+
+func orText(s, alt string) string {
+	if s == "" {
+		return alt
+	}
+	return s
+}
+
+// Text is the list as plain lines, for the webhook and a terminal: Title, then the first max
+// domains (all when max <= 0) one per line, then how many more and where to see them.
+func (a *Attention) Text(max int) string {
+	lines, more := a.Lines(max)
+	out := append([]string{a.Title()}, lines...)
+	if more > 0 {
+		out = append(out, fmt.Sprintf("… and %d more: %s", more, a.Query()))
+	}
+	return strings.Join(out, "\n")
+}
+
+// Query is the command that lists every row with the settings used.
+func (a *Attention) Query() string {
+	s := a.Settings.withDefaults()
+	return fmt.Sprintf(`sitewatch query "SELECT * FROM needs_attention_in(for_month := '%s', min_visits := %d, threshold := %s)"`,
+		a.Month, s.MinVisits, strconv.FormatFloat(s.Threshold, 'f', -1, 64))
 }
