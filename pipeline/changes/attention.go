@@ -15,6 +15,7 @@ import (
 const (
 	KindVisitsFell     = "visits_fell"
 	KindVisitsRose     = "visits_rose"
+	KindSteepFall      = "steep_fall"
 	KindRankLost       = "rank_lost"
 	KindAIVisitsFell   = "ai_visits_fell"
 	KindTopChannelFell = "top_channel_fell"
@@ -23,7 +24,7 @@ const (
 )
 
 // AttentionKinds lists every reason kind, in the order the docs and /metrics list them.
-var AttentionKinds = []string{KindVisitsFell, KindVisitsRose, KindRankLost, KindAIVisitsFell, KindTopChannelFell, KindDataMissing, KindQualityFailed}
+var AttentionKinds = []string{KindVisitsFell, KindVisitsRose, KindSteepFall, KindRankLost, KindAIVisitsFell, KindTopChannelFell, KindDataMissing, KindQualityFailed}
 
 // Defaults of the needs-attention ranking (the view needs_attention uses them; config keys
 // attention.min_visits and attention.threshold override them).

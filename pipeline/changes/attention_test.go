@@ -45,7 +45,9 @@ func TestNeedsAttentionView(t *testing.T) {
 
 // TestNeedsAttentionSettings shows the config's floor and threshold reach the ranking through
 // the macro: a 1,000-visit floor lets tiny.com in; a threshold of 8 keeps only the moves
-// larger than 8 swings (and missing data and quality errors, scored 2 × threshold).
+// larger than 8 swings (and missing data and quality errors, scored 2 × threshold), and
+// faller.com's −18 %, no longer unusual enough, comes back as the steepest fall of the larger
+// half of the watchlist.
 func TestNeedsAttentionSettings(t *testing.T) {
 	db := openWarehouse(t).DB()
 	attentiontest.Load(t, db)
@@ -65,8 +67,11 @@ func TestNeedsAttentionSettings(t *testing.T) {
 	for _, d := range strict.Domains {
 		got = append(got, d.Domain)
 	}
-	if want := []string{"aifall.com", "gone.com", "novisits.com", "failed.com", "ranker.com", "chan.com"}; !slices.Equal(got, want) {
+	if want := []string{"aifall.com", "gone.com", "novisits.com", "failed.com", "ranker.com", "chan.com", "faller.com"}; !slices.Equal(got, want) {
 		t.Errorf("threshold 8 lists %v, want %v", got, want)
+	}
+	if k := kindsOf(strict)["faller.com"]; k != KindSteepFall {
+		t.Errorf("threshold 8: faller.com listed as %q, want %q", k, KindSteepFall)
 	}
 }
 

@@ -588,6 +588,9 @@ COMMENT ON COLUMN latest_sites.fetched_at IS 'As sites.fetched_at (TIMESTAMP, UT
 --       at least 6 earlier changes are known, and the month or the month before had at least
 --       min_visits visits. The 0.02 floor (about ±2 %) keeps a giant whose months barely move
 --       from being listed for an ordinary percent.
+--   steep_fall  one of the 3 largest falls in visits (at least 5 %) among the domains at or above
+--       the month's median visits (and the floor), when not already listed as visits_fell:
+--       a big domain's large fall is named even when its own months are volatile.
 --   rank_lost, ai_visits_fell, top_channel_fell  the global rank, the AI-referred visits, or
 --       the share of the channel that brought the domain most visits in the previous
 --       complete month, compared with the previous complete month. The warehouse holds only
@@ -605,7 +608,7 @@ COMMENT ON COLUMN latest_sites.fetched_at IS 'As sites.fetched_at (TIMESTAMP, UT
 --
 -- score orders the list: |z| for the measured reasons; 2 × threshold for missing data and a
 -- quality error, the threshold for a quality warning. rank 1 is the first row (score, then
--- the larger domain, then name); domain_rank numbers the domains by their first row, so a
+-- the larger fall, then the larger domain, then name); domain_rank numbers the domains by their first row, so a
 -- surface that groups the reasons of a domain keeps the same order.
 
 CREATE OR REPLACE MACRO needs_attention_in(for_month := NULL, min_visits := NULL, threshold := NULL) AS TABLE
@@ -657,32 +660,54 @@ swing AS (
     WHERE s.month < p.month_start
     GROUP BY s.domain, a.center, a.n
 ),
-visit_z AS (
+visit_z AS MATERIALIZED (
     SELECT c.domain, c.visits, c.prev_visits, c.r, w.center, w.n,
            greatest(w.mad, 0.02) AS sd,
            (c.r - w.center) / greatest(w.mad, 0.02) AS z
-    FROM steps c JOIN swing w USING (domain), p
+    FROM steps c LEFT JOIN swing w USING (domain), p
     WHERE c.month = p.month_start
 ),
-visit_rows AS (
-    SELECT v.domain,
-           CASE WHEN v.z < 0 THEN 'visits_fell' ELSE 'visits_rose' END AS reason_kind,
+visit_words AS (
+    SELECT v.*,
            CASE
                WHEN v.r < 0 THEN 'fell ' || printf('%.1f', 100 * (1 - exp(v.r))) || ' %'
                WHEN v.z < 0 THEN 'rose only ' || printf('%.1f', 100 * (exp(v.r) - 1)) || ' %'
                ELSE 'rose ' || printf('%.1f', 100 * (exp(v.r) - 1)) || ' %'
            END
-           || ' (' || printf('%,d', CAST(round(v.prev_visits) AS BIGINT)) || ' → ' || printf('%,d', CAST(round(v.visits) AS BIGINT)) || ' visits)'
-           || ' — its months usually move '
-           || CASE WHEN abs(v.center) >= v.sd / 2
-                   THEN printf('%+.1f', 100 * (exp(v.center) - 1)) || ' % '
-                   ELSE '' END
-           || '±' || printf('%.1f', 100 * (exp(v.sd) - 1)) || ' %' AS reason,
+           || ' (' || printf('%,d', CAST(round(v.prev_visits) AS BIGINT)) || ' → ' || printf('%,d', CAST(round(v.visits) AS BIGINT)) || ' visits)' AS moved,
+           CASE WHEN v.n >= 6 THEN ' — its months usually move '
+                || CASE WHEN abs(v.center) >= v.sd / 2 THEN printf('%+.1f', 100 * (exp(v.center) - 1)) || ' % ' ELSE '' END
+                || '±' || printf('%.1f', 100 * (exp(v.sd) - 1)) || ' %'
+           ELSE '' END AS usual
+    FROM visit_z v
+),
+visit_rows AS MATERIALIZED (
+    SELECT v.domain,
+           CASE WHEN v.z < 0 THEN 'visits_fell' ELSE 'visits_rose' END AS reason_kind,
+           v.moved || v.usual AS reason,
            abs(v.z) AS score, v.z,
            v.visits, v.prev_visits AS previous_visits,
            v.visits / v.prev_visits - 1 AS change
-    FROM visit_z v, p
+    FROM visit_words v, p
     WHERE abs(v.z) >= p.z_min AND v.n >= 6 AND greatest(v.visits, v.prev_visits) >= p.floor_visits
+),
+-- The steepest falls of the larger half: the 3 largest falls (at least 5 %) among the domains
+-- at or above the month's median visits, each listed even when its own months make the fall
+-- ordinary, so a big domain's large fall is never left out.
+steep AS (
+    SELECT v.*, row_number() OVER (ORDER BY v.r, v.domain) AS fall_rank
+    FROM visit_words v, p
+    WHERE v.visits >= (SELECT median(visits) FROM visit_z) AND v.visits >= p.floor_visits AND v.r <= ln(0.95)
+),
+steep_rows AS (
+    SELECT s.domain, 'steep_fall' AS reason_kind,
+           s.moved || ', ' || CASE s.fall_rank WHEN 1 THEN 'the steepest fall' ELSE 'the ' || CASE s.fall_rank WHEN 2 THEN '2nd' ELSE '3rd' END || ' steepest fall' END
+           || ' among the larger half of the watchlist' || s.usual AS reason,
+           greatest(coalesce(abs(s.z), 0), p.z_min) AS score, s.z,
+           s.visits, s.prev_visits AS previous_visits,
+           s.visits / s.prev_visits - 1 AS change
+    FROM steep s, p
+    WHERE s.fall_rank <= 3 AND s.domain NOT IN (SELECT domain FROM visit_rows)
 ),
 pair AS MATERIALIZED (
     SELECT c.domain, c.total_visits AS visits, o.total_visits AS prev_visits,
@@ -814,6 +839,7 @@ quality_rows AS (
 ),
 all_rows AS MATERIALIZED (
     SELECT * FROM visit_rows
+    UNION ALL SELECT * FROM steep_rows
     UNION ALL SELECT * FROM rank_rows
     UNION ALL SELECT * FROM ai_rows
     UNION ALL SELECT * FROM channel_rows
@@ -822,7 +848,7 @@ all_rows AS MATERIALIZED (
 ),
 ranked AS (
     SELECT a.*,
-           row_number() OVER (ORDER BY a.score DESC, coalesce(a.visits, a.previous_visits) DESC NULLS LAST, a.domain, a.reason_kind) AS rank
+           row_number() OVER (ORDER BY a.score DESC, a.change ASC NULLS LAST, coalesce(a.visits, a.previous_visits) DESC NULLS LAST, a.domain, a.reason_kind) AS rank
     FROM all_rows a
 ),
 firsts AS (
@@ -853,12 +879,12 @@ COMMENT ON VIEW needs_attention IS 'The latest complete month''s domains whose m
 COMMENT ON COLUMN needs_attention.snapshot_month IS 'Snapshot (YYYY-MM) the list is for: the latest complete month.';
 COMMENT ON COLUMN needs_attention.previous_month IS 'The complete snapshot before it (YYYY-MM) that rank, AI, channel and missing-data reasons compare with; NULL when there is none.';
 COMMENT ON COLUMN needs_attention.domain IS 'Normalized watchlist domain.';
-COMMENT ON COLUMN needs_attention.reason_kind IS 'visits_fell, visits_rose (unusual for the domain''s own months), rank_lost, ai_visits_fell, top_channel_fell (unusual against the watchlist this month), data_missing or quality_failed.';
+COMMENT ON COLUMN needs_attention.reason_kind IS 'visits_fell, visits_rose (unusual for the domain''s own months), steep_fall (one of the 3 steepest falls of at least 5 % among the domains at or above the median size), rank_lost, ai_visits_fell, top_channel_fell (unusual against the watchlist this month), data_missing or quality_failed.';
 COMMENT ON COLUMN needs_attention.reason IS 'Why the domain is listed, in words, e.g. "fell 18.0 % (1,000,000 → 820,000 visits) — its months usually move ±3.0 %".';
 COMMENT ON COLUMN needs_attention.severity IS 'high when score >= 2 × threshold (and always for missing data and quality errors), else medium.';
-COMMENT ON COLUMN needs_attention.score IS 'What the list is ordered by (larger first): |z| for the measured reasons, 2 × threshold for missing data and quality errors, the threshold for quality warnings.';
+COMMENT ON COLUMN needs_attention.score IS 'What the list is ordered by (larger first): |z| for the measured reasons (at least the threshold for steep_fall), 2 × threshold for missing data and quality errors, the threshold for quality warnings.';
 COMMENT ON COLUMN needs_attention.z IS 'The move in units of its usual swing: (move - median move) / max(1.4826 × MAD, floor); negative = down (a rank''s z is positive when it worsened). NULL for data_missing and quality_failed.';
-COMMENT ON COLUMN needs_attention.rank IS 'Position in the list, 1 = first: by score, then the larger domain (visits, else previous visits), then domain and reason_kind.';
+COMMENT ON COLUMN needs_attention.rank IS 'Position in the list, 1 = first: by score, then the larger fall (change), then the larger domain (visits, else previous visits), then domain and reason_kind.';
 COMMENT ON COLUMN needs_attention.domain_rank IS 'Position of the domain, 1 = first: the domains ordered by their best-ranked row, so a surface that groups a domain''s reasons keeps the list''s order.';
 COMMENT ON COLUMN needs_attention.visits IS 'The domain''s visits in the month (count, estimate): the traffic history''s figure for visits_* rows, sites.total_visits otherwise; NULL when missing.';
 COMMENT ON COLUMN needs_attention.previous_visits IS 'Visits of the month before (visits_* rows: the previous calendar month; other rows: sites.total_visits in previous_month), count.';
