@@ -9,6 +9,7 @@ import (
 
 	"sitewatch/pipeline/atlas"
 	"sitewatch/pipeline/changes"
+	"sitewatch/pipeline/config"
 	"sitewatch/pipeline/livestatus"
 	"sitewatch/pipeline/metrics"
 	"sitewatch/pipeline/notify"
@@ -78,7 +79,7 @@ func (r *runState) finishObserving(finished time.Time, msg string) {
 // notifyOutcome posts the run's outcome to the webhook (bounded by the notifier's timeout;
 // a failing webhook is logged, never the run's failure). A complete month leads with what
 // changed since the previous one.
-func notifyOutcome(ctx context.Context, n *notify.Notifier, db *sql.DB, sum *Summary, runErr error) {
+func notifyOutcome(ctx context.Context, n *notify.Notifier, db *sql.DB, sum *Summary, attention changes.AttentionSettings, runErr error) {
 	if n == nil {
 		return
 	}
@@ -91,7 +92,8 @@ func notifyOutcome(ctx context.Context, n *notify.Notifier, db *sql.DB, sum *Sum
 	describeMonth(ctx, db, &ev)
 	ev.Skipped = sum.Watchlist.SkippedLine()
 	if sum.Status == StatusComplete {
-		if d, err := changes.Build(ctx, db, sum.Snapshot); err == nil {
+		if d, err := changes.BuildWith(ctx, db, sum.Snapshot, attention); err == nil {
+			ev.Attention = d.Attention.Text(changes.AttentionLeadLines)
 			ev.Changes = d.Headline()
 		}
 	}
@@ -113,4 +115,33 @@ func notifyAbandoned(ctx context.Context, n *notify.Notifier, runs []warehouse.R
 		}
 		_ = n.Send(context.WithoutCancel(ctx), ev) // Send logs a failure
 	}
+}
+
+// AttentionSettings are the config's knobs of the needs-attention ranking (attention.*).
+func AttentionSettings(cfg *config.Config) changes.AttentionSettings {
+	return changes.AttentionSettings{MinVisits: cfg.Attention.MinVisits, Threshold: cfg.Attention.Threshold}
+}
+
+// recordAttention shows the needs-attention list of a month the run left complete in the
+// metrics (the same list `changes`, the report and the webhook lead with). A failure to read it
+// is logged: metrics never change a run's outcome.
+func (r *runState) recordAttention(ctx context.Context, db *sql.DB) {
+	if r.obs.metrics == nil || (r.sum.Status != StatusComplete && r.sum.Status != StatusUpToDate) {
+		return
+	}
+	a, err := changes.ReadAttention(ctx, db, r.sum.Snapshot, AttentionSettings(r.cfg))
+	if err != nil {
+		r.env.Logger.Warn("could not read the needs-attention list for the metrics", "err", err)
+		return
+	}
+	r.obs.metrics.NeedsAttention(MetricsAttention(a))
+}
+
+// MetricsAttention is a as /metrics shows it.
+func MetricsAttention(a *changes.Attention) metrics.Attention {
+	m := metrics.Attention{Month: a.Month, Domains: len(a.Domains), ByKind: a.ByKind()}
+	for _, d := range a.Domains {
+		m.Lead = append(m.Lead, metrics.AttentionLead{Domain: d.Domain, Kind: d.Reasons[0].Kind, Rank: d.Rank})
+	}
+	return m
 }

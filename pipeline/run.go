@@ -167,7 +167,8 @@ func Run(ctx context.Context, cfg *config.Config, opts RunOptions, env Env) (*Su
 	defer release()
 	r := newRunState(cfg, opts, env, wh, client, wl)
 	runErr := r.execute(ctx)
-	notifyOutcome(ctx, notifier, wh.DB(), r.sum, runErr)
+	r.recordAttention(ctx, wh.DB())
+	notifyOutcome(ctx, notifier, wh.DB(), r.sum, AttentionSettings(cfg), runErr)
 	// Closing checkpoints the WAL into the file: a failure (a full disk) leaves the run's work
 	// in the WAL, which the next open replays, but this run must not report success.
 	if err := wh.Close(); err != nil && runErr == nil {

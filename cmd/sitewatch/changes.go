@@ -27,12 +27,12 @@ func cmdChanges(ctx context.Context, args []string, env pipeline.Env) error {
 		}
 		return nil
 	}
-	_, wh, err := f.parseAndOpen(ctx, args, env, 0, 0, true)
+	cfg, wh, err := f.parseAndOpen(ctx, args, env, 0, 0, true)
 	if err != nil {
 		return err
 	}
 	defer func() { _ = wh.Close() }() // read-only
-	d, err := changes.Build(ctx, wh.DB(), f.snapshot)
+	d, err := changes.BuildWith(ctx, wh.DB(), f.snapshot, pipeline.AttentionSettings(cfg))
 	if err != nil {
 		return err
 	}

@@ -107,6 +107,10 @@ type Digest struct {
 	Quality        []warehouse.QualityCheckSummary // one per check run on Month; empty when never checked
 	QualityIssues  []warehouse.QualityFinding      // Month's error and warn findings, errors first
 	QualityChecked bool
+
+	// Attention is the month's needs-attention list (needs_attention), which every surface
+	// leads with.
+	Attention *Attention
 }
 
 var monthRE = regexp.MustCompile(`^[0-9]{4}-(0[1-9]|1[0-2])$`)
@@ -116,6 +120,12 @@ var monthRE = regexp.MustCompile(`^[0-9]{4}-(0[1-9]|1[0-2])$`)
 // month is complete, ErrMonthNotComplete when month is not complete, and a plain error when
 // the warehouse lacks the views (a warehouse last written by an older sitewatch).
 func Build(ctx context.Context, db *sql.DB, month string) (*Digest, error) {
+	return BuildWith(ctx, db, month, AttentionSettings{})
+}
+
+// BuildWith is Build with the needs-attention settings of the config (attention.min_visits,
+// attention.threshold; zero fields are the defaults).
+func BuildWith(ctx context.Context, db *sql.DB, month string, s AttentionSettings) (*Digest, error) {
 	if month != "" && !monthRE.MatchString(month) {
 		return nil, fmt.Errorf("changes: month %q is not YYYY-MM (e.g. 2026-01)", month)
 	}
@@ -135,6 +145,11 @@ func Build(ctx context.Context, db *sql.DB, month string) (*Digest, error) {
 			return nil, fmt.Errorf("changes of %s: %w", d.Month, err)
 		}
 	}
+	a, err := ReadAttention(ctx, db, d.Month, s)
+	if err != nil {
+		return nil, fmt.Errorf("changes of %s: %w", d.Month, err)
+	}
+	d.Attention = a
 	return d, nil
 }
 

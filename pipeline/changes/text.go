@@ -28,6 +28,7 @@ var metricTitles = map[string]string{
 // write error.
 func (d *Digest) WriteText(w io.Writer) error {
 	p := printer{textout.New(w)}
+	d.writeAttention(p)
 	p.Printf("What changed in %s\n", d.Month)
 	if d.PreviousMonth == "" {
 		p.Printf("  %s is the first complete month: nothing to compare yet.\n", d.Month)
@@ -48,6 +49,23 @@ func (d *Digest) WriteText(w io.Writer) error {
 	}
 	d.writeQuality(p)
 	return p.Err()
+}
+
+// writeAttention leads the digest with the month's needs-attention list.
+func (d *Digest) writeAttention(p printer) {
+	if d.Attention == nil {
+		return
+	}
+	a := d.Attention
+	p.Printf("%s\n", a.Title())
+	lines, more := a.Lines(MaxLinesPerSection)
+	for _, l := range lines {
+		p.Printf("  %s\n", l)
+	}
+	if more > 0 {
+		p.Printf("  … and %d more: %s\n", more, a.Query())
+	}
+	p.Printf("  %s\n\n", a.Rule())
 }
 
 // Headline is one or two lines for a chat message or webhook: the months compared, the

@@ -88,6 +88,9 @@ type Recorder struct {
 	completed string    // the latest complete month, "" none known
 	phase     phase     // what the process does now, for the stall rule of /healthz
 	domains   int       // watchlist domains of the current (or last) run
+
+	attention      attentionMetrics // attention.go
+	attentionMonth string           // the month of the needs-attention series, "" none
 }
 
 // New returns a Recorder with every metric registered at its zero value.
@@ -144,6 +147,7 @@ func (r *Recorder) register() {
 	r.reg.MustRegister(r.duration)
 	r.lastComplete = f.gauge("sitewatch_last_complete_month_timestamp_seconds", "First day (00:00 UTC) of the latest complete month, as a Unix time; 0 when none is known.")
 	r.lastCompleteInfo = f.gaugeVec("sitewatch_last_complete_month_info", "1, labelled with the latest complete month (YYYY-MM).", "month")
+	r.attention = f.attention()
 	r.lastCompleteFinishedAt = f.gauge("sitewatch_last_complete_month_completed_timestamp_seconds", "Unix time the latest complete month was found complete.")
 }
 

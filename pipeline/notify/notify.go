@@ -51,6 +51,9 @@ type Event struct {
 	Duration   time.Duration
 	FirstError string // the first error of the run, "" if none
 	Changes    string // optional one-line headline of what changed this month
+	// Attention is the month's needs-attention list as lines (changes.Attention.Text): the
+	// complete digest leads with it, before Changes.
+	Attention string
 	Host       string // optional: the machine the run ran on
 	// MonthState says, for an outcome that did not complete its month, what the month holds
 	// now ("2026-11 stays complete", "2026-11 incomplete: 3 of 6 domains loaded"), so a failure

@@ -25,6 +25,7 @@ type payload struct {
 	PaidBy          string  `json:"paid_by,omitempty"`
 	DurationSeconds float64 `json:"duration_seconds"`
 	FirstError      string  `json:"first_error,omitempty"`
+	NeedsAttention  string  `json:"needs_attention,omitempty"`
 	Changes         string  `json:"changes,omitempty"`
 	Skipped         string  `json:"skipped,omitempty"`
 	Host            string  `json:"host,omitempty"`
@@ -35,7 +36,7 @@ func newPayload(e Event) payload {
 	p := payload{
 		Text: slackEscape.Replace(Text(e)), RunID: e.RunID, Month: e.Month, Outcome: e.Outcome, MonthState: e.MonthState, Loaded: e.Loaded, Total: e.Total,
 		CreditsSpent: e.CreditsSpent, DurationSeconds: math.Round(e.Duration.Seconds()*1000) / 1000,
-		FirstError: e.FirstError, Changes: e.Changes, Skipped: e.Skipped, Host: e.Host, Version: buildinfo.Version(), PaidBy: e.PaidBy,
+		FirstError: e.FirstError, NeedsAttention: e.Attention, Changes: e.Changes, Skipped: e.Skipped, Host: e.Host, Version: buildinfo.Version(), PaidBy: e.PaidBy,
 	}
 	if e.CreditsLeft >= 0 {
 		left := e.CreditsLeft
@@ -92,6 +93,9 @@ func Text(e Event) string {
 			fmt.Fprintf(&b, " on %s", e.Host)
 		}
 		b.WriteString(")")
+	}
+	if e.Attention != "" {
+		fmt.Fprintf(&b, "\n%s", e.Attention)
 	}
 	if e.Changes != "" {
 		fmt.Fprintf(&b, "\nchanges: %s", e.Changes)

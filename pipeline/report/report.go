@@ -33,22 +33,7 @@ var pageTmpl = template.Must(template.New("report").Parse(pageSource))
 // lists the snapshots that exist), or when a query or the write fails. Nothing is written to w
 // unless the whole page rendered. Errors carry no "report" prefix: the caller adds its own.
 func Write(ctx context.Context, db *sql.DB, snapshot string, w io.Writer) error {
-	d, err := load(ctx, db, snapshot)
-	if err != nil {
-		return err
-	}
-	p, err := build(d)
-	if err != nil {
-		return err
-	}
-	var buf bytes.Buffer
-	if err := pageTmpl.Execute(&buf, p); err != nil {
-		return fmt.Errorf("render html: %w", err)
-	}
-	if _, err := w.Write(buf.Bytes()); err != nil {
-		return fmt.Errorf("write html: %w", err)
-	}
-	return nil
+	return WriteWith(ctx, db, snapshot, changes.AttentionSettings{}, w) // attention.go
 }
 
 // page is what the template renders.
@@ -60,6 +45,7 @@ type page struct {
 	Warning       *warning
 	Contents      []tocEntry
 	Headline      []card
+	Attention     *attentionSection // attention.go: the first section after the headline
 	Changes       *changesSection
 	Traffic       []sparkCard
 	Size          template.HTML
@@ -125,7 +111,11 @@ func build(d *data) (*page, error) {
 
 // contents lists the sections the page has, in page order.
 func contents(p *page) []tocEntry {
-	toc := []tocEntry{{"summary", "Headline numbers"}, {"changes", "What changed"}}
+	toc := []tocEntry{{"summary", "Headline numbers"}}
+	if p.Attention != nil {
+		toc = append(toc, tocEntry{"attention", "Needs attention"})
+	}
+	toc = append(toc, tocEntry{"changes", "What changed"})
 	add := func(present bool, id, title string) {
 		if present {
 			toc = append(toc, tocEntry{id, title})

@@ -1,0 +1,153 @@
+// Package attentiontest loads a fixed warehouse dataset whose needs-attention list is known,
+// so the view (sql/views/needs_attention.sql) and every surface that leads with it (`sitewatch
+// changes`, the report, the webhook digest, /metrics) are tested against the same expectations.
+package attentiontest
+
+import (
+	"database/sql"
+	"fmt"
+	"math"
+	"testing"
+	"time"
+)
+
+// Month is the fixture's latest complete month; Previous the complete month before it.
+const (
+	Month    = "2026-10"
+	Previous = "2026-09"
+)
+
+// Expected is the needs-attention list of Month with the default settings: domain and reason
+// kind in list order (the view's rank).
+var Expected = []struct{ Domain, Kind string }{
+	{"aifall.com", "ai_visits_fell"}, // AI-referred visits 100,000 -> 20,000; the others move a few percent
+	{"ranker.com", "rank_lost"},      // rank #1,000 -> #2,000; the others move a few percent
+	{"chan.com", "top_channel_fell"}, // organic search 60 % -> 35 %; the others move a point
+	{"riser.com", "visits_rose"},     // +25 %, its months usually ±3 %
+	{"faller.com", "visits_fell"},    // -18 %, its months usually ±3 %
+	{"gone.com", "data_missing"},     // in 2026-09, rejected (400) in 2026-10
+	{"novisits.com", "data_missing"}, // loaded in 2026-10 without a visits figure
+	{"failed.com", "quality_failed"}, // an error finding of quality_checks
+}
+
+// FallerReason is the words of faller.com's row.
+const FallerReason = "fell 18.0 % (2,000,000 → 1,640,000 visits) — its months usually move ±3.0 %"
+
+// Out lists domains that must stay out with the defaults, each with why.
+var Out = map[string]string{
+	"giant.com":   "a giant with a usual month: −1.5 % where its months move ±1 %",
+	"swingy.com":  "a small domain with a large but normal swing: −35 % where its months move ±40 %",
+	"tiny.com":    "−30 % where its months move ±3 %, but 2,000 visits: below the 10,000 floor",
+	"steady1.com": "nothing unusual", "steady2.com": "nothing unusual", "steady3.com": "nothing unusual",
+	"steady4.com": "nothing unusual",
+}
+
+// TinyWithFloor1000 is the row tiny.com gets once the floor is 1,000 visits.
+const TinyWithFloor1000 = "visits_fell"
+
+type domain struct {
+	name    string
+	visits  float64   // visits of Previous (the month before Month)
+	past    []float64 // 11 log changes of the months before Previous, oldest first
+	current float64   // log change of Month against Previous
+	rank    [2]int64  // global rank in Previous, Month
+	ai      [2]int64  // AI-referred visits in Previous, Month
+	organic [2]float64
+}
+
+// usual is a pattern of 11 monthly log changes whose median is 0 and whose 1.4826 × MAD is
+// ln(1 + swing): the domain's months usually move ±swing.
+func usual(swing float64) []float64 {
+	d := math.Log1p(swing) / 1.4826
+	return []float64{0, d, -d, d, -d, 0, d, -d, 0, d, -d}
+}
+
+func domains() []domain {
+	return []domain{
+		{"giant.com", 1e9, usual(0.01), math.Log(0.985), [2]int64{1, 1}, [2]int64{5e6, 5.1e6}, [2]float64{0.40, 0.405}},
+		{"swingy.com", 50000, usual(0.40), math.Log(0.65), [2]int64{90000, 93000}, [2]int64{500, 480}, [2]float64{0.30, 0.31}},
+		{"faller.com", 2e6, usual(0.03), math.Log(0.82), [2]int64{5000, 5100}, [2]int64{20000, 19800}, [2]float64{0.50, 0.49}},
+		{"riser.com", 500000, usual(0.03), math.Log(1.25), [2]int64{20000, 19500}, [2]int64{4000, 4100}, [2]float64{0.45, 0.46}},
+		{"tiny.com", 2000, usual(0.03), math.Log(0.70), [2]int64{900000, 910000}, [2]int64{0, 0}, [2]float64{0.20, 0.21}},
+		{"ranker.com", 300000, usual(0.03), 0, [2]int64{1000, 2000}, [2]int64{3000, 3050}, [2]float64{0.40, 0.40}},
+		{"aifall.com", 400000, usual(0.03), 0, [2]int64{15000, 15200}, [2]int64{100000, 20000}, [2]float64{0.35, 0.36}},
+		{"chan.com", 600000, usual(0.03), 0, [2]int64{12000, 12100}, [2]int64{6000, 6100}, [2]float64{0.60, 0.35}},
+		{"failed.com", 40000, usual(0.03), 0, [2]int64{150000, 152000}, [2]int64{400, 410}, [2]float64{0.30, 0.30}},
+		{"steady1.com", 100000, usual(0.05), 0.01, [2]int64{60000, 59000}, [2]int64{1000, 1020}, [2]float64{0.30, 0.29}},
+		{"steady2.com", 200000, usual(0.05), -0.02, [2]int64{40000, 41000}, [2]int64{2000, 1950}, [2]float64{0.40, 0.41}},
+		{"steady3.com", 150000, usual(0.05), 0.03, [2]int64{50000, 49000}, [2]int64{1500, 1530}, [2]float64{0.25, 0.26}},
+		{"steady4.com", 120000, usual(0.05), -0.01, [2]int64{55000, 56000}, [2]int64{1200, 1180}, [2]float64{0.33, 0.32}},
+	}
+}
+
+// Load inserts the fixture into a migrated, empty warehouse: two complete months, Previous
+// and Month, each snapshot with a 13-month traffic history (Previous's history of faller.com is
+// half of what Month's revision says, so a merge that let the older snapshot win would turn its
+// fall into a rise), plus gone.com (loaded in Previous, rejected in Month), novisits.com
+// (loaded in Month without a visits figure) and failed.com's quality error.
+func Load(t testing.TB, db *sql.DB) {
+	t.Helper()
+	exec := func(q string, args ...any) {
+		t.Helper()
+		if _, err := db.Exec(q, args...); err != nil {
+			t.Fatalf("attention fixture: %s %v: %v", q, args, err)
+		}
+	}
+	start := time.Date(2026, 9, 2, 6, 0, 0, 0, time.UTC)
+	for i, m := range []string{Previous, Month} {
+		at := start.AddDate(0, i, 0)
+		exec(`INSERT INTO runs (run_id, snapshot_month, started_at, finished_at, status, domains_total, domains_loaded,
+			domains_rejected, requests, credits_spent, rate_limited) VALUES (?, ?, ?, ?, 'complete', 15, ?, ?, 30, 30, 0)`,
+			"att-"+m, m, at, at.Add(time.Hour), 15-i, i)
+	}
+	monthStart := time.Date(2026, 10, 1, 0, 0, 0, 0, time.UTC)
+	for _, d := range domains() {
+		series := history(d)
+		for i, v := range series { // 2025-10 .. 2026-10
+			month := monthStart.AddDate(0, i-12, 0)
+			exec(`INSERT INTO traffic_history VALUES (?, ?, ?, ?)`, Month, d.name, month, int64(math.Round(v)))
+			if i < 12 {
+				old := v
+				if d.name == "faller.com" {
+					old = v / 2
+				}
+				exec(`INSERT INTO traffic_history VALUES (?, ?, ?, ?)`, Previous, d.name, month.AddDate(0, 0, 0), int64(math.Round(old)))
+			}
+		}
+		for i, m := range []string{Previous, Month} {
+			exec(`INSERT INTO sites (snapshot_month, domain, traffic_period, total_visits, global_rank, ai_total_visits) VALUES (?, ?, ?, ?, ?, ?)`,
+				m, d.name, m, math.Round(series[11+i]), d.rank[i], d.ai[i])
+			exec(`INSERT INTO sources_share VALUES (?, ?, 'organic_search', ?), (?, ?, 'direct', ?)`,
+				m, d.name, d.organic[i], m, d.name, 1-d.organic[i])
+		}
+	}
+	// gone.com: loaded in Previous, rejected by the API in Month.
+	exec(`INSERT INTO sites (snapshot_month, domain, traffic_period, total_visits, global_rank) VALUES (?, 'gone.com', ?, 300000, 30000)`, Previous, Previous)
+	exec(`INSERT INTO fetch_errors VALUES ('att-2026-10', ?, 'gone.com', 'overview', 400, 'invalid_domain', 'domain not found', ?)`, Month, start.AddDate(0, 1, 0))
+	// novisits.com: loaded in both, Month without a visits figure.
+	exec(`INSERT INTO sites (snapshot_month, domain, traffic_period, total_visits, global_rank) VALUES (?, 'novisits.com', ?, 80000, NULL), (?, 'novisits.com', ?, NULL, NULL)`,
+		Previous, Previous, Month, Month)
+	// failed.com: a share out of range in Month.
+	exec(`INSERT INTO quality_checks VALUES (?, 'share_range', 'sources_share', 'failed.com', '1.3', '0-1', 'error', 1.3, ?),
+		(?, 'channel_share_sum', 'sources_share', NULL, '', '1 ± 0.02', 'ok', NULL, ?)`, Month, start, Month, start)
+}
+
+// history is d's 13 monthly visits, 2025-10 .. 2026-10: the 11 past changes lead to d.visits
+// in 2026-09, then d.current.
+func history(d domain) []float64 {
+	total := 0.0
+	for _, r := range d.past {
+		total += r
+	}
+	v := d.visits / math.Exp(total)
+	out := []float64{v}
+	for _, r := range d.past {
+		v *= math.Exp(r)
+		out = append(out, v)
+	}
+	out = append(out, d.visits*math.Exp(d.current))
+	if len(out) != 13 {
+		panic(fmt.Sprintf("attention fixture: %s has %d months of history, want 13", d.name, len(out)))
+	}
+	return out
+}

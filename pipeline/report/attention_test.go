@@ -1,0 +1,177 @@
+package report
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"fmt"
+	"html"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"sitewatch/pipeline/changes"
+	"sitewatch/pipeline/changes/attentiontest"
+)
+
+// attentionProbe measures, after load and the font, where the needs-attention section starts
+// (page y of its top), the viewport's height, whether the contents list is folded, and the
+// text of every entry of the section (folded ones included).
+const attentionProbe = `<script>
+window.addEventListener('load', function () { document.fonts.ready.then(function () {
+  var s = document.getElementById('attention'), toc = document.querySelector('#contents details');
+  var top = s ? Math.round(s.getBoundingClientRect().top + window.scrollY) : -1;
+  var items = s ? Array.prototype.map.call(s.querySelectorAll('ol.att li'), function (li) { return li.textContent; }) : [];
+  var p = document.createElement('pre');
+  p.id = 'attention-probe';
+  p.textContent = 'top=' + top + ' vh=' + window.innerHeight + ' toc=' + (toc && toc.open ? 'open' : 'folded') + '\n' + items.join('\n');
+  document.body.appendChild(p);
+  if (window.parent !== window) window.parent.postMessage({id: p.id, text: p.textContent}, '*');
+}); });
+</script>`
+
+var attentionRE = regexp.MustCompile(`(?s)<pre id="attention-probe">top=(-?\d+) vh=(\d+) toc=(\w+)\n?(.*?)</pre>`)
+
+// attentionItems returns the section's entries as the report's HTML has them (no browser).
+func attentionItems(t *testing.T, page string) []string {
+	t.Helper()
+	i := strings.Index(page, `<section id="attention">`)
+	if i < 0 {
+		t.Fatal("the report has no needs-attention section")
+	}
+	end := i + strings.Index(page[i:], "</section>")
+	var out []string
+	for _, m := range regexp.MustCompile(`(?s)<li class="\w+" data-rank="\d+">(.*?)</li>`).FindAllStringSubmatch(page[i:end], -1) {
+		out = append(out, html.UnescapeString(regexp.MustCompile(`<[^>]+>`).ReplaceAllString(m[1], "")))
+	}
+	return out
+}
+
+// TestAttentionSection renders the fixed dataset whose list is known: the report's first
+// section after the headline lists the same domains, in the same order, with the same words,
+// as changes.ReadAttention (which `sitewatch changes`, the webhook and /metrics print).
+func TestAttentionSection(t *testing.T) {
+	db := openWarehouse(t)
+	attentiontest.Load(t, db)
+	var buf bytes.Buffer
+	if err := Write(context.Background(), db, attentiontest.Month, &buf); err != nil {
+		t.Fatal(err)
+	}
+	page := buf.String()
+	a, err := changes.ReadAttention(context.Background(), db, attentiontest.Month, changes.AttentionSettings{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := a.Lines(0)
+	got := attentionItems(t, page)
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("report lists\n  %s\nwant\n  %s", strings.Join(got, "\n  "), strings.Join(want, "\n  "))
+	}
+	for i, e := range attentiontest.Expected {
+		if i < len(got) && !strings.HasPrefix(got[i], fmt.Sprintf("%d. %s: ", i+1, e.Domain)) {
+			t.Errorf("entry %d = %q, want %s", i+1, got[i], e.Domain)
+		}
+	}
+	if !slicesContain(got, "5. faller.com: "+attentiontest.FallerReason) {
+		t.Errorf("faller.com's words are missing")
+	}
+	summary, att, chg := strings.Index(page, `<section id="summary">`), strings.Index(page, `<section id="attention">`), strings.Index(page, `<section id="changes">`)
+	if summary >= att || att >= chg {
+		t.Errorf("sections at %d (summary), %d (attention), %d (changes): want attention right after the headline", summary, att, chg)
+	}
+	if !strings.Contains(page, `<li><a href="#attention">Needs attention</a></li>`) {
+		t.Errorf("the contents do not link the section")
+	}
+}
+
+// steepestFalls returns the n steepest month-over-month falls (of at least 5 %) in visits of
+// snapshot's month among the domains at or above the month's median visits.
+func steepestFalls(t *testing.T, db *sql.DB, snapshot string, n int) []string {
+	t.Helper()
+	rows, err := db.Query(`WITH m AS (SELECT domain, visits, mom_change FROM traffic_monthly WHERE month = CAST(? || '-01' AS DATE) AND mom_change IS NOT NULL)
+		SELECT domain FROM m WHERE visits >= (SELECT median(visits) FROM m) AND mom_change <= -0.05 ORDER BY mom_change, domain LIMIT ?`, snapshot, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var d string
+		if err := rows.Scan(&d); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+// TestAttentionInChromium renders the reports of 28, 300 and 5,000 simulated domains in
+// Chromium at 1400 × 900 and 390 × 844 and asserts the section's position (its top on the
+// first screen at 1400 px, within the first two on a phone; the contents folded on the phone
+// only) and contents (the entries of changes.ReadAttention in order, naming the steepest falls
+// among the domains at or above the median size).
+func TestAttentionInChromium(t *testing.T) {
+	if testing.Short() {
+		t.Skip("loads 5,000 domains and starts a browser")
+	}
+	chromiumPath(t)
+	artifacts := artifactDir(t)
+	for _, n := range []int{28, 300, 5000} {
+		t.Run(strconv.Itoa(n), func(t *testing.T) {
+			db := simWarehouse(t, simWatchlist(n))
+			var buf bytes.Buffer
+			if err := Write(context.Background(), db, simMonths[1], &buf); err != nil {
+				t.Fatal(err)
+			}
+			a, err := changes.ReadAttention(context.Background(), db, simMonths[1], changes.AttentionSettings{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, _ := a.Lines(0)
+			falls := steepestFalls(t, db, simMonths[1], 3)
+			if len(falls) == 0 {
+				t.Fatalf("the simulated month has no fall of 5 %% among the larger half: the test cannot tell")
+			}
+			for _, vp := range []struct{ w, h, screens int }{{1400, 900, 1}, {390, 844, 2}} {
+				probed := strings.Replace(buf.String(), "</body>", attentionProbe+"</body>", 1)
+				dom := string(runChromium(t, probed, vp.w, vp.h, "--virtual-time-budget=10000", "--dump-dom"))
+				m := attentionRE.FindStringSubmatch(dom)
+				if m == nil {
+					t.Fatalf("%d px: the attention probe did not run; DOM tail:\n%s", vp.w, tail(dom, 1500))
+				}
+				top, _ := strconv.Atoi(m[1])
+				vh, _ := strconv.Atoi(m[2])
+				t.Logf("%d domains at %d × %d: section top at %d px, contents %s, %d entries", n, vp.w, vp.h, top, m[3], len(a.Domains))
+				if top < 0 || top > vp.screens*vh {
+					t.Errorf("%d px: the section starts at %d px, want within %d screen(s) of %d px", vp.w, top, vp.screens, vh)
+				}
+				if folded := m[3] == "folded"; folded != (vp.w < 600) {
+					t.Errorf("%d px: contents %s; want folded on a phone only", vp.w, m[3])
+				}
+				items := strings.Split(strings.TrimSpace(html.UnescapeString(m[4])), "\n")
+				if strings.Join(items, "\n") != strings.Join(want, "\n") {
+					t.Errorf("%d px: the section lists %d entries, changes.ReadAttention %d; first %q vs %q", vp.w, len(items), len(want), items[0], want[0])
+				}
+				text := strings.Join(items, "\n")
+				for _, d := range falls {
+					if !strings.Contains(text, ". "+d+": ") {
+						t.Errorf("%d px: the steep fall of %s (at or above the median size) is not named", vp.w, d)
+					}
+				}
+				if n == 28 {
+					runChromium(t, buf.String(), vp.w, vp.h, fmt.Sprintf("--screenshot=%s/attention-%dpx.png", artifacts, vp.w))
+				}
+			}
+		})
+	}
+}
+
+func slicesContain(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
