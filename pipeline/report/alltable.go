@@ -30,7 +30,7 @@ func buildSites(d *data) []allRow {
 			r.KeyVisits = key(s.TotalVisits.Float64)
 		}
 		if ch, ok := s.mom(); ok {
-			r.MoM, r.MoMTone, r.KeyMoM = signedPct(ch), tone(ch), key(ch)
+			r.MoM, r.MoMTone, r.KeyMoM = signedPct(ch), changeTone(ch), key(ch)
 		}
 		r.YoY, r.YoYTone = s.yoyText()
 		if ch, ok := s.yoy(); ok {

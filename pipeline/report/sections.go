@@ -28,7 +28,7 @@ func buildTraffic(d *data) []sparkCard {
 			c.LastMonth = s.LastMonth.Format("Jan 2006")
 		}
 		if ch, ok := s.mom(); ok {
-			c.MoM, c.MoMTone = signedPct(ch), tone(ch)
+			c.MoM, c.MoMTone = signedPct(ch), changeTone(ch)
 		}
 		c.YoY, c.YoYTone = s.yoyText()
 		cards = append(cards, c)
@@ -66,7 +66,7 @@ func buildYoY(d *data) *chartSection {
 	capped, have := false, false
 	for _, s := range yoyLeaders(d) {
 		r := barRow{Label: s.Domain, Text: "no month a year earlier"}
-		if t, _ := s.yoyText(); t != "n/a" {
+		if t, _ := s.yoyText(); t != dash {
 			r.Text = "year on year " + t
 		}
 		if ch, ok := s.yoy(); ok {

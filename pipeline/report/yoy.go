@@ -60,12 +60,12 @@ func (d *data) loadYearAgo(ctx context.Context, db *sql.DB) error {
 // yoyText is a site's year-on-year change, or from which month it becomes available.
 func (s *site) yoyText() (text, toneClass string) {
 	if ch, ok := s.yoy(); ok {
-		return signedPct(ch), tone(ch)
+		return signedPct(ch), changeTone(ch)
 	}
 	if !s.YoYFrom.IsZero() && s.YoYFrom.After(s.LastMonth) {
 		return "from " + s.YoYFrom.Format("Jan 2006"), ""
 	}
-	return "n/a", ""
+	return dash, ""
 }
 
 // yoyFrom is the earliest month any site's year on year becomes available, or zero.
