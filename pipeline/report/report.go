@@ -57,12 +57,13 @@ type page struct {
 	SnapshotDates string // the API's meta.snapshot_date values, "2026-02-01" or "2026-02-01 – 2026-02-03"
 	Periods       string // traffic.period values
 	FontFace      template.CSS
+	ChartCSS      template.CSS // the container queries that pick each chart's layout
 	Warning       *warning
 	Contents      []tocEntry
 	Headline      []card
 	Changes       *changesSection
 	Traffic       []sparkCard
-	Size          template.HTML
+	Size          *chart
 	YoY           *chartSection
 	Channels      *legendChart
 	Geography     *geoTable
@@ -80,14 +81,14 @@ type tocEntry struct{ ID, Title string }
 
 type chartSection struct {
 	Note string
-	SVG  template.HTML
+	SVG  *chart
 }
 
 // legendChart is a stacked chart with its legend drawn in HTML (swatch + name per series).
 type legendChart struct {
 	Note    string
 	Legend  []legendEntry
-	SVG     template.HTML
+	SVG     *chart
 	Missing string // domains without data, listed so their absence is explicit
 }
 
@@ -120,7 +121,27 @@ func build(d *data) (*page, error) {
 	p.TopNote = cutNote(d, "the most visited domains")
 	p.Rule, p.TopN = changes.RankingRule, topN
 	p.Contents = contents(p)
+	p.ChartCSS = chartCSS(p.charts()...)
 	return p, nil
+}
+
+// charts are every chart of the page that has a wide and a narrow layout.
+func (p *page) charts() []*chart {
+	out := []*chart{p.Size}
+	for _, s := range []*chartSection{p.YoY} {
+		if s != nil {
+			out = append(out, s.SVG)
+		}
+	}
+	for _, l := range []*legendChart{p.Channels, p.AI} {
+		if l != nil {
+			out = append(out, l.SVG)
+		}
+	}
+	if p.Competitors != nil {
+		out = append(out, p.Competitors.Chart)
+	}
+	return out
 }
 
 // contents lists the sections the page has, in page order.
@@ -132,7 +153,7 @@ func contents(p *page) []tocEntry {
 		}
 	}
 	add(len(p.Traffic) > 0, "traffic", "Traffic per domain")
-	add(p.Size != "", "size", "Size and rank")
+	add(p.Size != nil, "size", "Size and rank")
 	add(p.YoY != nil, "yoy", "Year on year")
 	add(p.Channels != nil, "channels", "Channel mix")
 	add(p.Geography != nil, "geography", "Geography")
