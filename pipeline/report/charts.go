@@ -62,49 +62,82 @@ func maxWidth(texts []string, size float64) float64 {
 	return w
 }
 
-// sparkline draws one domain's monthly visits on its own scale starting at 0: the latest month
-// as a filled dot, the same month a year earlier as a hollow one, the first and last months
-// and the peak labelled.
+// sparkMin is the narrowest small multiple the sparkline is laid out for.
+const sparkMin = 240.0
+
+// sparkline draws one domain's monthly visits over its whole history, fluid in width, scaled
+// from its lowest to its highest month (both labelled, so a few-percent move shows and reads
+// as one): the latest month a filled dot, the same month a year earlier a hollow dot with that
+// month on the axis, and every month's value on hover and tap.
 func sparkline(domain string, pts []point, yearAgo time.Time) template.HTML {
-	const w, h, top, bottom, left, right = 260.0, 92.0, 18.0, 70.0, 6.0, 254.0
-	s := newSVG(w, h, "monthly visits of "+domain)
+	const h, top, plotH, x0, x1 = 112.0, 20.0, 60.0, 2.0, 98.0
+	s := newSVG(0, h, "monthly visits of "+domain)
 	if len(pts) == 0 {
-		s.text(w/2, h/2, valueSize, "middle", mutedColor, "no traffic history in this snapshot")
-		return s.html()
+		s.textP(50, 0, h/2, valueSize, "middle", mutedColor, "no traffic history in this snapshot")
+		return s.fluidHTML()
 	}
-	peak := 0.0
+	lo, hi := math.Inf(1), math.Inf(-1)
 	for _, p := range pts {
-		peak = math.Max(peak, p.Visits)
+		lo, hi = math.Min(lo, p.Visits), math.Max(hi, p.Visits)
 	}
-	if peak == 0 {
-		peak = 1
+	pad := (hi - lo) * 0.06
+	if pad == 0 {
+		pad = math.Max(hi*0.05, 1)
 	}
+	fy := func(v float64) float64 { return (v - lo + pad) / (hi - lo + 2*pad) }
+	py := func(v float64) float64 { return top + (1-fy(v))*plotH }
 	first, last := monthIndex(pts[0].Month), monthIndex(pts[len(pts)-1].Month)
-	x := func(t time.Time) float64 {
+	fx := func(t time.Time) float64 {
 		if last == first {
-			return (left + right) / 2
+			return 0.5
 		}
-		return left + (monthIndex(t)-first)/(last-first)*(right-left)
+		return (monthIndex(t) - first) / (last - first)
 	}
-	y := func(v float64) float64 { return bottom - v/peak*(bottom-top) }
-	s.line(left, bottom, right, bottom, gridColor, 1)
-	s.line(left, top, right, top, gridColor, 1)
-	s.text(right, top-5, valueSize, "end", mutedColor, "peak "+human(peak))
-	var line [][2]float64
+	xp := func(t time.Time) float64 { return x0 + fx(t)*(x1-x0) }
+	s.lineP(0, py(hi), 100, py(hi), gridColor, 1)
+	s.lineP(0, py(lo), 100, py(lo), gridColor, 1)
+	s.textP(0, 0, py(hi)-4, valueSize, "start", mutedColor, "high "+human(hi))
+	s.textP(0, 0, py(lo)+13, valueSize, "start", mutedColor, "low "+human(lo))
+	line := make([][2]float64, len(pts))
+	for i, p := range pts {
+		line[i] = [2]float64{fx(p.Month), fy(p.Visits)}
+	}
+	s.plotLines(x0, x1, top, plotH, []plotLine{{Points: line, Color: barColor, Width: 1.8}})
+	bandW := x1 - x0
+	if len(pts) > 1 {
+		bandW /= float64(len(pts) - 1)
+	}
 	for _, p := range pts {
-		line = append(line, [2]float64{x(p.Month), y(p.Visits)})
+		s.band(math.Max(0, xp(p.Month)-bandW/2), top-6, bandW, plotH+12, p.Month.Format("Jan 2006")+": "+human(p.Visits))
 	}
-	s.polyline(line, barColor, 1.8)
 	for _, p := range pts {
 		if p.Month.Equal(yearAgo) {
-			s.circle(x(p.Month), y(p.Visits), 3.2, "#ffffff", mutedColor)
+			s.circleP(xp(p.Month), py(p.Visits), 3.2, "#ffffff", mutedColor, "a year earlier, "+p.Month.Format("Jan 2006")+": "+human(p.Visits))
 		}
 	}
 	lp := pts[len(pts)-1]
-	s.circle(x(lp.Month), y(lp.Visits), 3.2, barColor, barColor)
-	s.text(left, h-6, valueSize, "start", mutedColor, pts[0].Month.Format("Jan 2006"))
-	s.text(right, h-6, valueSize, "end", mutedColor, lp.Month.Format("Jan 2006"))
-	return s.html()
+	s.circleP(xp(lp.Month), py(lp.Visits), 3.2, barColor, barColor, "latest, "+lp.Month.Format("Jan 2006")+": "+human(lp.Visits))
+	sparkAxis(s, h-4, pts[0].Month, lp.Month, yearAgo, xp)
+	return s.fluidHTML()
+}
+
+// sparkAxis labels the first and latest months, and the month a year earlier when it falls
+// inside the history and clear of both at the narrowest width.
+func sparkAxis(s *svgDoc, y float64, first, last, yearAgo time.Time, xp func(time.Time) float64) {
+	f, l := first.Format("Jan 2006"), last.Format("Jan 2006")
+	s.textP(0, 0, y, valueSize, "start", mutedColor, f)
+	if !last.Equal(first) {
+		s.textP(100, 0, y, valueSize, "end", mutedColor, l)
+	}
+	if yearAgo.Before(first) || !yearAgo.Before(last) || yearAgo.Equal(first) {
+		return
+	}
+	ya := yearAgo.Format("Jan 2006")
+	mid, half := xp(yearAgo)/100*sparkMin, textWidth(ya, valueSize)/2
+	if mid-half < textWidth(f, valueSize)+6 || mid+half > sparkMin-textWidth(l, valueSize)-6 {
+		return
+	}
+	s.textP(xp(yearAgo), 0, y, valueSize, "middle", mutedColor, ya)
 }
 
 func monthIndex(t time.Time) float64 { return float64(t.Year()*12 + int(t.Month()) - 1) }

@@ -72,6 +72,7 @@ type page struct {
 	Competitors   *competitorSection
 	Runs          *runSection
 	Sites         []allRow
+	Categories    []category // the All domains filter's choices
 	TopNote       string // which domains the per-domain sections show, "" when all
 	Rule          string // the ranking rule, stated in the footnote
 	TopN          int
@@ -80,8 +81,9 @@ type page struct {
 type tocEntry struct{ ID, Title string }
 
 type chartSection struct {
-	Note string
-	SVG  *chart
+	Note  string
+	SVG   *chart
+	Years *yearVsYear // this year against last year, where two years exist
 }
 
 // legendChart is a stacked chart with its legend drawn in HTML (swatch + name per series).
@@ -111,6 +113,9 @@ func build(d *data) (*page, error) {
 	p.Traffic = buildTraffic(d)
 	p.Size = buildSize(d)
 	p.YoY = buildYoY(d)
+	if p.YoY != nil {
+		p.YoY.Years = buildYearVsYear(d)
+	}
 	p.Channels = buildChannels(d)
 	p.Geography = buildGeography(d)
 	p.Keywords = buildKeywords(d)
@@ -118,6 +123,7 @@ func build(d *data) (*page, error) {
 	p.Competitors = buildCompetitors(d)
 	p.Runs = buildRuns(d)
 	p.Sites = buildSites(d)
+	p.Categories = categories(d)
 	p.TopNote = cutNote(d, "the most visited domains")
 	p.Rule, p.TopN = changes.RankingRule, topN
 	p.Contents = contents(p)

@@ -21,8 +21,8 @@ type sparkCard struct {
 func buildTraffic(d *data) []sparkCard {
 	var cards []sparkCard
 	for _, s := range topSites(d) {
-		pts := d.Traffic[s.Domain]
-		c := sparkCard{Domain: s.Domain, Rank: rank(s.GlobalRank), Last: humanNull(s.LastVisits), MoM: "—", YoY: "—",
+		pts := d.History[s.Domain]
+		c := sparkCard{Domain: s.Domain, Rank: rank(s.GlobalRank), Last: humanNull(s.LastVisits), MoM: dash, YoY: dash,
 			Analytics: s.FromGA, SVG: sparkline(s.Domain, pts, s.LastMonth.AddDate(-1, 0, 0))}
 		if !s.LastMonth.IsZero() {
 			c.LastMonth = s.LastMonth.Format("Jan 2006")

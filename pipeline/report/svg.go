@@ -178,3 +178,43 @@ func chartCSS(charts ...*chart) template.CSS {
 	}
 	return template.CSS(b.String()) // #nosec G203 -- numbers only
 }
+
+// plotLines writes a nested, stretched SVG spanning x0Pct..x1Pct of the width and y..y+h
+// pixels, holding lines whose points are fractions (0–1, y up); the strokes keep their width
+// however the box stretches (vector-effect). dashed lines are drawn dashed.
+func (s *svgDoc) plotLines(x0Pct, x1Pct, y, h float64, lines []plotLine) {
+	fmt.Fprintf(&s.b, `<svg x="%s" y="%.1f" width="%s" height="%.1f" viewBox="0 0 1000 1000" preserveAspectRatio="none" overflow="visible">`,
+		pc(x0Pct), y, pc(x1Pct-x0Pct), h)
+	for _, l := range lines {
+		var b strings.Builder
+		for i, p := range l.Points {
+			if i > 0 {
+				b.WriteByte(' ')
+			}
+			fmt.Fprintf(&b, "%.1f,%.1f", p[0]*1000, (1-p[1])*1000)
+		}
+		dash := ""
+		if l.Dashed {
+			dash = ` stroke-dasharray="4 3"`
+		}
+		fmt.Fprintf(&s.b, `<polyline points="%s" fill="none" stroke="%s" stroke-width="%g" stroke-linejoin="round" vector-effect="non-scaling-stroke"%s/>`,
+			b.String(), l.Color, l.Width, dash)
+	}
+	s.b.WriteString(`</svg>`)
+}
+
+// plotLine is one line of plotLines.
+type plotLine struct {
+	Points [][2]float64
+	Color  string
+	Width  float64
+	Dashed bool
+}
+
+// band writes an invisible column from xPct to xPct+wPct percent over y..y+h that shows tip on
+// hover (<title>) and carries it as data-t for the page's tap handler.
+func (s *svgDoc) band(xPct, y, wPct, h float64, tip string) {
+	t := html.EscapeString(tip)
+	fmt.Fprintf(&s.b, `<rect class="tip" x="%s" y="%.1f" width="%s" height="%.1f" fill="transparent" data-t="%s"><title>%s</title></rect>`,
+		pc(xPct), y, pc(wPct), h, t, t)
+}
