@@ -107,8 +107,8 @@ type fetchError struct {
 // data is everything the report shows for one snapshot.
 type data struct {
 	Snapshot     string
-	PrevSnapshot string // the newest earlier snapshot in the warehouse, or ""
-	Sites        []site // by total visits, descending
+	PrevSnapshot string             // the newest earlier snapshot in the warehouse, or ""
+	Sites        []site             // by total visits, descending
 	Traffic      map[string][]point // the snapshot's own history (12 months from the API)
 	History      map[string][]point // every month up to the snapshot, for the topN domains
 	YearPairs    []yearPair         // the latest 12 months against a year earlier; nil without any

@@ -73,8 +73,8 @@ type page struct {
 	Runs          *runSection
 	Sites         []allRow
 	Categories    []category // the All domains filter's choices
-	TopNote       string // which domains the per-domain sections show, "" when all
-	Rule          string // the ranking rule, stated in the footnote
+	TopNote       string     // which domains the per-domain sections show, "" when all
+	Rule          string     // the ranking rule, stated in the footnote
 	TopN          int
 }
 
