@@ -161,14 +161,15 @@ const (
 // narrowHead writes a row's label at the left and text at the right edge on one line, or on
 // two when they would not fit side by side in narrowMin; it returns the y below them.
 func narrowHead(s *svgDoc, y float64, label, text string, textFill string) float64 {
-	s.textP(0, 0, y+12, labelSize, "start", inkColor, label)
+	// 1 px in from each edge: a glyph such as w or j reaches left of its origin.
+	s.textP(0, 1, y+12, labelSize, "start", inkColor, label)
 	if text == "" {
 		return y + lineH
 	}
 	if textWidth(label, labelSize)+textWidth(text, valueSize)+gap+textSlack > narrowMin {
 		y += lineH
 	}
-	s.textP(100, 0, y+12, valueSize, "end", textFill, text)
+	s.textP(100, -1, y+12, valueSize, "end", textFill, text)
 	return y + lineH
 }
 
