@@ -310,6 +310,7 @@ type rankMove struct {
 // (against the previous snapshot).
 type changesSection struct {
 	Digest       *digestSection
+	Folded       *foldedChanges // the digest's tables beyond their first rows, shown folded
 	Note         string // why there is no digest, or ""
 	PrevSnapshot string
 	Risers       []moverRow
@@ -320,7 +321,7 @@ type changesSection struct {
 type moverRow struct{ Domain, Change, Tone, From, To, Months string }
 
 func buildChanges(d *data) *changesSection {
-	c := &changesSection{PrevSnapshot: d.PrevSnapshot, Digest: buildDigest(d.Digest), Note: d.DigestNote}
+	c := &changesSection{PrevSnapshot: d.PrevSnapshot, Digest: buildDigest(d.Digest), Folded: buildFolded(d.Digest), Note: d.DigestNote}
 	up, down := movers(d)
 	c.Risers, c.Fallers = moverRows(up, 5), moverRows(down, 5)
 	for _, s := range d.Sites {

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
@@ -89,5 +90,31 @@ func TestCompetitorsNewFirst(t *testing.T) {
 	}
 	if !strings.Contains(sec, `<details id="competitors-all"><summary>The next 65 competitors</summary>`) || strings.Contains(sec, "sitewatch changes") {
 		t.Errorf("the competitors beyond 20 are not folded in the file")
+	}
+}
+
+// TestChangesFoldedInFile: when more than 8 domains gained a competitor, What changed lists
+// the first 8 and folds the other 20 in the file, every one of them, instead of pointing a
+// reader of a mailed report to `sitewatch changes`.
+func TestChangesFoldedInFile(t *testing.T) {
+	db := openWarehouse(t)
+	loadRich(t, db)
+	for i, d := range richDomains {
+		insert(t, db, `INSERT INTO similar_sites (snapshot_month, domain, position, similar_domain, global_rank, total_visits)
+			VALUES (?, ?, ?, ?, ?, ?)`, []any{"2026-02", d, 5, fmt.Sprintf("newcomer-%d.example", i), 900, 1000.0})
+	}
+	html := render(t, db, "2026-02")
+	sec := html[strings.Index(html, `<section id="changes">`):]
+	sec = sec[:strings.Index(sec, "</section>")]
+	if !strings.Contains(sec, "<details><summary>The other 20 domains</summary>") {
+		t.Fatalf("the 20 domains beyond the first 8 are not folded in the file")
+	}
+	if strings.Contains(sec, "more domains: <code>sitewatch changes</code>") {
+		t.Errorf("What changed still points to the CLI for a list the file can hold")
+	}
+	for i := range richDomains {
+		if !strings.Contains(sec, fmt.Sprintf("newcomer-%d.example", i)) {
+			t.Errorf("newcomer-%d.example is in neither the open nor the folded list", i)
+		}
 	}
 }
