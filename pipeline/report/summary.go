@@ -311,7 +311,7 @@ type rankMove struct {
 type changesSection struct {
 	Digest       *digestSection
 	Folded       *foldedChanges // the digest's tables beyond their first rows, shown folded
-	Note         string // why there is no digest, or ""
+	Note         string         // why there is no digest, or ""
 	PrevSnapshot string
 	Risers       []moverRow
 	Fallers      []moverRow
