@@ -78,7 +78,10 @@ func (p *Publisher) sameData(ctx context.Context, rel string, f ManifestFile) (b
 	if !p.opts.ReadData {
 		return true, nil
 	}
-	out, err := p.s3.GetObject(ctx, &s3.GetObjectInput{Bucket: &p.loc.Bucket, Key: aws.String(p.loc.key(rel))})
+	// The bytes are hashed here: the SDK's own check of the stored checksum would turn the
+	// difference this looks for into a read error.
+	out, err := p.s3.GetObject(ctx, &s3.GetObjectInput{Bucket: &p.loc.Bucket, Key: aws.String(p.loc.key(rel))},
+		func(o *s3.Options) { o.ResponseChecksumValidation = aws.ResponseChecksumValidationWhenRequired })
 	if err != nil {
 		var nsk *types.NoSuchKey
 		if errors.As(err, &nsk) {
