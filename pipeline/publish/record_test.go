@@ -129,7 +129,7 @@ func TestManifestsValidated(t *testing.T) {
 		edit func(m *publish.Manifest)
 		want string
 	}{
-		"KeyTwice": {func(m *publish.Manifest) { m.Files = append(m.Files, m.Files[1]) }, good.Files[1].Key},
+		"KeyTwice":   {func(m *publish.Manifest) { m.Files = append(m.Files, m.Files[1]) }, good.Files[1].Key},
 		"OtherMonth": {func(m *publish.Manifest) { m.SnapshotMonth = monthA }, `snapshot_month "` + monthA + `"`},
 		"ObjectOfOtherMonth": {func(m *publish.Manifest) {
 			m.Files[0].Key = strings.Replace(m.Files[0].Key, monthB, monthA, 1)
