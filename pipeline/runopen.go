@@ -47,5 +47,11 @@ func openRun(ctx context.Context, cfg *config.Config, env Env, notifier *notify.
 		release()
 		return ctx, nil, nil, nil, err // the warehouse names the file and the holder
 	}
+	// Under the lease, before the plan: what the bucket holds is not paid for again.
+	if err := syncBucket(runCtx, env.Sync, wh); err != nil {
+		_ = wh.Close() // nothing of this run was written; what was pulled is committed
+		release()
+		return ctx, nil, nil, nil, err
+	}
 	return runCtx, p.client, wh, release, nil
 }

@@ -246,3 +246,73 @@ func (e *StaleError) Error() string {
 }
 
 func (e *StaleError) Unwrap() error { return ErrStale }
+
+// ManifestVersion is a manifest as a listing shows it.
+type ManifestVersion struct {
+	Key   string // relative to the prefix: _manifests/… or _restore/_manifests/…
+	Month string
+	Copy  bool   // a restore copy's manifest (under RestoreCopyDir)
+	ETag  string // without quotes
+}
+
+// ManifestVersions lists the manifests of the months and of the restore copies with their
+// ETags, in one listing of the prefix's "_" folders (the manifests, the restore copies and
+// the lease: a few dozen keys). Files under a _manifests/ folder that are not manifests are
+// named in a warning and left out; the shared tables' manifest is left out (their rows come
+// with every month's raw answers).
+func (p *Publisher) ManifestVersions(ctx context.Context) ([]ManifestVersion, error) {
+	prefix := p.loc.key("_")
+	var out []ManifestVersion
+	pages := s3.NewListObjectsV2Paginator(p.s3, &s3.ListObjectsV2Input{Bucket: &p.loc.Bucket, Prefix: &prefix})
+	for pages.HasMorePages() {
+		page, err := pages.NextPage(ctx)
+		if err != nil {
+			return nil, p.fail("list", manifestDir+"/", err)
+		}
+		for _, o := range page.Contents {
+			rel := p.loc.relOf(aws.ToString(o.Key))
+			v := ManifestVersion{Key: rel, ETag: strings.Trim(aws.ToString(o.ETag), `"`)}
+			inCopies, isCopy := strings.CutPrefix(rel, RestoreCopyDir+"/")
+			if isCopy {
+				rel, v.Copy = inCopies, true
+			}
+			month, ok := ManifestMonth(rel)
+			switch {
+			case ok && month != "":
+				v.Month = month
+				out = append(out, v)
+			case !ok && path.Dir(rel) == manifestDir:
+				p.log.Warn("ignored: not a sitewatch manifest (only snapshot_month=YYYY-MM.json and shared.json are)", "url", p.loc.URL(v.Key))
+			}
+		}
+	}
+	return out, nil
+}
+
+// ReadManifest reads and validates the manifest v lists; its Key is then relative to the
+// publisher that serves its objects (Source). A manifest gone since the listing is nil.
+func (p *Publisher) ReadManifest(ctx context.Context, v ManifestVersion) (*Manifest, error) {
+	src := p.Source(v)
+	rel := strings.TrimPrefix(v.Key, RestoreCopyDir+"/")
+	m, etag, err := src.readManifestVersion(ctx, rel)
+	if err != nil || (m == nil && etag == "") {
+		return nil, err
+	}
+	if m == nil {
+		return nil, fmt.Errorf("%w: manifest %s is unreadable (republish from the machine that holds the warehouse)", ErrDamaged, src.loc.URL(rel))
+	}
+	m.ETag = strings.Trim(m.ETag, `"`)
+	if err := m.validate(src.loc.URL(rel), v.Month); err != nil {
+		return nil, err
+	}
+	return m, CheckDuplicates([]*Manifest{m}, src.ManifestURL)
+}
+
+// Source is the publisher whose Download serves the objects of v's manifest: p, or its
+// restore copies.
+func (p *Publisher) Source(v ManifestVersion) *Publisher {
+	if v.Copy {
+		return p.RestoreCopies()
+	}
+	return p
+}
