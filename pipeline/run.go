@@ -246,6 +246,18 @@ func (e Env) WithDefaults() Env {
 	return e
 }
 
+// ErrInterrupted is why a run a signal (SIGINT, SIGTERM) stopped ended: the calls in flight
+// were stored and a rerun resumes. errors.Is(ErrInterrupted, context.Canceled) holds, so code
+// that asks "was the context cancelled" keeps working, but the message is the user's words.
+var ErrInterrupted error = interrupted{}
+
+type interrupted struct{}
+
+func (interrupted) Error() string {
+	return "interrupted by a signal (SIGINT or SIGTERM): the answers already paid for are stored; the next run resumes"
+}
+func (interrupted) Is(target error) bool { return target == context.Canceled }
+
 func newRunID(now time.Time) string {
 	b := make([]byte, 3)
 	_, _ = rand.Read(b)
@@ -271,7 +283,7 @@ func (r *runState) execute(ctx context.Context) error {
 	// A signal stops new calls; the calls in flight finish and their results are stored, so
 	// no answered (charged) call is thrown away.
 	stopOnSignal := context.AfterFunc(ctx, func() {
-		r.client.Stop(fmt.Errorf("interrupted by a signal: %w", context.Canceled))
+		r.client.Stop(ErrInterrupted)
 		r.progress.stop()
 	})
 	stopErr := r.fetch(keep, candidate)
