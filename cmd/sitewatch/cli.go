@@ -383,7 +383,7 @@ func cmdValidate(_ context.Context, args []string, env pipeline.Env) error {
 	}
 	wl := config.NewWatchlist(cfg)
 	o := textout.New(env.Stdout)
-	o.Printf("%s: schedule %q, mode %s, rate_limit %g/s\n", cfg.Path, cfg.Schedule, cfg.API.Mode, cfg.API.RateLimit)
+	o.Printf("%s: schedule %q, %s\n", cfg.Path, cfg.Schedule, apiText(cfg))
 	o.Printf("watchlist: %d entries -> %d domains (%d rewritten, %d duplicates collapsed, %d rejected)\n",
 		len(cfg.Domains), len(wl.Domains), len(wl.Rewritten), len(wl.Duplicates), len(wl.Rejected))
 	for _, r := range wl.Rewritten {
@@ -409,6 +409,19 @@ func cmdValidate(_ context.Context, args []string, env pipeline.Env) error {
 	}
 	o.Printf("%s: config valid\n", cfg.Path)
 	return o.Err()
+}
+
+// apiText is the API settings validate prints: the mode, rate and reserve, or with api.sources
+// each source's own.
+func apiText(cfg *config.Config) string {
+	if !cfg.MultiSource() {
+		return fmt.Sprintf("mode %s, rate_limit %g/s, min_credits %d", cfg.API.Mode, cfg.API.RateLimit, cfg.API.MinCredits)
+	}
+	parts := make([]string, 0, len(cfg.Sources()))
+	for _, sc := range cfg.Sources() {
+		parts = append(parts, fmt.Sprintf("%s (%s, rate_limit %g/s, min_credits %d)", sc.Name, sc.Mode, sc.RateLimit, sc.MinCredits))
+	}
+	return fmt.Sprintf("%s: %s", textout.Plural(len(parts), "credit source", "credit sources"), strings.Join(parts, ", "))
 }
 
 var statusHelp = help{

@@ -14,6 +14,7 @@ import (
 	"sitewatch/pipeline"
 	"sitewatch/pipeline/atlas"
 	"sitewatch/pipeline/config"
+	"sitewatch/pipeline/sources"
 	"sitewatch/pipeline/warehouse"
 )
 
@@ -137,11 +138,35 @@ func PrintSummary(w io.Writer, s *pipeline.Summary, runErr error) {
 		if errors.Is(runErr, pipeline.ErrInterrupted) {
 			label = "stopped"
 		}
-		fmt.Fprintf(w, "%s: %v\n", label, runErr)
+		fmt.Fprintf(w, "%s: %s\n", label, stopText(runErr))
 		if a := advice(runErr, s.Snapshot); a != "" {
 			fmt.Fprintf(w, "next: %s\n", a)
 		}
 	}
+}
+
+// stopText is why a run stopped, in the user's words: a stop the client decided before a call
+// ("atlas start: …") says who stopped (the wallet, or which credit source) and which setting
+// holds the reserve (api.min_credits, or that source's min_credits under api.sources).
+func stopText(err error) string {
+	var ae *atlas.Error
+	if !errors.As(err, &ae) || ae.Op != "start" {
+		return err.Error()
+	}
+	who, reserve := "the wallet", "api.min_credits"
+	var se *sources.SourceError
+	if errors.As(err, &se) {
+		who, reserve = "credit source "+se.Source, "min_credits of source "+se.Source+" (api.sources)"
+	}
+	if errors.Is(err, atlas.ErrCreditReserve) {
+		return fmt.Sprintf("%s reached its reserve, %s: %s; top up %s (or lower %s) and rerun to resume",
+			who, reserve, strings.TrimRight(ae.Message, ". "), who, reserve)
+	}
+	text := strings.TrimPrefix(ae.Error(), "atlas start: ")
+	if se != nil {
+		text = who + ": " + text
+	}
+	return text
 }
 
 // LogLevel is the level of the log lines on stderr for command name: --log-level (or
