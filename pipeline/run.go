@@ -677,6 +677,7 @@ func (r *runState) finish(ctx context.Context, stopErr error) error {
 	switch {
 	case r.mismatch != nil:
 		r.sum.Status = StatusMonthMismatch
+		r.countOutcome(ctx, r.sum.Snapshot) // the month named stays as it was: say what it holds
 		return r.mismatch
 	case r.upToDate:
 		r.sum.Status = StatusUpToDate

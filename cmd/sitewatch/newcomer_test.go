@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"sitewatch/pipeline/atlas/atlastest"
+	"sitewatch/pipeline/config"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
@@ -195,5 +197,42 @@ func TestScheduleSignalIsNoError(t *testing.T) {
 	}
 	if !strings.Contains(log, "scheduled run stopped by a signal") || !strings.Contains(out, "stopped: interrupted by a signal (SIGINT or SIGTERM)") {
 		t.Errorf("the log or the summary does not say the run was stopped by a signal:\n%s\n%s", out, tail(log, 2000))
+	}
+}
+
+// TestUpToDateAndMismatchFiguresAreTrue: an up-to-date run shows no progress figure for a plan
+// it never made (month "", 0/0 domains, an ETA after it ended); a month-mismatch run's summary
+// and webhook say what the month named holds (complete, n of n), not 0 of n.
+func TestUpToDateAndMismatchFiguresAreTrue(t *testing.T) {
+	rcv := newWebhookReceiver(t, func(w http.ResponseWriter) { w.WriteHeader(http.StatusOK) })
+	domains := atlastest.Domains(4)
+	h := newHarness(t, atlastest.Options{}, domains, "")
+	h.extraEnv = map[string]string{config.EnvWebhookURL: rcv.srv.URL + "/hook"}
+	if code := h.run("run"); code != ExitOK {
+		t.Fatalf("run exit %d\n%s", code, h.stdout)
+	}
+	for _, terminal := range []bool{false, true} {
+		if code := h.runAs(terminal, nil, "run", "--verbose"); code != ExitOK {
+			t.Fatalf("up-to-date run exit %d\n%s", code, h.stdout)
+		}
+		for _, bad := range []string{`month=""`, "domains_total=0", "0/0 domains", "ETA", "eta=1", "eta=2", "eta=3", "eta=4", "eta=5", "eta=6", "eta=7", "eta=8", "eta=9"} {
+			if strings.Contains(h.stderr.String(), bad) {
+				t.Errorf("up-to-date run (terminal %v) shows %q:\n%s", terminal, bad, h.stderr)
+			}
+		}
+	}
+	if err := h.srv.SetMonth("2026-11"); err != nil {
+		t.Fatal(err)
+	}
+	if code := h.run("run", "--snapshot", testMonth); code != ExitWrongMonth {
+		t.Fatalf("run --snapshot %s exit %d, want %d\n%s", testMonth, code, ExitWrongMonth, h.stdout)
+	}
+	if out := h.stdout.String(); !strings.Contains(out, "4 of 4") {
+		t.Errorf("the mismatch summary does not say %s holds 4 of 4:\n%s", testMonth, out)
+	}
+	events := rcv.got()
+	last := events[len(events)-1]
+	if text, _ := last["text"].(string); !strings.Contains(text, testMonth+" stays complete") || !strings.Contains(text, "4/4") {
+		t.Errorf("the mismatch webhook says %q, want %s stays complete with 4/4", text, testMonth)
 	}
 }
