@@ -54,7 +54,7 @@ func fenceCalls(f *sources.Multi, admit func(context.Context) error) {
 func stopReason(ctx context.Context) error {
 	cause := context.Cause(ctx)
 	if cause == nil || errors.Is(cause, context.Canceled) {
-		return fmt.Errorf("interrupted by a signal: %w", context.Canceled)
+		return ErrInterrupted
 	}
 	return fmt.Errorf("stopped: %w", cause)
 }

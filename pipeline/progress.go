@@ -156,9 +156,16 @@ func (p *progress) snapshot() Progress {
 
 func (p *progress) report(last bool) {
 	pr := p.snapshot()
+	if last {
+		pr.ETA = -1 // the run has ended: whatever calls it did not make, it will not make
+	}
 	stats := p.client.Stats()
 	if p.onReport != nil {
 		p.onReport(pr, stats)
+	}
+	if !p.planned() {
+		p.reportProbe(pr, last)
+		return
 	}
 	credits := "?"
 	if stats.CreditsRemaining >= 0 {
@@ -179,6 +186,28 @@ func (p *progress) report(last bool) {
 	p.env.Logger.Info("progress", "month", pr.Month, "domains_done", pr.DomainsDone, "domains_total", pr.DomainsTotal,
 		"calls_done", pr.CallsDone, "calls_total", pr.CallsTotal, "req_per_s", fmt.Sprintf("%.2f", pr.RatePerSecond),
 		"rate_limited", stats.RateLimited, "credits_left", credits, "eta", eta, "stopping", pr.Stopping)
+}
+
+// planned says whether the run knows its month and its calls: before that only the probe has
+// run, and a domain count (0/0), a call total (a whole month's) or an ETA would be invented.
+func (p *progress) planned() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.single != nil
+}
+
+// reportProbe is the progress of a run that has not planned yet: at a terminal a line saying
+// so (cleared at the end: an up-to-date run ends here and its summary says the rest); in the
+// log nothing, since the run's own lines say what it learned.
+func (p *progress) reportProbe(pr Progress, last bool) {
+	if !p.env.IsTerminal {
+		return
+	}
+	if last {
+		fmt.Fprint(p.env.Stderr, "\r\033[K")
+		return
+	}
+	fmt.Fprintf(p.env.Stderr, "\r\033[K%s", fitLine([]string{"asking the API which month it serves", fmt.Sprintf("calls %d", pr.CallsDone)}, p.width()))
 }
 
 func (p *progress) width() int {

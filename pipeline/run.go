@@ -252,6 +252,18 @@ func (e Env) WithDefaults() Env {
 	return e
 }
 
+// ErrInterrupted is why a run a signal (SIGINT, SIGTERM) stopped ended: the calls in flight
+// were stored and a rerun resumes. errors.Is(ErrInterrupted, context.Canceled) holds, so code
+// that asks "was the context cancelled" keeps working, but the message is the user's words.
+var ErrInterrupted error = interrupted{}
+
+type interrupted struct{}
+
+func (interrupted) Error() string {
+	return "interrupted by a signal (SIGINT or SIGTERM): the answers already paid for are stored; the next run resumes"
+}
+func (interrupted) Is(target error) bool { return target == context.Canceled }
+
 func newRunID(now time.Time) string {
 	b := make([]byte, 3)
 	_, _ = rand.Read(b)
@@ -674,6 +686,7 @@ func (r *runState) finish(ctx context.Context, stopErr error) error {
 	switch {
 	case r.mismatch != nil:
 		r.sum.Status = StatusMonthMismatch
+		r.countOutcome(ctx, r.sum.Snapshot) // the month named stays as it was: say what it holds
 		return r.mismatch
 	case r.upToDate:
 		r.sum.Status = StatusUpToDate

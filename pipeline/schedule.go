@@ -160,6 +160,10 @@ func (s *scheduler) attempt(ctx context.Context) {
 	case sum.Status == StatusUpToDate:
 		s.env.Logger.Info("scheduled run: no new data yet (the API still serves a month completed before this tick); retrying later",
 			"snapshot", sum.Snapshot, "retry_every", s.retryEvery.String())
+	case ctx.Err() != nil:
+		// Asked to stop (SIGINT/SIGTERM): not a failure, and there is no "later" in this process.
+		s.env.Logger.Info("scheduled run stopped by a signal; what it loaded is stored and the next start resumes it",
+			"snapshot", sum.Snapshot, "status", sum.Status)
 	default:
 		s.env.Logger.Error("scheduled run ended early; retrying later", "snapshot", sum.Snapshot, "status", sum.Status, "err", err)
 	}

@@ -110,7 +110,7 @@ func credits(n int) string {
 func printSpend(w io.Writer, r *pipeline.Readiness) {
 	rows := [][2]string{}
 	for _, p := range r.Sources {
-		rows = append(rows, [2]string{"source " + p.Name, sourceText(p)})
+		rows = append(rows, [2]string{"source " + p.Name, sourceText(p, pacedRate(r, p))})
 	}
 	covers := "yes"
 	if !r.Covered {
@@ -125,7 +125,20 @@ func printSpend(w io.Writer, r *pipeline.Readiness) {
 	printRows(w, rows)
 }
 
-func sourceText(p pipeline.SourceProbe) string {
+// pacedRate is the rate a source really runs at: its rate_limit, lowered by the server's
+// X-RateLimit-Limit (the plan's allowance); 0 when the plan does not know it.
+func pacedRate(r *pipeline.Readiness, p pipeline.SourceProbe) float64 {
+	for _, sh := range r.Spend.Shares {
+		if sh.Name == p.Name {
+			return sh.Rate
+		}
+	}
+	return 0
+}
+
+// sourceText is one source's line: its wallet or quota and the rate it runs at (rate, the
+// configured rate_limit unless the server allows less).
+func sourceText(p pipeline.SourceProbe, rate float64) string {
 	if p.Err != nil && !errors.Is(p.Err, atlas.ErrOutOfCredits) {
 		return "NO: " + answerOf(p.Err)
 	}
@@ -141,8 +154,8 @@ func sourceText(p pipeline.SourceProbe) string {
 	default:
 		text = p.Mode + ", balance not reported"
 	}
-	if p.Probe.RateLimit > 0 {
-		text += fmt.Sprintf(", %g requests/s", p.Probe.RateLimit)
+	if rate > 0 {
+		text += fmt.Sprintf(", %g requests/s", rate)
 	}
 	if errors.Is(p.Err, atlas.ErrOutOfCredits) {
 		text += " (402: pays nothing)"

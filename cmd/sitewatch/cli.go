@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"runtime"
 	"runtime/debug"
@@ -37,21 +38,23 @@ type help struct {
 	examples []string // whole command lines
 }
 
-// commands lists every subcommand in the order `sitewatch --help` shows them; a new command is
-// one line here plus its function and help next to it.
+// commands lists every subcommand in the order `sitewatch --help` shows them: a newcomer's
+// journey (check the config, check the wallet for free, run, look at what was loaded, share it,
+// then run it monthly), the maintenance commands last. A new command is one line here plus its
+// function and help next to it.
 var commands = []command{
-	{"run", cmdRun, runHelp},
-	{"schedule", cmdSchedule, scheduleHelp},
-	{"rebuild", cmdRebuild, rebuildHelp},
 	{"validate", cmdValidate, validateHelp},
+	{"check", cmdCheck, checkHelp},
+	{"run", cmdRun, runHelp},
 	{"status", cmdStatus, statusHelp},
 	{"query", cmdQuery, queryHelp},
-	{"report", cmdReport, reportHelp},
-	{"schema", cmdSchema, schemaHelp},
-	{"check", cmdCheck, checkHelp},
 	{"changes", cmdChanges, changesHelp},
+	{"report", cmdReport, reportHelp},
 	{"publish", cmdPublish, publishHelp},
 	{"restore", cmdRestore, restoreHelp},
+	{"schedule", cmdSchedule, scheduleHelp},
+	{"rebuild", cmdRebuild, rebuildHelp},
+	{"schema", cmdSchema, schemaHelp},
 }
 
 func lookup(name string) (command, bool) {
@@ -66,7 +69,18 @@ func lookup(name string) (command, bool) {
 // Main runs one sitewatch command and returns its exit code. cmd/sitewatch only wires the
 // process (signals, stdio, environment) to it, so tests drive the real program in-process.
 func Main(ctx context.Context, args []string, env pipeline.Env) int {
+	return MainLogging(ctx, args, env, nil)
+}
+
+// MainLogging is Main for a process whose env.Logger filters at level: it sets level from the
+// command, --log-level/--verbose, SITEWATCH_LOG and whether stderr is a terminal (LogLevel).
+func MainLogging(ctx context.Context, args []string, env pipeline.Env, level *slog.LevelVar) int {
 	env = env.WithDefaults()
+	args, lf, lerr := takeLogFlags(args)
+	if lerr != nil {
+		say(env.Stderr, "sitewatch: %v\n", lerr)
+		return ExitUsage
+	}
 	if len(args) == 0 {
 		writeUsage(env.Stderr)
 		return ExitUsage
@@ -84,6 +98,9 @@ func Main(ctx context.Context, args []string, env pipeline.Env) int {
 	if !ok {
 		say(env.Stderr, "sitewatch: unknown command %q; run `sitewatch --help` for the list\n", args[0])
 		return ExitUsage
+	}
+	if level != nil {
+		level.Set(LogLevel(cmd.name, lf, env.Getenv, env.IsTerminal))
 	}
 	err := cmd.run(ctx, args[1:], env)
 	var hr *helpRequested
@@ -126,8 +143,13 @@ func writeUsage(w io.Writer) {
 Run "sitewatch CMD --help" for a command's flags and examples. Flags may come before or after
 arguments.
 
-environment: ATLAS_API_KEY (required for run), ATLAS_BASE_URL, ATLAS_MARKETPLACE_KEY,
-             SITEWATCH_WEBHOOK_URL, SITEWATCH_LOG (debug|info|warn|error)
+environment: ATLAS_API_KEY (required for run), ATLAS_BASE_URL, ATLAS_MARKETPLACE_KEY (with
+             api.sources: the variables each source's key_env names), SITEWATCH_WEBHOOK_URL,
+             SITEWATCH_CATALOG_PASSWORD (Iceberg SQL catalog), AWS_ACCESS_KEY_ID,
+             AWS_SECRET_ACCESS_KEY, AWS_PROFILE, AWS_REGION (the bucket: the standard AWS chain),
+             SITEWATCH_LOG (debug|info|warn|error; the same as --log-level)
+logging:     results on stdout; at a terminal stderr shows warnings and errors only (schedule and
+             files: info too); --log-level LEVEL or --verbose (debug) in any command for more
 exit codes of run: 0 complete or up to date, 1 failed (rerun resumes), 2 bad usage or config,
                    3 stopped for credits (rerun resumes), 4 API key rejected,
                    5 --snapshot M but the API serves another month (nothing stored)
@@ -146,7 +168,15 @@ func writeCommandHelp(w io.Writer, c command, fs *flag.FlagSet) {
 			say(w, "  %s\n", e)
 		}
 	}
+	say(w, "%s", "\n"+logHelp)
 }
+
+// logHelp closes every command's help: the results go to stdout once; the log lines on stderr
+// are for daemons and files unless asked for.
+const logHelp = `results go to stdout. Log lines go to stderr: at a terminal warnings and errors only (schedule, and
+stderr written to a file or pipe: info too); --log-level debug|info|warn|error or --verbose
+(debug) for more, in any command; SITEWATCH_LOG sets the same level from the environment.
+`
 
 // say writes a message or help text for the user; a write to a closed terminal has nowhere
 // else to be reported.
@@ -353,7 +383,7 @@ func cmdValidate(_ context.Context, args []string, env pipeline.Env) error {
 	}
 	wl := config.NewWatchlist(cfg)
 	o := textout.New(env.Stdout)
-	o.Printf("%s: schedule %q, mode %s, rate_limit %g/s\n", cfg.Path, cfg.Schedule, cfg.API.Mode, cfg.API.RateLimit)
+	o.Printf("%s: schedule %q, %s\n", cfg.Path, cfg.Schedule, apiText(cfg))
 	o.Printf("watchlist: %d entries -> %d domains (%d rewritten, %d duplicates collapsed, %d rejected)\n",
 		len(cfg.Domains), len(wl.Domains), len(wl.Rewritten), len(wl.Duplicates), len(wl.Rejected))
 	for _, r := range wl.Rewritten {
@@ -379,6 +409,19 @@ func cmdValidate(_ context.Context, args []string, env pipeline.Env) error {
 	}
 	o.Printf("%s: config valid\n", cfg.Path)
 	return o.Err()
+}
+
+// apiText is the API settings validate prints: the mode, rate and reserve, or with api.sources
+// each source's own.
+func apiText(cfg *config.Config) string {
+	if !cfg.MultiSource() {
+		return fmt.Sprintf("mode %s, rate_limit %g/s, min_credits %d", cfg.API.Mode, cfg.API.RateLimit, cfg.API.MinCredits)
+	}
+	parts := make([]string, 0, len(cfg.Sources()))
+	for _, sc := range cfg.Sources() {
+		parts = append(parts, fmt.Sprintf("%s (%s, rate_limit %g/s, min_credits %d)", sc.Name, sc.Mode, sc.RateLimit, sc.MinCredits))
+	}
+	return fmt.Sprintf("%s: %s", textout.Plural(len(parts), "credit source", "credit sources"), strings.Join(parts, ", "))
 }
 
 var statusHelp = help{

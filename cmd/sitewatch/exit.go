@@ -8,11 +8,13 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"sitewatch/pipeline"
 	"sitewatch/pipeline/atlas"
 	"sitewatch/pipeline/config"
+	"sitewatch/pipeline/sources"
 	"sitewatch/pipeline/textout"
 	"sitewatch/pipeline/warehouse"
 )
@@ -133,18 +135,97 @@ func PrintSummary(w io.Writer, s *pipeline.Summary, runErr error) {
 		fmt.Fprintf(w, "  failed: %s %s: %s\n", warehouse.DisplayDomain(f.Domain), f.Endpoint, f.Message)
 	}
 	if runErr != nil {
-		fmt.Fprintf(w, "error: %v\n", runErr)
+		label := "error" // a signal is the user's request, not a failure
+		if errors.Is(runErr, pipeline.ErrInterrupted) {
+			label = "stopped"
+		}
+		fmt.Fprintf(w, "%s: %s\n", label, stopText(runErr))
 		if a := advice(runErr, s.Snapshot); a != "" {
 			fmt.Fprintf(w, "next: %s\n", a)
 		}
 	}
 }
 
-// LogLevel reads SITEWATCH_LOG (debug, info, warn, error; default info).
-func LogLevel(getenv func(string) string) slog.Level {
-	var l slog.Level
-	if err := l.UnmarshalText([]byte(getenv("SITEWATCH_LOG"))); err != nil {
-		return slog.LevelInfo
+// stopText is why a run stopped, in the user's words: a stop the client decided before a call
+// ("atlas start: …") says who stopped (the wallet, or which credit source) and which setting
+// holds the reserve (api.min_credits, or that source's min_credits under api.sources).
+func stopText(err error) string {
+	var ae *atlas.Error
+	if !errors.As(err, &ae) || ae.Op != "start" {
+		return err.Error()
 	}
-	return l
+	who, reserve := "the wallet", "api.min_credits"
+	var se *sources.SourceError
+	if errors.As(err, &se) {
+		who, reserve = "credit source "+se.Source, "min_credits of source "+se.Source+" (api.sources)"
+	}
+	if errors.Is(err, atlas.ErrCreditReserve) {
+		return fmt.Sprintf("%s reached its reserve, %s: %s; top up %s (or lower %s) and rerun to resume",
+			who, reserve, strings.TrimRight(ae.Message, ". "), who, reserve)
+	}
+	text := strings.TrimPrefix(ae.Error(), "atlas start: ")
+	if se != nil {
+		text = who + ": " + text
+	}
+	return text
+}
+
+// LogLevel is the level of the log lines on stderr for command name: --log-level (or
+// --verbose: debug) first, then SITEWATCH_LOG (debug, info, warn, error), then the default.
+// The default keeps a person at a terminal from reading every result twice (once on stdout,
+// once as an INFO line): warnings and errors only, except for schedule, a daemon whose log is
+// its record. Written to a file or a pipe (cron, systemd, CI), stderr keeps the INFO lines.
+func LogLevel(name string, lf logFlags, getenv func(string) string, interactive bool) slog.Level {
+	var l slog.Level
+	switch {
+	case lf.level != "":
+		_ = l.UnmarshalText([]byte(lf.level)) // checked by takeLogFlags
+		return l
+	case lf.verbose:
+		return slog.LevelDebug
+	case l.UnmarshalText([]byte(getenv("SITEWATCH_LOG"))) == nil:
+		return l
+	case interactive && name != "schedule":
+		return slog.LevelWarn
+	}
+	return slog.LevelInfo
+}
+
+// logFlags are the logging flags every command takes.
+type logFlags struct {
+	level   string // --log-level
+	verbose bool   // --verbose
+}
+
+// takeLogFlags removes --log-level L (--log-level=L) and --verbose from args, wherever they stand
+// before a "--", and returns the rest. Errors are *UsageError for a level that is not one.
+func takeLogFlags(args []string) ([]string, logFlags, error) {
+	var lf logFlags
+	rest := make([]string, 0, len(args))
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--":
+			return append(rest, args[i:]...), lf, nil
+		case a == "--verbose" || a == "-verbose":
+			lf.verbose = true
+			continue
+		case a == "--log-level" || a == "-log-level":
+			if i+1 >= len(args) {
+				return nil, lf, &UsageError{Msg: "--log-level needs a level: debug, info, warn or error"}
+			}
+			i++
+			lf.level = args[i]
+		case strings.HasPrefix(a, "--log-level=") || strings.HasPrefix(a, "-log-level="):
+			lf.level = a[strings.Index(a, "=")+1:]
+		default:
+			rest = append(rest, a)
+			continue
+		}
+		var l slog.Level
+		if err := l.UnmarshalText([]byte(lf.level)); err != nil {
+			return nil, lf, &UsageError{Msg: fmt.Sprintf("--log-level %q: use debug, info, warn or error", lf.level)}
+		}
+	}
+	return rest, lf, nil
 }

@@ -38,12 +38,13 @@ func main() {
 	// the default handling lets a second one end the process at once.
 	context.AfterFunc(ctx, stop)
 	fi, _ := os.Stderr.Stat()
+	level := new(slog.LevelVar) // set by MainLogging from the command, the flags and SITEWATCH_LOG
 	env := pipeline.Env{
 		Getenv:     os.Getenv,
 		Stdin:      os.Stdin,
 		Stdout:     os.Stdout,
 		Stderr:     os.Stderr,
-		Logger:     slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: LogLevel(os.Getenv)})),
+		Logger:     slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})),
 		IsTerminal: fi != nil && fi.Mode()&os.ModeCharDevice != 0,
 		TermWidth: func() int {
 			w, _, err := term.GetSize(int(os.Stderr.Fd()))
@@ -53,7 +54,7 @@ func main() {
 			return w
 		},
 	}
-	code := Main(ctx, os.Args[1:], env)
+	code := MainLogging(ctx, os.Args[1:], env, level)
 	stop()
 	os.Exit(code)
 }

@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"io"
+	"strings"
+
 	"sitewatch/pipeline"
 	"sitewatch/pipeline/config"
 	"sitewatch/pipeline/textout"
@@ -28,7 +30,7 @@ func printPlan(w io.Writer, p *pipeline.Plan, cfg *config.Config, wl *config.Wat
 		{"country-metadata", map[bool]string{true: "to fetch (1 call)", false: "already loaded"}[p.Countries]},
 		{"calls", fmt.Sprint(len(p.Requests))},
 		{"credits (at most)", fmt.Sprintf("%d (%s, plus up to api.max_wasted_credits refetches of broken answers)", pipeline.MaxCredits(cfg, p.Credits()), textout.Plural(p.Credits(), "call", "calls"))},
-		{"min_credits reserve", fmt.Sprint(cfg.API.MinCredits)},
+		{"min_credits reserve", reserveText(cfg)},
 		{"max_credits_per_run", capText(cfg.API.MaxCreditsPerRun)},
 	}
 	printRows(w, rows)
@@ -42,6 +44,18 @@ func printPlan(w io.Writer, p *pipeline.Plan, cfg *config.Config, wl *config.Wat
 	for _, r := range wl.Rejected {
 		fmt.Fprintf(w, "rejected: %q (line %d): %s\n", r.Input, r.Line, r.Reason)
 	}
+}
+
+// reserveText is api.min_credits, or with api.sources each source's min_credits.
+func reserveText(cfg *config.Config) string {
+	if !cfg.MultiSource() {
+		return fmt.Sprint(cfg.API.MinCredits)
+	}
+	parts := make([]string, 0, len(cfg.Sources()))
+	for _, sc := range cfg.Sources() {
+		parts = append(parts, fmt.Sprintf("%s %d", sc.Name, sc.MinCredits))
+	}
+	return strings.Join(parts, ", ")
 }
 
 func capText(n int64) string {

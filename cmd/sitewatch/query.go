@@ -3,12 +3,16 @@ package main
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"sitewatch/pipeline"
+	"sitewatch/pipeline/livestatus"
+	"sitewatch/pipeline/warehouse"
 )
 
 var queryHelp = help{
@@ -57,13 +61,32 @@ func cmdQuery(ctx context.Context, args []string, env pipeline.Env) (err error) 
 	}
 	wh, err := openWarehouse(ctx, cfg, env, true)
 	if err != nil {
-		return err
+		return heldByRun(err, cfg.Warehouse.DuckDB, env.Now())
 	}
 	defer closeInto(&err, wh)
 	return runStatements(ctx, wh.DB(), stmts, name, func() formatter {
 		out, _ := newFormatter(*format, env.Stdout, *raw) // the format was checked above
 		return out
 	}, env.Stdout)
+}
+
+// heldByRun turns "the warehouse is locked" into what a user waiting for a query needs when a
+// run holds it: which run, how far it is and when it should end (its progress file says), never
+// advice to stop a run that is spending credits. Other errors are returned unchanged.
+func heldByRun(err error, duckdb string, now time.Time) error {
+	if !errors.Is(err, warehouse.ErrLocked) {
+		return err
+	}
+	live, lerr := livestatus.Read(livestatus.Path(duckdb))
+	if lerr != nil || processState(live, now) != "running" {
+		return err
+	}
+	eta := "its end is not estimated yet"
+	if live.ETASeconds != nil {
+		eta = "it should end in about " + time.Duration(*live.ETASeconds*float64(time.Second)).Round(time.Second).String()
+	}
+	return fmt.Errorf("%w: run %s (PID %d) is loading %s, %d/%d domains so far; %s: query again then "+
+		"(`sitewatch status` follows it), or read the Parquet tree meanwhile", warehouse.ErrLocked, live.RunID, live.PID, live.Month, live.Loaded, live.Total, eta)
 }
 
 // readSQL returns the SQL to run and a name for it in messages: the file's, stdin's, or the

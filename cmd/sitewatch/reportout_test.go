@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -48,5 +49,18 @@ func TestReportNeverOverwritesData(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(notes); !strings.Contains(strings.ToLower(string(b[:min(len(b), 100)])), "<!doctype html") {
 		t.Errorf("--force did not write the report")
+	}
+}
+
+// TestDefaultReportFileIsGitIgnored: the file `sitewatch report` writes by default
+// (report-YYYY-MM.html) is ignored, so following the README leaves no untracked file.
+func TestDefaultReportFileIsGitIgnored(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git not installed")
+	}
+	for _, name := range []string{"report-2026-11.html", "report.html"} {
+		if err := exec.Command("git", "-C", "../..", "check-ignore", "-q", "--no-index", name).Run(); err != nil {
+			t.Errorf("%s is not ignored by .gitignore (git check-ignore: %v)", name, err)
+		}
 	}
 }

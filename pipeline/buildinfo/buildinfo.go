@@ -6,11 +6,19 @@ package buildinfo
 
 import "runtime/debug"
 
-// Version is the version of the running binary: the module version when it was built as a
-// module (`go install sitewatch/cmd/sitewatch@v1.4.0`, or the pseudo-version Go stamps from
+// stamped is the version `make build` writes into the binary (`git describe --always --dirty`
+// through -ldflags "-X sitewatch/pipeline/buildinfo.stamped=…"): it names the build even where
+// the toolchain stamps no VCS data (GOFLAGS=-buildvcs=false, a source tarball in CI).
+var stamped string
+
+// Version is the version of the running binary: the version `make build` stamped, else the
+// module version when it was built as a module (`go install sitewatch/cmd/sitewatch@v1.4.0`, or the pseudo-version Go stamps from
 // the work tree), else the VCS revision (12 hex digits, "-dirty" with uncommitted changes),
 // else "(devel)". It is never empty.
 func Version() string {
+	if stamped != "" {
+		return stamped
+	}
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
 		return devel

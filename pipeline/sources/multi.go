@@ -309,11 +309,21 @@ func (m *Multi) creditStopLocked() error {
 	}
 	for i := len(m.sources) - 1; i >= 0; i-- {
 		if m.dead[i] != nil {
-			return m.dead[i]
+			return &SourceError{Source: m.sources[i].Name, Err: m.dead[i]}
 		}
 	}
 	return atlas.ErrOutOfCredits
 }
+
+// SourceError is the stop of one credit source (its 402, its reserve), naming the source so
+// a message can say which source to top up and whose min_credits stopped it.
+type SourceError struct {
+	Source string
+	Err    error
+}
+
+func (e *SourceError) Error() string { return "credit source " + e.Source + ": " + e.Err.Error() }
+func (e *SourceError) Unwrap() error { return e.Err }
 
 // Stop stops every source: no new call starts, calls in flight finish.
 func (m *Multi) Stop(reason error) {
