@@ -50,6 +50,7 @@ var commands = []command{
 	{"schema", cmdSchema, schemaHelp},
 	{"check", cmdCheck, checkHelp},
 	{"changes", cmdChanges, changesHelp},
+	{"discover", cmdDiscover, discoverHelp},
 	{"publish", cmdPublish, publishHelp},
 	{"restore", cmdRestore, restoreHelp},
 }

@@ -35,7 +35,7 @@ func Grow(ctx context.Context, db *sql.DB, o GrowOptions) (*Growth, error) {
 	g := &Growth{Month: o.Month}
 	wf, err := ReadWatchfile(o.ConfigPath)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("discover: read %s: %w", o.ConfigPath, err)
 	}
 	before := AddedLines(wf.Data)
 	g.Monthly = int64(len(before)) * CreditsPerDomain
@@ -63,11 +63,11 @@ func Grow(ctx context.Context, db *sql.DB, o GrowOptions) (*Growth, error) {
 		domains[i] = c.Domain
 	}
 	data, _, err := wf.Append(domains, o.Now, o.Month)
-	if err != nil {
-		return nil, err
+	if err == nil {
+		err = wf.Replace(data)
 	}
-	if err := wf.Replace(data); err != nil {
-		return nil, err
+	if err != nil {
+		return nil, fmt.Errorf("discover: add %d domains to %s: %w", len(domains), wf.Path, err)
 	}
 	g.Added = domains
 	g.Monthly += int64(len(domains)) * CreditsPerDomain

@@ -37,20 +37,19 @@ type Watchfile struct {
 	mode os.FileMode
 }
 
-// ReadWatchfile reads the config file at path. It returns the file system's error, naming the
-// file.
+// ReadWatchfile reads the config file at path. It returns the file system's error.
 func ReadWatchfile(path string) (*Watchfile, error) {
 	real, err := filepath.EvalSymlinks(path)
 	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, err)
+		return nil, err
 	}
 	info, err := os.Stat(real)
 	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, err)
+		return nil, err
 	}
 	data, err := os.ReadFile(real)
 	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, err)
+		return nil, err
 	}
 	return &Watchfile{Path: real, Data: data, mode: info.Mode().Perm()}, nil
 }
@@ -74,7 +73,7 @@ func (w *Watchfile) Append(domains []string, day time.Time, from string) ([]byte
 	}
 	seq, err := domainsList(w.Data)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", w.Path, err)
+		return nil, nil, err
 	}
 	lines := splitLines(w.Data)
 	last := lastContentLine(lines, seq)
@@ -96,7 +95,7 @@ func (w *Watchfile) Append(domains []string, day time.Time, from string) ([]byte
 	}
 	out := slices.Concat(prefix, ins.Bytes(), w.Data[at:])
 	if err := checkAppended(out, w.Data, domains); err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", w.Path, err)
+		return nil, nil, err
 	}
 	return out, adds, nil
 }
@@ -227,25 +226,25 @@ func listValues(data []byte) ([]string, error) {
 // Replace writes data over the file if it still holds what was read, keeping the previous
 // content beside it (Path + PrevSuffix). It refuses, writing nothing, with an error wrapping
 // ErrChanged when the file changed since it was read, or the file system's error when the
-// file or its directory is not writable.
+// file or its directory is not writable. Messages do not repeat Path; callers name it.
 func (w *Watchfile) Replace(data []byte) error {
 	now, err := os.ReadFile(w.Path)
 	if err != nil {
-		return fmt.Errorf("re-read %s before writing: %w", w.Path, err)
+		return fmt.Errorf("re-read before writing: %w; nothing written", err)
 	}
 	if !bytes.Equal(now, w.Data) {
-		return fmt.Errorf("%s %w (edited meanwhile?); nothing written: run the command again", w.Path, ErrChanged)
+		return fmt.Errorf("%w (edited meanwhile?); nothing written: run the command again", ErrChanged)
 	}
 	f, err := os.OpenFile(w.Path, os.O_WRONLY, 0)
 	if err != nil {
-		return fmt.Errorf("%s is not writable (%w); nothing written", w.Path, err)
+		return fmt.Errorf("not writable (%w); nothing written", err)
 	}
 	_ = f.Close() // opened only to learn whether it may be written
 	if err := atomicfile.WriteFile(w.Path+PrevSuffix, w.Data, w.mode); err != nil {
-		return fmt.Errorf("keep the previous %s: %w; nothing written", w.Path, err)
+		return fmt.Errorf("keep the previous file as %s: %w; nothing written", w.Path+PrevSuffix, err)
 	}
 	if err := atomicfile.WriteFile(w.Path, data, w.mode); err != nil {
-		return fmt.Errorf("write %s: %w; the file is unchanged", w.Path, err)
+		return fmt.Errorf("write: %w; the file is unchanged", err)
 	}
 	return nil
 }
