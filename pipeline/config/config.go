@@ -40,6 +40,7 @@ type Config struct {
 	HealthGrace Duration
 	Notify      NotifyConfig
 	Publish     PublishConfig
+	Discover    DiscoverConfig // discover.go
 	Domains     []string
 	// lines maps each domains[i] to its line in the file, for messages.
 	lines []int
@@ -155,11 +156,12 @@ const (
 // keys lists every accepted key in the order messages list them; a typo is an error, never
 // silently ignored. A key whose name is a section holds that section's keys.
 var keys = map[string][]string{
-	"":            {"schedule", "api", "warehouse", "retry_every", "health_grace", "notify", "publish", "domains"},
+	"":            {"schedule", "api", "warehouse", "retry_every", "health_grace", "notify", "publish", "discover", "domains"},
 	"api":         {"base_url", "mode", "marketplace_host", "rate_limit", "min_credits", "max_credits_per_run", "timeout", "allow_insecure_http", "max_wasted_credits", "max_rate_limit_wait", "sources"},
 	"api.sources": sourceKeys,
 	"warehouse":   {"duckdb", "parquet", "memory_limit"},
 	"notify":      {"webhook_url", "on"},
+	"discover":    discoverKeys,
 	"publish":     {"url", "endpoint", "region", "path_style", "lease", "lease_ttl", "format", "catalog", "namespace", "keep_snapshots"},
 }
 
@@ -180,6 +182,7 @@ func (c *Config) targets() map[string]any {
 		"publish.lease": &c.Publish.Lease, "publish.lease_ttl": &c.Publish.LeaseTTL,
 		"publish.format": &c.Publish.Format, "publish.catalog": &c.Publish.Catalog,
 		"publish.namespace": &c.Publish.Namespace, "publish.keep_snapshots": &c.Publish.KeepSnapshots,
+		"discover.add_per_month": &c.Discover.AddPerMonth, "discover.monthly_budget": &c.Discover.MonthlyBudget,
 	}
 }
 
