@@ -41,6 +41,7 @@ type Config struct {
 	Notify      NotifyConfig
 	Publish     PublishConfig
 	Attention   AttentionConfig // attention.go
+	Discover    DiscoverConfig  // discover.go
 	Domains     []string
 	// lines maps each domains[i] to its line in the file, for messages.
 	lines []int
@@ -156,12 +157,13 @@ const (
 // keys lists every accepted key in the order messages list them; a typo is an error, never
 // silently ignored. A key whose name is a section holds that section's keys.
 var keys = map[string][]string{
-	"":            {"schedule", "api", "warehouse", "retry_every", "health_grace", "notify", "publish", "attention", "domains"},
+	"":            {"schedule", "api", "warehouse", "retry_every", "health_grace", "notify", "publish", "attention", "discover", "domains"},
 	"api":         {"base_url", "mode", "marketplace_host", "rate_limit", "min_credits", "max_credits_per_run", "timeout", "allow_insecure_http", "max_wasted_credits", "max_rate_limit_wait", "sources"},
 	"api.sources": sourceKeys,
 	"warehouse":   {"duckdb", "parquet", "memory_limit"},
 	"notify":      {"webhook_url", "on"},
 	"attention":   {"min_visits", "threshold"},
+	"discover":    discoverKeys,
 	"publish":     {"url", "endpoint", "region", "path_style", "lease", "lease_ttl", "format", "catalog", "namespace", "keep_snapshots"},
 }
 
@@ -183,6 +185,7 @@ func (c *Config) targets() map[string]any {
 		"publish.format": &c.Publish.Format, "publish.catalog": &c.Publish.Catalog,
 		"publish.namespace": &c.Publish.Namespace, "publish.keep_snapshots": &c.Publish.KeepSnapshots,
 		"attention.min_visits": &c.Attention.MinVisits, "attention.threshold": &c.Attention.Threshold,
+		"discover.add_per_month": &c.Discover.AddPerMonth, "discover.monthly_budget": &c.Discover.MonthlyBudget,
 	}
 }
 

@@ -41,6 +41,7 @@ func (c *Config) validate(p *problems) {
 	c.validateOutputs(p, bad)
 	c.validateLease(bad)
 	c.validateAttention(bad)
+	c.validateDiscover(bad)
 	c.validatePaths(bad)
 	if len(c.Domains) == 0 {
 		p.add(c.lineOf("domains"), "domains: the watchlist is empty; list at least one domain")

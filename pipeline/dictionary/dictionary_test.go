@@ -57,7 +57,7 @@ func TestEveryObjectDocumented(t *testing.T) {
 		"ai_platform_trend", "channel_mix", "competitors", "keyword_overlap", "latest_sites",
 		"top_countries", "traffic_monthly",
 		"complete_months", "changes_movers", "changes_competitors", "changes_ai_platforms", "changes_keywords",
-		"changes_top_countries",
+		"changes_top_countries", "discover_candidates",
 	}
 	for _, name := range wantObjects {
 		if _, ok := d.Object(name); !ok {
