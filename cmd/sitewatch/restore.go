@@ -38,7 +38,33 @@ func cmdRestore(ctx context.Context, args []string, env pipeline.Env) error {
 		}
 		cfg.Publish.URL = *from
 	}
-	return restoreWarehouse(ctx, cfg, env, *force)
+	return restoreHolding(ctx, cfg, env, *force)
+}
+
+// restoreHolding restores as a run writes: alone on the warehouse file (its writer lock, so a
+// running run or another restore makes it exit 1 at once, naming it) and alone on the bucket
+// (its lease, so no runner publishes while it reads).
+func restoreHolding(ctx context.Context, cfg *config.Config, env pipeline.Env, force bool) error {
+	unlock, err := pipeline.LockForRestore(cfg.Warehouse.DuckDB)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if cfg.Publish.URL != "" {
+		l, err := bucketLease(ctx, cfg, env, "restore")
+		if err != nil {
+			return err
+		}
+		if l != nil {
+			held, err := l.Hold(ctx)
+			if err != nil {
+				return err
+			}
+			defer held.Release()
+			ctx = held.Context()
+		}
+	}
+	return restoreWarehouse(ctx, cfg, env, force)
 }
 
 // restoreWarehouse restores cfg's warehouse from cfg.Publish.URL and prints what it did.
@@ -79,19 +105,7 @@ func restoreIfMissing(ctx context.Context, cfg *config.Config, env pipeline.Env)
 	if _, err := os.Stat(cfg.Warehouse.DuckDB); !errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
-	l, err := bucketLease(ctx, cfg, env, "restore")
-	if err != nil {
-		return err
-	}
-	if l != nil {
-		held, err := l.Hold(ctx)
-		if err != nil {
-			return err
-		}
-		defer held.Release() // the run takes it again before its first credit
-		ctx = held.Context()
-	}
-	err = restoreWarehouse(ctx, cfg, env, false)
+	err := restoreHolding(ctx, cfg, env, false) // the run takes the lease again before its first credit
 	if errors.Is(err, restore.ErrNothingPublished) {
 		return firstRun(ctx, cfg, env)
 	}

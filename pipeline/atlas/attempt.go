@@ -69,6 +69,8 @@ func (c *Client) requestURL(req Request) (string, error) {
 
 // attempt makes one HTTP attempt: reserve credits, wait for a token, send, classify.
 func (c *Client) attempt(ctx context.Context, req Request, refetch bool) outcome {
+	ctx, endAbortable := c.abortable(ctx) // abort.go: a signal's grace ends the wait for an answer
+	defer endAbortable()
 	target, err := c.requestURL(req)
 	if err != nil {
 		return outcome{err: err}

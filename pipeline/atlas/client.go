@@ -245,6 +245,8 @@ type Client struct {
 	concurrency int
 	stopCh      chan struct{}
 	fence       func(context.Context) error // fence.go: the bucket lease's admission, or nil
+	abortCtx    context.Context             // abort.go: ends SignalGrace after a signal's stop
+	abort       context.CancelFunc
 
 	// onSend, if set, is called (outside locks) just before each HTTP attempt; benchmarks use it.
 	onSend func(time.Time)
@@ -306,6 +308,7 @@ func New(cfg Config) (*Client, error) {
 	}
 	c.stats.CreditsRemaining, c.stats.QuotaRemaining = -1, -1
 	c.stats.ByStatus = map[int]int64{}
+	c.abortCtx, c.abort = context.WithCancel(context.Background())
 	return c, nil
 }
 
@@ -722,6 +725,7 @@ func (c *Client) stopLocked(err error) {
 		return
 	}
 	c.stopErr = err
+	c.abortLaterLocked(err)
 	close(c.stopCh)
 	c.broadcastLocked()
 	c.log.Warn("atlas client stopped: no new requests will start", "reason", err.Error())

@@ -3,6 +3,8 @@ package atlas
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net/http"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -83,5 +85,29 @@ func pausedFence(_ *atomic.Int64, open <-chan struct{}) func(context.Context) er
 		case <-ctx.Done():
 			return ctx.Err()
 		}
+	}
+}
+
+// TestSignalAbandonsHungCalls: after a signal stops the client, a call the API never answers
+// is abandoned SignalGrace later (not at api.timeout), so the run ends within seconds.
+func TestSignalAbandonsHungCalls(t *testing.T) {
+	hung := make(chan struct{})
+	srv := hostile(t, func(w http.ResponseWriter, r *http.Request) {
+		select { // never answers: neither the signal nor the client's own timeout is heard here
+		case <-hung:
+		case <-r.Context().Done():
+		}
+	})
+	defer close(hung)
+	c := newClient(t, nil, Config{BaseURL: srv.URL, Timeout: time.Minute, Concurrency: 1})
+	time.AfterFunc(100*time.Millisecond, func() { c.Stop(fmt.Errorf("interrupted by a signal: %w", context.Canceled)) })
+	start := time.Now()
+	err := c.FetchAll(context.Background(), []Request{{Endpoint: schema.EndpointOverview, Domain: "a.com"}}, func(Result) {})
+	took := time.Since(start)
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("FetchAll = %v, want the signal's stop", err)
+	}
+	if took > SignalGrace+2*time.Second || took < SignalGrace {
+		t.Errorf("the hung call ended %v after the start, want about SignalGrace (%v) after the signal", took, SignalGrace)
 	}
 }

@@ -1,6 +1,7 @@
 package publish
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -55,7 +56,20 @@ func (e *Error) Unwrap() []error {
 
 // storageError classifies err of op on url, removing the secrets from its message.
 func storageError(op, url string, err error, secrets ...string) error {
-	return &Error{Op: op, URL: url, Kind: kindOf(err), Err: err, msg: redact(err.Error(), secrets...)}
+	return &Error{Op: op, URL: url, Kind: kindOf(err), Err: err, msg: redact(plainText(err), secrets...)}
+}
+
+// plainText is err's message, or, for a request its context ended, just that: the SDK's
+// text ("https response error StatusCode: 0, RequestID: , HostID: , canceled, context
+// canceled") says nothing a user needs.
+func plainText(err error) string {
+	switch {
+	case errors.Is(err, context.Canceled):
+		return "interrupted (context canceled)"
+	case errors.Is(err, context.DeadlineExceeded):
+		return "stopped at its deadline (context deadline exceeded)"
+	}
+	return err.Error()
 }
 
 func kindOf(err error) error {

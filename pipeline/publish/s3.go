@@ -45,6 +45,9 @@ func New(ctx context.Context, cfg config.PublishConfig, opts Options) (*Publishe
 		return nil, err
 	}
 	creds, err := awsCfg.Credentials.Retrieve(ctx)
+	if err != nil && ctx.Err() != nil { // a signal or a deadline, not missing credentials
+		return nil, fmt.Errorf("publish to %s: stopped before the bucket was reached: %w", loc.URL(""), ctx.Err())
+	}
 	if err != nil {
 		// The chain's own text lists every provider it tried: noise to a user, who needs
 		// to know what to set.

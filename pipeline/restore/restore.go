@@ -303,6 +303,9 @@ func moveAside(opts Options, res *Result) error {
 		return nil
 	}
 	aside := opts.DuckDB + ".before-restore-" + opts.Now().UTC().Format("20060102T150405Z")
+	for n := 2; exists(aside) || exists(aside+".wal"); n++ { // two restores in one second: keep both old files
+		aside = fmt.Sprintf("%s.before-restore-%s-%d", opts.DuckDB, opts.Now().UTC().Format("20060102T150405Z"), n)
+	}
 	if err := os.Rename(opts.DuckDB, aside); err != nil {
 		return fmt.Errorf("restore: keep the old warehouse aside as %s: %w", aside, err)
 	}
@@ -311,6 +314,11 @@ func moveAside(opts Options, res *Result) error {
 	}
 	res.MovedAside = aside
 	return nil
+}
+
+func exists(path string) bool {
+	_, err := os.Lstat(path)
+	return err == nil
 }
 
 func syncDir(dir string) error {

@@ -56,7 +56,7 @@ func openSQLCatalog(ctx context.Context, u *url.URL, password string, props iceb
 	if password != "" {
 		dsn.User = url.UserPassword(u.User.Username(), password)
 	}
-	db, err := sql.Open("pgx", dsn.String())
+	db, err := openSQLDB(dsn.String()) // deadlines.go: connect, statement, lock and read bounds
 	if err != nil {
 		return nil, fmt.Errorf("iceberg: open the SQL catalog at %s: %w", where, err)
 	}
@@ -87,7 +87,8 @@ func (c *ownedSQLCatalog) Close() error {
 // openRESTCatalog opens a REST catalog; SITEWATCH_CATALOG_PASSWORD, when set, is its OAuth2
 // client credential ("client_id:client_secret") or, without a colon, a bearer token.
 func openRESTCatalog(ctx context.Context, u *url.URL, secret string, props iceberg.Properties) (catalog.Catalog, error) {
-	opts := []rest.Option{rest.WithAdditionalProps(props)}
+	tr := newRESTTransport() // deadlines.go
+	opts := []rest.Option{rest.WithAdditionalProps(props), rest.WithCustomTransport(tr)}
 	switch {
 	case strings.Contains(secret, ":"):
 		opts = append(opts, rest.WithCredential(secret))
@@ -96,10 +97,34 @@ func openRESTCatalog(ctx context.Context, u *url.URL, secret string, props icebe
 	}
 	cat, err := rest.NewCatalog(ctx, CatalogName, u.String(), opts...)
 	if err != nil {
-		return nil, fmt.Errorf("iceberg: connect to the REST catalog %s: %w (check publish.catalog and %s)", u.Redacted(), scrub(err, secret), config.EnvCatalogPassword)
+		return nil, fmt.Errorf("iceberg: connect to the REST catalog %s: %w (check publish.catalog and %s)", u.Redacted(),
+			withRefusal(scrub(err, secret), tr.lastRefusal()), config.EnvCatalogPassword)
 	}
 	return cat, nil
 }
+
+// withRefusal adds to err the catalog's last refused answer (URL and status) when err does not
+// say it: the OAuth2 client reports a token endpoint's 404 with an empty cause
+// (`Get "…/v1/config": `).
+func withRefusal(err error, refused string) error {
+	text := strings.TrimSpace(err.Error())
+	if refused == "" || strings.Contains(text, "HTTP") {
+		return err
+	}
+	if strings.HasSuffix(text, ":") || strings.HasSuffix(text, "oauth error") {
+		return &causedError{err: err, msg: text + " " + refused}
+	}
+	return &causedError{err: err, msg: text + " (" + refused + ")"}
+}
+
+// causedError is err with a message that says its cause.
+type causedError struct {
+	err error
+	msg string
+}
+
+func (e *causedError) Error() string { return e.msg }
+func (e *causedError) Unwrap() error { return e.err }
 
 // scrub removes secret from an error's text, should a driver ever echo it.
 func scrub(err error, secret string) error {

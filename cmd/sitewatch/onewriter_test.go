@@ -1,0 +1,113 @@
+package main
+
+import (
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"sitewatch/pipeline/atlas/atlastest"
+)
+
+// TestRestoreForceUnderARunningRun (issue 32, scenario 4): `restore --force` while a run of the
+// same warehouse is paying exits 1 at once, naming the run, and moves nothing aside; the run
+// then completes, every answer paid once, its warehouse file in place.
+func TestRestoreForceUnderARunningRun(t *testing.T) {
+	gw := bucketGateway(t)
+	domains := atlastest.Domains(6)
+	h := newHarness(t, atlastest.Options{}, domains, "")
+	var passed atomic.Int32
+	px, held := holdProxy(t, h.srv.URL, func(*http.Request) bool { return passed.Add(1) == 6 })
+	h.setConfig("base_url: "+h.srv.URL, "base_url: "+px)
+	withPublish(t, h, gw.Endpoint, "")
+	run, out := h.command("run")
+	if err := run.Start(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-held:
+	case <-time.After(60 * time.Second):
+		_ = run.Process.Kill()
+		t.Fatalf("the run never reached the held request:\n%s", out)
+	}
+	start := time.Now()
+	code := h.run("restore", "--force")
+	took := time.Since(start)
+	if code != ExitFailed {
+		t.Errorf("restore --force under a running run: exit %d, want %d\n%s%s", code, ExitFailed, h.stdout, h.stderr)
+	}
+	if msg := h.stderr.String(); !strings.Contains(msg, "`sitewatch run`") || !strings.Contains(msg, "is writing") || !strings.Contains(msg, "nothing was changed") {
+		t.Errorf("the refusal does not name the running run:\n%s", msg)
+	}
+	if took > 5*time.Second {
+		t.Errorf("restore --force took %v to refuse, want at once", took)
+	}
+	if aside, _ := filepath.Glob(filepath.Join(h.dir, "data", "w.duckdb.before-restore-*")); len(aside) != 0 {
+		t.Errorf("the refused restore moved the live warehouse aside: %v", aside)
+	}
+	if err := run.Wait(); err != nil { // the held call times out (api.timeout 5s) and is retried
+		t.Fatalf("the run did not complete after the refused restore: %v\n%s", err, out)
+	}
+	if !strings.Contains(out.String(), "complete") {
+		t.Errorf("the run's summary does not say complete:\n%s", out)
+	}
+	paidExactlyOnce(t, h, domains)
+}
+
+// TestTwoRestoresInOneDirectory: a second `restore --force` while the first is still
+// downloading exits 1 at once instead of deleting the first's work; once the first was killed,
+// the next restore completes and both warehouses it replaced are kept aside.
+func TestTwoRestoresInOneDirectory(t *testing.T) {
+	gw := bucketGateway(t)
+	domains := atlastest.Domains(4)
+	a := newHarness(t, atlastest.Options{}, domains, "")
+	// Without the bucket lease: the killed restore would hold it for its TTL, and this test is
+	// about the warehouse file (TestRestoreForceUnderARunningRun runs with the lease).
+	withPublish(t, a, gw.Endpoint, "  lease: off\n")
+	if code := a.run("run"); code != ExitOK {
+		t.Fatalf("run: exit %d\n%s%s", code, a.stdout, a.stderr)
+	}
+	var holding atomic.Bool
+	holding.Store(true)
+	px, held := holdProxy(t, gw.Endpoint, func(r *http.Request) bool {
+		return holding.Load() && r.Method == http.MethodGet && strings.Contains(r.URL.Path, "/_manifests/")
+	})
+	a.setConfig("endpoint: "+gw.Endpoint, "endpoint: "+px)
+	first, out := a.command("restore", "--force")
+	if err := first.Start(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-held:
+	case <-time.After(60 * time.Second):
+		_ = first.Process.Kill()
+		t.Fatalf("the first restore never reached the held download:\n%s", out)
+	}
+	if code := a.run("restore", "--force"); code != ExitFailed || !strings.Contains(a.stderr.String(), "another sitewatch command") {
+		t.Errorf("a second restore --force beside the first: exit %d, want %d naming the other\n%s", code, ExitFailed, a.stderr)
+	}
+	if err := first.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = first.Wait()
+	holding.Store(false)
+	if code := a.run("restore", "--force"); code != ExitOK {
+		t.Fatalf("restore --force after the first was killed: exit %d\n%s%s", code, a.stdout, a.stderr)
+	}
+	if code := a.run("restore", "--force"); code != ExitOK { // again, within the same second or not
+		t.Fatalf("a second restore --force: exit %d\n%s%s", code, a.stdout, a.stderr)
+	}
+	aside, _ := filepath.Glob(filepath.Join(a.dir, "data", "w.duckdb.before-restore-*[0-9Z]"))
+	if len(aside) != 2 {
+		t.Errorf("%d warehouses kept aside, want 2 (one per restore): %v", len(aside), aside)
+	}
+	for _, p := range aside {
+		if fi, err := os.Stat(p); err != nil || fi.Size() == 0 {
+			t.Errorf("kept-aside warehouse %s: %v", p, err)
+		}
+	}
+}

@@ -1,0 +1,86 @@
+//go:build unix
+
+package filelock_test
+
+import (
+	"errors"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"sitewatch/pipeline/filelock"
+)
+
+// TestModes: shared locks go together; an exclusive one excludes every other; a released
+// lock can be taken again.
+func TestModes(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "w.duckdb.lock")
+	a, err := filelock.TryShared(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := filelock.TryShared(path)
+	if err != nil {
+		t.Fatalf("a second shared lock: %v", err)
+	}
+	if _, err := filelock.TryExclusive(path); !errors.Is(err, filelock.ErrHeld) {
+		t.Fatalf("exclusive under shared locks = %v, want ErrHeld", err)
+	}
+	a.Release()
+	b.Release()
+	b.Release() // twice is fine
+	x, err := filelock.TryExclusive(path)
+	if err != nil {
+		t.Fatalf("exclusive once released: %v", err)
+	}
+	if _, err := filelock.TryShared(path); !errors.Is(err, filelock.ErrHeld) {
+		t.Fatalf("shared under an exclusive lock = %v, want ErrHeld", err)
+	}
+	x.Release()
+}
+
+// TestOtherProcess: a lock held by another process (flock(1) holding the file) is seen, and
+// is gone once that process is killed.
+func TestOtherProcess(t *testing.T) {
+	bin, err := exec.LookPath("flock")
+	if err != nil {
+		t.Skip("flock(1) is not installed")
+	}
+	path := filepath.Join(t.TempDir(), "w.duckdb.lock")
+	cmd := exec.Command(bin, "--exclusive", path, "sleep", "60")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // its sleep inherits the lock: kill both
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		l, err := filelock.TryShared(path)
+		if errors.Is(err, filelock.ErrHeld) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.Release()
+		if time.Now().After(deadline) {
+			t.Fatal("the other process's lock was never seen")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	_ = cmd.Wait()
+	deadline = time.Now().Add(5 * time.Second) // its child sleep dies a moment later
+	for {
+		l, err := filelock.TryExclusive(path)
+		if err == nil {
+			l.Release()
+			return
+		}
+		if !errors.Is(err, filelock.ErrHeld) || time.Now().After(deadline) {
+			t.Fatalf("after the holder was killed: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
