@@ -47,6 +47,12 @@ func TestStaleMachinePullsInsteadOfPaying(t *testing.T) {
 	manifestKey := "team/_manifests/snapshot_month=" + testMonth + ".json"
 	published := getObject(t, gw, manifestKey)
 
+	// A's status compares with the bucket the same way: B's month is newer there, never
+	// something to publish from A.
+	if code := a.run("status"); code != ExitOK || !strings.Contains(a.stdout.String(), "holds newer versions of "+testMonth) ||
+		strings.Contains(a.stdout.String(), "not yet published") {
+		t.Errorf("A's status before taking B's month in: exit %d\n%s%s", code, a.stdout, a.stderr)
+	}
 	before := a.srv.Stats().Charged
 	if code := a.run("run"); code != ExitOK {
 		t.Fatalf("A's run after B's: exit %d\n%s%s", code, a.stdout, a.stderr)
