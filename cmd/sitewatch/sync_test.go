@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"sitewatch/pipeline/atlas/atlastest"
+	"sitewatch/pipeline/publish/s3test"
 )
 
 // completeRun is the run of h's warehouse that completed month.
@@ -75,5 +76,19 @@ func TestStaleMachinePullsInsteadOfPaying(t *testing.T) {
 	after := getObject(t, gw, manifestKey)
 	if err := json.Unmarshal([]byte(after), &m); err != nil || m.RunID != runOfB || after != published {
 		t.Errorf("the bucket's manifest of %s changed or names run %q, want B's %s untouched (%v)", testMonth, m.RunID, runOfB, err)
+	}
+}
+
+// TestRestoreFromUnreachableEndpoint: the message names the endpoint and what to fix, not a
+// publish to rerun.
+func TestRestoreFromUnreachableEndpoint(t *testing.T) {
+	h := newHarness(t, atlastest.Options{}, atlastest.Domains(1), "")
+	s3test.SetCredentials(t, "k", "s")
+	withPublish(t, h, "http://127.0.0.1:9", "")
+	code := h.run("restore")
+	out := h.stderr.String()
+	if code != ExitFailed || !strings.Contains(out, "http://127.0.0.1:9 does not answer") || !strings.Contains(out, "publish.endpoint") ||
+		strings.Contains(out, "sitewatch publish") {
+		t.Errorf("restore from an unreachable endpoint: exit %d\n%s", code, out)
 	}
 }
