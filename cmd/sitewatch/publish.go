@@ -211,6 +211,9 @@ func printPublished(w io.Writer, url string, r publish.Result) {
 type publishJSON struct {
 	URL         string   `json:"url"`
 	Unpublished []string `json:"unpublished"`
+	// BucketNewer are the months the bucket holds in a version this warehouse has not taken
+	// in (another machine's run): `sitewatch run` pulls them; publishing them would overwrite.
+	BucketNewer []string `json:"bucket_newer"`
 	Error       string   `json:"error,omitempty"` // the bucket could not be compared
 }
 
@@ -218,13 +221,14 @@ func collectPublish(ctx context.Context, _ *sql.DB, cfg *config.Config) (any, er
 	if cfg.Publish.URL == "" {
 		return nil, nil
 	}
-	out := &publishJSON{URL: cfg.Publish.URL, Unpublished: []string{}}
+	out := &publishJSON{URL: cfg.Publish.URL, Unpublished: []string{}, BucketNewer: []string{}}
 	// status answers within statusSectionBound (status.go) even when the bucket hangs.
 	p, err := publish.New(ctx, cfg.Publish, publish.Options{MaxAttempts: 2, Deadlines: publish.Deadlines{FirstByte: 10 * time.Second, Idle: 10 * time.Second}})
 	if err == nil {
-		var pending []string
-		if pending, err = p.Pending(ctx, cfg.Warehouse.Parquet); err == nil {
+		var pending, newer []string
+		if pending, newer, err = p.Compare(ctx, cfg.Warehouse.Parquet); err == nil {
 			out.Unpublished = append(out.Unpublished, pending...)
+			out.BucketNewer = append(out.BucketNewer, newer...)
 		}
 	}
 	if err != nil {
@@ -238,10 +242,18 @@ func printPublishStatus(w io.Writer, v any) error {
 	if !ok || p == nil {
 		return nil
 	}
+	if p.Error == "" && len(p.BucketNewer) > 0 {
+		if _, err := fmt.Fprintf(w, "publish: %s holds newer versions of %s (runs of another machine): `sitewatch run` takes them in first (0 credits); publishing them from here would overwrite them\n",
+			p.URL, strings.Join(p.BucketNewer, ", ")); err != nil {
+			return err
+		}
+	}
 	switch {
 	case p.Error != "":
 		_, err := fmt.Fprintf(w, "publish: %s: cannot compare with the bucket: %s\n", p.URL, p.Error)
 		return err
+	case len(p.Unpublished) == 0 && len(p.BucketNewer) > 0:
+		return nil
 	case len(p.Unpublished) == 0:
 		_, err := fmt.Fprintf(w, "publish: %s: every month is published\n", p.URL)
 		return err

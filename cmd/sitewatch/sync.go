@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"sitewatch/pipeline"
 	"sitewatch/pipeline/bucketsync"
@@ -22,13 +21,17 @@ func bucketSync(ctx context.Context, cfg *config.Config, env pipeline.Env) (pipe
 	if err != nil {
 		return nil, err
 	}
-	return &printingSync{s: bucketsync.New(p, cfg.Publish.URL, cfg.Warehouse.DuckDB, cfg.Warehouse.Parquet, env.Logger), env: env, url: cfg.Publish.URL}, nil
+	return &printingSync{s: bucketsync.New(p, cfg.Publish.URL, cfg.Warehouse.DuckDB, cfg.Warehouse.Parquet, env.Logger), env: env, url: cfg.Publish.URL,
+		required: cfg.Publish.LeaseOn()}, nil
 }
 
 type printingSync struct {
 	s   *bucketsync.Syncer
 	env pipeline.Env
 	url string
+	// required: a bucket that cannot be read stops the run before its first credit. With
+	// publish.lease: off the bucket is not the fence of who pays: the run goes on, warned.
+	required bool
 }
 
 func (p *printingSync) Pull(ctx context.Context, wh *warehouse.Warehouse) error {
@@ -40,17 +43,11 @@ func (p *printingSync) Pull(ctx context.Context, wh *warehouse.Warehouse) error 
 		}
 		fmt.Fprintf(p.env.Stdout, "took %s from %s (run %s, paid on another machine): 0 credits\n", what, p.url, m.RunID)
 	}
-	if err != nil {
+	switch {
+	case err != nil && p.required:
 		return fmt.Errorf("%w; nothing was paid (`sitewatch check` tells whether the bucket is reachable)", err)
+	case err != nil:
+		p.env.Logger.Warn("publish.lease is off: the run goes on without knowing what the bucket holds, and may pay for what another machine paid", "err", err)
 	}
 	return nil
-}
-
-// pulledMonths lists res's months for a message.
-func pulledMonths(res bucketsync.Result) string {
-	var ms []string
-	for _, m := range res.Pulled {
-		ms = append(ms, m.Month)
-	}
-	return strings.Join(ms, ", ")
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"sitewatch/pipeline/atlas/atlastest"
+	"sitewatch/pipeline/publish/s3test"
 )
 
 // completeRun is the run of h's warehouse that completed month.
@@ -47,6 +48,12 @@ func TestStaleMachinePullsInsteadOfPaying(t *testing.T) {
 	manifestKey := "team/_manifests/snapshot_month=" + testMonth + ".json"
 	published := getObject(t, gw, manifestKey)
 
+	// A's status compares with the bucket the same way: B's month is newer there, never
+	// something to publish from A.
+	if code := a.run("status"); code != ExitOK || !strings.Contains(a.stdout.String(), "holds newer versions of "+testMonth) ||
+		strings.Contains(a.stdout.String(), "not yet published") {
+		t.Errorf("A's status before taking B's month in: exit %d\n%s%s", code, a.stdout, a.stderr)
+	}
 	before := a.srv.Stats().Charged
 	if code := a.run("run"); code != ExitOK {
 		t.Fatalf("A's run after B's: exit %d\n%s%s", code, a.stdout, a.stderr)
@@ -69,5 +76,19 @@ func TestStaleMachinePullsInsteadOfPaying(t *testing.T) {
 	after := getObject(t, gw, manifestKey)
 	if err := json.Unmarshal([]byte(after), &m); err != nil || m.RunID != runOfB || after != published {
 		t.Errorf("the bucket's manifest of %s changed or names run %q, want B's %s untouched (%v)", testMonth, m.RunID, runOfB, err)
+	}
+}
+
+// TestRestoreFromUnreachableEndpoint: the message names the endpoint and what to fix, not a
+// publish to rerun.
+func TestRestoreFromUnreachableEndpoint(t *testing.T) {
+	h := newHarness(t, atlastest.Options{}, atlastest.Domains(1), "")
+	s3test.SetCredentials(t, "k", "s")
+	withPublish(t, h, "http://127.0.0.1:9", "")
+	code := h.run("restore")
+	out := h.stderr.String()
+	if code != ExitFailed || !strings.Contains(out, "http://127.0.0.1:9 does not answer") || !strings.Contains(out, "publish.endpoint") ||
+		strings.Contains(out, "sitewatch publish") {
+		t.Errorf("restore from an unreachable endpoint: exit %d\n%s", code, out)
 	}
 }

@@ -27,11 +27,12 @@ var (
 // Error is a failed storage operation: Op on URL (s3://bucket/key), of Kind (one of the
 // sentinels above, or nil). Its message never contains a credential.
 type Error struct {
-	Op   string
-	URL  string
-	Kind error
-	Err  error
-	msg  string // Err's message with every credential removed
+	Op       string
+	URL      string
+	Endpoint string // publish.endpoint, or "" for the AWS endpoint of the region
+	Kind     error
+	Err      error
+	msg      string // Err's message with every credential removed
 }
 
 func (e *Error) Error() string {
@@ -42,7 +43,13 @@ func (e *Error) Error() string {
 	case ErrNoBucket:
 		hint = "the bucket does not exist: create it, or fix publish.url (and publish.endpoint, publish.path_style): "
 	case ErrUnreachable:
-		hint = "the storage endpoint does not answer: check publish.endpoint and the network, then rerun `sitewatch publish`: "
+		// Any command reads the bucket (restore, run, status): the advice names the endpoint
+		// and what to fix, not a command to rerun.
+		endpoint := "the AWS S3 endpoint of publish.region"
+		if e.Endpoint != "" {
+			endpoint = e.Endpoint
+		}
+		hint = fmt.Sprintf("the storage endpoint %s does not answer: check publish.endpoint (and publish.url, or restore's --from) and the network, then run the command again: ", endpoint)
 	}
 	return fmt.Sprintf("%s %s: %s%s", e.Op, e.URL, hint, e.msg)
 }
@@ -55,8 +62,8 @@ func (e *Error) Unwrap() []error {
 }
 
 // storageError classifies err of op on url, removing the secrets from its message.
-func storageError(op, url string, err error, secrets ...string) error {
-	return &Error{Op: op, URL: url, Kind: kindOf(err), Err: err, msg: redact(plainText(err), secrets...)}
+func storageError(op, url, endpoint string, err error, secrets ...string) error {
+	return &Error{Op: op, URL: url, Endpoint: endpoint, Kind: kindOf(err), Err: err, msg: redact(plainText(err), secrets...)}
 }
 
 // plainText is err's message, or, for a request its context ended, just that: the SDK's
@@ -65,9 +72,9 @@ func storageError(op, url string, err error, secrets ...string) error {
 func plainText(err error) string {
 	switch {
 	case errors.Is(err, context.Canceled):
-		return "interrupted (context canceled)"
+		return "interrupted by a signal or shutdown"
 	case errors.Is(err, context.DeadlineExceeded):
-		return "stopped at its deadline (context deadline exceeded)"
+		return "stopped at its deadline"
 	}
 	return err.Error()
 }

@@ -288,40 +288,72 @@ func (p *Publisher) All(ctx context.Context, parquetRoot string, runIDs map[stri
 // not list exactly the local files with their SHA-256, or lists an object the bucket no longer
 // holds with its size (one listing of the prefix): what `sitewatch publish --all` would
 // upload. When only the shared tables differ, the newest month is listed: publishing it
-// publishes them.
+// publishes them. A month the bucket holds in a version this warehouse has not taken in is
+// not pending (Compare): publishing it would overwrite another machine's month.
 func (p *Publisher) Pending(ctx context.Context, parquetRoot string) ([]string, error) {
+	pending, _, err := p.Compare(ctx, parquetRoot)
+	return pending, err
+}
+
+// Compare compares the Parquet tree with the bucket: pending are the months a publish would
+// upload (Pending); newer are the months the bucket holds in a version this warehouse has
+// not taken in — a manifest naming a run the local runs partition of the month does not
+// hold, or a month the tree does not have at all — which `sitewatch run` pulls (0 credits)
+// and a publish from here must not overwrite.
+func (p *Publisher) Compare(ctx context.Context, parquetRoot string) (pending, newer []string, err error) {
 	t, err := scanTree(parquetRoot)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	held, err := p.listAll(ctx)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	months := t.months()
-	var pending []string
+	for k := range held {
+		if m, ok := ManifestMonth(k); ok && m != "" && !slices.Contains(months, m) {
+			newer = append(newer, m)
+		}
+	}
 	sharedAsIs := true
 	for i, m := range months {
 		files, shared, err := p.localMonth(ctx, parquetRoot, m)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		old, err := p.readManifest(ctx, m)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if i == 0 {
 			oldShared, err := p.readManifestAt(ctx, sharedManifestRel)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			sharedAsIs = publishedAsIs(shared, oldShared) && present(oldShared, held)
 		}
-		if !publishedAsIs(files, old) || !present(old, held) || (i == len(months)-1 && !sharedAsIs) {
+		isNewer, err := p.bucketIsNewer(ctx, parquetRoot, m, old)
+		switch {
+		case err != nil:
+			return nil, nil, err
+		case isNewer:
+			newer = append(newer, m)
+		case !publishedAsIs(files, old) || !present(old, held) || (i == len(months)-1 && !sharedAsIs):
 			pending = append(pending, m)
 		}
 	}
-	return pending, nil
+	slices.Sort(newer)
+	return pending, newer, nil
+}
+
+// bucketIsNewer says whether old, the bucket's manifest of month, names a run the local runs
+// partition of month does not hold.
+func (p *Publisher) bucketIsNewer(ctx context.Context, root, month string, old *Manifest) (bool, error) {
+	if old == nil || old.RunID == "" {
+		return false, nil
+	}
+	runs, err := LocalRuns(ctx, root, month)
+	return !runs[old.RunID], err
 }
 
 // present says whether every object m lists is held (key -> size) with its size.

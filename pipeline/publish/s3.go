@@ -19,12 +19,13 @@ import (
 
 // Publisher publishes months to an S3-compatible bucket. It is safe for one publish at a time.
 type Publisher struct {
-	loc     Location
-	opts    Options
-	log     *slog.Logger
-	s3      *s3.Client
-	tm      *transfermanager.Client
-	secrets []string // the resolved credentials, removed from every error message
+	loc      Location
+	opts     Options
+	log      *slog.Logger
+	s3       *s3.Client
+	tm       *transfermanager.Client
+	secrets  []string // the resolved credentials, removed from every error message
+	endpoint string   // publish.endpoint, named when it does not answer
 }
 
 // New returns the Publisher of cfg, with credentials from the standard AWS chain
@@ -67,7 +68,7 @@ func New(ctx context.Context, cfg config.PublishConfig, opts Options) (*Publishe
 		o.Concurrency = opts.Concurrency
 		o.ChecksumAlgorithm = tmtypes.ChecksumAlgorithmSha256
 	})
-	return &Publisher{loc: loc, opts: opts, log: opts.Logger, s3: client, tm: tm, secrets: secretsOf(creds)}, nil
+	return &Publisher{loc: loc, opts: opts, log: opts.Logger, s3: client, tm: tm, secrets: secretsOf(creds), endpoint: cfg.Endpoint}, nil
 }
 
 func secretsOf(c aws.Credentials) []string {
@@ -75,7 +76,7 @@ func secretsOf(c aws.Credentials) []string {
 }
 
 func (p *Publisher) fail(op, rel string, err error) error {
-	return storageError(op, p.loc.URL(rel), err, p.secrets...)
+	return storageError(op, p.loc.URL(rel), p.endpoint, err, p.secrets...)
 }
 
 // readManifest returns the published manifest of month, or nil when there is none.

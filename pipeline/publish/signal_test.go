@@ -49,7 +49,7 @@ func TestSignalDuringARequest(t *testing.T) {
 		t.Fatal("a cancelled request succeeded")
 	}
 	msg := err.Error()
-	if want := "write s3://team-bucket/team/_sitewatch/lease.json: interrupted (context canceled)"; msg != want {
+	if want := "write s3://team-bucket/team/_sitewatch/lease.json: interrupted by a signal or shutdown"; msg != want {
 		t.Errorf("cancelled request = %q, want %q", msg, want)
 	}
 	if !errors.Is(err, context.Canceled) {

@@ -73,7 +73,9 @@ type Result struct {
 
 // Run restores from src. It fails with ErrExists (the warehouse file exists and Force is
 // false), ErrNothingPublished, an error wrapping publish.ErrDamaged naming an object that is
-// missing or differs from its manifest, or one naming a schema newer than this build.
+// missing or differs from its manifest, or a manifest that disagrees with its name or lists
+// a key twice (refused before anything is downloaded), or one naming a schema newer than
+// this build.
 func Run(ctx context.Context, src Source, opts Options) (*Result, error) {
 	start := time.Now()
 	if opts.Logger == nil {
@@ -94,6 +96,16 @@ func Run(ctx context.Context, src Source, opts Options) (*Result, error) {
 		return nil, err
 	}
 	if err := checkManifests(src, slices.Concat(ms, cs)); err != nil {
+		return nil, err
+	}
+	// Each source validated its own manifests; the copies taken land in the same local tree
+	// as the months, so a key both list would be loaded twice.
+	if err := publish.CheckDuplicates(slices.Concat(ms, cs), func(m *publish.Manifest) string {
+		if slices.Contains(cs, m) {
+			return opts.Copies.URL(m.Key)
+		}
+		return src.URL(m.Key)
+	}); err != nil {
 		return nil, err
 	}
 	res := &Result{}

@@ -57,8 +57,22 @@ func TestRefusals(t *testing.T) {
 		t.Errorf("newer schema: %v, want a refusal saying to upgrade", err)
 	}
 	put(`{"format":1,"snapshot_month":"2026-10","files":[{"key":"../../etc/x.parquet","table":"sites","size":1,"sha256":"00"}]}`)
-	if _, err := restore.Run(ctx, p, opts); err == nil || !strings.Contains(err.Error(), "not a path under the Parquet tree") {
-		t.Errorf("key leaving the tree: %v, want a refusal", err)
+	if _, err := restore.Run(ctx, p, opts); !errors.Is(err, publish.ErrDamaged) || !strings.Contains(err.Error(), "../../etc/x.parquet") {
+		t.Errorf("key leaving the tree: %v, want a refusal naming it", err)
+	}
+	twice := `{"key":"raw_responses/snapshot_month=2026-10/data_0.parquet","table":"raw_responses","size":5,"sha256":"00"}`
+	put(`{"format":1,"snapshot_month":"2026-10","files":[` + twice + `,` + twice + `]}`)
+	_, err := restore.Run(ctx, p, opts)
+	var dup *publish.DuplicateError
+	if !errors.As(err, &dup) || !strings.Contains(err.Error(), "raw_responses/snapshot_month=2026-10/data_0.parquet") {
+		t.Errorf("a key listed twice: %v, want a refusal naming it", err)
+	}
+	put(`{"format":1,"snapshot_month":"2026-11","files":[]}`)
+	if _, err := restore.Run(ctx, p, opts); !errors.Is(err, publish.ErrDamaged) || !strings.Contains(err.Error(), `snapshot_month "2026-11"`) {
+		t.Errorf("a manifest of another month than its name: %v, want a refusal naming it", err)
+	}
+	if _, err := os.Stat(filepath.Join(opts.Parquet, "raw_responses")); err == nil {
+		t.Error("a refused manifest's objects were downloaded")
 	}
 	if _, err := os.Stat(opts.DuckDB); err == nil {
 		t.Error("a refused restore left a warehouse file")
@@ -82,9 +96,11 @@ func TestCompleteMonthWinsOverItsCopy(t *testing.T) {
 	put("p/_restore/_manifests/snapshot_month=2026-10.json", `{"format":1,"snapshot_month":"2026-10",`+strings.ReplaceAll(missing, "%s", "2026-10"))
 	dir := t.TempDir()
 	opts := restore.Options{DuckDB: filepath.Join(dir, "w.duckdb"), Parquet: filepath.Join(dir, "parquet"), Copies: p.RestoreCopies()}
+	put("p/_manifests/README.json", `{"note":"a user's file: not a manifest"}`)
+	put("p/_manifests/snapshot_month=2026-10.json.bak", `{}`)
 	res, err := restore.Run(ctx, p, opts)
 	if err != nil {
-		t.Fatalf("restore read the copy of a month the bucket holds complete: %v", err)
+		t.Fatalf("restore read the copy of a month the bucket holds complete, or refused a user's file under _manifests/: %v", err)
 	}
 	if len(res.FromCopies) != 0 {
 		t.Errorf("restored from copies: %v, want none", res.FromCopies)
