@@ -43,6 +43,9 @@ type Env struct {
 	ProgressEvery time.Duration
 	// Lease, when set, is taken before a run's first credit (lease.go).
 	Lease Lease
+	// Sync, when set, pulls the bucket's newer months into the warehouse once the lease is
+	// held, before the run plans (bucketsync_hook.go).
+	Sync BucketSync
 	// PublishBound bounds the upload a run makes of the month it completed (0:
 	// AutoPublishBound); tests shorten it.
 	PublishBound time.Duration

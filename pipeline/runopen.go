@@ -48,6 +48,12 @@ func openRun(ctx context.Context, cfg *config.Config, env Env, notifier *notify.
 		release()
 		return ctx, nil, nil, nil, err // the warehouse names the file and the holder
 	}
+	// Under the lease, before the plan: what the bucket holds is not paid for again.
+	if err := syncBucket(runCtx, env.Sync, wh); err != nil {
+		_ = wh.Close() // nothing of this run was written; what was pulled is committed
+		release()
+		return ctx, nil, nil, nil, err
+	}
 	fenceCalls(p.client, admit) // lease.go: no paid call starts unless the lease is confirmed
 	return runCtx, p.client, wh, release, nil
 }

@@ -18,11 +18,13 @@ import (
 
 var publishHelp = help{
 	summary: "upload the Parquet of complete months to the configured object storage (publish.url), and the restore copy (raw answers, ledger) of incomplete ones; spends no credits",
-	usage:   "[--config F] [--snapshot YYYY-MM | --all] [--verify]",
+	usage:   "[--config F] [--snapshot YYYY-MM | --all] [--verify] [--read-data]",
 	examples: []string{
 		"sitewatch publish                    # the newest month held",
 		"sitewatch publish --all              # every month with a complete run (the others: their restore copy); unchanged files are not uploaded again",
 		"sitewatch publish --verify           # read the bucket back: every object against its manifest; repairs what differs",
+		"sitewatch publish --verify --read-data   # download and hash every object (slow: reads the whole bucket)",
+		"sitewatch publish --all --read-data      # upload again every object whose bytes differ, even under the same metadata",
 		"sitewatch publish --snapshot 2026-10",
 	},
 }
@@ -32,12 +34,16 @@ func cmdPublish(ctx context.Context, args []string, env pipeline.Env) error {
 	f := newFlags("publish", env, true, true)
 	all := f.fs.Bool("all", false, "publish every month with a complete run")
 	verify := f.fs.Bool("verify", false, "read the bucket back: check every object against its manifest and report each that differs (exit 1 if any); uploads nothing")
+	readData := f.fs.Bool("read-data", false, "with --verify or --all: download and hash every published object instead of trusting its size and checksum metadata")
 	f.check = func() error {
 		if *all && f.snapshot != "" {
 			return &UsageError{Msg: "--all and --snapshot contradict each other: give one"}
 		}
 		if *verify && (*all || f.snapshot != "") {
 			return &UsageError{Msg: "--verify checks every published month: give it alone"}
+		}
+		if *readData && !*verify && !*all {
+			return &UsageError{Msg: "--read-data goes with --verify (check every object's bytes) or --all (upload again those that differ)"}
 		}
 		return nil
 	}
@@ -49,13 +55,14 @@ func cmdPublish(ctx context.Context, args []string, env pipeline.Env) error {
 		return &config.Error{Path: cfg.Path, Msg: "publish.url is not set: add a publish: section with url: s3://bucket/prefix (and endpoint, region, path_style for S3-compatible services)"}
 	}
 	if *verify {
-		return verifyBucket(ctx, cfg, env)
+		return verifyBucket(ctx, cfg, env, *readData)
 	}
 	runs, ran, err := completeRuns(ctx, cfg, env)
 	if err != nil {
 		return err
 	}
-	p, err := publish.New(ctx, cfg.Publish, publish.Options{Logger: env.Logger})
+	// GuardRuns: never over a month another machine ran after this warehouse last synced.
+	p, err := publish.New(ctx, cfg.Publish, publish.Options{Logger: env.Logger, GuardRuns: true, ReadData: *readData})
 	if err != nil {
 		return err
 	}
@@ -158,8 +165,8 @@ func latestComplete(records []warehouse.RunRecord) map[string]string {
 
 // verifyBucket serves `publish --verify`: every object of every manifest against the
 // checksums the bucket holds.
-func verifyBucket(ctx context.Context, cfg *config.Config, env pipeline.Env) error {
-	p, err := publish.New(ctx, cfg.Publish, publish.Options{Logger: env.Logger})
+func verifyBucket(ctx context.Context, cfg *config.Config, env pipeline.Env, readData bool) error {
+	p, err := publish.New(ctx, cfg.Publish, publish.Options{Logger: env.Logger, ReadData: readData})
 	if err != nil {
 		return err
 	}
@@ -176,9 +183,17 @@ func verifyBucket(ctx context.Context, cfg *config.Config, env pipeline.Env) err
 		checked, bad = checked+n, bad+len(mismatches)
 	}
 	if bad > 0 {
-		return fmt.Errorf("%d of %d published objects differ from their manifests: run `sitewatch publish --all` where the warehouse is to upload them again (it checks every object's checksum)", bad, checked)
+		again := "`sitewatch publish --all`"
+		if readData {
+			again = "`sitewatch publish --all --read-data`"
+		}
+		return fmt.Errorf("%d of %d published objects differ from their manifests: run %s where the warehouse is to upload them again (it checks every object)", bad, checked, again)
 	}
-	fmt.Fprintf(env.Stdout, "verified %s: all %d objects match their manifests\n", cfg.Publish.URL, checked)
+	how := "size and checksum metadata"
+	if readData {
+		how = "bytes downloaded and hashed"
+	}
+	fmt.Fprintf(env.Stdout, "verified %s: all %d objects match their manifests (%s)\n", cfg.Publish.URL, checked, how)
 	return nil
 }
 

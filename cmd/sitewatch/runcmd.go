@@ -46,6 +46,9 @@ func cmdRun(ctx context.Context, args []string, env pipeline.Env) error {
 		if env.Lease, err = bucketLease(ctx, cfg, env, "run"); err != nil {
 			return err
 		}
+		if env.Sync, err = bucketSync(ctx, cfg, env); err != nil { // sync.go
+			return err
+		}
 	}
 	opts := pipeline.RunOptions{Snapshot: f.snapshot, Refresh: *refresh}
 	if err := checkMetricsFile(*metricsFile); err != nil {
@@ -140,6 +143,9 @@ func cmdSchedule(ctx context.Context, args []string, env pipeline.Env) error {
 		}
 	}
 	if env.Lease, err = bucketLease(ctx, cfg, env, "schedule"); err != nil {
+		return err
+	}
+	if env.Sync, err = bucketSync(ctx, cfg, env); err != nil { // sync.go: before each run
 		return err
 	}
 	if *listen != "" {

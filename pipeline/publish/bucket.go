@@ -26,17 +26,23 @@ var ErrDamaged = errors.New("the bucket differs from its manifest")
 func (p *Publisher) URL(rel string) string { return p.loc.URL(rel) }
 
 // Manifests reads every published manifest: the shared tables' first (when there is one),
-// then the months', oldest first. It returns an empty list when nothing was published.
+// then the months', oldest first. It returns an empty list when nothing was published. Each
+// is validated before anything is downloaded (ManifestMonth, validate, CheckDuplicates): a
+// manifest that disagrees with its name, or an object two entries list, is an error wrapping
+// ErrDamaged naming it. Other files under _manifests/ are not manifests: each is named in a
+// warning and ignored.
 func (p *Publisher) Manifests(ctx context.Context) ([]*Manifest, error) {
-	objs, err := p.list(ctx, "_manifests")
+	objs, err := p.list(ctx, manifestDir)
 	if err != nil {
 		return nil, err
 	}
 	keys := make([]string, 0, len(objs))
 	for k := range objs {
-		if strings.HasSuffix(k, ".json") {
+		if _, ok := ManifestMonth(k); ok {
 			keys = append(keys, k)
+			continue
 		}
+		p.log.Warn("ignored: not a sitewatch manifest (only snapshot_month=YYYY-MM.json and shared.json are)", "url", p.loc.URL(k))
 	}
 	slices.SortFunc(keys, func(a, b string) int { // shared.json first, then months in order
 		if (a == sharedManifestRel) != (b == sharedManifestRel) {
@@ -56,10 +62,20 @@ func (p *Publisher) Manifests(ctx context.Context) ([]*Manifest, error) {
 		if m == nil {
 			return nil, fmt.Errorf("%w: manifest %s is unreadable (republish from the machine that holds the warehouse)", ErrDamaged, p.loc.URL(k))
 		}
+		month, _ := ManifestMonth(k)
+		if err := m.validate(p.loc.URL(k), month); err != nil {
+			return nil, err
+		}
 		ms = append(ms, m)
+	}
+	if err := CheckDuplicates(ms, p.ManifestURL); err != nil {
+		return nil, err
 	}
 	return ms, nil
 }
+
+// ManifestURL is the s3:// address m was read from.
+func (p *Publisher) ManifestURL(m *Manifest) string { return p.loc.URL(m.Key) }
 
 // Download writes the object of f to dst, verifying its size and SHA-256 against f while it
 // streams: through a hidden staging file in dst's directory, fsynced and renamed, so dst is

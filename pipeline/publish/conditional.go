@@ -3,9 +3,13 @@ package publish
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
+	"path/filepath"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -76,4 +80,54 @@ func isPrecondition(err error) bool {
 	}
 	var re *smithyhttp.ResponseError
 	return errors.As(err, &re) && (re.HTTPStatusCode() == http.StatusPreconditionFailed || re.HTTPStatusCode() == http.StatusConflict)
+}
+
+// guard refuses (with Options.GuardRuns) to overwrite old, the bucket's manifest of s's month,
+// when it names a run this warehouse does not hold: the local tree's runs partition of the
+// month lists every run the warehouse knows of it, its own and those it pulled. The version
+// notion of a month is thus the set of runs behind it; the ETag check of writeManifestAt
+// covers the moment between this read and the write.
+func (p *Publisher) guard(ctx context.Context, s set, old *Manifest) error {
+	if !p.opts.GuardRuns || old == nil || s.month == "" || old.RunID == "" || old.RunID == s.runID {
+		return nil
+	}
+	held, err := LocalRuns(ctx, s.root, s.month)
+	if err != nil {
+		return err
+	}
+	if held[old.RunID] {
+		return nil
+	}
+	return &StaleError{URL: p.loc.URL(s.rel), Month: s.month,
+		Why: fmt.Sprintf("names run %s, which this warehouse does not hold (another machine ran %s after this warehouse last took the bucket in)", old.RunID, s.month)}
+}
+
+// LocalRuns returns the run IDs of month in the runs partition of the Parquet tree at root
+// (none when there is no partition).
+func LocalRuns(ctx context.Context, root, month string) (map[string]bool, error) {
+	dir := filepath.Join(root, "runs", partitionPrefix+month)
+	files, err := filepath.Glob(filepath.Join(dir, "*.parquet"))
+	if err != nil || len(files) == 0 {
+		return map[string]bool{}, err
+	}
+	db, err := sql.Open("duckdb", "")
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = db.Close() }() // in memory
+	held := map[string]bool{}
+	// The glob is a path of the local tree with a month that matched monthRE.
+	rows, err := db.QueryContext(ctx, `SELECT DISTINCT run_id FROM read_parquet('`+strings.ReplaceAll(filepath.ToSlash(dir), "'", "''")+`/*.parquet')`)
+	if err != nil {
+		return nil, fmt.Errorf("read the runs of %s in %s: %w", month, dir, err)
+	}
+	defer func() { _ = rows.Close() }() // read-only
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		held[id] = true
+	}
+	return held, rows.Err()
 }

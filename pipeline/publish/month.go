@@ -37,11 +37,11 @@ func (p *Publisher) Month(ctx context.Context, parquetRoot, month, runID string)
 	for _, f := range slices.Concat(files, shared) {
 		keep[f.Rel] = true
 	}
-	sharedSet := set{rel: sharedManifestRel, files: shared, keep: keep}
+	sharedSet := set{rel: sharedManifestRel, root: parquetRoot, files: shared, keep: keep}
 	if err := p.publishSet(ctx, sharedSet, &res); err != nil {
 		return res, err
 	}
-	monthSet := set{rel: manifestRel(month), month: month, runID: runID, files: files, keep: keep}
+	monthSet := set{rel: manifestRel(month), root: parquetRoot, month: month, runID: runID, files: files, keep: keep}
 	if err := p.publishSet(ctx, monthSet, &res); err != nil {
 		return res, err
 	}
@@ -59,29 +59,39 @@ func (p *Publisher) Month(ctx context.Context, parquetRoot, month, runID string)
 // set is what one manifest describes: a month's partitions, or the shared tables.
 type set struct {
 	rel          string // the manifest's key under the prefix
+	root         string // the local Parquet tree
 	month, runID string // "" for the shared set
 	files        []localFile
 	keep         map[string]bool // keys of every local file being published: never stale
 }
 
 // publishSet deletes what s's tables no longer have, uploads what differs, and writes s's
-// manifest when its content changed, adding to res.
+// manifest when its content changed, adding to res. The manifest is written only over the
+// version read here (writeManifestAt), and with Options.GuardRuns only when that version's
+// run is one this warehouse holds (guard): a stale machine never overwrites another's month.
 func (p *Publisher) publishSet(ctx context.Context, s set, res *Result) error {
 	res.Files += len(s.files)
 	for _, f := range s.files {
 		res.Rows += f.Rows
 	}
-	old, err := p.readManifestAt(ctx, s.rel)
+	old, etag, err := p.readManifestVersion(ctx, s.rel)
 	if err != nil {
+		return err
+	}
+	if err := p.guard(ctx, s, old); err != nil {
 		return err
 	}
 	remote, err := p.listDirs(ctx, s.files, old)
 	if err != nil {
 		return err
 	}
+	stale, err := p.staleKeys(ctx, s.keep, old, remote)
+	if err != nil {
+		return err
+	}
 	// Stale objects go first: a reader may miss rows of a shrinking partition for a moment,
 	// but never sees old and new files of a table side by side.
-	for _, rel := range staleKeys(s.keep, old, remote) {
+	for _, rel := range stale {
 		if err := p.delete(ctx, rel); err != nil {
 			return err
 		}
@@ -101,7 +111,7 @@ func (p *Publisher) publishSet(ctx context.Context, s set, res *Result) error {
 		return nil
 	}
 	next.PublishedAt = time.Now().UTC()
-	if err := p.writeManifestAt(ctx, s.rel, next); err != nil {
+	if err := p.writeManifestAt(ctx, s.rel, next, etag); err != nil {
 		return err
 	}
 	res.ManifestWritten = true
@@ -166,25 +176,32 @@ func (p *Publisher) listDirs(ctx context.Context, files []localFile, old *Manife
 	return remote, g.Wait()
 }
 
-// staleKeys returns the published objects of the set's directories that the local tree no
-// longer has, and the objects of old's tables that are gone; local holds the keys being
-// published (a manifest written before shared tables had their own still lists them).
-func staleKeys(local map[string]bool, old *Manifest, remote map[string]int64) []string {
+// staleKeys returns the objects of the set's directories to delete: those old lists that the
+// local tree no longer has, and those sitewatch wrote (they carry its sitewatch-sha256
+// metadata: a publish killed before its manifest) that no local file is. An object of
+// another writer (a user's file in a partition folder) is not ours: it is left alone, named
+// in the log, and no manifest lists it. local holds the keys being published.
+func (p *Publisher) staleKeys(ctx context.Context, local map[string]bool, old *Manifest, remote map[string]int64) ([]string, error) {
 	var stale []string
 	for k := range remote {
-		if !local[k] && !hidden(path.Base(k)) {
+		switch {
+		case local[k] || hidden(path.Base(k)):
+		case old.file(k) != nil:
 			stale = append(stale, k)
-		}
-	}
-	if old != nil {
-		for _, f := range old.Files {
-			if _, listed := remote[f.Key]; listed && !local[f.Key] && !slices.Contains(stale, f.Key) {
-				stale = append(stale, f.Key)
+		default:
+			h, err := p.head(ctx, k)
+			if err != nil {
+				return nil, err
 			}
+			if h.sum != "" {
+				stale = append(stale, k)
+				continue
+			}
+			p.log.Warn("left alone: an object sitewatch did not write (no manifest lists it; a restore ignores it)", "url", p.loc.URL(k))
 		}
 	}
 	slices.Sort(stale)
-	return stale
+	return stale, nil
 }
 
 // ensureAll makes every file published, uploading only those whose published copy differs,
@@ -218,8 +235,9 @@ func (p *Publisher) ensureAll(ctx context.Context, files []localFile, old *Manif
 
 // ensure uploads f unless the published object provably holds its bytes: it is listed with
 // f's size and its own checksums (HEAD: the sitewatch-sha256 metadata, and the service's
-// SHA-256 when the manifest recorded one) match f. A manifest alone is not trusted: an
-// object replaced by same-size other bytes, or deleted, is uploaded again.
+// SHA-256 when the manifest recorded one) match f, and with Options.ReadData its bytes hash
+// to f's. A manifest alone is not trusted: an object replaced by same-size other bytes, or
+// deleted, is uploaded again; with ReadData, one whose bytes changed under the same metadata.
 func (p *Publisher) ensure(ctx context.Context, f *localFile, old *Manifest, remote map[string]int64) (s3sum string, uploaded bool, err error) {
 	if size, listed := remote[f.Rel]; listed && size == f.Size {
 		h, err := p.head(ctx, f.Rel)
@@ -231,10 +249,16 @@ func (p *Publisher) ensure(ctx context.Context, f *localFile, old *Manifest, rem
 			want.S3ChecksumSHA256 = e.S3ChecksumSHA256
 		}
 		if h.found && h.sum != "" && h.differs(want) == "" {
-			if h.s3sum == "" { // a service that returns no checksum: keep the recorded one
+			same, err := p.sameData(ctx, f.Rel, want)
+			if err != nil {
+				return "", false, err
+			}
+			if same && h.s3sum == "" { // a service that returns no checksum: keep the recorded one
 				return want.S3ChecksumSHA256, false, nil
 			}
-			return h.s3sum, false, nil
+			if same {
+				return h.s3sum, false, nil
+			}
 		}
 	}
 	s3sum, err = p.upload(ctx, f)
@@ -331,6 +355,7 @@ func publishedAsIs(files []localFile, m *Manifest) bool {
 // Result and error when publishing is not configured, and a *FailedError for any failure: the
 // run's local load stands, and the caller reports the publish failure apart (exit 1).
 func AfterRun(ctx context.Context, cfg config.PublishConfig, parquetRoot, month, runID string, opts Options) (*Result, error) {
+	opts.GuardRuns = true // never over a month another machine ran after this one synced
 	p, err := New(ctx, cfg, opts)
 	if errors.Is(err, ErrDisabled) {
 		return nil, nil

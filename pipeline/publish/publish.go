@@ -64,6 +64,15 @@ type Options struct {
 	MaxBackoff time.Duration
 	// Deadlines bound each request (zero fields: DefaultDeadlines).
 	Deadlines Deadlines
+	// GuardRuns refuses to overwrite a month's manifest (or restore copy's) that names a run
+	// the local tree's runs partition of that month does not hold: another machine's run this
+	// warehouse never took in (a *StaleError). AfterRun, SaveAfterStop and `sitewatch
+	// publish` set it.
+	GuardRuns bool
+	// ReadData makes Verify and a publish download and hash every published object instead
+	// of trusting its size and checksum metadata (restic's check --read-data): bytes changed
+	// in the store under the same metadata are found, and a publish uploads them again.
+	ReadData bool
 }
 
 func (o Options) withDefaults() Options {

@@ -168,10 +168,13 @@ func TestPublishMonth(t *testing.T) {
 		}
 	})
 
-	t.Run("ChangedFileAndStaleObject", func(t *testing.T) {
-		// A stale object beside a partition (from another tool or an older layout) and one
-		// table that changed locally: only that file is uploaded, the stale one is deleted.
-		g.put(t, "team/sitewatch/sites/snapshot_month="+monthB+"/data_1.parquet", []byte("stale"))
+	t.Run("ChangedFileStaleObjectAndUsersFile", func(t *testing.T) {
+		// A stale object sitewatch wrote beside a partition (a publish killed before its
+		// manifest: it carries the sitewatch-sha256 metadata), a user's file in the same
+		// folder, and one table that changed locally: only that file is uploaded, the stale
+		// one is deleted, the user's file is left alone and listed in no manifest.
+		putWithSum(t, g, "team/sitewatch/sites/snapshot_month="+monthB+"/data_1.parquet", []byte("stale"))
+		g.put(t, "team/sitewatch/sites/snapshot_month="+monthB+"/notes.parquet", []byte("mine"))
 		shrink(t, filepath.Join(fx.Parquet(), "keywords", "snapshot_month="+monthB, "data_0.parquet"))
 		px.reset()
 		res, err := p.Month(context.Background(), fx.Parquet(), monthB, "run-b2")
@@ -188,6 +191,12 @@ func TestPublishMonth(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(dir, "sites", "snapshot_month="+monthB, "data_1.parquet")); err == nil {
 			t.Error("the stale object is still published")
 		}
+		if _, err := os.Stat(filepath.Join(dir, "sites", "snapshot_month="+monthB, "notes.parquet")); err != nil {
+			t.Errorf("the user's file in the partition was deleted: %v", err)
+		}
+		if !strings.Contains(log.String(), "notes.parquet") {
+			t.Error("the log does not name the user's file it left alone")
+		}
 		m, _ := g.manifest(t, "team/sitewatch", monthB)
 		if m.RunID != "run-b2" {
 			t.Errorf("manifest run_id %q, want run-b2", m.RunID)
@@ -197,6 +206,16 @@ func TestPublishMonth(t *testing.T) {
 		if strings.Contains(log.String(), secret) {
 			t.Fatal("a credential appears in the log")
 		}
+	}
+}
+
+// putWithSum stores body at key with the sitewatch-sha256 metadata a publish writes.
+func putWithSum(t *testing.T, g *gateway, key string, body []byte) {
+	t.Helper()
+	sum := sha256.Sum256(body)
+	if _, err := g.Client().PutObject(context.Background(), &s3.PutObjectInput{Bucket: &g.bucket, Key: &key, Body: bytes.NewReader(body),
+		Metadata: map[string]string{"sitewatch-sha256": hex.EncodeToString(sum[:])}}); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -82,7 +82,7 @@ func (p *Publisher) SaveRestoreCopy(ctx context.Context, parquetRoot, month, run
 	for _, f := range files {
 		keep[f.Rel] = true
 	}
-	if err := c.publishSet(ctx, set{rel: manifestRel(month), month: month, runID: runID, files: files, keep: keep}, &res); err != nil {
+	if err := c.publishSet(ctx, set{rel: manifestRel(month), root: parquetRoot, month: month, runID: runID, files: files, keep: keep}, &res); err != nil {
 		return res, err
 	}
 	res.Duration = time.Since(start)
@@ -117,6 +117,7 @@ func (p *Publisher) DropRestoreCopy(ctx context.Context, month string) error {
 // it, when cfg.URL is set (nil Result and error otherwise). Errors are those of New and
 // SaveRestoreCopy.
 func SaveAfterStop(ctx context.Context, cfg config.PublishConfig, parquetRoot, month, runID string, opts Options) (*Result, error) {
+	opts.GuardRuns = true // never over a copy another machine saved after this one synced
 	p, err := New(ctx, cfg, opts)
 	if errors.Is(err, ErrDisabled) {
 		return nil, nil

@@ -1,12 +1,9 @@
 package publish
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"time"
 
@@ -83,45 +80,11 @@ func (p *Publisher) readManifest(ctx context.Context, month string) (*Manifest, 
 	return p.readManifestAt(ctx, manifestRel(month))
 }
 
-// readManifestAt returns the manifest at rel, or nil when there is none.
+// readManifestAt returns the manifest at rel (with its Key and ETag), or nil when there is
+// none or it is unreadable (manifest.go: readManifestVersion).
 func (p *Publisher) readManifestAt(ctx context.Context, rel string) (*Manifest, error) {
-	out, err := p.s3.GetObject(ctx, &s3.GetObjectInput{Bucket: &p.loc.Bucket, Key: aws.String(p.loc.key(rel))})
-	if err != nil {
-		var nsk *types.NoSuchKey
-		if errors.As(err, &nsk) {
-			return nil, nil
-		}
-		return nil, p.fail("read manifest", rel, err)
-	}
-	defer func() { _ = out.Body.Close() }() // read-only: nothing to lose
-	body, err := io.ReadAll(out.Body)
-	if err != nil {
-		return nil, p.fail("read manifest", rel, err)
-	}
-	var m Manifest
-	if err := json.Unmarshal(body, &m); err != nil {
-		// A manifest we cannot read is treated as absent: the publish rewrites it.
-		p.log.Warn("published manifest unreadable; it will be rewritten", "url", p.loc.URL(rel), "err", err)
-		return nil, nil
-	}
-	return &m, nil
-}
-
-// writeManifestAt puts m at rel, with the server verifying its SHA-256.
-func (p *Publisher) writeManifestAt(ctx context.Context, rel string, m *Manifest) error {
-	body, err := m.marshal()
-	if err != nil {
-		return err
-	}
-	_, err = p.s3.PutObject(ctx, &s3.PutObjectInput{
-		Bucket: &p.loc.Bucket, Key: aws.String(p.loc.key(rel)), Body: bytes.NewReader(body),
-		ContentType: aws.String("application/json"), ChecksumAlgorithm: types.ChecksumAlgorithmSha256,
-		ChecksumSHA256: aws.String(base64Sum(body)),
-	})
-	if err != nil {
-		return p.fail("write manifest", rel, err)
-	}
-	return nil
+	m, _, err := p.readManifestVersion(ctx, rel)
+	return m, err
 }
 
 // remoteObject is what a HEAD tells of a published object.

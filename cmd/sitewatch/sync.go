@@ -1,0 +1,56 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"sitewatch/pipeline"
+	"sitewatch/pipeline/bucketsync"
+	"sitewatch/pipeline/config"
+	"sitewatch/pipeline/publish"
+	"sitewatch/pipeline/warehouse"
+)
+
+// bucketSync is the sync a run makes with cfg's bucket before it plans (nil without
+// publish.url): it prints each month it took in.
+func bucketSync(ctx context.Context, cfg *config.Config, env pipeline.Env) (pipeline.BucketSync, error) {
+	if cfg.Publish.URL == "" {
+		return nil, nil
+	}
+	p, err := publish.New(ctx, cfg.Publish, publish.Options{Logger: env.Logger})
+	if err != nil {
+		return nil, err
+	}
+	return &printingSync{s: bucketsync.New(p, cfg.Publish.URL, cfg.Warehouse.DuckDB, cfg.Warehouse.Parquet, env.Logger), env: env, url: cfg.Publish.URL}, nil
+}
+
+type printingSync struct {
+	s   *bucketsync.Syncer
+	env pipeline.Env
+	url string
+}
+
+func (p *printingSync) Pull(ctx context.Context, wh *warehouse.Warehouse) error {
+	res, err := p.s.Pull(ctx, wh)
+	for _, m := range res.Pulled {
+		what := m.Month
+		if m.Copy {
+			what += " (restore copy of an incomplete month)"
+		}
+		fmt.Fprintf(p.env.Stdout, "took %s from %s (run %s, paid on another machine): 0 credits\n", what, p.url, m.RunID)
+	}
+	if err != nil {
+		return fmt.Errorf("%w; nothing was paid (`sitewatch check` tells whether the bucket is reachable)", err)
+	}
+	return nil
+}
+
+// pulledMonths lists res's months for a message.
+func pulledMonths(res bucketsync.Result) string {
+	var ms []string
+	for _, m := range res.Pulled {
+		ms = append(ms, m.Month)
+	}
+	return strings.Join(ms, ", ")
+}

@@ -1,0 +1,260 @@
+// Package bucketsync makes a warehouse a cache of the bucket of publish.url, the system of
+// record: before a run plans what to pay for, every month (or restore copy of an incomplete
+// month) the bucket holds in a version the warehouse has not taken in is pulled into it, its
+// answers and ledger merged and its tables rebuilt from the answers (0 credits). So a
+// machine whose warehouse is older than the bucket pays only for what nobody has paid for.
+//
+// A month's version is the run its manifest names (run_id): the warehouse has taken a
+// version in when its runs table holds that run for the month (its own run, or one it pulled
+// or restored). The manifest's ETag, recorded beside the warehouse after each sync, saves
+// reading it again: a bucket that holds nothing new costs one listing.
+package bucketsync
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+
+	"golang.org/x/sync/errgroup"
+
+	"sitewatch/pipeline/atomicfile"
+	"sitewatch/pipeline/publish"
+	"sitewatch/pipeline/warehouse"
+)
+
+// Syncer pulls the bucket's months into a warehouse.
+type Syncer struct {
+	bucket  *publish.Publisher
+	url     string // publish.url, for messages and the state file
+	parquet string // the local Parquet tree
+	state   string // the state file beside the warehouse (StatePath)
+	log     *slog.Logger
+}
+
+// StatePath is where a Syncer records the manifest versions the warehouse at duckdb has taken
+// in: beside it, so a warehouse moved aside or replaced is never mistaken for its state.
+func StatePath(duckdb string) string { return duckdb + ".bucket.json" }
+
+// New returns the Syncer of the warehouse at duckdb (with its Parquet tree) and the bucket
+// at url that p reads.
+func New(p *publish.Publisher, url, duckdb, parquet string, log *slog.Logger) *Syncer {
+	return &Syncer{bucket: p, url: url, parquet: parquet, state: StatePath(duckdb), log: log}
+}
+
+// Result is what a Pull did.
+type Result struct {
+	Pulled []Pulled // what was taken in, oldest month first
+	Read   int      // manifests read (those whose listed version was not recorded)
+}
+
+// Pulled is one manifest taken into the warehouse.
+type Pulled struct {
+	Month string
+	Copy  bool   // a restore copy (an incomplete month), not the complete month
+	RunID string // the run the bucket's version names
+}
+
+// Pull takes into wh every month the bucket holds in a version wh has not taken in. The
+// complete month wins over a restore copy of it. A manifest that fails validation, or an
+// object that differs from it, stops the pull with an error naming it (nothing of that month
+// is merged: the merge is one transaction).
+func (s *Syncer) Pull(ctx context.Context, wh *warehouse.Warehouse) (Result, error) {
+	var res Result
+	versions, err := s.bucket.ManifestVersions(ctx)
+	if err != nil {
+		return res, fmt.Errorf("read what %s holds before paying for anything: %w", s.url, err)
+	}
+	st := s.load()
+	held, err := heldRuns(ctx, wh.DB())
+	if err != nil {
+		return res, err
+	}
+	changed := false
+	for _, v := range newest(versions) {
+		if seen, ok := st.Manifests[v.Key]; ok && seen.ETag == v.ETag && holds(held, v.Month, seen.RunID) {
+			continue // one listing: this version is already in the warehouse
+		}
+		m, err := s.bucket.ReadManifest(ctx, v)
+		res.Read++
+		if err != nil {
+			return res, err
+		}
+		if m == nil {
+			continue // gone since the listing
+		}
+		if !holds(held, v.Month, m.RunID) {
+			if err := s.take(ctx, wh, v, m); err != nil {
+				return res, err
+			}
+			res.Pulled = append(res.Pulled, Pulled{Month: v.Month, Copy: v.Copy, RunID: m.RunID})
+		}
+		st.Manifests[v.Key] = seenVersion{ETag: m.ETag, RunID: m.RunID}
+		changed = true
+	}
+	if changed {
+		return res, s.save(st)
+	}
+	return res, nil
+}
+
+// newest keeps, per month, the complete month's manifest over a restore copy's.
+func newest(vs []publish.ManifestVersion) []publish.ManifestVersion {
+	var out []publish.ManifestVersion
+	for _, v := range vs {
+		complete := slices.ContainsFunc(vs, func(o publish.ManifestVersion) bool { return !o.Copy && o.Month == v.Month })
+		if !v.Copy || !complete {
+			out = append(out, v)
+		}
+	}
+	slices.SortFunc(out, func(a, b publish.ManifestVersion) int {
+		if a.Month < b.Month {
+			return -1
+		}
+		if a.Month > b.Month {
+			return 1
+		}
+		return 0
+	})
+	return out
+}
+
+// holds says whether the warehouse has taken in the version of month that names runID (a
+// manifest that names no run: whenever it holds a run of the month).
+func holds(held map[string]map[string]bool, month, runID string) bool {
+	if runID == "" {
+		return len(held[month]) > 0
+	}
+	return held[month][runID]
+}
+
+// heldRuns maps each month of the warehouse to the runs it holds.
+func heldRuns(ctx context.Context, db *sql.DB) (map[string]map[string]bool, error) {
+	held := map[string]map[string]bool{}
+	err := warehouse.QueryEach(ctx, db, `SELECT DISTINCT snapshot_month, run_id FROM runs`, nil, func(rows *sql.Rows) error {
+		var month, run string
+		if err := rows.Scan(&month, &run); err != nil {
+			return err
+		}
+		if held[month] == nil {
+			held[month] = map[string]bool{}
+		}
+		held[month][run] = true
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read the runs of the warehouse: %w", err)
+	}
+	return held, nil
+}
+
+// pulledTables are the tables a pull downloads: the answers, the ledger and the run health.
+// The derived tables are rebuilt from the merged answers, so a month's answers paid on this
+// machine and never published stay in them.
+var pulledTables = slices.Concat(warehouse.ArchiveTables, warehouse.RunHealthTables)
+
+// take downloads the answers, ledger and run health of m (verified against their SHA-256)
+// into a hidden folder of the Parquet tree, merges them into wh and rebuilds the month's
+// tables and Parquet from the merged answers.
+func (s *Syncer) take(ctx context.Context, wh *warehouse.Warehouse, v publish.ManifestVersion, m *publish.Manifest) error {
+	if err := os.MkdirAll(s.parquet, 0o755); err != nil {
+		return fmt.Errorf("pull %s from %s: %w", v.Month, s.url, err)
+	}
+	dir, err := os.MkdirTemp(s.parquet, ".bucket-pull-")
+	if err != nil {
+		return fmt.Errorf("pull %s from %s: %w", v.Month, s.url, err)
+	}
+	defer func() { _ = os.RemoveAll(dir) }() // the merged rows are in the warehouse
+	files, err := s.download(ctx, s.bucket.Source(v), m, dir)
+	if err != nil {
+		return err
+	}
+	if err := wh.MergeMonth(ctx, v.Month, files); err != nil {
+		return err
+	}
+	if _, err := wh.RebuildRestored(ctx, v.Month); err != nil {
+		return fmt.Errorf("rebuild %s from the answers pulled from %s: %w", v.Month, s.url, err)
+	}
+	what := "the complete month"
+	if v.Copy {
+		what = "the restore copy of the incomplete month"
+	}
+	s.log.Info("took in from the bucket (0 credits): its run is not in this warehouse", "month", v.Month, "what", what, "run", m.RunID, "bucket", s.url)
+	return nil
+}
+
+// download fetches the objects of m's pulled tables under dir (keys as paths), four at a
+// time, and returns the local files per table.
+func (s *Syncer) download(ctx context.Context, src *publish.Publisher, m *publish.Manifest, dir string) (map[string][]string, error) {
+	files := map[string][]string{}
+	var mu sync.Mutex
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(4)
+	for _, f := range m.Files {
+		if !slices.Contains(pulledTables, f.Table) {
+			continue
+		}
+		dst := filepath.Join(dir, filepath.FromSlash(f.Key)) // validated: <table>/snapshot_month=M/<file>.parquet
+		g.Go(func() error {
+			if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+				return err
+			}
+			if err := src.Download(gctx, f, dst); err != nil {
+				return err
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			files[f.Table] = append(files[f.Table], dst)
+			return nil
+		})
+	}
+	return files, g.Wait()
+}
+
+// state is what the state file records: per manifest key (relative to the prefix), the
+// version the warehouse took in.
+type state struct {
+	URL       string                 `json:"url"`
+	Manifests map[string]seenVersion `json:"manifests"`
+}
+
+type seenVersion struct {
+	ETag  string `json:"etag"`
+	RunID string `json:"run_id"`
+}
+
+// load reads the state file; a missing or unreadable one, or one of another bucket, is
+// empty (every manifest is read once).
+func (s *Syncer) load() state {
+	st := state{URL: s.url, Manifests: map[string]seenVersion{}}
+	body, err := os.ReadFile(s.state)
+	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			s.log.Warn("the bucket sync state is unreadable: every manifest is read again", "file", s.state, "err", err)
+		}
+		return st
+	}
+	var read state
+	if json.Unmarshal(body, &read) != nil || read.URL != s.url || read.Manifests == nil {
+		return st
+	}
+	return read
+}
+
+func (s *Syncer) save(st state) error {
+	body, err := json.MarshalIndent(st, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := atomicfile.WriteFile(s.state, body, 0o644); err != nil {
+		return fmt.Errorf("record what was taken from %s in %s: %w", s.url, s.state, err)
+	}
+	return nil
+}

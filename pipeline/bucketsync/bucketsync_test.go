@@ -1,0 +1,108 @@
+package bucketsync_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"sync"
+	"testing"
+
+	"sitewatch/pipeline/bucketsync"
+	"sitewatch/pipeline/config"
+	"sitewatch/pipeline/publish"
+	"sitewatch/pipeline/publish/publishtest"
+	"sitewatch/pipeline/publish/s3test"
+	"sitewatch/pipeline/warehouse"
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	publishtest.RemoveFixture()
+	os.Exit(code)
+}
+
+// counter is a reverse proxy in front of the gateway that counts requests.
+type counter struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (c *counter) total() (n int, by map[string]int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	by = map[string]int{}
+	for k, v := range c.n {
+		n += v
+		by[k] = v
+	}
+	c.n = map[string]int{}
+	return n, by
+}
+
+func countingProxy(t *testing.T, target string) (string, *counter) {
+	u, err := url.Parse(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &counter{n: map[string]int{}}
+	rp := httputil.NewSingleHostReverseProxy(u)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c.mu.Lock()
+		kind := r.Method
+		if r.Method == http.MethodGet && r.URL.Query().Has("list-type") {
+			kind = "LIST"
+		}
+		c.n[kind]++
+		c.mu.Unlock()
+		rp.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL, c
+}
+
+// TestNothingNewCostsOneListing: a sync finding the bucket holds only what the warehouse has
+// reads each manifest once (its run is held: nothing is pulled), and from then on costs one
+// listing and no other request.
+func TestNothingNewCostsOneListing(t *testing.T) {
+	fx := publishtest.NewFixture(t)
+	gw := s3test.Start(t)
+	gw.CreateBucket(t, "warehouse")
+	gw.SetEnv(t)
+	endpoint, requests := countingProxy(t, gw.Endpoint)
+	cfg := config.PublishConfig{URL: "s3://warehouse/team", Endpoint: endpoint, Region: "us-east-1", PathStyle: true}
+	ctx := context.Background()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	p, err := publish.New(ctx, cfg, publish.Options{Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.All(ctx, fx.Parquet(), nil); err != nil {
+		t.Fatal(err)
+	}
+	wh, err := warehouse.Open(ctx, warehouse.Options{DuckDBPath: fx.DB(), ParquetDir: fx.Parquet(), Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer wh.Close()
+	s := bucketsync.New(p, cfg.URL, fx.DB(), fx.Parquet(), log)
+	requests.total()
+	res, err := s.Pull(ctx, wh)
+	if err != nil || len(res.Pulled) != 0 || res.Read != 2 {
+		t.Fatalf("first sync: %+v %v; want both months' manifests read and nothing pulled", res, err)
+	}
+	if n, by := requests.total(); n != 3 || by["LIST"] != 1 {
+		t.Errorf("first sync sent %v, want one listing and the 2 manifests", by)
+	}
+	res, err = s.Pull(ctx, wh)
+	if err != nil || len(res.Pulled) != 0 || res.Read != 0 {
+		t.Fatalf("second sync: %+v %v; want nothing read or pulled", res, err)
+	}
+	if n, by := requests.total(); n != 1 || by["LIST"] != 1 {
+		t.Errorf("a sync with nothing new sent %v, want exactly one listing", by)
+	}
+}
