@@ -19,24 +19,18 @@ func openRun(ctx context.Context, cfg *config.Config, env Env, notifier *notify.
 		client *sources.Multi
 		err    error
 	}
-	writer, err := lockForRun(cfg.Warehouse.DuckDB) // lockwait.go: no restore replaces the file under this run
-	if err != nil {
-		return ctx, nil, nil, nil, err
-	}
 	done := make(chan planned, 1)
 	go func() {
 		client, _, err := newFetcher(ctx, cfg, env) // spend.go: one client per credit source
 		done <- planned{client, err}
 	}()
-	runCtx, admit, releaseLease, err := takeLease(ctx, env.Lease)
+	runCtx, admit, release, err := takeLease(ctx, env.Lease)
 	if err != nil {
-		writer.Release()
 		if p := <-done; p.err != nil {
 			return ctx, nil, nil, nil, p.err // what the keys or sources say comes first, as before
 		}
 		return ctx, nil, nil, nil, err // names the holder; nothing was spent
 	}
-	release := func() { releaseLease(); writer.Release() }
 	wh, err := openWaiting(runCtx, warehouse.Options{DuckDBPath: cfg.Warehouse.DuckDB, ParquetDir: cfg.Warehouse.Parquet, Logger: env.Logger, LoadMemoryLimit: cfg.Warehouse.MemoryLimit},
 		LockWait, env.Logger)
 	p := <-done
@@ -54,12 +48,12 @@ func openRun(ctx context.Context, cfg *config.Config, env Env, notifier *notify.
 		release()
 		return ctx, nil, nil, nil, err // the warehouse names the file and the holder
 	}
-	fenceCalls(p.client, admit) // lease.go: no paid call starts unless the lease is confirmed
 	// Under the lease, before the plan: what the bucket holds is not paid for again.
 	if err := syncBucket(runCtx, env.Sync, wh); err != nil {
 		_ = wh.Close() // nothing of this run was written; what was pulled is committed
 		release()
 		return ctx, nil, nil, nil, err
 	}
+	fenceCalls(p.client, admit) // lease.go: no paid call starts unless the lease is confirmed
 	return runCtx, p.client, wh, release, nil
 }
