@@ -19,18 +19,24 @@ func openRun(ctx context.Context, cfg *config.Config, env Env, notifier *notify.
 		client *sources.Multi
 		err    error
 	}
+	writer, err := lockForRun(cfg.Warehouse.DuckDB) // lockwait.go: no restore replaces the file under this run
+	if err != nil {
+		return ctx, nil, nil, nil, err
+	}
 	done := make(chan planned, 1)
 	go func() {
 		client, _, err := newFetcher(ctx, cfg, env) // spend.go: one client per credit source
 		done <- planned{client, err}
 	}()
-	runCtx, admit, release, err := takeLease(ctx, env.Lease)
+	runCtx, admit, releaseLease, err := takeLease(ctx, env.Lease)
 	if err != nil {
+		writer.Release()
 		if p := <-done; p.err != nil {
 			return ctx, nil, nil, nil, p.err // what the keys or sources say comes first, as before
 		}
 		return ctx, nil, nil, nil, err // names the holder; nothing was spent
 	}
+	release := func() { releaseLease(); writer.Release() }
 	wh, err := openWaiting(runCtx, warehouse.Options{DuckDBPath: cfg.Warehouse.DuckDB, ParquetDir: cfg.Warehouse.Parquet, Logger: env.Logger, LoadMemoryLimit: cfg.Warehouse.MemoryLimit},
 		LockWait, env.Logger)
 	p := <-done

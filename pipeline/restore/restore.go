@@ -55,9 +55,12 @@ type Options struct {
 	// rebuilt from the raw answers, so the next run pays only for what is missing.
 	Copies Source
 	// Force replaces an existing warehouse, keeping the old file aside (MovedAside).
-	Force  bool
-	Logger *slog.Logger
-	Now    func() time.Time
+	Force bool
+	// MemoryLimit is DuckDB's memory_limit while the warehouse loads (config
+	// warehouse.memory_limit; "" = warehouse.DefaultLoadMemoryLimit).
+	MemoryLimit string
+	Logger      *slog.Logger
+	Now         func() time.Time
 }
 
 // Result is what a restore did.
@@ -255,7 +258,7 @@ func build(ctx context.Context, files map[string][]string, opts Options, res *Re
 		slices.Sort(ps)
 	}
 	start := time.Now()
-	err := warehouse.BuildFromParquet(ctx, tmp, files)
+	err := warehouse.BuildFromParquet(ctx, tmp, files, opts.MemoryLimit)
 	if err == nil {
 		err = rebuildCopies(ctx, tmp, opts, res.FromCopies)
 	}
@@ -295,14 +298,15 @@ func rebuildCopies(ctx context.Context, path string, opts Options, months []stri
 
 func leftoverPrefix(base string) string { return "." + base + ".restore-" }
 
-// removeLeftovers deletes what a killed restore left: its hidden DuckDB file and WAL.
+// removeLeftovers deletes what a killed restore left: its hidden DuckDB file, its WAL and
+// DuckDB's spill directory beside them.
 func removeLeftovers(dir, base string) error {
 	matches, err := filepath.Glob(filepath.Join(dir, leftoverPrefix(base)+"*"))
 	if err != nil {
 		return err
 	}
 	for _, m := range matches {
-		if err := os.Remove(m); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := os.RemoveAll(m); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("restore: remove the leftover %s of an interrupted restore: %w", m, err)
 		}
 	}

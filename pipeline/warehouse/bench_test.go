@@ -71,8 +71,10 @@ func envInt(name string, def int) int {
 // the bulk memory limit Rebuild sets — and loads the same bodies with DuckDB's own read_json +
 // UNNEST (duckdbJSONLoad) twice over: on the DuckDB 1.1.2 linked in, and on a current DuckDB
 // through node (@duckdb/node-api, installed with npm on first use; rebuild_node_test.go).
-// Each of 3 rounds runs the three paths in turn, so the ratios pair runs made under the same
-// machine load; each rebuild is followed by a Parquet export. It reports medians: rows/s,
+// Each of 3 rounds runs the paths in turn, ours beside the previous release's
+// (timePreviousRelease, first in every other round), so the ratios pair runs made under the
+// same machine load
+// (paired_ratio_vs_previous_release shows a regression as a ratio above 1); each rebuild is followed by a Parquet export. It reports medians: rows/s,
 // ratio_vs_duckdb (ours ÷ DuckDB 1.1.2), ratio_vs_current_duckdb (ours ÷ current DuckDB;
 // target <= 0.45; left out, with the reason logged, when node, npm or the package is
 // unavailable), parquet_s, and the engine floor (engineFloor: DuckDB 1.1.2 replacing the
@@ -103,11 +105,17 @@ func BenchmarkRebuild(b *testing.B) {
 	}
 	b.ResetTimer()
 	for range b.N {
-		var ours, duck, cur, pq, floor []time.Duration
+		var ours, prev, duck, cur, pq, floor []time.Duration
 		var phases []RebuildTimes
 		var rows int
 		var version string
-		for range 3 {
+		for round := range 3 {
+			// The previous release's path (f03e3ef: DuckDB's default threads) beside ours,
+			// so the pair shares the machine's load; which goes first alternates, so neither
+			// always finds the other's blocks cached.
+			if round%2 == 1 {
+				prev = append(prev, timePreviousRelease(b, w, n))
+			}
 			elapsed, loaded, times := timeRebuild(b, w)
 			ours = append(ours, elapsed)
 			phases = append(phases, times)
@@ -115,6 +123,12 @@ func BenchmarkRebuild(b *testing.B) {
 				b.Fatalf("loaded %d domains, want %d", loaded, n)
 			}
 			rows = totalRows(b, w)
+			if round%2 == 0 {
+				prev = append(prev, timePreviousRelease(b, w, n))
+				if got := totalRows(b, w); got != rows {
+					b.Fatalf("the previous release's path loaded %d rows, ours %d", got, rows)
+				}
+			}
 
 			f, err := engineFloor(ctx, w, snap)
 			if err != nil {
@@ -163,6 +177,10 @@ func BenchmarkRebuild(b *testing.B) {
 			n, rows, float64(bytes)/1e6, mo.Round(time.Millisecond), roundAll(ours), md.Round(time.Millisecond), roundAll(duck),
 			mo.Seconds()/md.Seconds(), lo, hi, mp.Round(time.Millisecond))
 		logPhases(b, phases, pq)
+		vsPrev := pairedRatios(ours, prev)
+		b.ReportMetric(medianFloat(vsPrev), "paired_ratio_vs_previous_release")
+		b.Logf("paired rounds, ours ÷ the previous release's path (f03e3ef, DuckDB's default threads) %v: %.2f, median %.2f (above 1: this release is slower)",
+			roundAll(prev), vsPrev, medianFloat(vsPrev))
 		lo, hi = ratioRange(floor, ours)
 		b.Logf("engine floor (DuckDB 1.1.2 replacing the snapshot from rows already in its own format) %v (%v): %.2f of ours (%.2f–%.2f)",
 			mf.Round(time.Millisecond), roundAll(floor), mf.Seconds()/mo.Seconds(), lo, hi)
@@ -200,6 +218,19 @@ func timeRebuild(b *testing.B, w *Warehouse) (time.Duration, int, RebuildTimes) 
 		b.Fatal(err)
 	}
 	return elapsed, loaded, times
+}
+
+// timePreviousRelease times rebuildTables as the previous release ran it (f03e3ef: no
+// thread setting, so DuckDB's default of one per core), under the same bulk memory limit.
+func timePreviousRelease(b *testing.B, w *Warehouse, n int) time.Duration {
+	this := rebuildThreads
+	rebuildThreads = previousReleaseThreads
+	defer func() { rebuildThreads = this }()
+	elapsed, loaded, _ := timeRebuild(b, w)
+	if loaded != n {
+		b.Fatalf("the previous release's path loaded %d domains, want %d", loaded, n)
+	}
+	return elapsed
 }
 
 // logPhases prints where the rebuilds' time went, medians over the rounds: the inserts, the

@@ -144,14 +144,16 @@ func (w *Warehouse) rebuildCountries(ctx context.Context) error {
 func (w *Warehouse) rebuildTables(ctx context.Context, snapshot string) (int, RebuildTimes, error) {
 	var loaded atomic.Int64
 	var times RebuildTimes
-	restore, err := w.setSetting(ctx, "threads", rebuildThreads)
-	if err != nil {
-		return 0, times, err
+	if rebuildThreads != previousReleaseThreads {
+		restore, err := w.setSetting(ctx, "threads", rebuildThreads)
+		if err != nil {
+			return 0, times, err
+		}
+		defer restore()
 	}
-	defer restore()
 	start := time.Now()
 	var fnDone time.Time
-	err = w.inTx(ctx, func(ctx context.Context) error {
+	err := w.inTx(ctx, func(ctx context.Context) error {
 		defer func() { fnDone = time.Now() }()
 		if err := w.unordered(ctx); err != nil {
 			return err

@@ -12,7 +12,14 @@ import (
 // statement's rows twice (PhysicalInsert::Combine). On one thread each statement runs in its
 // caller's goroutine while the decoders use the other cores: 30 % less CPU and less wall time
 // (docs/warehouse-internals.md, "The rebuild on one DuckDB thread (issue 29)").
-const rebuildThreads = "1"
+// BenchmarkRebuild sets it to previousReleaseThreads in alternate runs, to pair this path with
+// the previous release's in the same machine load; nothing else changes it.
+var rebuildThreads = "1"
+
+// previousReleaseThreads is the rebuild's thread setting in the previous release (f03e3ef):
+// none, so DuckDB ran on its default of one thread per core. The rebuild path has not changed
+// otherwise since (phase timings only).
+const previousReleaseThreads = ""
 
 // setSetting sets one of DuckDB's global settings (memory_limit, threads) and returns a function
 // restoring the previous value. The caller must not hold mu.

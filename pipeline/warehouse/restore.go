@@ -40,9 +40,11 @@ func RestorableTables() []string {
 
 // BuildFromParquet creates a new DuckDB file at path (which must not exist), migrated to this
 // build's schema, and loads each table from its Parquet files (files maps a table to paths;
-// the partition column comes from the Hive path). The file is checkpointed and closed, so it
-// holds everything without a WAL. On error the caller removes path.
-func BuildFromParquet(ctx context.Context, path string, files map[string][]string) error {
+// the partition column comes from the Hive path). DuckDB reads the files itself, one table at
+// a time under memoryLimit ("" = DefaultLoadMemoryLimit), and each table is checkpointed
+// before the next: what the restore holds in memory is set by the limit, not by the month's
+// size. The file is closed complete, without a WAL. On error the caller removes path.
+func BuildFromParquet(ctx context.Context, path string, files map[string][]string, memoryLimit string) error {
 	if _, err := os.Stat(path); !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("build %s: the file exists", path)
 	}
@@ -51,6 +53,9 @@ func BuildFromParquet(ctx context.Context, path string, files map[string][]strin
 		return fmt.Errorf("create %s: %w", path, err)
 	}
 	defer func() { _ = db.Close() }() // the checkpoint below made the file complete
+	if err := boundLoad(ctx, db, memoryLimit); err != nil {
+		return fmt.Errorf("create %s: %w", path, err)
+	}
 	if err := Migrate(ctx, db); err != nil {
 		return fmt.Errorf("create the tables of %s: %w", path, err)
 	}
@@ -61,11 +66,31 @@ func BuildFromParquet(ctx context.Context, path string, files map[string][]strin
 		if err := loadTable(ctx, db, table, files[table]); err != nil {
 			return fmt.Errorf("load %s into %s: %w", table, path, err)
 		}
-	}
-	if _, err := db.ExecContext(ctx, `CHECKPOINT`); err != nil {
-		return fmt.Errorf("checkpoint %s: %w", path, err)
+		// Written to the file now: the blocks of this table need not stay cached while the
+		// next one loads, and the WAL never holds more than one table.
+		if _, err := db.ExecContext(ctx, `CHECKPOINT`); err != nil {
+			return fmt.Errorf("checkpoint %s after %s: %w", path, table, err)
+		}
 	}
 	return db.Close()
+}
+
+// boundLoad sets what a bulk load of Parquet needs on a fresh connection pool: one connection
+// (settings are per database, and one statement at a time is all a restore runs), DuckDB's
+// memory_limit (its default is 80% of the machine's memory, and it keeps every block it
+// writes cached up to it), and no insertion order to preserve (INSERT … SELECT would
+// otherwise buffer to keep the files' row order, which no table's meaning depends on).
+func boundLoad(ctx context.Context, db *sql.DB, memoryLimit string) error {
+	db.SetMaxOpenConns(1)
+	if memoryLimit == "" {
+		memoryLimit = DefaultLoadMemoryLimit
+	}
+	for _, q := range []string{`SET memory_limit = ` + sqlString(memoryLimit), `SET preserve_insertion_order = false`} {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			return fmt.Errorf("%s: %w", q, err)
+		}
+	}
+	return nil
 }
 
 func loadTable(ctx context.Context, db *sql.DB, table string, paths []string) error {
@@ -124,3 +149,11 @@ func (w *Warehouse) RebuildRestored(ctx context.Context, month string) (int, err
 
 // keptChecksTable holds a restored month's quality_checks while its tables are rebuilt.
 const keptChecksTable = "restore_kept_quality_checks"
+
+// TableChecksumSQL is a query returning one string for table: its row count and an
+// order-free checksum of its rows (the sum of each whole row's hash), so two warehouses, or a
+// warehouse and what was restored from its bucket, can be compared table by table.
+func TableChecksumSQL(table string) string {
+	// table comes from RestorableTables, never from input.
+	return fmt.Sprintf(`SELECT count(*)::VARCHAR || ' rows, checksum ' || coalesce(sum(hash(t))::VARCHAR, '0') FROM %s t`, table)
+}

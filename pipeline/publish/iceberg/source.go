@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -107,72 +108,186 @@ func (s source) hash() (string, error) {
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
-// read returns the source's rows as Arrow records, with snapshot_month first for a
-// partitioned table. The caller releases the reader.
-func (s source) read(ctx context.Context, mem memory.Allocator) (array.RecordReader, int64, error) {
-	var (
-		schema *arrow.Schema
-		recs   []arrow.RecordBatch
-		rows   int64
-	)
-	release := func() {
-		for _, r := range recs {
-			r.Release()
-		}
-	}
-	for _, f := range s.files {
-		got, err := s.readFile(ctx, mem, f, &schema)
-		if err != nil {
-			release()
-			return nil, 0, err
-		}
-		for _, r := range got {
-			rows += r.NumRows()
-		}
-		recs = append(recs, got...)
-	}
-	rdr, err := array.NewRecordReader(schema, recs)
-	release() // the reader holds its own references
-	if err != nil {
-		return nil, 0, fmt.Errorf("read %s: %w", s.table, err)
-	}
-	return rdr, rows, nil
+// footer is what a source's Parquet footers say: the columns (snapshot_month first for a
+// partitioned table), the rows, and the rows per batch that keep a batch near batchBytes.
+type footer struct {
+	schema    *arrow.Schema
+	rows      int64
+	batchRows int64
 }
 
-// readFile reads one Parquet file; *schema is set from the first file, and later files must
-// match it.
-func (s source) readFile(ctx context.Context, mem memory.Allocator, path string, schema **arrow.Schema) ([]arrow.RecordBatch, error) {
-	pf, err := file.OpenParquetFile(path, false, file.WithReadProps(nil))
-	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", path, err)
+// batchBytes is the uncompressed size a batch read for the Iceberg writer aims at. The writer
+// queues up to 64 batches per data file it writes, so this bounds what a publish holds in
+// memory (64 MB) whatever the month's size.
+const batchBytes = 1 << 20
+
+// footer reads the source's footers only (no data): its columns, its rows, and the batch size
+// that keeps a batch near batchBytes. Files whose columns differ are refused.
+func (s source) footer() (footer, error) {
+	var (
+		ft    footer
+		bytes int64
+	)
+	for _, path := range s.files {
+		pf, err := file.OpenParquetFile(path, false)
+		if err != nil {
+			return ft, fmt.Errorf("open %s: %w", path, err)
+		}
+		sc, err := pqarrow.FromParquet(pf.MetaData().Schema, nil, pf.MetaData().KeyValueMetadata())
+		if err == nil {
+			err = s.sameColumns(&ft.schema, path, sc)
+		}
+		if err != nil {
+			_ = pf.Close() // read-only
+			return ft, err
+		}
+		ft.rows += pf.NumRows()
+		for i := range pf.NumRowGroups() {
+			bytes += pf.MetaData().RowGroup(i).TotalByteSize()
+		}
+		_ = pf.Close() // read-only
 	}
-	defer func() { _ = pf.Close() }() // read-only
-	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: 64 << 10}, mem)
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, err)
+	ft.batchRows = 64 << 10
+	if ft.rows > 0 && bytes > 0 {
+		ft.batchRows = min(max(batchBytes*ft.rows/bytes, 64), 64<<10)
 	}
-	rr, err := fr.GetRecordReader(ctx, nil, nil)
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, err)
-	}
-	defer rr.Release()
-	sc := s.withMonth(rr.Schema())
+	return ft, nil
+}
+
+// sameColumns sets *schema from the first file, and refuses a later file whose columns
+// differ.
+func (s source) sameColumns(schema **arrow.Schema, path string, fileSchema *arrow.Schema) error {
+	sc := s.withMonth(fileSchema)
 	if *schema == nil {
 		*schema = sc
 	} else if !(*schema).Equal(sc) {
-		return nil, fmt.Errorf("%s has columns %v, another file of %s has %v: rebuild the month (`sitewatch rebuild`)", path, sc, s.table, *schema)
+		return fmt.Errorf("%s has columns %v, another file of %s has %v: rebuild the month (`sitewatch rebuild`)", path, sc, s.table, *schema)
 	}
-	var out []arrow.RecordBatch
-	for rr.Next() {
-		out = append(out, s.addMonth(mem, sc, rr.RecordBatch()))
+	return nil
+}
+
+// read returns a reader that streams the source's rows, file by file in batches near
+// batchBytes, with snapshot_month first for a partitioned table, and the source's row count
+// (from the footers). Only the batch handed out is held; the caller releases the reader.
+func (s source) read(ctx context.Context, mem memory.Allocator) (array.RecordReader, int64, error) {
+	ft, err := s.footer()
+	if err != nil {
+		return nil, 0, err
 	}
-	if err := rr.Err(); err != nil && err != io.EOF {
-		for _, r := range out {
-			r.Release()
+	r := &fileStream{ctx: ctx, mem: mem, src: s, schema: ft.schema, batchRows: ft.batchRows}
+	r.refs.Store(1)
+	return r, ft.rows, nil
+}
+
+// fileStream is an array.RecordReader over the files of a source, one open at a time.
+type fileStream struct {
+	refs      atomic.Int64
+	ctx       context.Context
+	mem       memory.Allocator
+	src       source
+	schema    *arrow.Schema
+	batchRows int64
+
+	next int // index of the next file to open
+	pf   *file.Reader
+	rr   pqarrow.RecordReader
+	cur  arrow.RecordBatch
+	err  error
+}
+
+var _ array.RecordReader = (*fileStream)(nil)
+
+func (r *fileStream) Retain() { r.refs.Add(1) }
+
+func (r *fileStream) Release() {
+	if r.refs.Add(-1) == 0 {
+		r.releaseCurrent()
+		r.closeFile()
+	}
+}
+
+func (r *fileStream) Schema() *arrow.Schema { return r.schema }
+
+// RecordBatch is valid until the next call of Next; a consumer that keeps it retains it.
+func (r *fileStream) RecordBatch() arrow.RecordBatch { return r.cur }
+
+// Record is RecordBatch (the interface still names it).
+func (r *fileStream) Record() arrow.RecordBatch { return r.cur }
+
+func (r *fileStream) Err() error { return r.err }
+
+func (r *fileStream) Next() bool {
+	r.releaseCurrent()
+	for r.err == nil {
+		if r.rr == nil && !r.openNext() {
+			return false
 		}
-		return nil, fmt.Errorf("read %s: %w", path, err)
+		if r.rr.Next() {
+			r.cur = r.src.addMonth(r.mem, r.schema, r.rr.RecordBatch())
+			return true
+		}
+		if err := r.rr.Err(); err != nil && err != io.EOF {
+			r.err = fmt.Errorf("read %s: %w", r.src.files[r.next-1], err)
+		}
+		r.closeFile()
 	}
-	return out, nil
+	return false
+}
+
+// openNext opens the next file; false when there is none or it failed (Err says which).
+func (r *fileStream) openNext() bool {
+	if r.next == len(r.src.files) {
+		return false
+	}
+	path := r.src.files[r.next]
+	r.next++
+	pf, err := file.OpenParquetFile(path, false)
+	if err != nil {
+		r.err = fmt.Errorf("open %s: %w", path, err)
+		return false
+	}
+	rr, err := r.recordReader(pf, path)
+	if err != nil {
+		_ = pf.Close() // read-only
+		r.err = fmt.Errorf("read %s: %w", path, err)
+		return false
+	}
+	r.pf, r.rr = pf, rr
+	return true
+}
+
+// recordReader reads pf in batches of batchRows, after checking its columns are the source's.
+func (r *fileStream) recordReader(pf *file.Reader, path string) (pqarrow.RecordReader, error) {
+	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: r.batchRows}, r.mem)
+	if err != nil {
+		return nil, err
+	}
+	sc, err := fr.Schema()
+	if err != nil {
+		return nil, err
+	}
+	if err := r.src.sameColumns(&r.schema, path, sc); err != nil {
+		return nil, err
+	}
+	return fr.GetRecordReader(r.ctx, nil, nil)
+}
+
+func (r *fileStream) closeFile() {
+	if r.rr != nil {
+		r.rr.Release()
+		r.rr = nil
+	}
+	if r.pf != nil {
+		_ = r.pf.Close() // read-only
+		r.pf = nil
+	}
+}
+
+func (r *fileStream) releaseCurrent() {
+	if r.cur != nil {
+		r.cur.Release()
+		r.cur = nil
+	}
 }
 
 // withMonth returns sc with snapshot_month first (partitioned tables), without the Parquet

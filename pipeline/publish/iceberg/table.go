@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"strconv"
+	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -32,14 +33,13 @@ func (p *Publisher) publishTable(ctx context.Context, src source) (TableResult, 
 	if err != nil {
 		return res, err
 	}
-	mem := memory.DefaultAllocator
-	rdr, rows, err := src.read(ctx, mem)
+	// The footers give the columns and rows: a month published as it is reads no data.
+	ft, err := src.footer()
 	if err != nil {
 		return res, err
 	}
-	defer rdr.Release()
-	res.Rows = rows
-	tbl, err := p.loadOrCreate(ctx, src, rdr.Schema())
+	res.Rows = ft.rows
+	tbl, err := p.loadOrCreate(ctx, src, ft.schema)
 	if err != nil {
 		return res, err
 	}
@@ -49,6 +49,11 @@ func (p *Publisher) publishTable(ctx context.Context, src source) (TableResult, 
 		p.log.Debug("iceberg table unchanged", "table", src.table, "month", src.month)
 		return res, nil
 	}
+	rdr, _, err := src.read(ctx, memory.DefaultAllocator)
+	if err != nil {
+		return res, err
+	}
+	defer rdr.Release()
 	before := len(tbl.Metadata().Snapshots())
 	next, err := p.commit(ctx, tbl, src, rdr, key, hash)
 	if err != nil {
@@ -62,16 +67,25 @@ func (p *Publisher) publishTable(ctx context.Context, src source) (TableResult, 
 	if err != nil {
 		return res, err
 	}
-	p.log.Info("iceberg commit", "table", src.table, "month", src.month, "rows", rows, "snapshot", res.Snapshot,
+	p.log.Info("iceberg commit", "table", src.table, "month", src.month, "rows", res.Rows, "snapshot", res.Snapshot,
 		"expired", res.Expired, "removed", res.Removed)
 	return res, nil
 }
+
+// rowGroupBytes is the Parquet row group size of the data files written (the property
+// write.parquet.row-group-size-bytes): the writer holds a row group in memory until it is
+// full, 128 MB by iceberg-go's default.
+const rowGroupBytes = "8388608"
 
 // commit is the month's one commit: new columns added to the schema, the month's partition
 // replaced (overwrite by filter: files of other months are kept as they are), the source hash
 // recorded, and snapshots beyond keep expired.
 func (p *Publisher) commit(ctx context.Context, tbl *table.Table, src source, rdr array.RecordReader, key, hash string) (*table.Table, error) {
 	txn := tbl.NewTransaction()
+	// Set first: the data files below are written under these properties.
+	if err := txn.SetProperties(iceberg.Properties{key: hash, table.ParquetRowGroupSizeBytesKey: rowGroupBytes}); err != nil {
+		return nil, err
+	}
 	if err := evolveSchema(txn, tbl, rdr.Schema()); err != nil {
 		return nil, err
 	}
@@ -95,9 +109,6 @@ func (p *Publisher) commit(ctx context.Context, tbl *table.Table, src source, rd
 	if err := txn.Overwrite(ctx, withIDs, props, table.WithOverwriteFilter(filter)); err != nil {
 		return nil, fmt.Errorf("write the data files: %w", err)
 	}
-	if err := txn.SetProperties(iceberg.Properties{key: hash}); err != nil {
-		return nil, err
-	}
 	if err := txn.ExpireSnapshots(table.WithRetainLast(p.keep), table.WithOlderThan(0)); err != nil {
 		return nil, fmt.Errorf("expire snapshots beyond %d: %w", p.keep, err)
 	}
@@ -108,9 +119,10 @@ func (p *Publisher) commit(ctx context.Context, tbl *table.Table, src source, rd
 	return next, nil
 }
 
-// withFieldIDs returns rdr's records with the field ID of each column in sc written into the
-// Arrow schema, so the data files carry the table's own IDs (the writer's name mapping can be
-// stale within a transaction that adds a column).
+// withFieldIDs returns a reader of rdr's records with the field ID of each column in sc
+// written into the Arrow schema, so the data files carry the table's own IDs (the writer's
+// name mapping can be stale within a transaction that adds a column). It streams: each record
+// is rewrapped as it is read. The caller releases the reader (and rdr).
 func withFieldIDs(rdr array.RecordReader, sc *iceberg.Schema) (array.RecordReader, error) {
 	fields := make([]arrow.Field, 0, rdr.Schema().NumFields())
 	for _, f := range rdr.Schema().Fields() {
@@ -121,22 +133,49 @@ func withFieldIDs(rdr array.RecordReader, sc *iceberg.Schema) (array.RecordReade
 		f.Metadata = arrow.NewMetadata([]string{"PARQUET:field_id"}, []string{strconv.Itoa(nf.ID)})
 		fields = append(fields, f)
 	}
-	out := arrow.NewSchema(fields, nil)
-	var recs []arrow.RecordBatch
-	defer func() {
-		for _, r := range recs {
-			r.Release()
-		}
-	}()
-	for rdr.Next() {
-		rec := rdr.RecordBatch()
-		recs = append(recs, array.NewRecordBatch(out, rec.Columns(), rec.NumRows()))
-	}
-	if err := rdr.Err(); err != nil {
-		return nil, err
-	}
-	return array.NewRecordReader(out, recs)
+	r := &idStream{in: rdr, schema: arrow.NewSchema(fields, nil)}
+	r.refs.Store(1)
+	return r, nil
 }
+
+// idStream is withFieldIDs' reader.
+type idStream struct {
+	refs   atomic.Int64
+	in     array.RecordReader
+	schema *arrow.Schema
+	cur    arrow.RecordBatch
+}
+
+func (r *idStream) Retain() { r.refs.Add(1) }
+
+func (r *idStream) Release() {
+	if r.refs.Add(-1) == 0 && r.cur != nil {
+		r.cur.Release()
+		r.cur = nil
+	}
+}
+
+func (r *idStream) Schema() *arrow.Schema { return r.schema }
+
+func (r *idStream) Next() bool {
+	if r.cur != nil {
+		r.cur.Release()
+		r.cur = nil
+	}
+	if !r.in.Next() {
+		return false
+	}
+	rec := r.in.RecordBatch()
+	r.cur = array.NewRecordBatch(r.schema, rec.Columns(), rec.NumRows())
+	return true
+}
+
+func (r *idStream) RecordBatch() arrow.RecordBatch { return r.cur }
+
+// Record is RecordBatch (the interface still names it).
+func (r *idStream) Record() arrow.RecordBatch { return r.cur }
+
+func (r *idStream) Err() error { return r.in.Err() }
 
 // evolveSchema adds the columns of sc the table does not have yet (a migration's new column):
 // each becomes a new optional field with the next unused ID, and older files read it as NULL.
