@@ -85,12 +85,12 @@ func TestAttentionSection(t *testing.T) {
 	}
 }
 
-// steepestFalls returns the n steepest month-over-month falls (of at least 5 %) in visits of
+// steepestFalls returns the n steepest month-over-month falls (of at least 2 %) in visits of
 // snapshot's month among the domains at or above the month's median visits.
 func steepestFalls(t *testing.T, db *sql.DB, snapshot string, n int) []string {
 	t.Helper()
 	rows, err := db.Query(`WITH m AS (SELECT domain, visits, mom_change FROM traffic_monthly WHERE month = CAST(? || '-01' AS DATE) AND mom_change IS NOT NULL)
-		SELECT domain FROM m WHERE visits >= (SELECT median(visits) FROM m) AND mom_change <= -0.05 ORDER BY mom_change, domain LIMIT ?`, snapshot, n)
+		SELECT domain FROM m WHERE visits >= (SELECT median(visits) FROM m) AND mom_change <= -0.02 ORDER BY mom_change, domain LIMIT ?`, snapshot, n)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +131,7 @@ func TestAttentionInChromium(t *testing.T) {
 			want, _ := a.Lines(0)
 			falls := steepestFalls(t, db, simMonths[1], 3)
 			if len(falls) == 0 {
-				t.Fatalf("the simulated month has no fall of 5 %% among the larger half: the test cannot tell")
+				t.Fatalf("the simulated month has no fall of 2 %% among the larger half: the test cannot tell")
 			}
 			for _, vp := range []struct{ w, h, screens int }{{1400, 900, 1}, {390, 844, 2}} {
 				probed := strings.Replace(buf.String(), "</body>", attentionProbe+"</body>", 1)
