@@ -156,4 +156,6 @@ func reportItems(page string) []string {
 	return out
 }
 
-func equalLines(a, b []string) bool { return strings.Join(a, "\n") == strings.Join(b, "\n") && len(a) == len(b) }
+func equalLines(a, b []string) bool {
+	return strings.Join(a, "\n") == strings.Join(b, "\n") && len(a) == len(b)
+}

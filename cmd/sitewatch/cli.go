@@ -421,7 +421,9 @@ func cmdReport(ctx context.Context, args []string, env pipeline.Env) (err error)
 	if err := checkReportTarget(*out, cfg, *force); err != nil {
 		return err
 	}
-	err = atomicfile.Write(*out, 0o644, func(w io.Writer) error { return report.WriteWith(ctx, wh.DB(), f.snapshot, pipeline.AttentionSettings(cfg), w) })
+	err = atomicfile.Write(*out, 0o644, func(w io.Writer) error {
+		return report.WriteWith(ctx, wh.DB(), f.snapshot, pipeline.AttentionSettings(cfg), w)
+	})
 	if err != nil {
 		return err // report names the snapshot; file errors name the file
 	}
