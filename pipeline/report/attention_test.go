@@ -24,12 +24,12 @@ import (
 // text of every entry of the section (folded ones included).
 const attentionProbe = `<script>
 window.addEventListener('load', function () { document.fonts.ready.then(function () {
-  var s = document.getElementById('attention'), toc = document.querySelector('#contents details');
+  var s = document.getElementById('attention'), link = document.querySelector('#contents ol a');
   var top = s ? Math.round(s.getBoundingClientRect().top + window.scrollY) : -1;
   var items = s ? Array.prototype.map.call(s.querySelectorAll('ol.att li'), function (li) { return li.textContent; }) : [];
   var p = document.createElement('pre');
   p.id = 'attention-probe';
-  p.textContent = 'top=' + top + ' vh=' + window.innerHeight + ' toc=' + (toc && toc.open ? 'open' : 'folded') + '\n' + items.join('\n');
+  p.textContent = 'top=' + top + ' vh=' + window.innerHeight + ' toc=' + (link && link.getBoundingClientRect().height > 0 ? 'shown' : 'folded') + '\n' + items.join('\n');
   document.body.appendChild(p);
   if (window.parent !== window) window.parent.postMessage({id: p.id, text: p.textContent}, '*');
 }); });
