@@ -93,7 +93,9 @@ func notifyOutcome(ctx context.Context, n *notify.Notifier, db *sql.DB, sum *Sum
 	ev.Skipped = sum.Watchlist.SkippedLine()
 	if sum.Status == StatusComplete {
 		if d, err := changes.BuildWith(ctx, db, sum.Snapshot, attention); err == nil {
-			ev.Attention = d.Attention.Text(changes.AttentionLeadLines)
+			if d.Attention != nil {
+				ev.Attention = d.Attention.Text(changes.AttentionLeadLines)
+			}
 			ev.Changes = d.Headline()
 		}
 	}

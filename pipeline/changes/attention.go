@@ -3,6 +3,7 @@ package changes
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -110,6 +111,13 @@ func ReadAttention(ctx context.Context, db *sql.DB, month string, s AttentionSet
 	}
 	s = s.withDefaults()
 	a := &Attention{Month: month, Settings: s}
+	var n int
+	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM duckdb_functions() WHERE function_name = 'needs_attention_in'`).Scan(&n); err != nil {
+		return nil, fmt.Errorf("needs attention: read the warehouse catalog: %w", err)
+	}
+	if n == 0 {
+		return nil, fmt.Errorf("needs attention of %s: %w", monthOrLatest(month), ErrNoAttentionView)
+	}
 	var forMonth any
 	if month != "" {
 		forMonth = month
@@ -118,7 +126,7 @@ func ReadAttention(ctx context.Context, db *sql.DB, month string, s AttentionSet
 		severity, score, change, rank, domain_rank, visits
 		FROM needs_attention_in(for_month := ?, min_visits := ?, threshold := ?) ORDER BY rank`, forMonth, s.MinVisits, s.Threshold)
 	if err != nil {
-		return nil, fmt.Errorf("needs attention of %s: %w (a warehouse last written by an older sitewatch lacks the view: run `sitewatch run` or `sitewatch rebuild` once)", monthOrLatest(month), err)
+		return nil, fmt.Errorf("needs attention of %s: %w", monthOrLatest(month), err)
 	}
 	defer func() { _ = rows.Close() }()
 	byDomain := map[string]int{}
@@ -162,6 +170,10 @@ func monthOrLatest(month string) string {
 	}
 	return month
 }
+
+// ErrNoAttentionView reports a warehouse last written by a sitewatch older than the
+// needs_attention view (views are created when a warehouse is opened for writing).
+var ErrNoAttentionView = errors.New("the warehouse has no needs_attention view yet (it was last written by an older sitewatch); run `sitewatch run` or `sitewatch rebuild` once to upgrade it")
 
 // AttentionLeadLines is how many domains the webhook's digest names; `sitewatch changes`
 // shows up to MaxLinesPerSection, the report all.

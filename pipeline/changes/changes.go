@@ -111,6 +111,8 @@ type Digest struct {
 	// Attention is the month's needs-attention list (needs_attention), which every surface
 	// leads with.
 	Attention *Attention
+	// AttentionNote says why Attention is nil ("" when it is not).
+	AttentionNote string
 }
 
 var monthRE = regexp.MustCompile(`^[0-9]{4}-(0[1-9]|1[0-2])$`)
@@ -146,10 +148,14 @@ func BuildWith(ctx context.Context, db *sql.DB, month string, s AttentionSetting
 		}
 	}
 	a, err := ReadAttention(ctx, db, d.Month, s)
-	if err != nil {
+	switch {
+	case errors.Is(err, ErrNoAttentionView):
+		d.AttentionNote = err.Error() // an older warehouse: the rest of the digest still reads
+	case err != nil:
 		return nil, fmt.Errorf("changes of %s: %w", d.Month, err)
+	default:
+		d.Attention = a
 	}
-	d.Attention = a
 	return d, nil
 }
 

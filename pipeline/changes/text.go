@@ -54,6 +54,9 @@ func (d *Digest) WriteText(w io.Writer) error {
 // writeAttention leads the digest with the month's needs-attention list.
 func (d *Digest) writeAttention(p printer) {
 	if d.Attention == nil {
+		if d.AttentionNote != "" {
+			p.Printf("Needs attention: %s\n\n", d.AttentionNote)
+		}
 		return
 	}
 	a := d.Attention

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"io"
 
@@ -41,10 +42,14 @@ func WriteWith(ctx context.Context, db *sql.DB, snapshot string, s changes.Atten
 		return err
 	}
 	a, err := changes.ReadAttention(ctx, db, d.Snapshot, s)
-	if err != nil {
+	switch {
+	case errors.Is(err, changes.ErrNoAttentionView):
+		p.Attention = &attentionSection{Title: "Needs attention: not available", Rule: err.Error()}
+	case err != nil:
 		return err
+	default:
+		p.Attention = buildAttention(a)
 	}
-	p.Attention = buildAttention(a)
 	p.Contents = contents(p)
 	var buf bytes.Buffer
 	if err := pageTmpl.Execute(&buf, p); err != nil {

@@ -738,7 +738,7 @@ COMMENT ON COLUMN latest_sites.fetched_at IS 'As sites.fetched_at (TIMESTAMP, UT
 --       at least 6 earlier changes are known, and the month or the month before had at least
 --       min_visits visits. The 0.02 floor (about ±2 %) keeps a giant whose months barely move
 --       from being listed for an ordinary percent.
---   steep_fall  one of the 3 largest falls in visits (at least 5 %) among the domains at or above
+--   steep_fall  one of the 3 largest falls in visits (at least 2 %) among the domains at or above
 --       the month's median visits (and the floor), when not already listed as visits_fell:
 --       a big domain's large fall is named even when its own months are volatile.
 --   rank_lost, ai_visits_fell, top_channel_fell  the global rank, the AI-referred visits, or
@@ -841,13 +841,13 @@ visit_rows AS MATERIALIZED (
     FROM visit_words v, p
     WHERE abs(v.z) >= p.z_min AND v.n >= 6 AND greatest(v.visits, v.prev_visits) >= p.floor_visits
 ),
--- The steepest falls of the larger half: the 3 largest falls (at least 5 %) among the domains
+-- The steepest falls of the larger half: the 3 largest falls (at least 2 %) among the domains
 -- at or above the month's median visits, each listed even when its own months make the fall
 -- ordinary, so a big domain's large fall is never left out.
 steep AS (
     SELECT v.*, row_number() OVER (ORDER BY v.r, v.domain) AS fall_rank
     FROM visit_words v, p
-    WHERE v.visits >= (SELECT median(visits) FROM visit_z) AND v.visits >= p.floor_visits AND v.r <= ln(0.95)
+    WHERE v.visits >= (SELECT median(visits) FROM visit_z) AND v.visits >= p.floor_visits AND v.r <= ln(0.98)
 ),
 steep_rows AS (
     SELECT s.domain, 'steep_fall' AS reason_kind,
@@ -1029,7 +1029,7 @@ COMMENT ON VIEW needs_attention IS 'The latest complete month''s domains whose m
 COMMENT ON COLUMN needs_attention.snapshot_month IS 'Snapshot (YYYY-MM) the list is for: the latest complete month.';
 COMMENT ON COLUMN needs_attention.previous_month IS 'The complete snapshot before it (YYYY-MM) that rank, AI, channel and missing-data reasons compare with; NULL when there is none.';
 COMMENT ON COLUMN needs_attention.domain IS 'Normalized watchlist domain.';
-COMMENT ON COLUMN needs_attention.reason_kind IS 'visits_fell, visits_rose (unusual for the domain''s own months), steep_fall (one of the 3 steepest falls of at least 5 % among the domains at or above the median size), rank_lost, ai_visits_fell, top_channel_fell (unusual against the watchlist this month), data_missing or quality_failed.';
+COMMENT ON COLUMN needs_attention.reason_kind IS 'visits_fell, visits_rose (unusual for the domain''s own months), steep_fall (one of the 3 steepest falls of at least 2 % among the domains at or above the median size), rank_lost, ai_visits_fell, top_channel_fell (unusual against the watchlist this month), data_missing or quality_failed.';
 COMMENT ON COLUMN needs_attention.reason IS 'Why the domain is listed, in words, e.g. "fell 18.0 % (1,000,000 → 820,000 visits) — its months usually move ±3.0 %".';
 COMMENT ON COLUMN needs_attention.severity IS 'high when score >= 2 × threshold (and always for missing data and quality errors), else medium.';
 COMMENT ON COLUMN needs_attention.score IS 'What the list is ordered by (larger first): |z| for the measured reasons (at least the threshold for steep_fall), 2 × threshold for missing data and quality errors, the threshold for quality warnings.';

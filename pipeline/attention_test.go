@@ -1,0 +1,161 @@
+package pipeline
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"html"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"sitewatch/pipeline/changes"
+	"sitewatch/pipeline/changes/attentiontest"
+	"sitewatch/pipeline/config"
+	"sitewatch/pipeline/metrics"
+	"sitewatch/pipeline/notify"
+	"sitewatch/pipeline/report"
+	"sitewatch/pipeline/warehouse"
+)
+
+// TestAttentionSameOnEverySurface loads the fixed dataset whose needs-attention list is known
+// and checks that `sitewatch changes` (Digest.WriteText), the report's first section, the
+// webhook's complete digest (notifyOutcome, to a real HTTP receiver) and /metrics (the
+// recorder after recordAttention, scraped over HTTP) lead with the same domains, in the same
+// order, with the same reasons — the config's attention settings reaching each of them.
+func TestAttentionSameOnEverySurface(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	w, err := warehouse.Open(ctx, warehouse.Options{DuckDBPath: filepath.Join(dir, "sitewatch.duckdb"), ParquetDir: filepath.Join(dir, "parquet")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	db := w.DB()
+	attentiontest.Load(t, db)
+	// A floor of 1,000 visits lets tiny.com in: proof that the config reaches every surface.
+	cfg := &config.Config{Attention: config.AttentionConfig{MinVisits: 1000}}
+	settings := AttentionSettings(cfg)
+	a, err := changes.ReadAttention(ctx, db, attentiontest.Month, settings)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := a.Lines(0)
+	if !strings.Contains(strings.Join(want, "\n"), ". tiny.com: fell 30.0 %") {
+		t.Fatalf("the 1,000-visit floor did not list tiny.com:\n%s", strings.Join(want, "\n"))
+	}
+
+	// sitewatch changes
+	d, err := changes.BuildWith(ctx, db, attentiontest.Month, settings)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text bytes.Buffer
+	if err := d.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(text.String(), a.Title()+"\n") {
+		t.Errorf("changes does not lead with %q:\n%s", a.Title(), text.String())
+	}
+	if got := numbered(text.String(), len(want)); !equalLines(got, want) {
+		t.Errorf("changes lists\n  %s\nwant\n  %s", strings.Join(got, "\n  "), strings.Join(want, "\n  "))
+	}
+
+	// the report
+	var page bytes.Buffer
+	if err := report.WriteWith(ctx, db, attentiontest.Month, settings, &page); err != nil {
+		t.Fatal(err)
+	}
+	if got := reportItems(page.String()); !equalLines(got, want) {
+		t.Errorf("the report lists\n  %s\nwant\n  %s", strings.Join(got, "\n  "), strings.Join(want, "\n  "))
+	}
+
+	// the webhook's complete digest
+	posted := make(chan map[string]any, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		var p map[string]any
+		if err := json.Unmarshal(body, &p); err != nil {
+			t.Errorf("webhook body: %v", err)
+		}
+		posted <- p
+	}))
+	defer srv.Close()
+	sum := &Summary{RunID: "att-r", Snapshot: attentiontest.Month, Status: StatusComplete, DomainsLoaded: 15, DomainsTotal: 15}
+	notifyOutcome(ctx, notify.New(srv.URL, slog.New(slog.DiscardHandler)), db, sum, settings, nil)
+	p := <-posted
+	lead, _ := a.Lines(changes.AttentionLeadLines)
+	digest, _ := p["needs_attention"].(string)
+	if got := numbered(digest, len(lead)); !equalLines(got, lead) {
+		t.Errorf("the webhook's needs_attention lists\n  %s\nwant\n  %s", strings.Join(got, "\n  "), strings.Join(lead, "\n  "))
+	}
+	msg, _ := p["text"].(string)
+	if i, j := strings.Index(msg, lead[0]), strings.Index(msg, "\nchanges: "); i < 0 || j < 0 || i > j {
+		t.Errorf("the webhook's text does not lead with the list before the changes:\n%s", msg)
+	}
+
+	// /metrics
+	rec := metrics.New(metrics.Options{})
+	r := &runState{cfg: cfg, sum: sum, env: Env{}.WithDefaults()}
+	r.obs.metrics = rec
+	r.recordAttention(ctx, db)
+	ms := httptest.NewServer(rec.Handler())
+	defer ms.Close()
+	fams, err := metrics.Scrape(ctx, ms.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := fams.Value("sitewatch_needs_attention_domains", "month", attentiontest.Month); !ok || int(v) != len(a.Domains) {
+		t.Errorf("sitewatch_needs_attention_domains = %v (%v), want %d", v, ok, len(a.Domains))
+	}
+	for i, dom := range a.Domains {
+		v, ok := fams.Value("sitewatch_needs_attention_rank", "domain", dom.Domain, "kind", dom.Reasons[0].Kind)
+		if i < metrics.AttentionLeadDomains && (!ok || int(v) != i+1) {
+			t.Errorf("sitewatch_needs_attention_rank{domain=%q} = %v (%v), want %d", dom.Domain, v, ok, i+1)
+		}
+	}
+	for kind, n := range a.ByKind() {
+		if v, ok := fams.Value("sitewatch_needs_attention_reasons", "kind", kind); !ok || int(v) != n {
+			t.Errorf("sitewatch_needs_attention_reasons{kind=%q} = %v (%v), want %d", kind, v, ok, n)
+		}
+	}
+}
+
+var numberedRE = regexp.MustCompile(`^\s*(\d+\. .*)$`)
+
+// numbered returns the first n lines of text that start with "N. ", trimmed.
+func numbered(text string, n int) []string {
+	var out []string
+	for _, l := range strings.Split(text, "\n") {
+		if m := numberedRE.FindStringSubmatch(l); m != nil && len(out) < n {
+			out = append(out, m[1])
+		}
+	}
+	return out
+}
+
+var itemRE = regexp.MustCompile(`(?s)<li class="\w+" data-rank="\d+">(.*?)</li>`)
+var tagRE = regexp.MustCompile(`<[^>]+>`)
+
+// reportItems returns the entries of the report's needs-attention section as text.
+func reportItems(page string) []string {
+	i := strings.Index(page, `<section id="attention">`)
+	if i < 0 {
+		return nil
+	}
+	end := i + strings.Index(page[i:], "</section>")
+	var out []string
+	for _, m := range itemRE.FindAllStringSubmatch(page[i:end], -1) {
+		out = append(out, html.UnescapeString(tagRE.ReplaceAllString(m[1], "")))
+	}
+	return out
+}
+
+func equalLines(a, b []string) bool {
+	return strings.Join(a, "\n") == strings.Join(b, "\n") && len(a) == len(b)
+}
