@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"sitewatch/pipeline/textout"
 )
@@ -16,6 +17,7 @@ import (
 type allRow struct {
 	Domain, Title, Category, Visits, MoM, MoMTone, YoY, YoYTone, Rank, RankChange, RankTone string
 	AIVisits, Bounce, Pages, Duration, Source                                               string
+	LongTitle, LongCategory                                                                 bool // may be cut short: the cell carries the whole text as a tooltip
 
 	KeyVisits, KeyMoM, KeyYoY, KeyRank, KeyRankChange, KeyAI, KeyBounce, KeyPages, KeyDuration string
 }
@@ -28,6 +30,7 @@ func buildSites(d *data) []allRow {
 		if s.FromGA {
 			r.Source = "analytics"
 		}
+		r.LongTitle, r.LongCategory = mayBeCut(r.Title), mayBeCut(r.Category)
 		if s.TotalVisits.Valid {
 			r.KeyVisits = strconv.FormatFloat(s.TotalVisits.Float64, 'f', -1, 64) // unrounded: the CSV carries it
 		}
@@ -101,3 +104,8 @@ func categories(d *data) []category {
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
 }
+
+// mayBeCut reports whether a title or category may not fit its cell (14em of 13 px text holds
+// about 24 characters): only those carry their whole text again as a tooltip, so 5,000 rows do
+// not carry every title twice.
+func mayBeCut(s string) bool { return utf8.RuneCountInString(s) > 20 }

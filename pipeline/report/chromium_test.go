@@ -33,7 +33,7 @@ window.addEventListener('load', function () { document.fonts.load('12px "Liberat
     });
   });
   document.querySelectorAll('td, th, .card .value, .card .label, .card .detail, .multiple .name, .legend > span, nav a').forEach(function (e) {
-    if (e.matches('td.t[title]')) return; // cut short on purpose: whole in its tooltip and the CSV
+    if (e.matches('td.t[title]')) return; // may be cut short: whole in its tooltip and the CSV
     if (e.scrollWidth > e.clientWidth + 1 || e.scrollHeight > e.clientHeight + 1) out.push('CLIPPED ' + e.textContent.slice(0, 80));
   });
   document.querySelectorAll('.legend .sw').forEach(function (e) {
