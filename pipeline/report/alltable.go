@@ -7,7 +7,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"gonum.org/v1/plot/font"
 	"gonum.org/v1/plot/vg"
@@ -22,7 +21,6 @@ import (
 type allRow struct {
 	Domain, Title, Category, Visits, MoM, MoMTone, YoY, YoYTone, Rank, RankChange, RankTone string
 	AIVisits, Bounce, Pages, Duration, Source                                               string
-	LongTitle, LongCategory                                                                 bool // may be cut short: the cell carries the whole text as a tooltip
 
 	KeyVisits, KeyMoM, KeyYoY, KeyRank, KeyRankChange, KeyAI, KeyBounce, KeyPages, KeyDuration string
 }
@@ -35,7 +33,6 @@ func buildSites(d *data) []allRow {
 		if s.FromGA {
 			r.Source = "analytics"
 		}
-		r.LongTitle, r.LongCategory = mayBeCut(r.Title), mayBeCut(r.Category)
 		if s.TotalVisits.Valid {
 			r.KeyVisits = strconv.FormatFloat(s.TotalVisits.Float64, 'f', -1, 64) // unrounded: the CSV carries it
 		}
@@ -110,18 +107,13 @@ func categories(d *data) []category {
 	return out
 }
 
-// mayBeCut reports whether a title or category may not fit its cell (14em of 13 px text holds
-// about 24 characters): only those carry their whole text again as a tooltip, so 5,000 rows do
-// not carry every title twice.
-func mayBeCut(s string) bool { return utf8.RuneCountInString(s) > 20 }
-
 // allHeads are the All domains table's column headings, in order.
 var allHeads = []string{"Domain", "Title", "Category", "Visits", "MoM", "YoY", "Global rank", "Rank change", "AI visits",
 	"Bounce rate", "Pages / visit", "Avg. visit", "Traffic data"}
 
 // Cell geometry of the All domains table, in CSS px: 13 px text, 6 px padding each side, a
 // 1 px border, the sort arrow a heading gets, and a title or category's widest before it is
-// cut short with an ellipsis (and a tooltip).
+// cut short with an ellipsis (whole on hover or tap, and in the CSV).
 const (
 	tableText  = 13.0
 	cellExtra  = 2*6 + 1 + textSlack

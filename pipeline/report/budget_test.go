@@ -23,6 +23,7 @@ import (
 const budgetProbe = `<script>
 window.addEventListener('load', function () {
   document.fonts.ready.then(function () {
+    showAllRows(); // layoutProbe's
     var out = [], de = document.documentElement, vw = de.clientWidth;
     var nav = performance.getEntriesByType('navigation')[0];
     var wrapper = /(^| )(tw|scroll)( |$)/; // charts are not among them: a chart must fit
