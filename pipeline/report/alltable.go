@@ -2,9 +2,14 @@ package report
 
 import (
 	"fmt"
+	"html/template"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
+
+	"gonum.org/v1/plot/font"
+	"gonum.org/v1/plot/vg"
 
 	"sitewatch/pipeline/textout"
 )
@@ -100,4 +105,60 @@ func categories(d *data) []category {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
+}
+
+// allHeads are the All domains table's column headings, in order.
+var allHeads = []string{"Domain", "Title", "Category", "Visits", "MoM", "YoY", "Global rank", "Rank change", "AI visits",
+	"Bounce rate", "Pages / visit", "Avg. visit", "Traffic data"}
+
+// Cell geometry of the All domains table, in CSS px: 13 px text, 6 px padding each side, a
+// 1 px border, the sort arrow a heading gets, and a title or category's widest before it is
+// cut short with an ellipsis (whole on hover or tap, and in the CSV).
+const (
+	tableText  = 13.0
+	cellExtra  = 2*6 + 1 + textSlack
+	arrowW     = 14.0
+	maxTextCol = 182.0
+)
+
+// boldFont is the headings' face. 3 is golang.org/x/image/font.WeightBold, named here by value
+// so the report does not import x/image for one constant (TestBoldFontMeasured pins it).
+var boldFont = font.Font{Typeface: "Liberation", Variant: "Sans", Weight: 3}
+
+// allColumns measures each column of the All domains table with the page's font and returns
+// the grid template every row shares: the widest cell or heading, so no cell is clipped
+// (titles and categories stop at maxTextCol, cut short with an ellipsis).
+func allColumns(rows []allRow) template.CSS {
+	widths := make([]float64, len(allHeads))
+	bold := fonts.Lookup(boldFont, vg.Length(tableText))
+	for i, h := range allHeads {
+		widths[i] = float64(bold.Width(h)) + arrowW
+	}
+	face := fonts.Lookup(chartFont, vg.Length(tableText))
+	seen := make([]map[string]bool, len(allHeads))
+	for i := range seen {
+		seen[i] = map[string]bool{}
+	}
+	for _, r := range rows {
+		for i, v := range r.cells() {
+			if seen[i][v] {
+				continue
+			}
+			seen[i][v] = true
+			widths[i] = math.Max(widths[i], float64(face.Width(v)))
+		}
+	}
+	cols := make([]string, len(widths))
+	for i, w := range widths {
+		if i == 1 || i == 2 {
+			w = math.Min(w, maxTextCol)
+		}
+		cols[i] = fmt.Sprintf("%.0fpx", math.Ceil(w+cellExtra))
+	}
+	return template.CSS(strings.Join(cols, " ")) // #nosec G203 -- numbers and "px" only
+}
+
+// cells are a row's texts in column order.
+func (r allRow) cells() []string {
+	return []string{r.Domain, r.Title, r.Category, r.Visits, r.MoM, r.YoY, r.Rank, r.RankChange, r.AIVisits, r.Bounce, r.Pages, r.Duration, r.Source}
 }

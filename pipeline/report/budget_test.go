@@ -23,6 +23,7 @@ import (
 const budgetProbe = `<script>
 window.addEventListener('load', function () {
   document.fonts.ready.then(function () {
+    showAllRows(); // layoutProbe's
     var out = [], de = document.documentElement, vw = de.clientWidth;
     var nav = performance.getEntriesByType('navigation')[0];
     var wrapper = /(^| )(tw|scroll)( |$)/; // charts are not among them: a chart must fit
@@ -54,14 +55,15 @@ window.addEventListener('load', function () {
     var p = document.createElement('pre');
     p.id = 'budget-probe';
     p.textContent = 'h=' + de.scrollHeight + ' w=' + de.scrollWidth + ' vw=' + vw + ' load=' + (nav ? Math.round(nav.loadEventStart) : -1) +
-      ' charts=' + charts + ' widest=' + widest + '\n' + out.slice(0, 40).join('\n');
+      ' charts=' + charts + ' widest=' + widest + ' toc=' + (document.getElementById('contents-list').open ? 'open' : 'folded') +
+      ' tocheight=' + Math.round(document.getElementById('contents').getBoundingClientRect().height) + '\n' + out.slice(0, 40).join('\n');
     document.body.appendChild(p);
     if (window.parent !== window) window.parent.postMessage({id: p.id, text: p.textContent}, '*');
   });
 });
 </script>`
 
-var budgetRE = regexp.MustCompile(`(?s)<pre id="budget-probe">h=(\d+) w=(\d+) vw=(\d+) load=(-?\d+) charts=(\d+) widest=(\d+)\n?(.*?)</pre>`)
+var budgetRE = regexp.MustCompile(`(?s)<pre id="budget-probe">h=(\d+) w=(\d+) vw=(\d+) load=(-?\d+) charts=(\d+) widest=(\d+) toc=(\w+) tocheight=(-?\d+)\n?(.*?)</pre>`)
 
 // printProbe checks, with the print stylesheet applied on screen at the width of an A4 page's
 // printable area, that every chart and small multiple fits one page and may not be split.
@@ -196,7 +198,14 @@ func checkLayout(t *testing.T, html string, n, width int, b budget, loadCPU time
 	if over := overBudget(time.Duration(load)*time.Millisecond, loadCPU, b.maxLoad); over != "" {
 		t.Errorf("%d px: load event after %s, budget %v", width, over, b.maxLoad)
 	}
-	if problems := strings.TrimSpace(m[7]); problems != "" {
+	// The contents list folds away on a phone, where its 12 lines would fill the first screen.
+	if toc := m[7]; (width < 600) != (toc == "folded") {
+		t.Errorf("%d px: the contents list is %s, want folded on a phone and open elsewhere", width, toc)
+	}
+	if height, _ := strconv.Atoi(m[8]); width < 600 && height > 60 {
+		t.Errorf("%d px: the contents list is %d px tall, want it folded to one line", width, height)
+	}
+	if problems := strings.TrimSpace(m[9]); problems != "" {
 		t.Errorf("%d px: layout problems:\n%s", width, problems)
 	}
 	lm := probeRE.FindStringSubmatch(dom)

@@ -58,9 +58,10 @@ type page struct {
 	Competitors   *competitorSection
 	Runs          *runSection
 	Sites         []allRow
-	Categories    []category // the All domains filter's choices
-	TopNote       string     // which domains the per-domain sections show, "" when all
-	Rule          string     // the ranking rule, stated in the footnote
+	Categories    []category   // the All domains filter's choices
+	AllColumns    template.CSS // the All domains grid's column widths
+	TopNote       string       // which domains the per-domain sections show, "" when all
+	Rule          string       // the ranking rule, stated in the footnote
 	TopN          int
 }
 
@@ -110,6 +111,7 @@ func build(d *data) (*page, error) {
 	p.Runs = buildRuns(d)
 	p.Sites = buildSites(d)
 	p.Categories = categories(d)
+	p.AllColumns = allColumns(p.Sites)
 	p.TopNote = cutNote(d, "the most visited domains")
 	p.Rule, p.TopN = changes.RankingRule, topN
 	p.Contents = contents(p)

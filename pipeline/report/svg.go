@@ -66,18 +66,6 @@ func (s *svgDoc) line(x1, y1, x2, y2 float64, stroke string, width float64) {
 		x1, y1, x2, y2, stroke, width)
 }
 
-func (s *svgDoc) polyline(pts [][2]float64, stroke string, width float64) {
-	var b strings.Builder
-	for i, p := range pts {
-		if i > 0 {
-			b.WriteByte(' ')
-		}
-		fmt.Fprintf(&b, "%.1f,%.1f", p[0], p[1])
-	}
-	fmt.Fprintf(&s.b, `<polyline points="%s" fill="none" stroke="%s" stroke-width="%g" stroke-linejoin="round"/>`,
-		b.String(), stroke, width)
-}
-
 func (s *svgDoc) circle(x, y, r float64, fill, stroke string) {
 	fmt.Fprintf(&s.b, `<circle cx="%.1f" cy="%.1f" r="%g" fill="%s" stroke="%s" stroke-width="1.5"/>`, x, y, r, fill, stroke)
 }

@@ -1,7 +1,10 @@
 package report
 
 import (
+	"fmt"
+	"os"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -122,9 +125,10 @@ func checkTable(t *testing.T, html string, n, width int) {
 		t.Errorf("%d px: table problems:\n%s", width, r.problems)
 	}
 	if width >= 1000 {
+		limit, why := sortBudget()
 		for i, d := range r.sorts {
-			if d > maxSort {
-				t.Errorf("%d px: sort %d of %d rows took %v, budget %v", width, i+1, n, d, maxSort)
+			if d > limit {
+				t.Errorf("%d px: sort %d of %d rows took %v, budget %v%s", width, i+1, n, d, limit, why)
 			}
 		}
 	}
@@ -143,4 +147,24 @@ func checkTable(t *testing.T, html string, n, width int) {
 	if !strings.HasPrefix(r.head, "Domain,Title,Category,Visits,MoM,YoY,Global rank") {
 		t.Errorf("%d px: CSV header %q", width, r.head)
 	}
+}
+
+// sortBudget is maxSort, or on a contended machine (see contended) maxSort scaled by the
+// load per core: the browser's sort is timed by the wall clock, which the neighbours stretch,
+// and a page's script has no CPU clock to time it by instead. The message says which.
+func sortBudget() (time.Duration, string) {
+	busy, why := contended()
+	if !busy {
+		return maxSort, ""
+	}
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return maxSort, ""
+	}
+	load, err := strconv.ParseFloat(strings.Fields(string(b))[0], 64)
+	if err != nil {
+		return maxSort, ""
+	}
+	perCore := load / float64(runtime.NumCPU())
+	return time.Duration(float64(maxSort) * perCore), fmt.Sprintf(" (%v × %.1f: %s)", maxSort, perCore, why)
 }
