@@ -245,9 +245,27 @@ func newFlags(name string, env pipeline.Env, withConfig, withSnapshot bool) *com
 		f.fs.StringVar(&f.config, "config", "domains.yaml", "the config `file`")
 	}
 	if withSnapshot {
-		f.fs.StringVar(&f.snapshot, "snapshot", "", "the snapshot `month`, YYYY-MM (the month the API's data is for; default: run: the month the API serves now, others: the newest month held)")
+		f.fs.StringVar(&f.snapshot, "snapshot", "", snapshotHelp(name))
 	}
 	return f
+}
+
+// snapshotHelp is what --snapshot means to command name (a snapshot is the month the API's data
+// is for, YYYY-MM).
+func snapshotHelp(name string) string {
+	switch name {
+	case "run":
+		return "load this `month` (YYYY-MM) only if the API serves it: else exit 5, nothing stored (default: the month the API serves now)"
+	case "rebuild":
+		return "re-derive this `month` (YYYY-MM) from its stored answers (default: the newest month held; --all for every month)"
+	case "report":
+		return "report on this `month` (YYYY-MM) (default: the newest month held)"
+	case "changes":
+		return "compare this complete `month` (YYYY-MM) with the complete month before it (default: the latest complete month)"
+	case "publish":
+		return "upload this `month` (YYYY-MM) (default: the newest month held; --all for every month)"
+	}
+	return "the snapshot `month`, YYYY-MM: the month the API's data is for (default: the newest month held)"
 }
 
 // set reports whether the flag name was given on the command line.

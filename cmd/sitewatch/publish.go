@@ -23,7 +23,7 @@ var publishHelp = help{
 	examples: []string{
 		"sitewatch publish                    # the newest month held",
 		"sitewatch publish --all              # every month with a complete run (the others: their restore copy); unchanged files are not uploaded again",
-		"sitewatch publish --verify           # read the bucket back: every object against its manifest; repairs what differs",
+		"sitewatch publish --verify           # read the bucket back: every object against its manifest; uploads nothing (--all repairs what differs)",
 		"sitewatch publish --snapshot 2026-10",
 	},
 }
