@@ -201,17 +201,27 @@ type publishJSON struct {
 	Error       string   `json:"error,omitempty"` // the bucket could not be compared
 }
 
-func collectPublish(ctx context.Context, _ *sql.DB, cfg *config.Config) (any, error) {
+func collectPublish(ctx context.Context, db *sql.DB, cfg *config.Config) (any, error) {
 	if cfg.Publish.URL == "" {
 		return nil, nil
 	}
 	out := &publishJSON{URL: cfg.Publish.URL, Unpublished: []string{}}
-	// status answers within statusSectionBound (status.go) even when the bucket hangs.
-	p, err := publish.New(ctx, cfg.Publish, publish.Options{MaxAttempts: 2, Deadlines: publish.Deadlines{FirstByte: 10 * time.Second, Idle: 10 * time.Second}})
-	if err == nil {
+	var err error
+	if cfg.Publish.WritesHive() {
+		// status answers within statusSectionBound (status.go) even when the bucket hangs.
+		var p *publish.Publisher
+		p, err = publish.New(ctx, cfg.Publish, publish.Options{MaxAttempts: 2, Deadlines: publish.Deadlines{FirstByte: 10 * time.Second, Idle: 10 * time.Second}})
+		if err == nil {
+			var pending []string
+			if pending, err = p.Pending(ctx, cfg.Warehouse.Parquet); err == nil {
+				out.Unpublished = append(out.Unpublished, pending...)
+			}
+		}
+	}
+	if err == nil && cfg.Publish.WritesIceberg() {
 		var pending []string
-		if pending, err = p.Pending(ctx, cfg.Warehouse.Parquet); err == nil {
-			out.Unpublished = append(out.Unpublished, pending...)
+		if pending, err = icebergPending(ctx, db, cfg); err == nil {
+			out.Unpublished = unionMonths(out.Unpublished, pending)
 		}
 	}
 	if err != nil {
