@@ -378,13 +378,28 @@ func cmdRebuild(ctx context.Context, args []string, env pipeline.Env) (err error
 	if err != nil {
 		return err // the warehouse names the snapshot and the step
 	}
-	what := "snapshot " + snapshot
+	what := fmt.Sprintf("snapshot %s from stored responses: %s", snapshot, textout.Plural(n, "domain", "domains"))
 	if snapshot == "" {
-		what = "every snapshot"
+		months, domains, err := monthsAndDomains(ctx, wh)
+		if err != nil {
+			return err
+		}
+		what = fmt.Sprintf("every snapshot from stored responses: %s, %s (%s)", textout.Plural(months, "month", "months"),
+			textout.Plural(domains, "domain", "domains"), textout.Plural(n, "domain-month", "domain-months"))
 	}
 	o := textout.New(env.Stdout)
-	o.Printf("rebuilt %s from stored responses: %d domains, 0 API calls; Parquet re-exported to %s\n", what, n, cfg.Warehouse.Parquet)
+	o.Printf("rebuilt %s, 0 API calls; Parquet re-exported to %s\n", what, cfg.Warehouse.Parquet)
 	return o.Err()
+}
+
+// monthsAndDomains counts the months and the distinct domains the warehouse holds, so a
+// rebuild of every month does not call 28 domains × 3 months "84 domains".
+func monthsAndDomains(ctx context.Context, wh *warehouse.Warehouse) (months, domains int, err error) {
+	err = wh.DB().QueryRowContext(ctx, `SELECT count(DISTINCT snapshot_month), count(DISTINCT domain) FROM sites`).Scan(&months, &domains)
+	if err != nil {
+		return 0, 0, fmt.Errorf("count the months and domains rebuilt: %w", err)
+	}
+	return months, domains, nil
 }
 
 var validateHelp = help{
