@@ -272,3 +272,18 @@ func TestCheckSaysWhyTheKeyIsNotUsable(t *testing.T) {
 		t.Errorf("check without a key called the API %d times", h.srv.Stats().Requests)
 	}
 }
+
+// TestDemoTwoSourceCheckWithoutOverride: make demo's two-source config names each source's
+// base_url, so its `check` runs without ATLAS_BASE_URL: with it, check warns that the variable
+// replaces every source's address, a WARN the demo's own config should not cause.
+func TestDemoTwoSourceCheckWithoutOverride(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "scripts", "demo.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.Contains(line, `check --config "$two/domains.yaml"`) && !strings.Contains(line, "env -u ATLAS_BASE_URL") {
+			t.Errorf("the demo's two-source check keeps ATLAS_BASE_URL set (a WARN on its own config):\n%s", line)
+		}
+	}
+}
