@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -54,5 +56,57 @@ func TestParseReset(t *testing.T) {
 	}
 	if _, err := parseReset("-5s", now); err == nil {
 		t.Error("parseReset(-5s) accepted a reset in the past")
+	}
+}
+
+// syncWriter is a buffer the server's goroutines and the test share.
+type syncWriter struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (w *syncWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
+}
+
+func (w *syncWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.String()
+}
+
+// TestQuietLogsNoRequest: with --quiet the simulator answers as usual but writes no line per
+// request to stderr (the README's two-month recipe shares the terminal with sitewatch); without
+// it each request is logged.
+func TestQuietLogsNoRequest(t *testing.T) {
+	for _, quiet := range []bool{true, false} {
+		args := []string{"--addr", "127.0.0.1:0", "--month", "2026-10"}
+		if quiet {
+			args = append(args, "--quiet")
+		}
+		var stdout, stderr syncWriter
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan int, 1)
+		go func() { done <- run(ctx, args, &stdout, &stderr) }()
+		deadline := time.Now().Add(10 * time.Second)
+		for !strings.Contains(stdout.String(), "\n") && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		url := strings.TrimSpace(strings.TrimPrefix(stdout.String(), "listening on "))
+		resp, err := http.Get(url + "/atlas/site-overview?url=example.com")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+		cancel()
+		if code := <-done; code != 0 {
+			t.Fatalf("exit %d: %s", code, stderr.String())
+		}
+		logged := strings.Contains(stderr.String(), "site-overview")
+		if logged == quiet {
+			t.Errorf("--quiet %v: request logged %v:\n%s", quiet, logged, stderr.String())
+		}
 	}
 }

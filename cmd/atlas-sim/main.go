@@ -1,12 +1,12 @@
 // Command atlas-sim serves the Site Intelligence API simulator of package atlastest on a
 // local address, with deterministic synthetic data; with --month-turn-after it turns to the
 // next data month while serving, as the real API does. It prints "listening on http://HOST:PORT"
-// on stdout once it accepts connections, logs one line per request on stderr (never a key),
-// and shuts down gracefully on SIGINT or SIGTERM.
+// on stdout once it accepts connections, logs one line per request on stderr (never a key;
+// none with --quiet), and shuts down gracefully on SIGINT or SIGTERM.
 //
 // Usage:
 //
-//	atlas-sim [--addr 127.0.0.1:8080] [--keys K=N,...] [--rate N] [--latency MIN[-MAX]]
+//	atlas-sim [--addr 127.0.0.1:8080] [--quiet] [--keys K=N,...] [--rate N] [--latency MIN[-MAX]]
 //	          [--fail-rate F] [--month YYYY-MM] [--month-turn-after D] [--seed N]
 //	          [--marketplace-host H --marketplace-key K [--marketplace-require-bearer]
 //	           [--quota N] [--quota-reset T] [--marketplace-rate N]]
@@ -38,7 +38,7 @@ func main() {
 // run parses args, serves until ctx ends and returns the exit code: 0 after a clean
 // shutdown, 1 when serving fails, 2 for bad usage.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	addr, opts, err := parseFlags(args, stdout, time.Now())
+	addr, quiet, opts, err := parseFlags(args, stdout, time.Now())
 	if errors.Is(err, flag.ErrHelp) || errors.Is(err, errVersion) {
 		return 0
 	}
@@ -46,7 +46,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		complain(stderr, fmt.Errorf("%w\nRun atlas-sim --help for the flags", err))
 		return 2
 	}
-	opts.Logger = slog.New(slog.NewTextHandler(stderr, nil))
+	level := slog.LevelInfo
+	if quiet {
+		level = slog.LevelWarn // no line per request: a terminal shared with sitewatch stays readable
+	}
+	opts.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	srv, err := atlastest.Listen(addr, opts)
 	if err != nil {
 		complain(stderr, err)
@@ -81,8 +85,8 @@ specification, with deterministic synthetic data (same domain + same month = sam
 It serves the direct gateway (/atlas/...) and, with --marketplace-host and
 --marketplace-key, a marketplace listing with its own monthly quota, reset time and rate,
 from one process. It prints "listening on http://HOST:PORT" on stdout once it accepts
-connections, logs one line per request on stderr (never a key), and stops cleanly on
-SIGINT or SIGTERM.
+connections, logs one line per request on stderr (never a key; --quiet: none), and stops
+cleanly on SIGINT or SIGTERM.
 
 Usage:
   atlas-sim [flags]
@@ -95,7 +99,19 @@ Flags:
 // errVersion reports that --version was given and printed: exit 0, serve nothing.
 var errVersion = errors.New("version printed")
 
-func parseFlags(args []string, stdout io.Writer, now time.Time) (string, atlastest.Options, error) {
+// parseFlags returns the listen address, whether --quiet was given, and the simulator's options.
+func parseFlags(args []string, stdout io.Writer, now time.Time) (string, bool, atlastest.Options, error) {
+	sa, opts, err := parseSimFlags(args, stdout, now)
+	return sa.addr, sa.quiet, opts, err
+}
+
+// simArgs are the flags that are not the simulator's options.
+type simArgs struct {
+	addr  string
+	quiet bool
+}
+
+func parseSimFlags(args []string, stdout io.Writer, now time.Time) (simArgs, atlastest.Options, error) {
 	fs := flag.NewFlagSet("atlas-sim", flag.ContinueOnError)
 	// Flag errors are returned and printed by run; the help is printed only when asked for,
 	// on stdout (the flag package calls Usage on every parse error too).
@@ -104,6 +120,7 @@ func parseFlags(args []string, stdout io.Writer, now time.Time) (string, atlaste
 	var (
 		opts       atlastest.Options
 		version    = fs.Bool("version", false, "print the version and exit")
+		quiet      = fs.Bool("quiet", false, "log no line per request: only warnings and errors on stderr (for a terminal shared with sitewatch)")
 		quotaReset = fs.String("quota-reset", "", "when the listing's quota resets: RFC 3339 `T`, or a Go duration from start (default the first of next month, 00:00 UTC)")
 		addr       = fs.String("addr", "127.0.0.1:8080", "listen `HOST:PORT` (port 0 picks a free one)")
 		keys       = fs.String("keys", atlastest.DefaultKey+"=500", "API keys and their starting credits, `K=N[,K=N...]`")
@@ -121,53 +138,53 @@ func parseFlags(args []string, stdout io.Writer, now time.Time) (string, atlaste
 	fs.IntVar(&opts.MarketplaceRate, "marketplace-rate", 0, "the listing's own requests per second `N` (default --rate)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return "", opts, printHelp(fs, stdout)
+			return simArgs{}, opts, printHelp(fs, stdout)
 		}
-		return "", opts, err
+		return simArgs{}, opts, err
 	}
 	if *version {
 		_, err := fmt.Fprintf(stdout, "atlas-sim %s\n", buildinfo.Version())
 		if err != nil {
-			return "", opts, fmt.Errorf("print the version: %w", err)
+			return simArgs{}, opts, fmt.Errorf("print the version: %w", err)
 		}
-		return "", opts, errVersion
+		return simArgs{}, opts, errVersion
 	}
 	if opts.MarketplaceQuota < 1 {
-		return "", opts, fmt.Errorf("--quota %d: want at least 1 request a month", opts.MarketplaceQuota)
+		return simArgs{}, opts, fmt.Errorf("--quota %d: want at least 1 request a month", opts.MarketplaceQuota)
 	}
 	if opts.MarketplaceRate < 0 {
-		return "", opts, fmt.Errorf("--marketplace-rate %d: want at least 1 request per second", opts.MarketplaceRate)
+		return simArgs{}, opts, fmt.Errorf("--marketplace-rate %d: want at least 1 request per second", opts.MarketplaceRate)
 	}
 	if *quotaReset != "" {
 		t, err := parseReset(*quotaReset, now)
 		if err != nil {
-			return "", opts, err
+			return simArgs{}, opts, err
 		}
 		opts.MarketplaceQuotaReset = t
 	}
 	if fs.NArg() > 0 {
-		return "", opts, fmt.Errorf("unexpected argument %q: atlas-sim takes flags only", fs.Arg(0))
+		return simArgs{}, opts, fmt.Errorf("unexpected argument %q: atlas-sim takes flags only", fs.Arg(0))
 	}
 	if opts.Rate < 1 {
-		return "", opts, fmt.Errorf("--rate %d: want at least 1 request per second", opts.Rate)
+		return simArgs{}, opts, fmt.Errorf("--rate %d: want at least 1 request per second", opts.Rate)
 	}
 	if opts.MonthTurnAfter < 0 {
-		return "", opts, fmt.Errorf("--month-turn-after %v: want a positive duration such as 30s", opts.MonthTurnAfter)
+		return simArgs{}, opts, fmt.Errorf("--month-turn-after %v: want a positive duration such as 30s", opts.MonthTurnAfter)
 	}
 	if opts.Seed == 0 {
-		return "", opts, errors.New("--seed 0: want a non-zero seed")
+		return simArgs{}, opts, errors.New("--seed 0: want a non-zero seed")
 	}
 	var err error
 	if opts.Keys, err = atlastest.ParseKeys(*keys); err != nil {
-		return "", opts, fmt.Errorf("--keys: %w", err)
+		return simArgs{}, opts, fmt.Errorf("--keys: %w", err)
 	}
 	if opts.LatencyMin, opts.LatencyMax, err = atlastest.ParseLatency(*latency); err != nil {
-		return "", opts, fmt.Errorf("--latency: %w", err)
+		return simArgs{}, opts, fmt.Errorf("--latency: %w", err)
 	}
 	if _, err := atlastest.NewHandler(opts); err != nil {
-		return "", opts, err
+		return simArgs{}, opts, err
 	}
-	return *addr, opts, nil
+	return simArgs{addr: *addr, quiet: *quiet}, opts, nil
 }
 
 // parseReset reads --quota-reset: an RFC 3339 time, or a Go duration after now.

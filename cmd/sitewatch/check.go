@@ -40,6 +40,11 @@ func cmdCheck(ctx context.Context, args []string, env pipeline.Env) error {
 	if line := wl.SkippedLine(); line != "" {
 		fmt.Fprintf(env.Stdout, "watchlist   %s\n", line)
 	}
+	if err := pipeline.CheckCredentials(cfg, env.Getenv); err != nil {
+		// The checklist says why it stops, where the reader looks; printed once.
+		fmt.Fprintf(env.Stdout, "key         NOT USABLE: %v\nnot ready: nothing was called\n", err)
+		return reportedError{err}
+	}
 	r, err := pipeline.Check(ctx, cfg, env)
 	if stop := printProbeFailure(env.Stdout, r, err); stop {
 		return err

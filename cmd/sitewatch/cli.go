@@ -246,9 +246,27 @@ func newFlags(name string, env pipeline.Env, withConfig, withSnapshot bool) *com
 		f.fs.StringVar(&f.config, "config", "domains.yaml", "the config `file`")
 	}
 	if withSnapshot {
-		f.fs.StringVar(&f.snapshot, "snapshot", "", "the snapshot `month`, YYYY-MM (the month the API's data is for; default: run: the month the API serves now, others: the newest month held)")
+		f.fs.StringVar(&f.snapshot, "snapshot", "", snapshotHelp(name))
 	}
 	return f
+}
+
+// snapshotHelp is what --snapshot means to command name (a snapshot is the month the API's data
+// is for, YYYY-MM).
+func snapshotHelp(name string) string {
+	switch name {
+	case "run":
+		return "load this `month` (YYYY-MM) only if the API serves it: else exit 5, nothing stored (default: the month the API serves now)"
+	case "rebuild":
+		return "re-derive this `month` (YYYY-MM) from its stored answers (default: the newest month held; --all for every month)"
+	case "report":
+		return "report on this `month` (YYYY-MM) (default: the newest month held)"
+	case "changes":
+		return "compare this complete `month` (YYYY-MM) with the complete month before it (default: the latest complete month)"
+	case "publish":
+		return "upload this `month` (YYYY-MM) (default: the newest month held; --all for every month)"
+	}
+	return "the snapshot `month`, YYYY-MM: the month the API's data is for (default: the newest month held)"
 }
 
 // set reports whether the flag name was given on the command line.
@@ -361,13 +379,28 @@ func cmdRebuild(ctx context.Context, args []string, env pipeline.Env) (err error
 	if err != nil {
 		return err // the warehouse names the snapshot and the step
 	}
-	what := "snapshot " + snapshot
+	what := fmt.Sprintf("snapshot %s from stored responses: %s", snapshot, textout.Plural(n, "domain", "domains"))
 	if snapshot == "" {
-		what = "every snapshot"
+		months, domains, err := monthsAndDomains(ctx, wh)
+		if err != nil {
+			return err
+		}
+		what = fmt.Sprintf("every snapshot from stored responses: %s, %s (%s)", textout.Plural(months, "month", "months"),
+			textout.Plural(domains, "domain", "domains"), textout.Plural(n, "domain-month", "domain-months"))
 	}
 	o := textout.New(env.Stdout)
-	o.Printf("rebuilt %s from stored responses: %d domains, 0 API calls; Parquet re-exported to %s\n", what, n, cfg.Warehouse.Parquet)
+	o.Printf("rebuilt %s, 0 API calls; Parquet re-exported to %s\n", what, cfg.Warehouse.Parquet)
 	return o.Err()
+}
+
+// monthsAndDomains counts the months and the distinct domains the warehouse holds, so a
+// rebuild of every month does not call 28 domains × 3 months "84 domains".
+func monthsAndDomains(ctx context.Context, wh *warehouse.Warehouse) (months, domains int, err error) {
+	err = wh.DB().QueryRowContext(ctx, `SELECT count(DISTINCT snapshot_month), count(DISTINCT domain) FROM sites`).Scan(&months, &domains)
+	if err != nil {
+		return 0, 0, fmt.Errorf("count the months and domains rebuilt: %w", err)
+	}
+	return months, domains, nil
 }
 
 var validateHelp = help{

@@ -45,6 +45,9 @@ func textOf(v any, t *colType, st valueStyle) string {
 	case *big.Int:
 		return group(x.String(), st.grouped)
 	case float64:
+		if st.grouped {
+			x = readable(x)
+		}
 		return group(floatText(x, 64), st.grouped)
 	case float32:
 		return group(floatText(float64(x), 32), st.grouped)
@@ -89,6 +92,21 @@ func floatText(f float64, bits int) string {
 		return strconv.FormatFloat(f, 'g', -1, bits)
 	}
 	return strconv.FormatFloat(f, 'f', -1, bits)
+}
+
+// readableDigits is how many significant digits a DOUBLE shows in a table: the 15 a DOUBLE holds
+// for any decimal input. Sums of fractional values carry binary noise beyond them
+// (169466275569.21002 for 169466275569.21, 0.30000000000000004 for 0.1 + 0.2); CSV, JSON and
+// --raw keep every digit of the shortest exact form.
+const readableDigits = 15
+
+// readable is f rounded to readableDigits significant digits.
+func readable(f float64) float64 {
+	r, err := strconv.ParseFloat(strconv.FormatFloat(f, 'g', readableDigits, 64), 64)
+	if err != nil {
+		return f // NaN and the infinities format and parse back; nothing else fails
+	}
+	return r
 }
 
 // decimalText writes a DECIMAL exactly, with all its scale digits ("15.10" for DECIMAL(4,2)).

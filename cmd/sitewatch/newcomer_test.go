@@ -236,3 +236,54 @@ func TestUpToDateAndMismatchFiguresAreTrue(t *testing.T) {
 		t.Errorf("the mismatch webhook says %q, want %s stays complete with 4/4", text, testMonth)
 	}
 }
+
+// TestRebuildAllCountsMonthsAndDomains: rebuild --all of 3 domains × 2 months says 2 months, 3
+// domains (6 domain-months), not "6 domains".
+func TestRebuildAllCountsMonthsAndDomains(t *testing.T) {
+	h := newHarness(t, atlastest.Options{}, atlastest.Domains(3), "")
+	if code := h.run("run"); code != ExitOK {
+		t.Fatalf("run exit %d\n%s", code, h.stdout)
+	}
+	if err := h.srv.SetMonth("2026-11"); err != nil {
+		t.Fatal(err)
+	}
+	if code := h.run("run"); code != ExitOK {
+		t.Fatalf("second month's run exit %d\n%s", code, h.stdout)
+	}
+	if code := h.run("rebuild", "--all"); code != ExitOK {
+		t.Fatalf("rebuild --all exit %d\n%s", code, h.stderr)
+	}
+	golden(t, "rebuild-all.golden", strings.ReplaceAll(h.stdout.String(), h.dir, "DIR"))
+}
+
+// TestCheckSaysWhyTheKeyIsNotUsable: check with no usable key says so on stdout, in its
+// checklist, right after the config line; the error is printed once.
+func TestCheckSaysWhyTheKeyIsNotUsable(t *testing.T) {
+	h := newHarness(t, atlastest.Options{}, atlastest.Domains(3), "")
+	h.extraEnv = map[string]string{config.EnvAPIKey: ""}
+	if code := h.run("check"); code != ExitUsage {
+		t.Fatalf("check without a key: exit %d, want %d\n%s%s", code, ExitUsage, h.stdout, h.stderr)
+	}
+	golden(t, "check-no-key.golden", strings.ReplaceAll(h.stdout.String(), h.cfgPath, "domains.yaml"))
+	if !strings.Contains(h.stdout.String(), "ATLAS_API_KEY") || strings.Contains(h.stderr.String(), "ATLAS_API_KEY") {
+		t.Errorf("the reason is not printed once, on stdout:\n%s\nstderr:\n%s", h.stdout, h.stderr)
+	}
+	if h.srv.Stats().Requests != 0 {
+		t.Errorf("check without a key called the API %d times", h.srv.Stats().Requests)
+	}
+}
+
+// TestDemoTwoSourceCheckWithoutOverride: make demo's two-source config names each source's
+// base_url, so its `check` runs without ATLAS_BASE_URL: with it, check warns that the variable
+// replaces every source's address, a WARN the demo's own config should not cause.
+func TestDemoTwoSourceCheckWithoutOverride(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "scripts", "demo.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.Contains(line, `check --config "$two/domains.yaml"`) && !strings.Contains(line, "env -u ATLAS_BASE_URL") {
+			t.Errorf("the demo's two-source check keeps ATLAS_BASE_URL set (a WARN on its own config):\n%s", line)
+		}
+	}
+}

@@ -22,7 +22,7 @@ var publishHelp = help{
 	examples: []string{
 		"sitewatch publish                    # the newest month held",
 		"sitewatch publish --all              # every month with a complete run (the others: their restore copy); unchanged files are not uploaded again",
-		"sitewatch publish --verify           # read the bucket back: every object against its manifest; repairs what differs",
+		"sitewatch publish --verify           # read the bucket back: every object against its manifest; uploads nothing (--all repairs what differs)",
 		"sitewatch publish --verify --read-data   # download and hash every object (slow: reads the whole bucket)",
 		"sitewatch publish --all --read-data      # upload again every object whose bytes differ, even under the same metadata",
 		"sitewatch publish --snapshot 2026-10",
@@ -217,7 +217,7 @@ type publishJSON struct {
 	Error       string   `json:"error,omitempty"` // the bucket could not be compared
 }
 
-func collectPublish(ctx context.Context, _ *sql.DB, cfg *config.Config) (any, error) {
+func collectPublish(ctx context.Context, db *sql.DB, cfg *config.Config) (any, error) {
 	if cfg.Publish.URL == "" {
 		return nil, nil
 	}
@@ -227,8 +227,16 @@ func collectPublish(ctx context.Context, _ *sql.DB, cfg *config.Config) (any, er
 	if err == nil {
 		var pending, newer []string
 		if pending, newer, err = p.Compare(ctx, cfg.Warehouse.Parquet); err == nil {
-			out.Unpublished = append(out.Unpublished, pending...)
 			out.BucketNewer = append(out.BucketNewer, newer...)
+			if cfg.Publish.WritesHive() {
+				out.Unpublished = append(out.Unpublished, pending...)
+			}
+		}
+	}
+	if err == nil && cfg.Publish.WritesIceberg() {
+		var pending []string
+		if pending, err = icebergPending(ctx, db, cfg); err == nil {
+			out.Unpublished = withoutMonths(unionMonths(out.Unpublished, pending), out.BucketNewer)
 		}
 	}
 	if err != nil {

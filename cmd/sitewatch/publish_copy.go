@@ -55,6 +55,10 @@ func printRestoreCopy(w io.Writer, r publish.Result) {
 	if r.Files == 0 {
 		return // the bucket holds the complete month: no copy needed
 	}
+	if r.Uploaded == 0 && r.Deleted == 0 && !r.ManifestWritten {
+		fmt.Fprintf(w, "the restore copy of %s at %s is up to date: %d files, %d rows unchanged; nothing uploaded\n", r.Month, r.ManifestURL, r.Files, r.Rows)
+		return
+	}
 	fmt.Fprintf(w, "saved the restore copy of %s to %s (raw answers, ledger, run health: %d files, %d rows; %d uploaded, %d unchanged): `sitewatch restore` resumes from it\n",
 		r.Month, r.ManifestURL, r.Files, r.Rows, r.Uploaded, r.Unchanged)
 }

@@ -76,7 +76,9 @@ func restoreWarehouse(ctx context.Context, cfg *config.Config, env pipeline.Env,
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(env.Stdout, "restoring %s from %s …\n", cfg.Warehouse.DuckDB, cfg.Publish.URL)
+	if _, serr := os.Stat(cfg.Warehouse.DuckDB); serr != nil || force { // else restore.Run refuses: nothing is restored
+		fmt.Fprintf(env.Stdout, "restoring %s from %s …\n", cfg.Warehouse.DuckDB, cfg.Publish.URL)
+	}
 	res, err := restore.Run(ctx, src, restore.Options{DuckDB: cfg.Warehouse.DuckDB, Parquet: cfg.Warehouse.Parquet, Copies: src.RestoreCopies(),
 		Force: force, MemoryLimit: cfg.Warehouse.MemoryLimit, Logger: env.Logger})
 	if err != nil {

@@ -3,6 +3,7 @@ package iceberg
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"net/url"
 	"os"
@@ -15,7 +16,8 @@ import (
 	sqlcat "github.com/apache/iceberg-go/catalog/sql"
 	iceio "github.com/apache/iceberg-go/io"
 	_ "github.com/apache/iceberg-go/io/gocloud/s3" // the s3:// FileIO only: no Azure or GCS SDK
-	_ "github.com/jackc/pgx/v5/stdlib"             // the "pgx" database/sql driver
+	"github.com/jackc/pgx/v5/pgconn"
+	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver
 
 	"sitewatch/pipeline/config"
 )
@@ -62,6 +64,9 @@ func openSQLCatalog(ctx context.Context, u *url.URL, password string, props iceb
 	}
 	if err := db.PingContext(ctx); err != nil {
 		_ = db.Close()
+		if aerr := loginRefused(err, where, u.User.Username(), password); aerr != nil {
+			return nil, aerr
+		}
 		return nil, fmt.Errorf("iceberg: connect to the SQL catalog at %s as %s: %w (check publish.catalog and %s)",
 			where, u.User.Username(), scrub(err, password), config.EnvCatalogPassword)
 	}
@@ -72,6 +77,29 @@ func openSQLCatalog(ctx context.Context, u *url.URL, password string, props iceb
 	}
 	return &ownedSQLCatalog{Catalog: cat, db: db}, nil
 }
+
+// loginRefused says in one line what a refused PostgreSQL login means, or returns nil for any
+// other error: with SITEWATCH_CATALOG_PASSWORD unset, that the variable is missing (instead of
+// the driver's report of each connection attempt, TLS included); set, that its password was
+// refused.
+func loginRefused(err error, where, user, password string) error {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) || (pgErr.Code != pgInvalidPassword && pgErr.Code != pgInvalidAuthorization) {
+		return nil
+	}
+	if password == "" {
+		return fmt.Errorf("iceberg: the SQL catalog at %s asks user %s for a password and %s is not set: export the password in it (never in domains.yaml), then rerun",
+			where, user, config.EnvCatalogPassword)
+	}
+	return fmt.Errorf("iceberg: the SQL catalog at %s refused user %s with the password in %s (PostgreSQL %s): correct the variable, or the user in publish.catalog",
+		where, user, config.EnvCatalogPassword, pgErr.Code)
+}
+
+// PostgreSQL's SQLSTATEs for a refused login.
+const (
+	pgInvalidPassword      = "28P01"
+	pgInvalidAuthorization = "28000"
+)
 
 // ownedSQLCatalog closes the database handle NewCatalog was given (it leaves it open).
 type ownedSQLCatalog struct {

@@ -43,6 +43,8 @@ type Options struct {
 	// OrphanMinAge is how old an unreferenced file must be before it is removed (default 0:
 	// one writer per bucket, so any unreferenced file is a leftover, never a write in flight).
 	OrphanMinAge time.Duration
+	// ReadOnly leaves a missing namespace missing (sitewatch status only reads the catalog).
+	ReadOnly bool
 }
 
 // Publisher writes months as Iceberg tables. Close it when done.
@@ -118,6 +120,9 @@ func New(ctx context.Context, cfg config.PublishConfig, opts Options) (*Publishe
 		return nil, err
 	}
 	p := &Publisher{cat: cat, ns: table.Identifier{ns}, root: loc.URL(DirName + "/" + ns), keep: keep, log: opts.Logger, opts: opts}
+	if opts.ReadOnly {
+		return p, nil
+	}
 	if err := p.ensureNamespace(ctx); err != nil {
 		_ = p.Close()
 		return nil, err
