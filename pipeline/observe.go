@@ -90,6 +90,7 @@ func notifyOutcome(ctx context.Context, n *notify.Notifier, db *sql.DB, sum *Sum
 	}
 	describeMonth(ctx, db, &ev)
 	ev.Skipped = sum.Watchlist.SkippedLine()
+	growthEvent(&ev, sum) // grow.go
 	if sum.Status == StatusComplete {
 		if d, err := changes.Build(ctx, db, sum.Snapshot); err == nil {
 			ev.Changes = d.Headline()
