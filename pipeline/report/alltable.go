@@ -2,7 +2,10 @@ package report
 
 import (
 	"fmt"
+	"sort"
 	"strconv"
+	"strings"
+	"unicode/utf8"
 
 	"sitewatch/pipeline/textout"
 )
@@ -14,6 +17,7 @@ import (
 type allRow struct {
 	Domain, Title, Category, Visits, MoM, MoMTone, YoY, YoYTone, Rank, RankChange, RankTone string
 	AIVisits, Bounce, Pages, Duration, Source                                               string
+	LongTitle, LongCategory                                                                 bool // may be cut short: the cell carries the whole text as a tooltip
 
 	KeyVisits, KeyMoM, KeyYoY, KeyRank, KeyRankChange, KeyAI, KeyBounce, KeyPages, KeyDuration string
 }
@@ -26,11 +30,12 @@ func buildSites(d *data) []allRow {
 		if s.FromGA {
 			r.Source = "analytics"
 		}
+		r.LongTitle, r.LongCategory = mayBeCut(r.Title), mayBeCut(r.Category)
 		if s.TotalVisits.Valid {
-			r.KeyVisits = key(s.TotalVisits.Float64)
+			r.KeyVisits = strconv.FormatFloat(s.TotalVisits.Float64, 'f', -1, 64) // unrounded: the CSV carries it
 		}
 		if ch, ok := s.mom(); ok {
-			r.MoM, r.MoMTone, r.KeyMoM = signedPct(ch), tone(ch), key(ch)
+			r.MoM, r.MoMTone, r.KeyMoM = signedPct(ch), changeTone(ch), key(ch)
 		}
 		r.YoY, r.YoYTone = s.yoyText()
 		if ch, ok := s.yoy(); ok {
@@ -76,3 +81,31 @@ func rankChange(r *allRow, s site) {
 
 // key is a compact sort key: enough digits to order, few bytes for 5,000 rows.
 func key(v float64) string { return strconv.FormatFloat(v, 'g', 6, 64) }
+
+// category is one top-level category of the All domains filter, with its number of domains.
+type category struct {
+	Name  string
+	Count int
+}
+
+// categories are the top-level categories ("News & Media" of "News & Media > World") of the
+// loaded domains, by name.
+func categories(d *data) []category {
+	n := map[string]int{}
+	for _, s := range d.Sites {
+		if top, _, _ := strings.Cut(s.Category, " > "); strings.TrimSpace(top) != "" {
+			n[strings.TrimSpace(top)]++
+		}
+	}
+	out := make([]category, 0, len(n))
+	for name, c := range n {
+		out = append(out, category{name, c})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// mayBeCut reports whether a title or category may not fit its cell (14em of 13 px text holds
+// about 24 characters): only those carry their whole text again as a tooltip, so 5,000 rows do
+// not carry every title twice.
+func mayBeCut(s string) bool { return utf8.RuneCountInString(s) > 20 }

@@ -25,7 +25,7 @@ window.addEventListener('load', function () {
   document.fonts.ready.then(function () {
     var out = [], de = document.documentElement, vw = de.clientWidth;
     var nav = performance.getEntriesByType('navigation')[0];
-    var wrapper = /(^| )(tw|chart|scroll)( |$)/;
+    var wrapper = /(^| )(tw|scroll)( |$)/; // charts are not among them: a chart must fit
     var walk = document.createTreeWalker(document.body, NodeFilter.SHOW_ELEMENT, {acceptNode: function (e) {
       if (e.tagName === 'PRE' || e.tagName === 'SCRIPT') return NodeFilter.FILTER_REJECT;
       var r = e.getBoundingClientRect();
@@ -33,8 +33,13 @@ window.addEventListener('load', function () {
       return wrapper.test(e.className) ? NodeFilter.FILTER_REJECT : NodeFilter.FILTER_ACCEPT;
     }});
     while (walk.nextNode()) {}
+    var widest = 0, charts = 0;
     document.querySelectorAll('svg').forEach(function (svg) {
-      var vb = svg.viewBox.baseVal, scale = svg.getBoundingClientRect().width / vb.width;
+      var r = svg.getBoundingClientRect();
+      if (svg.ownerSVGElement || r.width === 0) return;
+      charts++; widest = Math.max(widest, Math.round(r.width));
+      if (r.right > vw + 0.5 || r.left < -0.5) out.push('CHART wider than the screen: ' + Math.round(r.width) + 'px ' + svg.getAttribute('aria-label'));
+      var vb = svg.viewBox.baseVal, scale = vb && vb.width ? r.width / vb.width : 1;
       svg.querySelectorAll('text').forEach(function (t) {
         var px = parseFloat(t.getAttribute('font-size')) * scale;
         if (px < 9.95) out.push('SMALL ' + px.toFixed(1) + 'px ' + t.textContent);
@@ -48,14 +53,16 @@ window.addEventListener('load', function () {
     });
     var p = document.createElement('pre');
     p.id = 'budget-probe';
-    p.textContent = 'h=' + de.scrollHeight + ' w=' + de.scrollWidth + ' vw=' + vw + ' load=' + (nav ? Math.round(nav.loadEventStart) : -1) + '\n' + out.slice(0, 40).join('\n');
+    p.textContent = 'h=' + de.scrollHeight + ' w=' + de.scrollWidth + ' vw=' + vw + ' load=' + (nav ? Math.round(nav.loadEventStart) : -1) +
+      ' charts=' + charts + ' widest=' + widest + ' toc=' + (document.getElementById('contents-list').open ? 'open' : 'folded') +
+      ' tocbottom=' + Math.round(document.getElementById('contents').getBoundingClientRect().bottom) + '\n' + out.slice(0, 40).join('\n');
     document.body.appendChild(p);
     if (window.parent !== window) window.parent.postMessage({id: p.id, text: p.textContent}, '*');
   });
 });
 </script>`
 
-var budgetRE = regexp.MustCompile(`(?s)<pre id="budget-probe">h=(\d+) w=(\d+) vw=(\d+) load=(-?\d+)\n?(.*?)</pre>`)
+var budgetRE = regexp.MustCompile(`(?s)<pre id="budget-probe">h=(\d+) w=(\d+) vw=(\d+) load=(-?\d+) charts=(\d+) widest=(\d+) toc=(\w+) tocbottom=(-?\d+)\n?(.*?)</pre>`)
 
 // printProbe checks, with the print stylesheet applied on screen at the width of an A4 page's
 // printable area, that every chart and small multiple fits one page and may not be split.
@@ -151,6 +158,7 @@ func TestLayoutBudgets(t *testing.T) {
 			for _, width := range []int{390, 1400} {
 				loadCPU := screenshot(t, html, width, filepath.Join(artifacts, fmt.Sprintf("report-%d-domains-%dpx.png", n, width)))
 				checkLayout(t, html, n, width, b, loadCPU)
+				checkTable(t, html, n, width)
 			}
 			if n == 300 {
 				checkPrint(t, html, filepath.Join(artifacts, "report-300-domains-a4.pdf"))
@@ -161,7 +169,8 @@ func TestLayoutBudgets(t *testing.T) {
 
 // checkLayout runs both probes at width and holds the page to b; loadCPU is the browser's CPU
 // time to start, load and paint the page without probes (the load budget on a busy machine).
-func checkLayout(t *testing.T, html string, n, width int, b budget, loadCPU time.Duration) {
+// It returns the width of the widest chart drawn.
+func checkLayout(t *testing.T, html string, n, width int, b budget, loadCPU time.Duration) int {
 	t.Helper()
 	dom := renderedDOM(t, strings.Replace(html, "</body>", budgetProbe+"</body>", 1), width)
 	m := budgetRE.FindStringSubmatch(dom)
@@ -172,8 +181,13 @@ func checkLayout(t *testing.T, html string, n, width int, b budget, loadCPU time
 	w, _ := strconv.Atoi(m[2])
 	vw, _ := strconv.Atoi(m[3])
 	load, _ := strconv.Atoi(m[4])
-	t.Logf("%d domains at %d px: %d px tall, %d px wide (viewport %d), load event at %d ms, browser CPU %v to start, load and paint",
-		n, width, h, w, vw, load, loadCPU.Round(time.Millisecond))
+	charts, _ := strconv.Atoi(m[5])
+	widest, _ := strconv.Atoi(m[6])
+	t.Logf("%d domains at %d px: %d px tall, %d px wide (viewport %d), load event at %d ms, browser CPU %v to start, load and paint; %d charts, the widest %d px",
+		n, width, h, w, vw, load, loadCPU.Round(time.Millisecond), charts, widest)
+	if charts < 5 || widest > width {
+		t.Errorf("%d px: %d charts drawn, the widest %d px: want at least 5, none wider than the screen", width, charts, widest)
+	}
 	if w > vw {
 		t.Errorf("%d px: the page scrolls sideways (%d px wide)", width, w)
 	}
@@ -183,7 +197,14 @@ func checkLayout(t *testing.T, html string, n, width int, b budget, loadCPU time
 	if over := overBudget(time.Duration(load)*time.Millisecond, loadCPU, b.maxLoad); over != "" {
 		t.Errorf("%d px: load event after %s, budget %v", width, over, b.maxLoad)
 	}
-	if problems := strings.TrimSpace(m[5]); problems != "" {
+	// The contents list folds away on a phone, where its 12 lines would fill the first screen.
+	if toc := m[7]; (width < 600) != (toc == "folded") {
+		t.Errorf("%d px: the contents list is %s, want folded on a phone and open elsewhere", width, toc)
+	}
+	if bottom, _ := strconv.Atoi(m[8]); width < 600 && bottom > 400 {
+		t.Errorf("%d px: the contents list ends %d px down the page, want it folded within the first 400 px", width, bottom)
+	}
+	if problems := strings.TrimSpace(m[9]); problems != "" {
 		t.Errorf("%d px: layout problems:\n%s", width, problems)
 	}
 	lm := probeRE.FindStringSubmatch(dom)
@@ -193,6 +214,7 @@ func checkLayout(t *testing.T, html string, n, width int, b budget, loadCPU time
 	if problems := strings.TrimSpace(lm[3]); problems != "" {
 		t.Errorf("%d px: layout probe:\n%s", width, problems)
 	}
+	return widest
 }
 
 // checkPrint applies the print stylesheet on screen at A4's printable width and runs

@@ -5,6 +5,7 @@ import (
 	"html/template"
 	"math"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -61,68 +62,123 @@ func maxWidth(texts []string, size float64) float64 {
 	return w
 }
 
-// sparkline draws one domain's monthly visits on its own scale starting at 0: the latest month
-// as a filled dot, the same month a year earlier as a hollow one, the first and last months
-// and the peak labelled.
+// sparkMin is the narrowest small multiple the sparkline is laid out for.
+const sparkMin = 240.0
+
+// sparkline draws one domain's monthly visits over its whole history, fluid in width, scaled
+// from its lowest to its highest month (both labelled, so a few-percent move shows and reads
+// as one): the latest month a filled dot, the same month a year earlier a hollow dot with that
+// month on the axis, and every month's value on hover and tap.
 func sparkline(domain string, pts []point, yearAgo time.Time) template.HTML {
-	const w, h, top, bottom, left, right = 260.0, 92.0, 18.0, 70.0, 6.0, 254.0
-	s := newSVG(w, h, "monthly visits of "+domain)
+	const h, top, plotH, x0, x1 = 112.0, 20.0, 60.0, 2.0, 98.0
+	s := newSVG(0, h, "monthly visits of "+domain)
 	if len(pts) == 0 {
-		s.text(w/2, h/2, valueSize, "middle", mutedColor, "no traffic history in this snapshot")
-		return s.html()
+		s.textP(50, 0, h/2, valueSize, "middle", mutedColor, "no traffic history in this snapshot")
+		return s.fluidHTML()
 	}
-	peak := 0.0
+	lo, hi := math.Inf(1), math.Inf(-1)
 	for _, p := range pts {
-		peak = math.Max(peak, p.Visits)
+		lo, hi = math.Min(lo, p.Visits), math.Max(hi, p.Visits)
 	}
-	if peak == 0 {
-		peak = 1
+	pad := (hi - lo) * 0.06
+	if pad == 0 {
+		pad = math.Max(hi*0.05, 1)
 	}
+	fy := func(v float64) float64 { return (v - lo + pad) / (hi - lo + 2*pad) }
+	py := func(v float64) float64 { return top + (1-fy(v))*plotH }
 	first, last := monthIndex(pts[0].Month), monthIndex(pts[len(pts)-1].Month)
-	x := func(t time.Time) float64 {
+	fx := func(t time.Time) float64 {
 		if last == first {
-			return (left + right) / 2
+			return 0.5
 		}
-		return left + (monthIndex(t)-first)/(last-first)*(right-left)
+		return (monthIndex(t) - first) / (last - first)
 	}
-	y := func(v float64) float64 { return bottom - v/peak*(bottom-top) }
-	s.line(left, bottom, right, bottom, gridColor, 1)
-	s.line(left, top, right, top, gridColor, 1)
-	s.text(right, top-5, valueSize, "end", mutedColor, "peak "+human(peak))
-	var line [][2]float64
+	xp := func(t time.Time) float64 { return x0 + fx(t)*(x1-x0) }
+	s.lineP(0, py(hi), 100, py(hi), gridColor, 1)
+	s.lineP(0, py(lo), 100, py(lo), gridColor, 1)
+	s.textP(0, 0, py(hi)-4, valueSize, "start", mutedColor, "high "+human(hi))
+	s.textP(0, 0, py(lo)+13, valueSize, "start", mutedColor, "low "+human(lo))
+	line := make([][2]float64, len(pts))
+	for i, p := range pts {
+		line[i] = [2]float64{fx(p.Month), fy(p.Visits)}
+	}
+	s.plotLines(x0, x1, top, plotH, []plotLine{{Points: line, Color: barColor, Width: 1.8}})
+	bandW := x1 - x0
+	if len(pts) > 1 {
+		bandW /= float64(len(pts) - 1)
+	}
 	for _, p := range pts {
-		line = append(line, [2]float64{x(p.Month), y(p.Visits)})
+		s.band(math.Max(0, xp(p.Month)-bandW/2), top-6, bandW, plotH+12, p.Month.Format("Jan 2006")+": "+human(p.Visits))
 	}
-	s.polyline(line, barColor, 1.8)
 	for _, p := range pts {
 		if p.Month.Equal(yearAgo) {
-			s.circle(x(p.Month), y(p.Visits), 3.2, "#ffffff", mutedColor)
+			s.circleP(xp(p.Month), py(p.Visits), 3.2, "#ffffff", mutedColor, "a year earlier, "+p.Month.Format("Jan 2006")+": "+human(p.Visits))
 		}
 	}
 	lp := pts[len(pts)-1]
-	s.circle(x(lp.Month), y(lp.Visits), 3.2, barColor, barColor)
-	s.text(left, h-6, valueSize, "start", mutedColor, pts[0].Month.Format("Jan 2006"))
-	s.text(right, h-6, valueSize, "end", mutedColor, lp.Month.Format("Jan 2006"))
-	return s.html()
+	s.circleP(xp(lp.Month), py(lp.Visits), 3.2, barColor, barColor, "latest, "+lp.Month.Format("Jan 2006")+": "+human(lp.Visits))
+	sparkAxis(s, h-4, pts[0].Month, lp.Month, yearAgo, xp)
+	return s.fluidHTML()
+}
+
+// sparkAxis labels the first and latest months, and the month a year earlier when it falls
+// inside the history and clear of both at the narrowest width.
+func sparkAxis(s *svgDoc, y float64, first, last, yearAgo time.Time, xp func(time.Time) float64) {
+	f, l := first.Format("Jan 2006"), last.Format("Jan 2006")
+	s.textP(0, 0, y, valueSize, "start", mutedColor, f)
+	if !last.Equal(first) {
+		s.textP(100, 0, y, valueSize, "end", mutedColor, l)
+	}
+	if yearAgo.Before(first) || !yearAgo.Before(last) || yearAgo.Equal(first) {
+		return
+	}
+	ya := yearAgo.Format("Jan 2006")
+	mid, half := xp(yearAgo)/100*sparkMin, textWidth(ya, valueSize)/2
+	if mid-half < textWidth(f, valueSize)+6 || mid+half > sparkMin-textWidth(l, valueSize)-6 {
+		return
+	}
+	s.textP(xp(yearAgo), 0, y, valueSize, "middle", mutedColor, ya)
 }
 
 func monthIndex(t time.Time) float64 { return float64(t.Year()*12 + int(t.Month()) - 1) }
 
-// barRow is one labelled bar of a single-series chart.
+// barRow is one labelled value of a single-series chart.
 type barRow struct {
 	Label string
 	Value float64
 	Valid bool
-	Text  string // the value printed beside the bar
+	Text  string // the value printed beside the mark
 }
 
-// logBars draws one horizontal bar per row on a log scale (values of different orders of
-// magnitude stay comparable), gridlines at each power of ten, the value printed after each bar.
-func logBars(title string, rows []barRow) template.HTML {
+// Narrow layouts put each row's label (and, when both fit in narrowMin, its value) on a line
+// above its mark.
+const (
+	lineH     = 15.0 // one text line of a narrow row
+	markLineH = 16.0 // the line holding a narrow row's bar or dot
+	rowGap    = 6.0
+)
+
+// narrowHead writes a row's label at the left and text at the right edge on one line, or on
+// two when they would not fit side by side in narrowMin; it returns the y below them.
+func narrowHead(s *svgDoc, y float64, label, text string, textFill string) float64 {
+	// 1 px in from each edge: a glyph such as w or j reaches left of its origin.
+	s.textP(0, 1, y+12, labelSize, "start", inkColor, label)
+	if text == "" {
+		return y + lineH
+	}
+	if textWidth(label, labelSize)+textWidth(text, valueSize)+gap+textSlack > narrowMin {
+		y += lineH
+	}
+	s.textP(100, -1, y+12, valueSize, "end", textFill, text)
+	return y + lineH
+}
+
+// logAxis is a log scale over the valid positive values of rows: decades e0 to e1.
+type logAxis struct{ e0, e1 float64 }
+
+func newLogAxis(rows []barRow) logAxis {
 	lo, hi := math.Inf(1), 0.0
-	labels, texts := make([]string, len(rows)), make([]string, len(rows))
-	for i, r := range rows {
-		labels[i], texts[i] = r.Label, r.Text
+	for _, r := range rows {
 		if r.Valid && r.Value > 0 {
 			lo, hi = math.Min(lo, r.Value), math.Max(hi, r.Value)
 		}
@@ -130,62 +186,131 @@ func logBars(title string, rows []barRow) template.HTML {
 	if hi == 0 {
 		lo, hi = 1, 10
 	}
-	e0, e1 := math.Floor(math.Log10(lo)), math.Ceil(math.Log10(hi))
-	if e1 == e0 {
-		e1++
+	a := logAxis{math.Floor(math.Log10(lo)), math.Ceil(math.Log10(hi))}
+	if a.e1 == a.e0 {
+		a.e1++
+	}
+	return a
+}
+
+// frac is v's position on the axis, 0 to 1.
+func (a logAxis) frac(v float64) float64 { return (math.Log10(v) - a.e0) / (a.e1 - a.e0) }
+
+// ticks are the decades to label, every step-th so that at most maxTicks are drawn.
+func (a logAxis) ticks(maxTicks int) []float64 {
+	step := math.Ceil((a.e1 - a.e0 + 1) / float64(maxTicks))
+	var out []float64
+	for e := a.e0; e <= a.e1; e += step {
+		out = append(out, e)
+	}
+	return out
+}
+
+// axisCount labels a round axis value without trailing zeros: 1k, 100M, 10B.
+func axisCount(v float64) string {
+	h := human(v)
+	unit := strings.TrimLeft(h, "0123456789.")
+	return trimZeros(strings.TrimSuffix(h, unit)) + unit
+}
+
+// dotPlot draws one dot per row on a log scale: a dot's position, not a bar's length, carries
+// the value, so values of different orders of magnitude compare honestly. The value is
+// printed in its own column (wide) or at the right of the row's label (narrow).
+func dotPlot(title string, rows []barRow) *chart {
+	ax := newLogAxis(rows)
+	return newChart(dotPlotWide(title, rows, ax), dotPlotNarrow(title, rows, ax))
+}
+
+func dotPlotWide(title string, rows []barRow, ax logAxis) *svgDoc {
+	const plotW = 480.0
+	labels, texts := make([]string, len(rows)), make([]string, len(rows))
+	for i, r := range rows {
+		labels[i], texts[i] = r.Label, r.Text
 	}
 	labelW := maxWidth(labels, labelSize) + gap
-	valueW := maxWidth(texts, valueSize) + gap
-	top := 24.0
-	w := labelW + barsW + valueW + 4
+	valueW := maxWidth(texts, valueSize)
+	top, pad := 24.0, 6.0
+	w := labelW + pad + plotW + pad + gap + valueW + 2
 	h := top + rowH*float64(len(rows)) + 4
 	s := newSVG(w, h, title)
-	xOf := func(v float64) float64 { return labelW + (math.Log10(v)-e0)/(e1-e0)*barsW }
-	labelled := math.Inf(-1) // right end of the last axis label drawn
-	for e := e0; e <= e1; e++ {
-		x := labelW + (e-e0)/(e1-e0)*barsW
-		s.line(x, top-4, x, h-4, gridColor, 1)
-		label := human(math.Pow(10, e))
-		tw := textWidth(label, valueSize)
-		x0, anchor := x-tw/2, "middle"
-		switch {
-		case e == e0:
-			x0, anchor = x, "start"
-		case e == e1:
-			x0, anchor = x-tw, "end"
+	x := func(f float64) float64 { return labelW + pad + f*plotW }
+	for _, e := range ax.ticks(12) {
+		xe := x((e - ax.e0) / (ax.e1 - ax.e0))
+		s.line(xe, top-4, xe, h-4, gridColor, 1)
+		anchor := "middle"
+		switch e {
+		case ax.e0:
+			anchor = "start"
+		case ax.e1:
+			anchor = "end"
 		}
-		if x0 < labelled+6 {
-			continue // would touch the previous label: the gridline stays, unlabelled
-		}
-		s.text(x, top-9, valueSize, anchor, mutedColor, label)
-		labelled = x0 + tw
+		s.text(xe, top-9, valueSize, anchor, mutedColor, axisCount(math.Pow(10, e)))
 	}
 	for i, r := range rows {
-		y := top + rowH*float64(i)
-		s.text(labelW-gap, y+rowH/2+4, labelSize, "end", inkColor, r.Label)
-		end := labelW
+		y := top + rowH*float64(i) + rowH/2
+		s.text(labelW-gap, y+4, labelSize, "end", inkColor, r.Label)
+		s.line(x(0), y, x(1), y, gridColor, 1)
 		if r.Valid && r.Value > 0 {
-			end = math.Max(xOf(r.Value), labelW+2)
-			s.rect(labelW, y+(rowH-barH)/2, end-labelW, barH, barColor, r.Label+": "+r.Text)
+			s.circle(x(ax.frac(r.Value)), y, 4.5, barColor, barColor)
 		}
-		s.text(end+4, y+rowH/2+4, valueSize, "start", inkColor, r.Text)
+		s.text(x(1)+pad+gap, y+4, valueSize, "start", inkColor, r.Text)
 	}
-	return s.html()
+	return s
+}
+
+func dotPlotNarrow(title string, rows []barRow, ax logAxis) *svgDoc {
+	// A dot at 0% or 100% would be cut in half: the plot spans 2% to 98%.
+	xp := func(f float64) float64 { return 2 + 96*f }
+	s := newSVG(0, 0, title)
+	y := 16.0
+	ticks := ax.ticks(int(narrowMin / 56))
+	for _, e := range ticks {
+		f := (e - ax.e0) / (ax.e1 - ax.e0)
+		anchor := "middle"
+		switch {
+		case e == ticks[0]:
+			anchor = "start"
+		case f == 1:
+			anchor = "end"
+		}
+		s.textP(xp(f), 0, 11, valueSize, anchor, mutedColor, axisCount(math.Pow(10, e)))
+	}
+	for _, r := range rows {
+		y = narrowHead(s, y, r.Label, r.Text, inkColor)
+		mid := y + markLineH/2
+		s.lineP(0, mid, 100, mid, gridColor, 1)
+		for _, e := range ticks { // gridlines cross the dots' line only, never a label
+			xe := xp((e - ax.e0) / (ax.e1 - ax.e0))
+			s.lineP(xe, y, xe, y+markLineH, gridColor, 1)
+		}
+		if r.Valid && r.Value > 0 {
+			s.circleP(xp(ax.frac(r.Value)), mid, 4.5, barColor, barColor, r.Label+": "+r.Text)
+		}
+		y += markLineH + rowGap
+	}
+	s.h = y
+	return s
 }
 
 // divergingBars draws signed changes (decimals, 0.25 = +25%) around a zero line, bars capped at
 // ±capAt so one outlier does not flatten the rest; the printed value is always the true one.
-func divergingBars(title string, rows []barRow, capAt float64) template.HTML {
-	labels, texts := make([]string, len(rows)), make([]string, len(rows))
+func divergingBars(title string, rows []barRow, capAt float64) *chart {
 	span := 0.0
-	for i, r := range rows {
-		labels[i], texts[i] = r.Label, r.Text
+	for _, r := range rows {
 		if r.Valid {
 			span = math.Max(span, math.Min(math.Abs(r.Value), capAt))
 		}
 	}
 	if span == 0 {
 		span = 0.1
+	}
+	return newChart(divergingWide(title, rows, capAt, span), divergingNarrow(title, rows, capAt, span))
+}
+
+func divergingWide(title string, rows []barRow, capAt, span float64) *svgDoc {
+	labels, texts := make([]string, len(rows)), make([]string, len(rows))
+	for i, r := range rows {
+		labels[i], texts[i] = r.Label, r.Text
 	}
 	labelW := maxWidth(labels, labelSize) + gap
 	valueW := maxWidth(texts, valueSize) + gap
@@ -208,18 +333,45 @@ func divergingBars(title string, rows []barRow, capAt float64) template.HTML {
 		}
 		v := math.Max(-capAt, math.Min(capAt, r.Value))
 		bw := v / span * half
-		fill := upColor
-		if v < 0 {
-			fill = downColor
-		}
-		s.rect(zero, y+(rowH-barH)/2, bw, barH, fill, r.Label+": "+r.Text)
+		s.rect(zero, y+(rowH-barH)/2, bw, barH, changeFill(v), r.Label+": "+r.Text)
 		if v >= 0 {
 			s.text(zero+bw+4, y+rowH/2+4, valueSize, "start", inkColor, r.Text)
 		} else {
 			s.text(zero+bw-4, y+rowH/2+4, valueSize, "end", inkColor, r.Text)
 		}
 	}
-	return s.html()
+	return s
+}
+
+func changeFill(v float64) string {
+	if v < 0 {
+		return downColor
+	}
+	return upColor
+}
+
+func divergingNarrow(title string, rows []barRow, capAt, span float64) *svgDoc {
+	s := newSVG(0, 0, title)
+	s.textP(0, 0, 11, valueSize, "start", mutedColor, signedPct(-span))
+	s.textP(50, 0, 11, valueSize, "middle", mutedColor, "0%")
+	s.textP(100, 0, 11, valueSize, "end", mutedColor, signedPct(span))
+	y := 16.0
+	start := y
+	for _, r := range rows {
+		fill := inkColor
+		if !r.Valid {
+			fill = mutedColor
+		}
+		y = narrowHead(s, y, r.Label, r.Text, fill)
+		if r.Valid {
+			v := math.Max(-capAt, math.Min(capAt, r.Value))
+			s.rectP(50, y+2, v/span*50, markLineH-4, changeFill(v), r.Label+": "+r.Text)
+		}
+		y += markLineH + rowGap
+	}
+	s.lineP(50, start-2, 50, y, mutedColor, 1)
+	s.h = y
+	return s
 }
 
 // stackRow is one bar of a 100% stacked chart: shares (0–1) per series, and a note printed
@@ -232,7 +384,24 @@ type stackRow struct {
 
 // stackedShares draws each row as a bar of width 100% split by series; a segment wide enough
 // for its value shows it, every segment has a tooltip, and the legend is drawn by the page.
-func stackedShares(title string, series []string, rows []stackRow) template.HTML {
+func stackedShares(title string, series []string, rows []stackRow) *chart {
+	return newChart(stackedWide(title, series, rows), stackedNarrow(title, series, rows))
+}
+
+// scaledShares are a row's shares scaled to sum to at most 1 (API rounding can exceed it).
+func scaledShares(r stackRow) []float64 {
+	scale := 1.0
+	if total := sum(r.Shares); total > 1 {
+		scale = 1 / total
+	}
+	out := make([]float64, len(r.Shares))
+	for i, v := range r.Shares {
+		out[i] = v * scale
+	}
+	return out
+}
+
+func stackedWide(title string, series []string, rows []stackRow) *svgDoc {
 	labels, notes := make([]string, len(rows)), make([]string, len(rows))
 	for i, r := range rows {
 		labels[i], notes[i] = r.Label, r.Note
@@ -249,18 +418,15 @@ func stackedShares(title string, series []string, rows []stackRow) template.HTML
 	for i, r := range rows {
 		y := top + rowH*float64(i)
 		s.text(labelW-gap, y+rowH/2+4, labelSize, "end", inkColor, r.Label)
-		x, scale := labelW, 1.0
-		if total := sum(r.Shares); total > 1 {
-			scale = 1 / total // shares summing over 1 (API rounding) still fit the bar
-		}
-		for si, share := range r.Shares {
+		x := labelW
+		for si, share := range scaledShares(r) {
 			if share <= 0 {
 				continue
 			}
-			sw := share * scale * barsW
+			sw := share * barsW
 			fill := colorAt(si)
-			s.rect(x, y+(rowH-barH-2)/2, sw, barH+2, fill, fmt.Sprintf("%s — %s: %s", r.Label, series[si], pct(share)))
-			if v := pct(share); textWidth(v, valueSize-1)+6 <= sw {
+			s.rect(x, y+(rowH-barH-2)/2, sw, barH+2, fill, fmt.Sprintf("%s — %s: %s", r.Label, series[si], pct(r.Shares[si])))
+			if v := pct(r.Shares[si]); textWidth(v, valueSize-1)+6 <= sw {
 				s.text(x+sw/2, y+rowH/2+4, valueSize-1, "middle", textOn(fill), v)
 			}
 			x += sw
@@ -269,9 +435,32 @@ func stackedShares(title string, series []string, rows []stackRow) template.HTML
 			s.text(labelW+barsW+gap, y+rowH/2+4, valueSize, "start", inkColor, r.Note)
 		}
 	}
-	return s.html()
+	return s
 }
 
+func stackedNarrow(title string, series []string, rows []stackRow) *svgDoc {
+	s := newSVG(0, 0, title)
+	y := 2.0
+	for _, r := range rows {
+		y = narrowHead(s, y, r.Label, r.Note, mutedColor)
+		x := 0.0
+		for si, share := range scaledShares(r) {
+			if share <= 0 {
+				continue
+			}
+			fill := colorAt(si)
+			s.rectP(x*100, y+1, share*100, markLineH, fill, fmt.Sprintf("%s — %s: %s", r.Label, series[si], pct(r.Shares[si])))
+			// Printed only where the segment holds it at the narrowest width laid out for.
+			if v := pct(r.Shares[si]); textWidth(v, valueSize-1)+6 <= share*narrowMin {
+				s.textP((x+share/2)*100, 0, y+markLineH/2+5, valueSize-1, "middle", textOn(fill), v)
+			}
+			x += share
+		}
+		y += markLineH + 2 + rowGap
+	}
+	s.h = y
+	return s
+}
 func sum(vs []float64) float64 {
 	t := 0.0
 	for _, v := range vs {

@@ -107,9 +107,11 @@ type fetchError struct {
 // data is everything the report shows for one snapshot.
 type data struct {
 	Snapshot     string
-	PrevSnapshot string // the newest earlier snapshot in the warehouse, or ""
-	Sites        []site // by total visits, descending
-	Traffic      map[string][]point
+	PrevSnapshot string             // the newest earlier snapshot in the warehouse, or ""
+	Sites        []site             // by total visits, descending
+	Traffic      map[string][]point // the snapshot's own history (12 months from the API)
+	History      map[string][]point // every month up to the snapshot, for the topN domains
+	YearPairs    []yearPair         // the latest 12 months against a year earlier; nil without any
 	Channels     []channelShare
 	Countries    map[string][]countryShare // by share, descending
 	Keywords     map[string][]keyword      // top five by position
@@ -140,7 +142,7 @@ func load(ctx context.Context, db *sql.DB, snapshot string) (*data, error) {
 	if len(d.Sites) == 0 {
 		return nil, noData(ctx, db, snapshot)
 	}
-	for _, step := range []func(context.Context, *sql.DB) error{d.loadPrevious, d.loadTraffic, d.loadYearAgo, d.loadChannels,
+	for _, step := range []func(context.Context, *sql.DB) error{d.loadPrevious, d.loadTraffic, d.loadYearAgo, d.loadHistory, d.loadYearPairs, d.loadChannels,
 		d.loadCountries, d.loadKeywords, d.loadOverlaps, d.loadAI, d.loadCompetitors, d.loadRuns,
 		d.loadFetchErrors, d.loadQuality, d.loadDigest} {
 		if err := step(ctx, db); err != nil {

@@ -57,12 +57,13 @@ type page struct {
 	SnapshotDates string // the API's meta.snapshot_date values, "2026-02-01" or "2026-02-01 – 2026-02-03"
 	Periods       string // traffic.period values
 	FontFace      template.CSS
+	ChartCSS      template.CSS // the container queries that pick each chart's layout
 	Warning       *warning
 	Contents      []tocEntry
 	Headline      []card
 	Changes       *changesSection
 	Traffic       []sparkCard
-	Size          template.HTML
+	Size          *chart
 	YoY           *chartSection
 	Channels      *legendChart
 	Geography     *geoTable
@@ -71,23 +72,25 @@ type page struct {
 	Competitors   *competitorSection
 	Runs          *runSection
 	Sites         []allRow
-	TopNote       string // which domains the per-domain sections show, "" when all
-	Rule          string // the ranking rule, stated in the footnote
+	Categories    []category // the All domains filter's choices
+	TopNote       string     // which domains the per-domain sections show, "" when all
+	Rule          string     // the ranking rule, stated in the footnote
 	TopN          int
 }
 
 type tocEntry struct{ ID, Title string }
 
 type chartSection struct {
-	Note string
-	SVG  template.HTML
+	Note  string
+	SVG   *chart
+	Years *yearVsYear // this year against last year, where two years exist
 }
 
 // legendChart is a stacked chart with its legend drawn in HTML (swatch + name per series).
 type legendChart struct {
 	Note    string
 	Legend  []legendEntry
-	SVG     template.HTML
+	SVG     *chart
 	Missing string // domains without data, listed so their absence is explicit
 }
 
@@ -110,6 +113,9 @@ func build(d *data) (*page, error) {
 	p.Traffic = buildTraffic(d)
 	p.Size = buildSize(d)
 	p.YoY = buildYoY(d)
+	if p.YoY != nil {
+		p.YoY.Years = buildYearVsYear(d)
+	}
 	p.Channels = buildChannels(d)
 	p.Geography = buildGeography(d)
 	p.Keywords = buildKeywords(d)
@@ -117,10 +123,31 @@ func build(d *data) (*page, error) {
 	p.Competitors = buildCompetitors(d)
 	p.Runs = buildRuns(d)
 	p.Sites = buildSites(d)
+	p.Categories = categories(d)
 	p.TopNote = cutNote(d, "the most visited domains")
 	p.Rule, p.TopN = changes.RankingRule, topN
 	p.Contents = contents(p)
+	p.ChartCSS = chartCSS(p.charts()...)
 	return p, nil
+}
+
+// charts are every chart of the page that has a wide and a narrow layout.
+func (p *page) charts() []*chart {
+	out := []*chart{p.Size}
+	for _, s := range []*chartSection{p.YoY} {
+		if s != nil {
+			out = append(out, s.SVG)
+		}
+	}
+	for _, l := range []*legendChart{p.Channels, p.AI} {
+		if l != nil {
+			out = append(out, l.SVG)
+		}
+	}
+	if p.Competitors != nil {
+		out = append(out, p.Competitors.Chart)
+	}
+	return out
 }
 
 // contents lists the sections the page has, in page order.
@@ -132,7 +159,7 @@ func contents(p *page) []tocEntry {
 		}
 	}
 	add(len(p.Traffic) > 0, "traffic", "Traffic per domain")
-	add(p.Size != "", "size", "Size and rank")
+	add(p.Size != nil, "size", "Size and rank")
 	add(p.YoY != nil, "yoy", "Year on year")
 	add(p.Channels != nil, "channels", "Channel mix")
 	add(p.Geography != nil, "geography", "Geography")

@@ -61,7 +61,7 @@ func TestWriteRich(t *testing.T) {
 		"Each chart has its own scale",
 		"log scale",
 		"Bars stop at ±100%; the printed value is the true change.",
-		"+108.3% (2.2B → 4.58B)", // theguardian.com's jump, printed uncapped
+		"+108.3% (2.20B → 4.58B)", // theguardian.com's jump, printed uncapped
 		"United Kingdom", "Austria",
 		"goo keyword 0", "Most valuable keywords",
 		"AI visits · ", "other platforms",
@@ -91,8 +91,9 @@ func TestWriteRich(t *testing.T) {
 		t.Errorf("the shared competitor is not shown as listed by 28 domains")
 	}
 	noFont := regexp.MustCompile(`base64,[A-Za-z0-9+/=]+`).ReplaceAllString(html, "")
+	noFont = regexp.MustCompile(`(?s)<script>.*</script>`).ReplaceAllString(noFont, "") // figures only, not the script's code
 	if n := strings.Count(html, "<script"); n != 1 || strings.Contains(html, "<script src") {
-		t.Errorf("report has %d scripts, want the one inline sort/filter script of All domains", n)
+		t.Errorf("report has %d scripts, want the one inline script (chart readouts; All domains sort, filter, CSV)", n)
 	}
 	for _, bad := range []string{"0.00×", "NaN", "Inf", "e+0", "e-0", "<link", "<iframe", `src="http`, `href="http`, "url(http", "Liberation Serif", "…"} {
 		if strings.Contains(noFont, bad) {
@@ -293,18 +294,34 @@ func TestWriteErrors(t *testing.T) {
 	}
 }
 
+// TestFormats pins the report's number style: visits to 3 significant digits with one set of
+// suffixes, percent changes to one decimal with a sign (none on 0.0%), shares to one decimal.
 func TestFormats(t *testing.T) {
-	tests := []struct{ got, want string }{
-		{pct(0.123), "12.3%"}, {pct(0.0042), "0.42%"}, {pct(0.000031), "0.0031%"}, {pct(0), "0%"},
-		{signedPct(0.25), "+25%"}, {signedPct(-0.5), "−50%"}, {signedPct(0.004), "+0.4%"},
-		{ratio(2.5), "2.5×"}, {ratio(0.0041), "0.0041×"}, {ratio(37.2), "37×"}, {ratio(0.5), "0.5×"},
-		{human(19010718581), "19.01B"}, {human(234736386), "234.74M"}, {human(950), "950"}, {human(164.01), "164"}, {human(999.6), "1000"}, {human(12345), "12.3k"},
-		{textout.Thousands(1234567), "1,234,567"}, {textout.Thousands(-1000), "-1,000"}, {textout.Thousands(12), "12"},
-		{duration(125), "2m 05s"}, {duration(42), "42s"},
+	tests := []struct{ name, got, want string }{
+		{"share", pct(0.123), "12.3%"}, {"small share", pct(0.0042), "0.4%"}, {"tiny share", pct(0.000031), "<0.1%"},
+		{"zero share", pct(0), "0.0%"}, {"whole share", pct(1), "100.0%"},
+		{"rise", signedPct(0.25), "+25.0%"}, {"fall", signedPct(-0.5), "−50.0%"}, {"small rise", signedPct(0.004), "+0.4%"},
+		{"2.02% is not +2%", signedPct(0.0202), "+2.0%"}, {"tiny fall", signedPct(-0.00049), "0.0%"}, {"tiny rise", signedPct(0.00049), "0.0%"},
+		{"rounds up", signedPct(-0.00051), "−0.1%"}, {"huge", signedPct(12.345), "+1,234.5%"}, {"24.4", signedPct(0.244), "+24.4%"},
+		{"ratio", ratio(2.5), "2.5×"}, {"small ratio", ratio(0.0041), "0.0041×"}, {"big ratio", ratio(37.2), "37×"}, {"half", ratio(0.5), "0.5×"},
+		{"billions", human(19010718581), "19.0B"}, {"1B beside 30.4B", human(1e9), "1.00B"}, {"30.35B", human(30.35e9), "30.4B"},
+		{"millions", human(234736386), "235M"}, {"4.56M", human(4.561e6), "4.56M"}, {"hundreds", human(950), "950"},
+		{"decimals dropped", human(164.01), "164"}, {"999.6 rounds to 1.00k", human(999.6), "1.00k"}, {"thousands", human(12345), "12.3k"},
+		{"999,950 is 1.00M", human(999950), "1.00M"}, {"9.996k", human(9996), "10.0k"}, {"zero", human(0), "0"}, {"trillions", human(2.5e12), "2.50T"},
+		{"thousands sep", textout.Thousands(1234567), "1,234,567"}, {"negative", textout.Thousands(-1000), "-1,000"}, {"small", textout.Thousands(12), "12"},
+		{"duration", duration(125), "2m 05s"}, {"seconds", duration(42), "42s"},
 	}
 	for _, tt := range tests {
 		if tt.got != tt.want {
-			t.Errorf("got %q, want %q", tt.got, tt.want)
+			t.Errorf("%s: got %q, want %q", tt.name, tt.got, tt.want)
+		}
+	}
+	for _, tc := range []struct {
+		change float64
+		want   string
+	}{{0.02, "up"}, {-0.02, "down"}, {0.0004, ""}, {-0.0004, ""}, {0, ""}} {
+		if got := changeTone(tc.change); got != tc.want {
+			t.Errorf("changeTone(%v) = %q, want %q: colour follows the printed value", tc.change, got, tc.want)
 		}
 	}
 }

@@ -21,14 +21,14 @@ type sparkCard struct {
 func buildTraffic(d *data) []sparkCard {
 	var cards []sparkCard
 	for _, s := range topSites(d) {
-		pts := d.Traffic[s.Domain]
-		c := sparkCard{Domain: s.Domain, Rank: rank(s.GlobalRank), Last: humanNull(s.LastVisits), MoM: "—", YoY: "—",
+		pts := d.History[s.Domain]
+		c := sparkCard{Domain: s.Domain, Rank: rank(s.GlobalRank), Last: humanNull(s.LastVisits), MoM: dash, YoY: dash,
 			Analytics: s.FromGA, SVG: sparkline(s.Domain, pts, s.LastMonth.AddDate(-1, 0, 0))}
 		if !s.LastMonth.IsZero() {
 			c.LastMonth = s.LastMonth.Format("Jan 2006")
 		}
 		if ch, ok := s.mom(); ok {
-			c.MoM, c.MoMTone = signedPct(ch), tone(ch)
+			c.MoM, c.MoMTone = signedPct(ch), changeTone(ch)
 		}
 		c.YoY, c.YoYTone = s.yoyText()
 		cards = append(cards, c)
@@ -36,8 +36,9 @@ func buildTraffic(d *data) []sparkCard {
 	return cards
 }
 
-// buildSize draws every domain's visits in the period on a log scale, with its global rank.
-func buildSize(d *data) template.HTML {
+// buildSize draws every domain's visits in the period as a dot on a log scale, with its
+// global rank: a dot's position, unlike a bar's length, reads honestly on a log scale.
+func buildSize(d *data) *chart {
 	var rows []barRow
 	have := false
 	for _, s := range topSites(d) {
@@ -53,9 +54,9 @@ func buildSize(d *data) template.HTML {
 		rows = append(rows, r)
 	}
 	if !have {
-		return ""
+		return nil
 	}
-	return logBars("visits in the period per domain, log scale", rows)
+	return dotPlot("visits in the period per domain, log scale", rows)
 }
 
 // yoyCap keeps one domain that tripled from flattening every other bar.
@@ -66,7 +67,7 @@ func buildYoY(d *data) *chartSection {
 	capped, have := false, false
 	for _, s := range yoyLeaders(d) {
 		r := barRow{Label: s.Domain, Text: "no month a year earlier"}
-		if t, _ := s.yoyText(); t != "n/a" {
+		if t, _ := s.yoyText(); t != dash {
 			r.Text = "year on year " + t
 		}
 		if ch, ok := s.yoy(); ok {
@@ -117,34 +118,80 @@ func buildChannels(d *data) *legendChart {
 		byDomain[c.Domain][c.Channel] = c.Share
 		avg[c.Channel] = c.Avg
 	}
-	var used []string // channels with a share somewhere, spec order, then unknown ones
-	for _, ch := range append(channels, extraKeys(avg, channels)...) {
-		if avg[ch] > 0 {
-			used = append(used, ch)
-		}
+	used := significantChannels(avg, byDomain, topSites(d))
+	series := names(used, channelNames)
+	withOther := len(used) < len(allChannels(avg))
+	if withOther {
+		series = append(series, otherChannels)
 	}
-	rows := []stackRow{shareRow("watchlist average", avg, used)}
+	rows := []stackRow{shareRow("watchlist average", avg, used, withOther)}
 	var missing []string
 	for _, s := range topSites(d) {
 		if byDomain[s.Domain] == nil {
 			missing = append(missing, s.Domain)
 			continue
 		}
-		rows = append(rows, shareRow(s.Domain, byDomain[s.Domain], used))
+		rows = append(rows, shareRow(s.Domain, byDomain[s.Domain], used, withOther))
 	}
-	lc := &legendChart{
-		Note: "Share of each domain's visits by traffic source (estimates). Bars are 100% of the channels the API lists; the first row is the unweighted average over all loaded domains (view channel_mix). A segment wide enough prints its share; every segment also has it as a tooltip (shown by a mouse pointer resting on it, not on touch screens).",
-		SVG:  stackedShares("channel mix per domain", names(used, channelNames), rows),
+	note := "Share of each domain's visits by traffic source (estimates). Bars are 100% of the channels the API lists; the first row is the unweighted average over all loaded domains (view channel_mix). A segment wide enough prints its share; every segment also has it as a tooltip (shown by a mouse pointer resting on it, not on touch screens)."
+	if withOther {
+		note += fmt.Sprintf(" Channels under %s on average and under %s for every domain shown are summed as “%s”.", pct(minChannelAvg), pct(minChannelShare), otherChannels)
 	}
-	lc.Legend = legend(names(used, channelNames))
+	lc := &legendChart{Note: note, SVG: stackedShares("channel mix per domain", series, rows)}
+	lc.Legend = legend(series)
 	lc.Missing = someNames(missing)
 	return lc
 }
 
-func shareRow(label string, shares map[string]float64, keys []string) stackRow {
+// A channel is drawn by name when it averages minChannelAvg over the watchlist or reaches
+// minChannelShare of one domain shown; the others are summed as otherChannels, so the bars
+// show the channels that matter instead of slivers.
+const (
+	minChannelAvg   = 0.02
+	minChannelShare = 0.10
+	otherChannels   = "Other channels"
+)
+
+// allChannels are the channels with a share somewhere: spec order, then unknown ones.
+func allChannels(avg map[string]float64) []string {
+	var out []string
+	for _, ch := range append(channels, extraKeys(avg, channels)...) {
+		if avg[ch] > 0 {
+			out = append(out, ch)
+		}
+	}
+	return out
+}
+
+func significantChannels(avg map[string]float64, byDomain map[string]map[string]float64, shown []site) []string {
+	var out []string
+	for _, ch := range allChannels(avg) {
+		keep := avg[ch] >= minChannelAvg
+		for _, s := range shown {
+			keep = keep || byDomain[s.Domain][ch] >= minChannelShare
+		}
+		if keep {
+			out = append(out, ch)
+		}
+	}
+	return out
+}
+
+// shareRow is one bar: the shares of keys, then, withOther, the rest of the listed shares as
+// one segment.
+func shareRow(label string, shares map[string]float64, keys []string, withOther bool) stackRow {
 	r := stackRow{Label: label}
 	for _, k := range keys {
 		r.Shares = append(r.Shares, shares[k])
+	}
+	if withOther {
+		rest := 0.0
+		for k, v := range shares {
+			if !contains(keys, k) {
+				rest += v
+			}
+		}
+		r.Shares = append(r.Shares, rest)
 	}
 	return r
 }
@@ -424,14 +471,21 @@ func usd(v sql.NullFloat64) string {
 	return "$" + fmt.Sprintf("%.2f", f)
 }
 
-// competitorSection lists each competitor once, however many watchlist domains list it.
+// competitorSection lists each competitor once, however many watchlist domains list it: the
+// names the watchlist does not track yet first, then the watchlist's own domains, marked.
 type competitorSection struct {
-	Chart template.HTML
-	Rows  []compRow
-	More  int
+	Chart    *chart
+	Rows     []compRow // the first maxCompetitors
+	Folded   []compRow // the next ones, up to maxFolded, in a <details> of the page
+	New, On  int       // competitors not on the watchlist, and on it
+	Omitted  int       // beyond maxCompetitors+maxFolded: only in the view competitors
+	Listings int       // domains that list at least one competitor
 }
 
-type compRow struct{ Competitor, ListedBy, Visits, Rank, Ratio, Watchlist string }
+type compRow struct {
+	Competitor, ListedBy, Visits, Rank, Ratio string
+	OnWatchlist                               bool
+}
 
 type compAgg struct {
 	name     string
@@ -443,18 +497,57 @@ type compAgg struct {
 	on       bool
 }
 
-const maxCompetitors = 20
+// maxCompetitors are charted and listed open; up to maxFolded more are listed folded, so a
+// mailed file holds the full list of any watchlist the page's size budget allows.
+const (
+	maxCompetitors = 20
+	maxFolded      = 1000
+)
 
 func buildCompetitors(d *data) *competitorSection {
+	aggs, listings := aggregateCompetitors(d.Competitors)
+	if len(aggs) == 0 {
+		return nil
+	}
+	sec := &competitorSection{Listings: listings}
+	for _, a := range aggs {
+		if a.on {
+			sec.On++
+		} else {
+			sec.New++
+		}
+	}
+	var bars []barRow
+	for i, a := range aggs {
+		switch {
+		case i < maxCompetitors:
+			sec.Rows = append(sec.Rows, a.row())
+			bars = append(bars, a.bar())
+		case i < maxCompetitors+maxFolded:
+			sec.Folded = append(sec.Folded, a.row())
+		default:
+			sec.Omitted++
+		}
+	}
+	sec.Chart = dotPlot("competitors by visits, log scale", bars)
+	return sec
+}
+
+// aggregateCompetitors merges the spellings of one site and orders them: not on the watchlist
+// first, then by the number of watchlist domains listing it, then by visits. It also returns
+// how many domains list a competitor.
+func aggregateCompetitors(cs []competitor) ([]*compAgg, int) {
 	byName := map[string]*compAgg{}
-	var order []string
-	for _, c := range d.Competitors {
+	listing := map[string]bool{}
+	var aggs []*compAgg
+	for _, c := range cs {
+		listing[c.Domain] = true
 		key := normalizeHost(c.Competitor)
 		a := byName[key]
 		if a == nil {
 			a = &compAgg{name: key}
 			byName[key] = a
-			order = append(order, key)
+			aggs = append(aggs, a)
 		}
 		if !contains(a.listedBy, c.Domain) {
 			a.listedBy = append(a.listedBy, c.Domain)
@@ -470,44 +563,33 @@ func buildCompetitors(d *data) *competitorSection {
 		}
 		a.on = a.on || c.OnWatchlist
 	}
-	if len(order) == 0 {
-		return nil
-	}
-	aggs := make([]*compAgg, len(order))
-	for i, k := range order {
-		aggs[i] = byName[k]
-	}
 	sort.SliceStable(aggs, func(i, j int) bool {
+		if aggs[i].on != aggs[j].on {
+			return !aggs[i].on
+		}
 		if len(aggs[i].listedBy) != len(aggs[j].listedBy) {
 			return len(aggs[i].listedBy) > len(aggs[j].listedBy)
 		}
 		return aggs[i].visits > aggs[j].visits
 	})
-	sec := &competitorSection{}
-	if len(aggs) > maxCompetitors {
-		sec.More = len(aggs) - maxCompetitors
-		aggs = aggs[:maxCompetitors]
+	return aggs, len(listing)
+}
+
+func (a *compAgg) bar() barRow {
+	label := a.name
+	if a.on {
+		label += " (on watchlist)"
 	}
-	var bars []barRow
-	for _, a := range aggs {
-		sec.Rows = append(sec.Rows, a.row())
-		label := a.name
-		if a.on {
-			label += " (on watchlist)"
-		}
-		b := barRow{Label: label, Text: "visits not stated"}
-		if a.hasVis {
-			b.Value, b.Valid, b.Text = a.visits, true, human(a.visits)
-		}
-		b.Text += fmt.Sprintf(" · listed by %d", len(a.listedBy))
-		bars = append(bars, b)
+	b := barRow{Label: label, Text: "visits " + dash}
+	if a.hasVis {
+		b.Value, b.Valid, b.Text = a.visits, true, human(a.visits)
 	}
-	sec.Chart = logBars("competitors by visits, log scale", bars)
-	return sec
+	b.Text += fmt.Sprintf(" · listed by %d", len(a.listedBy))
+	return b
 }
 
 func (a *compAgg) row() compRow {
-	r := compRow{Competitor: a.name, ListedBy: someNames(a.listedBy), Visits: "—", Rank: "—", Ratio: "—", Watchlist: "no"}
+	r := compRow{Competitor: a.name, ListedBy: someNames(a.listedBy), Visits: dash, Rank: dash, Ratio: dash, OnWatchlist: a.on}
 	if a.hasVis {
 		r.Visits = human(a.visits)
 	}
@@ -520,9 +602,6 @@ func (a *compAgg) row() compRow {
 		if hi := a.ratios[len(a.ratios)-1]; ratio(hi) != r.Ratio {
 			r.Ratio += " – " + ratio(hi)
 		}
-	}
-	if a.on {
-		r.Watchlist = "yes"
 	}
 	return r
 }

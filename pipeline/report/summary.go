@@ -55,10 +55,15 @@ func completeness(d *data) *warning {
 	return &warning{Title: title, Detail: detail}
 }
 
-// card is one headline number.
+// card is one headline number. Only its changes are coloured: a level figure (a count, a
+// total, a domain's name) is never green or red, whatever way it moved.
 type card struct {
-	Label, Value, Detail, Tone string // Tone: up, down or ""
+	Label, Value, Detail string
+	Changes              []toned // printed before Detail, each in its own colour
 }
+
+// toned is a change and its colour class (up, down or "").
+type toned struct{ Text, Tone string }
 
 func headline(d *data) []card {
 	cards := []card{domainsCard(d)}
@@ -72,21 +77,18 @@ func headline(d *data) []card {
 }
 
 func domainsCard(d *data) card {
-	c := card{Label: "Domains loaded", Value: fmt.Sprint(len(d.Sites))}
+	c := card{Label: "Domains loaded", Value: count(len(d.Sites))}
 	if len(d.Runs) > 0 {
 		last := d.Runs[len(d.Runs)-1]
 		expected := last.Total.Int64 - last.Rejected.Int64
-		c.Value = fmt.Sprintf("%d of %d", len(d.Sites), expected)
-		if int64(len(d.Sites)) < expected {
-			c.Tone = "down"
-		}
+		c.Value = count(len(d.Sites)) + " of " + count(int(expected))
+		c.Detail = "of the " + count(int(expected)) + " the last run expected"
 		if last.Rejected.Int64 > 0 {
-			c.Detail = fmt.Sprintf("%d rejected by the API", last.Rejected.Int64)
+			c.Detail += fmt.Sprintf(" (%s rejected by the API)", count(int(last.Rejected.Int64)))
 		}
+		c.Detail += " · "
 	}
-	if c.Detail == "" {
-		c.Detail = "API snapshot " + span(siteDates(d))
-	}
+	c.Detail += "API snapshot " + span(siteDates(d))
 	return c
 }
 
@@ -121,7 +123,7 @@ func visitsCard(d *data) card {
 		return card{Label: "Watchlist visits", Value: "—", Detail: "no traffic history in this snapshot"}
 	}
 	var total, curM, prevM, curY, prevY float64
-	n := 0
+	n, nM, nY := 0, 0, 0
 	for _, s := range d.Sites {
 		if !s.LastMonth.Equal(m) {
 			continue
@@ -129,29 +131,46 @@ func visitsCard(d *data) card {
 		n++
 		total += s.LastVisits.Float64
 		if s.PrevVisits.Valid {
-			curM, prevM = curM+s.LastVisits.Float64, prevM+s.PrevVisits.Float64
+			curM, prevM, nM = curM+s.LastVisits.Float64, prevM+s.PrevVisits.Float64, nM+1
 		}
 		if s.YearAgoVisits.Valid {
-			curY, prevY = curY+s.LastVisits.Float64, prevY+s.YearAgoVisits.Float64
+			curY, prevY, nY = curY+s.LastVisits.Float64, prevY+s.YearAgoVisits.Float64, nY+1
 		}
 	}
 	c := card{Label: "Watchlist visits, " + m.Format("Jan 2006") + " (estimate)", Value: human(total)}
-	var parts []string
 	if prevM > 0 {
 		ch := curM/prevM - 1
-		parts = append(parts, "MoM "+signedPct(ch))
-		c.Tone = tone(ch)
+		c.Changes = append(c.Changes, toned{"MoM " + signedPct(ch), changeTone(ch)})
 	}
 	if prevY > 0 {
-		parts = append(parts, "YoY "+signedPct(curY/prevY-1))
+		ch := curY/prevY - 1
+		c.Changes = append(c.Changes, toned{"YoY " + signedPct(ch), changeTone(ch)})
 	} else if from := yoyFrom(d); from.After(m) {
-		parts = append(parts, "YoY from "+from.Format("Jan 2006"))
+		c.Changes = append(c.Changes, toned{"YoY from " + from.Format("Jan 2006"), ""})
 	}
-	c.Detail = fmt.Sprintf("%d domains", n)
-	if len(parts) > 0 {
-		c.Detail = joinDot(parts) + " · " + c.Detail
-	}
+	c.Detail = visitsDenominator(d, m, n, nM, nY)
 	return c
+}
+
+// visitsDenominator says which domains the watchlist total sums, and which its changes
+// compare, whenever that is not every loaded domain ("4,942 domains" beside "5,000 of 5,000").
+func visitsDenominator(d *data, m time.Time, n, nM, nY int) string {
+	all := len(d.Sites)
+	out := "sum of all " + count(all) + " domains"
+	if n < all {
+		out = fmt.Sprintf("sum of the %s domains whose history ends in %s (%s end earlier or have none)", count(n), m.Format("Jan 2006"), count(all-n))
+	}
+	var cmp []string
+	if nM > 0 && nM < n {
+		cmp = append(cmp, "MoM over the "+count(nM)+" with the month before")
+	}
+	if nY > 0 && nY < n {
+		cmp = append(cmp, "YoY over the "+count(nY)+" with the month a year earlier")
+	}
+	if len(cmp) > 0 {
+		out += "; " + joinDot(cmp)
+	}
+	return out
 }
 
 func tone(change float64) string {
@@ -190,7 +209,10 @@ func aiCard(d *data) (card, bool) {
 	if n == 0 {
 		return card{}, false
 	}
-	c := card{Label: "AI-referred visits in the period (estimate)", Value: human(ai), Detail: fmt.Sprintf("%d domains", n)}
+	c := card{Label: "AI-referred visits in the period (estimate)", Value: human(ai), Detail: "sum of all " + count(n) + " domains"}
+	if n < len(d.Sites) {
+		c.Detail = fmt.Sprintf("sum of the %s of %s domains the API states AI visits for", count(n), count(len(d.Sites)))
+	}
 	if visits > 0 {
 		c.Detail = pct(ai/visits) + " of their visits · " + c.Detail
 	}
@@ -204,14 +226,14 @@ func moverCards(d *data) []card {
 	if len(up) > 0 {
 		s := up[0]
 		ch, _ := s.mom()
-		cards = append(cards, card{Label: "Biggest riser in visits, MoM", Value: s.Domain, Tone: "up",
-			Detail: fmt.Sprintf("%s (%s → %s)", signedPct(ch), human(s.PrevVisits.Float64), human(s.LastVisits.Float64))})
+		cards = append(cards, card{Label: "Biggest riser in visits, MoM", Value: s.Domain,
+			Changes: []toned{{signedPct(ch), changeTone(ch)}}, Detail: human(s.PrevVisits.Float64) + " → " + human(s.LastVisits.Float64)})
 	}
 	if len(down) > 0 {
 		s := down[0]
 		ch, _ := s.mom()
-		cards = append(cards, card{Label: "Biggest faller in visits, MoM", Value: s.Domain, Tone: "down",
-			Detail: fmt.Sprintf("%s (%s → %s)", signedPct(ch), human(s.PrevVisits.Float64), human(s.LastVisits.Float64))})
+		cards = append(cards, card{Label: "Biggest faller in visits, MoM", Value: s.Domain,
+			Changes: []toned{{signedPct(ch), changeTone(ch)}}, Detail: human(s.PrevVisits.Float64) + " → " + human(s.LastVisits.Float64)})
 	}
 	return cards
 }
@@ -270,13 +292,10 @@ func qualityCard(d *data) card {
 	}
 	c.Value = fmt.Sprint(errs + warns)
 	if errs+warns == 0 {
-		c.Detail, c.Tone = fmt.Sprintf("all %d checks passed", len(d.QualitySummary)), "up"
+		c.Detail = fmt.Sprintf("all %d checks passed", len(d.QualitySummary))
 		return c
 	}
 	c.Detail = fmt.Sprintf("%d errors · %d warnings from %d checks", errs, warns, len(d.QualitySummary))
-	if errs > 0 {
-		c.Tone = "down"
-	}
 	return c
 }
 
@@ -291,17 +310,18 @@ type rankMove struct {
 // (against the previous snapshot).
 type changesSection struct {
 	Digest       *digestSection
-	Note         string // why there is no digest, or ""
+	Folded       *foldedChanges // the digest's tables beyond their first rows, shown folded
+	Note         string         // why there is no digest, or ""
 	PrevSnapshot string
 	Risers       []moverRow
 	Fallers      []moverRow
 	RankMoves    []rankMove
 }
 
-type moverRow struct{ Domain, Change, From, To, Months string }
+type moverRow struct{ Domain, Change, Tone, From, To, Months string }
 
 func buildChanges(d *data) *changesSection {
-	c := &changesSection{PrevSnapshot: d.PrevSnapshot, Digest: buildDigest(d.Digest), Note: d.DigestNote}
+	c := &changesSection{PrevSnapshot: d.PrevSnapshot, Digest: buildDigest(d.Digest), Folded: buildFolded(d.Digest), Note: d.DigestNote}
 	up, down := movers(d)
 	c.Risers, c.Fallers = moverRows(up, 5), moverRows(down, 5)
 	for _, s := range d.Sites {
@@ -331,7 +351,7 @@ func moverRows(ss []site, n int) []moverRow {
 			break
 		}
 		ch, _ := s.mom()
-		out = append(out, moverRow{Domain: s.Domain, Change: signedPct(ch), From: human(s.PrevVisits.Float64),
+		out = append(out, moverRow{Domain: s.Domain, Change: signedPct(ch), Tone: changeTone(ch), From: human(s.PrevVisits.Float64),
 			To: human(s.LastVisits.Float64), Months: s.LastMonth.AddDate(0, -1, 0).Format("Jan") + " → " + s.LastMonth.Format("Jan 2006")})
 	}
 	return out
