@@ -79,6 +79,9 @@ func TestViewsOverParquet(t *testing.T) {
 	// runs (empty here) feeds complete_months; one unpartitioned file stands in for it.
 	insert(t, db, fmt.Sprintf(`COPY runs TO '%s' (FORMAT PARQUET)`, filepath.Join(pq, "runs.parquet")), nil)
 	insert(t, bi, fmt.Sprintf(`CREATE VIEW runs AS SELECT * FROM read_parquet('%s/runs.parquet')`, pq), nil)
+	// fetch_errors (empty here) feeds discover_candidates; published per month like runs.
+	insert(t, db, fmt.Sprintf(`COPY fetch_errors TO '%s' (FORMAT PARQUET)`, filepath.Join(pq, "fetch_errors.parquet")), nil)
+	insert(t, bi, fmt.Sprintf(`CREATE VIEW fetch_errors AS SELECT * FROM read_parquet('%s/fetch_errors.parquet')`, pq), nil)
 	names, err := sqlfilesViews()
 	if err != nil {
 		t.Fatal(err)
@@ -94,7 +97,8 @@ func TestViewsOverParquet(t *testing.T) {
 	}
 	for _, q := range append(readyQueries(t), `SELECT * FROM traffic_monthly ORDER BY domain, month`,
 		`SELECT * FROM competitors ORDER BY snapshot_month, domain, competitor_position`,
-		`SELECT * FROM keyword_overlap ORDER BY snapshot_month, domain, keyword`) {
+		`SELECT * FROM keyword_overlap ORDER BY snapshot_month, domain, keyword`,
+		`SELECT * FROM discover_candidates ORDER BY snapshot_month, discover_rank`) {
 		if got, want := query(t, bi, q), query(t, db, q); fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Errorf("over Parquet:\n%s\ngot:\n%s\nwant:\n%s", q, table(got), table(want))
 		}
