@@ -91,6 +91,7 @@ func notifyOutcome(ctx context.Context, n *notify.Notifier, db *sql.DB, sum *Sum
 	}
 	describeMonth(ctx, db, &ev)
 	ev.Skipped = sum.Watchlist.SkippedLine()
+	growthEvent(&ev, sum) // grow.go
 	if sum.Status == StatusComplete {
 		if d, err := changes.BuildWith(ctx, db, sum.Snapshot, attention); err == nil {
 			if d.Attention != nil {

@@ -15,6 +15,7 @@ import (
 
 	"sitewatch/pipeline/atlas"
 	"sitewatch/pipeline/config"
+	"sitewatch/pipeline/discover"
 	"sitewatch/pipeline/metrics"
 	"sitewatch/pipeline/notify"
 	"sitewatch/pipeline/secret"
@@ -58,6 +59,9 @@ type RunOptions struct {
 	// fails with a *MonthMismatchError.
 	Snapshot string
 	Refresh  bool
+	// GrowWatchlist lets a complete month grow the watchlist per the config's discover: block
+	// (grow.go); `schedule` sets it.
+	GrowWatchlist bool
 }
 
 // Run statuses recorded in the runs table.
@@ -130,6 +134,8 @@ type Summary struct {
 	Failures                []warehouse.FetchError
 	// Sources is what each credit source paid, in spend order (spend.go).
 	Sources []SourceSpend
+	// Growth is what discover appended to the watchlist after the month (grow.go), or nil.
+	Growth *discover.Growth
 }
 
 // runState is one run in progress.
@@ -171,6 +177,7 @@ func Run(ctx context.Context, cfg *config.Config, opts RunOptions, env Env) (*Su
 	r := newRunState(cfg, opts, env, wh, client, wl)
 	runErr := r.execute(ctx)
 	r.recordAttention(ctx, wh.DB())
+	r.growWatchlist(ctx, wh.DB(), runErr) // grow.go: after the month, before the digest
 	notifyOutcome(ctx, notifier, wh.DB(), r.sum, AttentionSettings(cfg), runErr)
 	// Closing checkpoints the WAL into the file: a failure (a full disk) leaves the run's work
 	// in the WAL, which the next open replays, but this run must not report success.

@@ -139,7 +139,8 @@ func (s *scheduler) attempt(ctx context.Context) {
 	}
 	s.retryEvery = s.retryCadence(cfg)
 	s.env.Logger.Info("scheduled run starting")
-	sum, err := Run(ctx, cfg, RunOptions{}, s.env)
+	// A complete month may grow the watchlist (config discover:); the next month's run fetches it.
+	sum, err := Run(ctx, cfg, RunOptions{GrowWatchlist: true}, s.env)
 	// The process now idles until the next tick, often for weeks. Go's scavenger returned
 	// none of a run's ~100 MB of freed heap within 150 s, so hand it back now.
 	debug.FreeOSMemory()

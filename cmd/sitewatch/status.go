@@ -83,6 +83,7 @@ var statusSections = []statusSection{
 	{Name: "quality", Collect: collectQuality, Text: printQuality},
 	{Name: "publish", Collect: collectPublish, Text: printPublishStatus},
 	{Name: "watchlist", Collect: collectWatchlist, Text: printWatchlist},
+	{Name: "discover", Collect: collectDiscover, Text: printDiscoverStatus},
 	{Name: "sources", Collect: collectSources, Text: printSourcesStatus}, // sources_status.go
 }
 

@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"fmt"
 	"time"
+
+	"sitewatch/pipeline/config"
 )
 
 // Growth is what one Grow call decided and did.
@@ -23,6 +25,7 @@ type GrowOptions struct {
 	AddPerMonth   int
 	MonthlyBudget int64
 	Now           time.Time
+	Getenv        func(string) string // for parsing the config file as read
 }
 
 // Grow appends to the config file the best candidates of a complete month, at most
@@ -37,6 +40,13 @@ func Grow(ctx context.Context, db *sql.DB, o GrowOptions) (*Growth, error) {
 	if err != nil {
 		return nil, fmt.Errorf("discover: read %s: %w", o.ConfigPath, err)
 	}
+	// The watchlist as the file holds it now (the user may have edited it since the run
+	// started): a domain listed meanwhile is not added twice.
+	cfg, err := config.Parse(o.ConfigPath, wf.Data, o.Getenv)
+	if err != nil {
+		return nil, fmt.Errorf("discover: %w", err)
+	}
+	watchlist := append(config.NewWatchlist(cfg).Domains, o.Watchlist...)
 	before := AddedLines(wf.Data)
 	g.Monthly = int64(len(before)) * CreditsPerDomain
 	for _, a := range before {
@@ -50,7 +60,7 @@ func Grow(ctx context.Context, db *sql.DB, o GrowOptions) (*Growth, error) {
 		g.Why = fmt.Sprintf("the %d domains discover added already cost %d of the %d credits of discover.monthly_budget", len(before), g.Monthly, o.MonthlyBudget)
 		return g, nil
 	}
-	_, cands, err := Candidates(ctx, db, Query{Snapshot: o.Month, Top: room, Watchlist: o.Watchlist})
+	_, cands, err := Candidates(ctx, db, Query{Snapshot: o.Month, Top: room, Watchlist: watchlist})
 	if err != nil {
 		return nil, err
 	}

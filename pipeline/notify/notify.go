@@ -60,6 +60,11 @@ type Event struct {
 	// never reads as data lost.
 	MonthState string
 	Skipped    string // watchlist entries never sent (config.Watchlist.SkippedLine), "" if none
+	// Added lists the domains `schedule` appended to the watchlist after this complete month
+	// (the config's discover: block), best first; AddedMonthly is what every domain discover
+	// added now costs a month (credits). The next month's run fetches them.
+	Added        []string
+	AddedMonthly int64
 }
 
 // Notifier posts Events to one webhook. A nil *Notifier (no URL configured) does nothing.

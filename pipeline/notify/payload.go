@@ -30,6 +30,8 @@ type payload struct {
 	Skipped         string  `json:"skipped,omitempty"`
 	Host            string  `json:"host,omitempty"`
 	Version         string  `json:"sitewatch_version"` // buildinfo.Version, as manifests and --version
+
+	Added []string `json:"added,omitempty"` // domains `schedule` appended to the watchlist (discover:)
 }
 
 func newPayload(e Event) payload {
@@ -37,6 +39,7 @@ func newPayload(e Event) payload {
 		Text: slackEscape.Replace(Text(e)), RunID: e.RunID, Month: e.Month, Outcome: e.Outcome, MonthState: e.MonthState, Loaded: e.Loaded, Total: e.Total,
 		CreditsSpent: e.CreditsSpent, DurationSeconds: math.Round(e.Duration.Seconds()*1000) / 1000,
 		FirstError: e.FirstError, NeedsAttention: e.Attention, Changes: e.Changes, Skipped: e.Skipped, Host: e.Host, Version: buildinfo.Version(), PaidBy: e.PaidBy,
+		Added: e.Added,
 	}
 	if e.CreditsLeft >= 0 {
 		left := e.CreditsLeft
@@ -102,6 +105,10 @@ func Text(e Event) string {
 	}
 	if e.Skipped != "" {
 		fmt.Fprintf(&b, "\n%s", e.Skipped)
+	}
+	if len(e.Added) > 0 {
+		fmt.Fprintf(&b, "\nwatchlist grown by discover: %s added (%s); the next month's run fetches them; discovered domains now cost %d credits a month",
+			strings.Join(e.Added, ", "), textout.Plural(len(e.Added), "domain", "domains"), e.AddedMonthly)
 	}
 	if e.FirstError != "" {
 		fmt.Fprintf(&b, "\nfirst error: %s", e.FirstError)

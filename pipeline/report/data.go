@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"sitewatch/pipeline/changes"
+	"sitewatch/pipeline/discover"
 	"sitewatch/pipeline/months"
 	"sitewatch/pipeline/warehouse"
 )
@@ -126,6 +127,9 @@ type data struct {
 	Quality         []warehouse.QualityFinding      // error and warn findings, errors first
 	Digest          *changes.Digest                 // nil when DigestNote says why
 	DigestNote      string
+
+	// Candidates are discover's best domains not tracked yet (candidates.go).
+	Candidates []discover.Candidate
 }
 
 // load reads the snapshot's figures. It returns an error naming the snapshot and the snapshots
@@ -143,7 +147,7 @@ func load(ctx context.Context, db *sql.DB, snapshot string) (*data, error) {
 		return nil, noData(ctx, db, snapshot)
 	}
 	for _, step := range []func(context.Context, *sql.DB) error{d.loadPrevious, d.loadTraffic, d.loadYearAgo, d.loadHistory, d.loadYearPairs, d.loadChannels,
-		d.loadCountries, d.loadKeywords, d.loadOverlaps, d.loadAI, d.loadCompetitors, d.loadRuns,
+		d.loadCountries, d.loadKeywords, d.loadOverlaps, d.loadAI, d.loadCompetitors, d.loadCandidates, d.loadRuns,
 		d.loadFetchErrors, d.loadQuality, d.loadDigest} {
 		if err := step(ctx, db); err != nil {
 			return nil, err

@@ -100,7 +100,8 @@ func TestViewsOverParquet(t *testing.T) {
 	for _, q := range append(readyQueries(t), `SELECT * FROM traffic_monthly ORDER BY domain, month`,
 		`SELECT * FROM competitors ORDER BY snapshot_month, domain, competitor_position`,
 		`SELECT * FROM keyword_overlap ORDER BY snapshot_month, domain, keyword`,
-		`SELECT * FROM needs_attention ORDER BY rank`) {
+		`SELECT * FROM needs_attention ORDER BY rank`,
+		`SELECT * FROM discover_candidates ORDER BY snapshot_month, discover_rank`) {
 		if got, want := query(t, bi, q), query(t, db, q); fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Errorf("over Parquet:\n%s\ngot:\n%s\nwant:\n%s", q, table(got), table(want))
 		}

@@ -108,6 +108,9 @@ func build(d *data) (*page, error) {
 	p.Keywords = buildKeywords(d)
 	p.AI = buildAI(d)
 	p.Competitors = buildCompetitors(d)
+	if p.Competitors != nil {
+		p.Competitors.Candidates = candidateRows(d.Candidates) // candidates.go
+	}
 	p.Runs = buildRuns(d)
 	p.Sites = buildSites(d)
 	p.Categories = categories(d)

@@ -480,6 +480,8 @@ type competitorSection struct {
 	New, On  int       // competitors not on the watchlist, and on it
 	Omitted  int       // beyond maxCompetitors+maxFolded: only in the view competitors
 	Listings int       // domains that list at least one competitor
+	// Candidates are discover's best domains not tracked yet (candidates.go).
+	Candidates []candidateRow
 }
 
 type compRow struct {
