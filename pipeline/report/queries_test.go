@@ -79,9 +79,11 @@ func TestViewsOverParquet(t *testing.T) {
 	// runs (empty here) feeds complete_months; one unpartitioned file stands in for it.
 	insert(t, db, fmt.Sprintf(`COPY runs TO '%s' (FORMAT PARQUET)`, filepath.Join(pq, "runs.parquet")), nil)
 	insert(t, bi, fmt.Sprintf(`CREATE VIEW runs AS SELECT * FROM read_parquet('%s/runs.parquet')`, pq), nil)
-	// fetch_errors (empty here) feeds discover_candidates; published per month like runs.
-	insert(t, db, fmt.Sprintf(`COPY fetch_errors TO '%s' (FORMAT PARQUET)`, filepath.Join(pq, "fetch_errors.parquet")), nil)
-	insert(t, bi, fmt.Sprintf(`CREATE VIEW fetch_errors AS SELECT * FROM read_parquet('%s/fetch_errors.parquet')`, pq), nil)
+	// fetch_errors and quality_checks feed needs_attention: one unpartitioned file each, as runs.
+	for _, tb := range []string{"fetch_errors", "quality_checks"} {
+		insert(t, db, fmt.Sprintf(`COPY %s TO '%s' (FORMAT PARQUET)`, tb, filepath.Join(pq, tb+".parquet")), nil)
+		insert(t, bi, fmt.Sprintf(`CREATE VIEW %s AS SELECT * FROM read_parquet('%s/%s.parquet')`, tb, pq, tb), nil)
+	}
 	names, err := sqlfilesViews()
 	if err != nil {
 		t.Fatal(err)
@@ -97,8 +99,7 @@ func TestViewsOverParquet(t *testing.T) {
 	}
 	for _, q := range append(readyQueries(t), `SELECT * FROM traffic_monthly ORDER BY domain, month`,
 		`SELECT * FROM competitors ORDER BY snapshot_month, domain, competitor_position`,
-		`SELECT * FROM keyword_overlap ORDER BY snapshot_month, domain, keyword`,
-		`SELECT * FROM discover_candidates ORDER BY snapshot_month, discover_rank`) {
+		`SELECT * FROM keyword_overlap ORDER BY snapshot_month, domain, keyword`) {
 		if got, want := query(t, bi, q), query(t, db, q); fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Errorf("over Parquet:\n%s\ngot:\n%s\nwant:\n%s", q, table(got), table(want))
 		}
