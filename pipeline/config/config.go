@@ -38,9 +38,9 @@ type Config struct {
 	RetryEvery Duration
 	// HealthGrace is how long into a month /healthz tolerates the month not being complete.
 	HealthGrace Duration
+	Discover    DiscoverConfig // discover.go: schedule grows the watchlist
 	Notify      NotifyConfig
 	Publish     PublishConfig
-	Discover    DiscoverConfig // discover.go
 	Domains     []string
 	// lines maps each domains[i] to its line in the file, for messages.
 	lines []int
@@ -159,9 +159,9 @@ var keys = map[string][]string{
 	"":            {"schedule", "api", "warehouse", "retry_every", "health_grace", "notify", "publish", "discover", "domains"},
 	"api":         {"base_url", "mode", "marketplace_host", "rate_limit", "min_credits", "max_credits_per_run", "timeout", "allow_insecure_http", "max_wasted_credits", "max_rate_limit_wait", "sources"},
 	"api.sources": sourceKeys,
+	"discover":    discoverKeys,
 	"warehouse":   {"duckdb", "parquet", "memory_limit"},
 	"notify":      {"webhook_url", "on"},
-	"discover":    discoverKeys,
 	"publish":     {"url", "endpoint", "region", "path_style", "lease", "lease_ttl", "format", "catalog", "namespace", "keep_snapshots"},
 }
 
@@ -169,6 +169,7 @@ var keys = map[string][]string{
 func (c *Config) targets() map[string]any {
 	return map[string]any{
 		"schedule": &c.Schedule, "retry_every": &c.RetryEvery, "health_grace": &c.HealthGrace,
+		"discover.add_per_month": &c.Discover.AddPerMonth, "discover.monthly_budget": &c.Discover.MonthlyBudget,
 		"api.base_url": &c.API.BaseURL, "api.mode": &c.API.Mode, "api.marketplace_host": &c.API.MarketplaceHost,
 		"api.rate_limit": &c.API.RateLimit, "api.min_credits": &c.API.MinCredits,
 		"api.max_credits_per_run": &c.API.MaxCreditsPerRun, "api.timeout": &c.API.Timeout,
@@ -182,7 +183,6 @@ func (c *Config) targets() map[string]any {
 		"publish.lease": &c.Publish.Lease, "publish.lease_ttl": &c.Publish.LeaseTTL,
 		"publish.format": &c.Publish.Format, "publish.catalog": &c.Publish.Catalog,
 		"publish.namespace": &c.Publish.Namespace, "publish.keep_snapshots": &c.Publish.KeepSnapshots,
-		"discover.add_per_month": &c.Discover.AddPerMonth, "discover.monthly_budget": &c.Discover.MonthlyBudget,
 	}
 }
 
