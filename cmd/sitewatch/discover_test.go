@@ -6,6 +6,7 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -224,13 +225,8 @@ func TestDiscoverAdd(t *testing.T) {
 }
 
 func TestDiscoverAddRefusesReadOnlyFile(t *testing.T) {
-	if os.Geteuid() == 0 {
-		t.Skip("root writes read-only files") // permissions do not bind root; pipeline/discover covers the edited-meanwhile refusal
-	}
 	cfg := discoverProject(t)
-	if err := os.Chmod(cfg, 0o444); err != nil {
-		t.Fatal(err)
-	}
+	makeUnwritable(t, cfg)
 	code, _, errOut := discoverRun("--config", cfg, "--add", "1")
 	if got, _ := os.ReadFile(cfg); code != ExitUsage || string(got) != discoverConfig {
 		t.Errorf("exit %d (want 2), file changed %v: %s", code, string(got) != discoverConfig, errOut)
@@ -243,4 +239,20 @@ func TestDiscoverUsage(t *testing.T) {
 			t.Errorf("discover %v: exit %d, want 2", args, code)
 		}
 	}
+}
+
+// makeUnwritable makes path not writable for this process: mode 0444, and for root (whom
+// modes do not bind) the immutable attribute, removed again at cleanup.
+func makeUnwritable(t *testing.T, path string) {
+	t.Helper()
+	if err := os.Chmod(path, 0o444); err != nil {
+		t.Fatal(err)
+	}
+	if os.Geteuid() != 0 {
+		return
+	}
+	if out, err := exec.Command("chattr", "+i", path).CombinedOutput(); err != nil {
+		t.Skipf("running as root and chattr +i failed (%v: %s): no way to make a file unwritable here", err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("chattr", "-i", path).Run() })
 }

@@ -38,10 +38,10 @@ type Config struct {
 	RetryEvery Duration
 	// HealthGrace is how long into a month /healthz tolerates the month not being complete.
 	HealthGrace Duration
+	Discover    DiscoverConfig // discover.go: schedule grows the watchlist
 	Notify      NotifyConfig
 	Publish     PublishConfig
 	Attention   AttentionConfig // attention.go
-	Discover    DiscoverConfig  // discover.go
 	Domains     []string
 	// lines maps each domains[i] to its line in the file, for messages.
 	lines []int
@@ -160,10 +160,10 @@ var keys = map[string][]string{
 	"":            {"schedule", "api", "warehouse", "retry_every", "health_grace", "notify", "publish", "attention", "discover", "domains"},
 	"api":         {"base_url", "mode", "marketplace_host", "rate_limit", "min_credits", "max_credits_per_run", "timeout", "allow_insecure_http", "max_wasted_credits", "max_rate_limit_wait", "sources"},
 	"api.sources": sourceKeys,
+	"discover":    discoverKeys,
 	"warehouse":   {"duckdb", "parquet", "memory_limit"},
 	"notify":      {"webhook_url", "on"},
 	"attention":   {"min_visits", "threshold"},
-	"discover":    discoverKeys,
 	"publish":     {"url", "endpoint", "region", "path_style", "lease", "lease_ttl", "format", "catalog", "namespace", "keep_snapshots"},
 }
 
@@ -171,6 +171,7 @@ var keys = map[string][]string{
 func (c *Config) targets() map[string]any {
 	return map[string]any{
 		"schedule": &c.Schedule, "retry_every": &c.RetryEvery, "health_grace": &c.HealthGrace,
+		"discover.add_per_month": &c.Discover.AddPerMonth, "discover.monthly_budget": &c.Discover.MonthlyBudget,
 		"api.base_url": &c.API.BaseURL, "api.mode": &c.API.Mode, "api.marketplace_host": &c.API.MarketplaceHost,
 		"api.rate_limit": &c.API.RateLimit, "api.min_credits": &c.API.MinCredits,
 		"api.max_credits_per_run": &c.API.MaxCreditsPerRun, "api.timeout": &c.API.Timeout,
@@ -185,7 +186,6 @@ func (c *Config) targets() map[string]any {
 		"publish.format": &c.Publish.Format, "publish.catalog": &c.Publish.Catalog,
 		"publish.namespace": &c.Publish.Namespace, "publish.keep_snapshots": &c.Publish.KeepSnapshots,
 		"attention.min_visits": &c.Attention.MinVisits, "attention.threshold": &c.Attention.Threshold,
-		"discover.add_per_month": &c.Discover.AddPerMonth, "discover.monthly_budget": &c.Discover.MonthlyBudget,
 	}
 }
 

@@ -38,10 +38,10 @@ func (c *Config) validate(p *problems) {
 	if msg := checkMemoryLimit(c.Warehouse.MemoryLimit); msg != "" {
 		bad("warehouse.memory_limit", "%s", msg)
 	}
+	c.validateDiscover(bad)
 	c.validateOutputs(p, bad)
 	c.validateLease(bad)
 	c.validateAttention(bad)
-	c.validateDiscover(bad)
 	c.validatePaths(bad)
 	if len(c.Domains) == 0 {
 		p.add(c.lineOf("domains"), "domains: the watchlist is empty; list at least one domain")

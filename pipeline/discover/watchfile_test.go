@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -170,23 +171,21 @@ func TestReplaceRefusesAFileEditedMeanwhile(t *testing.T) {
 }
 
 func TestReplaceRefusesAReadOnlyFile(t *testing.T) {
-	if os.Geteuid() == 0 {
-		t.Skip("root writes read-only files") // permissions do not bind root
-	}
 	path := writeTemp(t, userFile)
 	wf, err := ReadWatchfile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	out, _, _ := wf.Append([]string{"six.com"}, day, "")
-	if err := os.Chmod(path, 0o444); err != nil {
-		t.Fatal(err)
-	}
+	makeUnwritable(t, path)
 	if err := wf.Replace(out); err == nil || !strings.Contains(err.Error(), "not writable") {
 		t.Fatalf("err = %v, want not writable", err)
 	}
 	if got, _ := os.ReadFile(path); string(got) != userFile {
 		t.Errorf("a read-only file was replaced")
+	}
+	if _, err := os.Stat(path + PrevSuffix); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a %s file was written (%v); want nothing written", PrevSuffix, err)
 	}
 }
 
@@ -219,4 +218,20 @@ func TestWriteDiff(t *testing.T) {
 	if b.String() != want {
 		t.Errorf("diff:\n%s\nwant:\n%s", b.String(), want)
 	}
+}
+
+// makeUnwritable makes path not writable for this process: mode 0444, and for root (whom
+// modes do not bind) the immutable attribute, removed again at cleanup.
+func makeUnwritable(t *testing.T, path string) {
+	t.Helper()
+	if err := os.Chmod(path, 0o444); err != nil {
+		t.Fatal(err)
+	}
+	if os.Geteuid() != 0 {
+		return
+	}
+	if out, err := exec.Command("chattr", "+i", path).CombinedOutput(); err != nil {
+		t.Skipf("running as root and chattr +i failed (%v: %s): no way to make a file unwritable here", err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("chattr", "-i", path).Run() })
 }

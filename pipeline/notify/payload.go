@@ -39,12 +39,12 @@ func newPayload(e Event) payload {
 		Text: slackEscape.Replace(Text(e)), RunID: e.RunID, Month: e.Month, Outcome: e.Outcome, MonthState: e.MonthState, Loaded: e.Loaded, Total: e.Total,
 		CreditsSpent: e.CreditsSpent, DurationSeconds: math.Round(e.Duration.Seconds()*1000) / 1000,
 		FirstError: e.FirstError, NeedsAttention: e.Attention, Changes: e.Changes, Skipped: e.Skipped, Host: e.Host, Version: buildinfo.Version(), PaidBy: e.PaidBy,
-		Added: e.Added,
 	}
 	if e.CreditsLeft >= 0 {
 		left := e.CreditsLeft
 		p.CreditsLeft = &left
 	}
+	p.Added = e.Added
 	return p
 }
 
