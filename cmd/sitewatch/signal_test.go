@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -37,25 +38,31 @@ func endsWithin(t *testing.T, h *harness, ready func(), args ...string) int {
 	return code
 }
 
-// TestSignalWithHungBucketDuringRun: a run holding the lease, its bucket then cut (every byte
-// lost: the confirmations and the lease's release hang), ends within 5 s of SIGTERM.
+// TestSignalWithHungBucketDuringRun: a run holding the lease whose API call hangs (never
+// answered) and whose bucket is then cut (every byte lost: the lease's confirmations and its
+// release hang too) ends within 5 s of SIGTERM: the hung call is abandoned after the signal's
+// grace, the release gives up 2 s after the signal.
 func TestSignalWithHungBucketDuringRun(t *testing.T) {
 	gw := bucketGateway(t)
-	h := newHarness(t, atlastest.Options{}, atlastest.Domains(20), "  rate_limit: 5\n")
+	h := newHarness(t, atlastest.Options{}, atlastest.Domains(3), "")
+	api, held := holdProxy(t, h.srv.URL, func(*http.Request) bool { return true })
+	h.setConfig("base_url: "+h.srv.URL, "base_url: "+api)
+	h.setConfig("  timeout: 5s\n", "  timeout: 1m\n") // the hung call would otherwise end at api.timeout
 	px := leasetest.NewProxy(t, gw.Endpoint)
 	withPublish(t, h, px.URL, "")
 	code := endsWithin(t, h, func() {
-		for h.srv.Stats().Charged < 4 {
-			time.Sleep(20 * time.Millisecond)
-		}
+		<-held // the run holds the lease and waits on its first call
 		px.Cut()
-		time.Sleep(500 * time.Millisecond) // a confirmation is now hanging
+		time.Sleep(300 * time.Millisecond)
 	}, "run")
 	if code != ExitFailed {
 		t.Errorf("exit %d, want %d", code, ExitFailed)
 	}
 	if out := h.stdout.String() + h.stderr.String(); strings.Contains(out, "StatusCode: 0") || strings.Contains(out, "RequestID") {
 		t.Errorf("raw SDK text in the output:\n%s", out)
+	}
+	if n := h.srv.Stats().Charged; n != 0 {
+		t.Errorf("%d credits charged, want 0 (the only call was held)", n)
 	}
 }
 
