@@ -278,3 +278,23 @@ func stoppedWithin(t *testing.T, h *lease.Held, since time.Time, d time.Duration
 		t.Errorf("the fence after the loss = %v, want ErrLost", err)
 	}
 }
+
+// TestReleaseAfterSignalIsBrief: with the bucket hung, a release after a signal returns within
+// 2 s of the signal, however late it starts; the lease then expires by itself.
+func TestReleaseAfterSignalIsBrief(t *testing.T) {
+	srv := gateway(t)
+	px := leasetest.NewProxy(t, srv.Endpoint)
+	ctx, signal := context.WithCancel(context.Background())
+	h, err := lease.New(bucket(t, px.URL), lease.Options{TTL: time.Minute}).Hold(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	px.Cut()
+	signalled := time.Now()
+	signal()
+	time.Sleep(time.Second) // the command's own wind-down
+	h.Release()
+	if took := time.Since(signalled); took > 2500*time.Millisecond {
+		t.Errorf("release ended %v after the signal, want within 2s of it", took)
+	}
+}

@@ -35,6 +35,10 @@ type Held struct {
 
 	done chan struct{}
 	once sync.Once
+
+	signalMu    sync.Mutex
+	signalledAt time.Time // when parent ended (a signal): the release's 2 s run from it
+	stopWatch   func() bool
 }
 
 func (l *Lease) hold(ctx context.Context, rec Record, etag string, sent time.Time) *Held {
@@ -42,6 +46,11 @@ func (l *Lease) hold(ctx context.Context, rec Record, etag string, sent time.Tim
 	loopCtx, loopCancel := context.WithCancel(hctx)
 	h := &Held{l: l, parent: ctx, ctx: hctx, cancel: cancel, loopCancel: loopCancel, owner: rec.Owner, rec: rec, etag: etag,
 		renewSent: sent, confirmSent: sent, changed: make(chan struct{}), done: make(chan struct{})}
+	h.stopWatch = context.AfterFunc(ctx, func() {
+		h.signalMu.Lock()
+		h.signalledAt = time.Now()
+		h.signalMu.Unlock()
+	})
 	go h.keep(loopCtx)
 	return h
 }
@@ -261,7 +270,11 @@ func (h *Held) Release() {
 		if lost != nil {
 			return // not this holder's any more
 		}
-		ctx, stop := releaseContext(h.parent)
+		h.stopWatch()
+		h.signalMu.Lock()
+		signalled := h.signalledAt
+		h.signalMu.Unlock()
+		ctx, stop := releaseContext(h.parent, signalled)
 		defer stop()
 		if err := h.l.b.DeleteConditional(ctx, Key, etag); err != nil && !errors.Is(err, publish.ErrPrecondition) {
 			h.l.opts.Logger.Warn("could not release the bucket lease; it expires by itself", "lease", h.l.b.URL(Key), "expires", expires, "err", err)
@@ -269,13 +282,17 @@ func (h *Held) Release() {
 	})
 }
 
-// releaseContext bounds a release: releaseTimeout, or releaseAfterSignal from parent's end.
-func releaseContext(parent context.Context) (context.Context, func()) {
-	timeout := releaseTimeout
+// releaseContext bounds a release: releaseTimeout, and releaseAfterSignal from the moment
+// parent ended (signalled; zero: not yet), whichever comes first.
+func releaseContext(parent context.Context, signalled time.Time) (context.Context, func()) {
+	deadline := time.Now().Add(releaseTimeout)
 	if parent.Err() != nil {
-		timeout = releaseAfterSignal
+		if signalled.IsZero() {
+			signalled = time.Now()
+		}
+		deadline = signalled.Add(releaseAfterSignal)
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(parent), timeout)
+	ctx, cancel := context.WithDeadline(context.WithoutCancel(parent), deadline)
 	stop := context.AfterFunc(parent, func() { time.AfterFunc(releaseAfterSignal, cancel) })
 	return ctx, func() { stop(); cancel() }
 }

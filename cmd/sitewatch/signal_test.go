@@ -1,0 +1,94 @@
+package main
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"sitewatch/pipeline/atlas/atlastest"
+	"sitewatch/pipeline/lease/leasetest"
+)
+
+// signalBound is how soon a command must end after SIGTERM, whatever hangs (issue 32).
+const signalBound = 5 * time.Second
+
+// endsWithin runs `sitewatch args…` in-process, signals it (ctx cancelled, as main wires
+// SIGTERM) once ready returns, and fails unless it returns within signalBound of the signal.
+func endsWithin(t *testing.T, h *harness, ready func(), args ...string) int {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	signalled := make(chan time.Time, 1)
+	go func() {
+		ready()
+		signalled <- time.Now()
+		cancel()
+	}()
+	code := h.runCtx(ctx, 60*time.Second, args...)
+	select {
+	case at := <-signalled:
+		if took := time.Since(at); took > signalBound {
+			t.Errorf("sitewatch %v ended %v after SIGTERM, want within %v\n%s", args, took.Round(time.Millisecond), signalBound, h.stderr)
+		}
+	default:
+		t.Errorf("sitewatch %v ended before the signal (exit %d)\n%s%s", args, code, h.stdout, h.stderr)
+	}
+	return code
+}
+
+// TestSignalWithHungBucketDuringRun: a run holding the lease whose API call hangs (never
+// answered) and whose bucket is then cut (every byte lost: the lease's confirmations and its
+// release hang too) ends within 5 s of SIGTERM: the hung call is abandoned after the signal's
+// grace, the release gives up 2 s after the signal.
+func TestSignalWithHungBucketDuringRun(t *testing.T) {
+	gw := bucketGateway(t)
+	h := newHarness(t, atlastest.Options{}, atlastest.Domains(3), "")
+	api, held := holdProxy(t, h.srv.URL, func(*http.Request) bool { return true })
+	h.setConfig("base_url: "+h.srv.URL, "base_url: "+api)
+	h.setConfig("  timeout: 5s\n", "  timeout: 1m\n") // the hung call would otherwise end at api.timeout
+	px := leasetest.NewProxy(t, gw.Endpoint)
+	withPublish(t, h, px.URL, "")
+	code := endsWithin(t, h, func() {
+		<-held // the run holds the lease and waits on its first call
+		px.Cut()
+		time.Sleep(300 * time.Millisecond)
+	}, "run")
+	if code != ExitFailed {
+		t.Errorf("exit %d, want %d", code, ExitFailed)
+	}
+	if out := h.stdout.String() + h.stderr.String(); strings.Contains(out, "StatusCode: 0") || strings.Contains(out, "RequestID") {
+		t.Errorf("raw SDK text in the output:\n%s", out)
+	}
+	if n := h.srv.Stats().Charged; n != 0 {
+		t.Errorf("%d credits charged, want 0 (the only call was held)", n)
+	}
+}
+
+// TestSignalWithHungBucketDuringPublishAndRestore: `publish` and `restore` waiting on a bucket
+// that accepts TCP and never answers end within 5 s of SIGTERM.
+func TestSignalWithHungBucketDuringPublishAndRestore(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end to end; runs without -short")
+	}
+	for _, cmd := range []string{"publish", "restore"} {
+		t.Run(cmd, func(t *testing.T) {
+			hang := newHangListener(t)
+			h := newHarness(t, atlastest.Options{}, atlastest.Domains(2), "")
+			if cmd == "publish" {
+				if code := h.run("run", "--snapshot", testMonth); code != ExitOK {
+					t.Fatalf("run: exit %d\n%s", code, h.stdout)
+				}
+			}
+			withHungBucket(t, h, hang)
+			code := endsWithin(t, h, func() { <-hang.accepted; time.Sleep(200 * time.Millisecond) }, cmd)
+			if code != ExitFailed {
+				t.Errorf("exit %d, want %d\n%s", code, ExitFailed, h.stderr)
+			}
+			if msg := h.stderr.String(); strings.Contains(msg, "StatusCode: 0") || strings.Contains(msg, "no AWS credentials") {
+				t.Errorf("the signal is reported as something else:\n%s", msg)
+			}
+		})
+	}
+}
