@@ -40,6 +40,10 @@ func cmdCheck(ctx context.Context, args []string, env pipeline.Env) error {
 	if line := wl.SkippedLine(); line != "" {
 		fmt.Fprintf(env.Stdout, "watchlist   %s\n", line)
 	}
+	// The estimate counts what the bucket holds and this warehouse lacks as held (read-only).
+	if env.Sync, err = bucketSync(ctx, cfg, env); err != nil {
+		env.Logger.Warn("the bucket cannot be read: the estimate counts only what this warehouse holds", "err", err)
+	}
 	r, err := pipeline.Check(ctx, cfg, env)
 	if stop := printProbeFailure(env.Stdout, r, err); stop {
 		return err

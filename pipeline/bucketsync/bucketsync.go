@@ -35,6 +35,7 @@ type Syncer struct {
 	bucket  *publish.Publisher
 	url     string // publish.url, for messages and the state file
 	parquet string // the local Parquet tree
+	duckdb  string // the warehouse file
 	state   string // the state file beside the warehouse (StatePath)
 	log     *slog.Logger
 }
@@ -46,7 +47,7 @@ func StatePath(duckdb string) string { return duckdb + ".bucket.json" }
 // New returns the Syncer of the warehouse at duckdb (with its Parquet tree) and the bucket
 // at url that p reads.
 func New(p *publish.Publisher, url, duckdb, parquet string, log *slog.Logger) *Syncer {
-	return &Syncer{bucket: p, url: url, parquet: parquet, state: StatePath(duckdb), log: log}
+	return &Syncer{bucket: p, url: url, parquet: parquet, duckdb: duckdb, state: StatePath(duckdb), log: log}
 }
 
 // Result is what a Pull did.
@@ -257,4 +258,44 @@ func (s *Syncer) save(st state) error {
 		return fmt.Errorf("record what was taken from %s in %s: %w", s.url, s.state, err)
 	}
 	return nil
+}
+
+// CompleteNewer lists, oldest first and without writing anything (no lease, 0 credits), the
+// months the bucket holds complete in a version the warehouse has not taken in: a run would
+// pull them, so `sitewatch check` counts them as held. A missing warehouse holds nothing.
+func (s *Syncer) CompleteNewer(ctx context.Context) ([]string, error) {
+	versions, err := s.bucket.ManifestVersions(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read what %s holds: %w", s.url, err)
+	}
+	held := map[string]map[string]bool{}
+	if _, err := os.Stat(s.duckdb); err == nil {
+		wh, err := warehouse.Open(ctx, warehouse.Options{DuckDBPath: s.duckdb, Logger: s.log, ReadOnly: true})
+		if err != nil {
+			return nil, err
+		}
+		defer func() { _ = wh.Close() }() // read-only
+		if held, err = heldRuns(ctx, wh.DB()); err != nil {
+			return nil, err
+		}
+	}
+	st := s.load()
+	var months []string
+	for _, v := range versions {
+		if v.Copy {
+			continue // an incomplete month: the run pulls it and pays for what it lacks
+		}
+		if seen, ok := st.Manifests[v.Key]; ok && seen.ETag == v.ETag && holds(held, v.Month, seen.RunID) {
+			continue
+		}
+		m, err := s.bucket.ReadManifest(ctx, v)
+		if err != nil {
+			return nil, err
+		}
+		if m != nil && !holds(held, v.Month, m.RunID) {
+			months = append(months, v.Month)
+		}
+	}
+	slices.Sort(months)
+	return months, nil
 }
