@@ -64,6 +64,7 @@ func Check(ctx context.Context, cfg *config.Config, env Env) (*Readiness, error)
 	if err != nil {
 		return nil, err
 	}
+	plan = withBucket(ctx, env.WithDefaults(), plan) // bucketsync_hook.go: what the bucket holds is not paid again
 	probe, err := client.Probe(ctx)
 	if err != nil {
 		return &Readiness{Probe: probe, Plan: plan}, err
@@ -137,6 +138,7 @@ func checkSources(ctx context.Context, cfg *config.Config, env Env) (*Readiness,
 	if err != nil {
 		return nil, err
 	}
+	plan = withBucket(ctx, env, plan)
 	r := &Readiness{Plan: plan, Needed: neededNow(plan), Available: -1}
 	if plan.HeldComplete {
 		r.NewMonth = plan.FullCredits

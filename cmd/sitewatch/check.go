@@ -45,6 +45,10 @@ func cmdCheck(ctx context.Context, args []string, env pipeline.Env) error {
 		fmt.Fprintf(env.Stdout, "key         NOT USABLE: %v\nnot ready: nothing was called\n", err)
 		return reportedError{err}
 	}
+	// The estimate counts what the bucket holds and this warehouse lacks as held (read-only).
+	if env.Sync, err = bucketSync(ctx, cfg, env); err != nil {
+		env.Logger.Warn("the bucket cannot be read: the estimate counts only what this warehouse holds", "err", err)
+	}
 	r, err := pipeline.Check(ctx, cfg, env)
 	if stop := printProbeFailure(env.Stdout, r, err); stop {
 		return err

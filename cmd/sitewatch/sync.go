@@ -51,3 +51,7 @@ func (p *printingSync) Pull(ctx context.Context, wh *warehouse.Warehouse) error 
 	}
 	return nil
 }
+
+func (p *printingSync) CompleteNewer(ctx context.Context) ([]string, error) {
+	return p.s.CompleteNewer(ctx)
+}

@@ -54,6 +54,10 @@ func TestStaleMachinePullsInsteadOfPaying(t *testing.T) {
 		strings.Contains(a.stdout.String(), "not yet published") {
 		t.Errorf("A's status before taking B's month in: exit %d\n%s%s", code, a.stdout, a.stderr)
 	}
+	// check, read-only and without the lease, counts B's month as held: the probe only.
+	if code := a.run("check"); code != ExitOK || !strings.Contains(a.stdout.String(), "1 credit: "+testMonth+" is complete") {
+		t.Errorf("A's check before taking B's month in: exit %d, want an estimate of 1 credit\n%s%s", code, a.stdout, a.stderr)
+	}
 	before := a.srv.Stats().Charged
 	if code := a.run("run"); code != ExitOK {
 		t.Fatalf("A's run after B's: exit %d\n%s%s", code, a.stdout, a.stderr)

@@ -6,17 +6,15 @@
 //
 // A month's version is the run its manifest names (run_id): the warehouse has taken a
 // version in when its runs table holds that run for the month (its own run, or one it pulled
-// or restored). The manifest's ETag, recorded beside the warehouse after each sync, saves
-// reading it again: a bucket that holds nothing new costs one listing.
+// or restored). The manifest's ETag, recorded in the Parquet tree's
+// publish.SyncStateFile after each sync and each publish from this tree, saves reading it
+// again: a bucket that holds nothing new costs one listing.
 package bucketsync
 
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -25,7 +23,6 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
-	"sitewatch/pipeline/atomicfile"
 	"sitewatch/pipeline/publish"
 	"sitewatch/pipeline/warehouse"
 )
@@ -33,20 +30,16 @@ import (
 // Syncer pulls the bucket's months into a warehouse.
 type Syncer struct {
 	bucket  *publish.Publisher
-	url     string // publish.url, for messages and the state file
+	url     string // publish.url, for messages and the state
 	parquet string // the local Parquet tree
-	state   string // the state file beside the warehouse (StatePath)
+	duckdb  string // the warehouse file
 	log     *slog.Logger
 }
-
-// StatePath is where a Syncer records the manifest versions the warehouse at duckdb has taken
-// in: beside it, so a warehouse moved aside or replaced is never mistaken for its state.
-func StatePath(duckdb string) string { return duckdb + ".bucket.json" }
 
 // New returns the Syncer of the warehouse at duckdb (with its Parquet tree) and the bucket
 // at url that p reads.
 func New(p *publish.Publisher, url, duckdb, parquet string, log *slog.Logger) *Syncer {
-	return &Syncer{bucket: p, url: url, parquet: parquet, state: StatePath(duckdb), log: log}
+	return &Syncer{bucket: p, url: url, parquet: parquet, duckdb: duckdb, log: log}
 }
 
 // Result is what a Pull did.
@@ -72,7 +65,7 @@ func (s *Syncer) Pull(ctx context.Context, wh *warehouse.Warehouse) (Result, err
 	if err != nil {
 		return res, fmt.Errorf("read what %s holds before paying for anything: %w", s.url, err)
 	}
-	st := s.load()
+	st := publish.LoadSyncState(s.parquet, s.url, s.log)
 	held, err := heldRuns(ctx, wh.DB())
 	if err != nil {
 		return res, err
@@ -96,11 +89,13 @@ func (s *Syncer) Pull(ctx context.Context, wh *warehouse.Warehouse) (Result, err
 			}
 			res.Pulled = append(res.Pulled, Pulled{Month: v.Month, Copy: v.Copy, RunID: m.RunID})
 		}
-		st.Manifests[v.Key] = seenVersion{ETag: m.ETag, RunID: m.RunID}
+		st.Manifests[v.Key] = publish.SeenVersion{ETag: m.ETag, RunID: m.RunID}
 		changed = true
 	}
 	if changed {
-		return res, s.save(st)
+		if err := st.Save(s.parquet); err != nil {
+			return res, fmt.Errorf("record what was taken from %s in %s: %w", s.url, s.parquet, err)
+		}
 	}
 	return res, nil
 }
@@ -218,43 +213,42 @@ func (s *Syncer) download(ctx context.Context, src *publish.Publisher, m *publis
 	return files, g.Wait()
 }
 
-// state is what the state file records: per manifest key (relative to the prefix), the
-// version the warehouse took in.
-type state struct {
-	URL       string                 `json:"url"`
-	Manifests map[string]seenVersion `json:"manifests"`
-}
-
-type seenVersion struct {
-	ETag  string `json:"etag"`
-	RunID string `json:"run_id"`
-}
-
-// load reads the state file; a missing or unreadable one, or one of another bucket, is
-// empty (every manifest is read once).
-func (s *Syncer) load() state {
-	st := state{URL: s.url, Manifests: map[string]seenVersion{}}
-	body, err := os.ReadFile(s.state)
+// CompleteNewer lists, oldest first and without writing anything (no lease, 0 credits), the
+// months the bucket holds complete in a version the warehouse has not taken in: a run would
+// pull them, so `sitewatch check` counts them as held. A missing warehouse holds nothing.
+func (s *Syncer) CompleteNewer(ctx context.Context) ([]string, error) {
+	versions, err := s.bucket.ManifestVersions(ctx)
 	if err != nil {
-		if !errors.Is(err, fs.ErrNotExist) {
-			s.log.Warn("the bucket sync state is unreadable: every manifest is read again", "file", s.state, "err", err)
+		return nil, fmt.Errorf("read what %s holds: %w", s.url, err)
+	}
+	held := map[string]map[string]bool{}
+	if _, err := os.Stat(s.duckdb); err == nil {
+		wh, err := warehouse.Open(ctx, warehouse.Options{DuckDBPath: s.duckdb, Logger: s.log, ReadOnly: true})
+		if err != nil {
+			return nil, err
 		}
-		return st
+		defer func() { _ = wh.Close() }() // read-only
+		if held, err = heldRuns(ctx, wh.DB()); err != nil {
+			return nil, err
+		}
 	}
-	var read state
-	if json.Unmarshal(body, &read) != nil || read.URL != s.url || read.Manifests == nil {
-		return st
+	st := publish.LoadSyncState(s.parquet, s.url, s.log)
+	var months []string
+	for _, v := range versions {
+		if v.Copy {
+			continue // an incomplete month: the run pulls it and pays for what it lacks
+		}
+		if seen, ok := st.Manifests[v.Key]; ok && seen.ETag == v.ETag && holds(held, v.Month, seen.RunID) {
+			continue
+		}
+		m, err := s.bucket.ReadManifest(ctx, v)
+		if err != nil {
+			return nil, err
+		}
+		if m != nil && !holds(held, v.Month, m.RunID) {
+			months = append(months, v.Month)
+		}
 	}
-	return read
-}
-
-func (s *Syncer) save(st state) error {
-	body, err := json.MarshalIndent(st, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := atomicfile.WriteFile(s.state, body, 0o644); err != nil {
-		return fmt.Errorf("record what was taken from %s in %s: %w", s.url, s.state, err)
-	}
-	return nil
+	slices.Sort(months)
+	return months, nil
 }

@@ -2,6 +2,7 @@ package bucketsync_test
 
 import (
 	"context"
+	"database/sql"
 	"io"
 	"log/slog"
 	"net/http"
@@ -9,6 +10,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 
@@ -90,6 +92,10 @@ func TestNothingNewCostsOneListing(t *testing.T) {
 	}
 	defer wh.Close()
 	s := bucketsync.New(p, cfg.URL, fx.DB(), fx.Parquet(), log)
+	// As on a machine that restored: no recorded versions, so each manifest is read once.
+	if err := os.Remove(filepath.Join(fx.Parquet(), publish.SyncStateFile)); err != nil {
+		t.Fatalf("the publish recorded no version: %v", err)
+	}
 	requests.total()
 	res, err := s.Pull(ctx, wh)
 	if err != nil || len(res.Pulled) != 0 || res.Read != 2 {
@@ -104,5 +110,43 @@ func TestNothingNewCostsOneListing(t *testing.T) {
 	}
 	if n, by := requests.total(); n != 1 || by["LIST"] != 1 {
 		t.Errorf("a sync with nothing new sent %v, want exactly one listing", by)
+	}
+	// This machine publishes a new version of a month (its own run): the bucket holds
+	// nothing new to it, and the next sync is one listing still.
+	runs, err := publish.LocalRuns(ctx, fx.Parquet(), publishtest.MonthB)
+	if err != nil || len(runs) == 0 {
+		t.Fatalf("the fixture's runs of %s: %v", publishtest.MonthB, err)
+	}
+	var run string
+	for run = range runs {
+	}
+	shrinkKeywords(t, fx)
+	if _, err := p.Month(ctx, fx.Parquet(), publishtest.MonthB, run); err != nil {
+		t.Fatal(err)
+	}
+	requests.total()
+	if res, err := s.Pull(ctx, wh); err != nil || res.Read != 0 || len(res.Pulled) != 0 {
+		t.Fatalf("sync after this machine's publish: %+v %v", res, err)
+	}
+	if n, by := requests.total(); n != 1 || by["LIST"] != 1 {
+		t.Errorf("the sync after this machine's own publish sent %v, want exactly one listing", by)
+	}
+}
+
+// shrinkKeywords rewrites the fixture's keywords partition of MonthB with its first row: a
+// local change to publish.
+func shrinkKeywords(t *testing.T, fx publishtest.Fixture) {
+	t.Helper()
+	path := filepath.Join(fx.Parquet(), "keywords", "snapshot_month="+publishtest.MonthB, "data_0.parquet")
+	db, err := sql.Open("duckdb", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(`COPY (SELECT * FROM read_parquet('` + path + `') LIMIT 1) TO '` + path + `.new' (FORMAT PARQUET)`); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(path+".new", path); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -108,6 +108,7 @@ func (p *Publisher) publishSet(ctx context.Context, s set, res *Result) error {
 		next.RunID = old.RunID
 	}
 	if next.sameContent(old) {
+		p.recordVersion(s.root, s.rel, old)
 		return nil
 	}
 	next.PublishedAt = time.Now().UTC()
@@ -115,6 +116,7 @@ func (p *Publisher) publishSet(ctx context.Context, s set, res *Result) error {
 		return err
 	}
 	res.ManifestWritten = true
+	p.recordVersion(s.root, s.rel, next) // this warehouse holds what it just wrote
 	return nil
 }
 

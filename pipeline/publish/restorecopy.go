@@ -38,6 +38,7 @@ var restoreCopyTables = slices.Concat(warehouse.ArchiveTables, warehouse.RunHeal
 func (p *Publisher) RestoreCopies() *Publisher {
 	c := *p
 	c.loc.Prefix = path.Join(p.loc.Prefix, RestoreCopyDir)
+	c.statePrefix = RestoreCopyDir
 	return &c
 }
 

@@ -26,6 +26,10 @@ type Publisher struct {
 	tm       *transfermanager.Client
 	secrets  []string // the resolved credentials, removed from every error message
 	endpoint string   // publish.endpoint, named when it does not answer
+	url      string   // publish.url (SyncState's identity of the bucket)
+	// statePrefix is "" for the publisher of publish.url, RestoreCopyDir for its restore
+	// copies': SyncState keys are relative to publish.url.
+	statePrefix string
 }
 
 // New returns the Publisher of cfg, with credentials from the standard AWS chain
@@ -68,7 +72,7 @@ func New(ctx context.Context, cfg config.PublishConfig, opts Options) (*Publishe
 		o.Concurrency = opts.Concurrency
 		o.ChecksumAlgorithm = tmtypes.ChecksumAlgorithmSha256
 	})
-	return &Publisher{loc: loc, opts: opts, log: opts.Logger, s3: client, tm: tm, secrets: secretsOf(creds), endpoint: cfg.Endpoint}, nil
+	return &Publisher{loc: loc, opts: opts, log: opts.Logger, s3: client, tm: tm, secrets: secretsOf(creds), endpoint: cfg.Endpoint, url: cfg.URL}, nil
 }
 
 func secretsOf(c aws.Credentials) []string {

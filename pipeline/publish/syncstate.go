@@ -1,0 +1,88 @@
+package publish
+
+import (
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"sitewatch/pipeline/atomicfile"
+)
+
+// SyncStateFile, at the root of the local Parquet tree, records the manifest versions the
+// warehouse has taken in: those a sync pulled or found held, and those a publish from this
+// tree wrote. With it a sync of a bucket that holds nothing new costs one listing, even
+// right after this machine's own publish. It is hidden: never published.
+const SyncStateFile = ".sitewatch-bucket.json"
+
+// SyncState is the content of SyncStateFile.
+type SyncState struct {
+	URL       string                 `json:"url"`       // publish.url it describes
+	Manifests map[string]SeenVersion `json:"manifests"` // manifest key (relative to the prefix) -> version
+}
+
+// SeenVersion is a manifest version the warehouse holds: its ETag and the run it names.
+type SeenVersion struct {
+	ETag  string `json:"etag"`
+	RunID string `json:"run_id"`
+}
+
+// LoadSyncState reads the state of the tree at root for url; a missing or unreadable file,
+// or one of another bucket, is empty (every manifest is then read once).
+func LoadSyncState(root, url string, log *slog.Logger) SyncState {
+	st := SyncState{URL: url, Manifests: map[string]SeenVersion{}}
+	path := filepath.Join(root, SyncStateFile)
+	body, err := os.ReadFile(path)
+	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) && log != nil {
+			log.Warn("the bucket sync state is unreadable: every manifest is read again", "file", path, "err", err)
+		}
+		return st
+	}
+	var read SyncState
+	if json.Unmarshal(body, &read) != nil || read.URL != url || read.Manifests == nil {
+		return st
+	}
+	return read
+}
+
+// Save writes st to the tree at root, atomically.
+func (st SyncState) Save(root string) error {
+	body, err := json.MarshalIndent(st, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return err
+	}
+	return atomicfile.WriteFile(filepath.Join(root, SyncStateFile), body, 0o644)
+}
+
+// recordVersion notes in the state of the tree at root that the warehouse holds m, the
+// version of the month manifest at rel (a publish from this tree wrote it, or found it
+// unchanged). A failure only costs the next sync one read: it is logged.
+func (p *Publisher) recordVersion(root, rel string, m *Manifest) {
+	if p.url == "" || m == nil || m.ETag == "" || m.SnapshotMonth == "" {
+		return
+	}
+	key := path2key(p.statePrefix, rel)
+	st := LoadSyncState(root, p.url, p.log)
+	v := SeenVersion{ETag: strings.Trim(m.ETag, `"`), RunID: m.RunID}
+	if st.Manifests[key] == v {
+		return
+	}
+	st.Manifests[key] = v
+	if err := st.Save(root); err != nil {
+		p.log.Warn("could not record the manifest version just published: the next sync reads it once", "file", filepath.Join(root, SyncStateFile), "err", err)
+	}
+}
+
+func path2key(prefix, rel string) string {
+	if prefix == "" {
+		return rel
+	}
+	return prefix + "/" + rel
+}
