@@ -1,3 +1,5 @@
+//go:build faultsoak
+
 package main
 
 import (
