@@ -1,0 +1,477 @@
+//go:build faultsoak
+
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"sitewatch/pipeline/atlas/atlastest"
+	"sitewatch/pipeline/config"
+	"sitewatch/pipeline/lease/leasetest"
+	"sitewatch/pipeline/publish/s3test"
+)
+
+// The fault test's knobs. Every runner uses the same lease and API settings, so the bounds
+// below are the fence's for these values (pipeline/lease.TimingFor).
+const (
+	faultDomains  = 4
+	faultRate     = 20                     // api.rate_limit of every runner, calls/s
+	faultTTL      = 2 * time.Second        // publish.lease_ttl
+	faultMargin   = 500 * time.Millisecond // the fence's margin for a 2 s TTL (a quarter of it)
+	faultTimeout  = time.Second            // api.timeout: a call admitted before the fence closed ends within it
+	faultChaos    = 3 * time.Second        // how long faults are injected per schedule
+	faultConverge = 90 * time.Second       // then every runner must complete the month within this
+	faultKillLost = 1500 * time.Millisecond
+)
+
+// TestFaultSchedules (issue 32, "Done when"): two or three runners share one bucket (one
+// versitygw, each runner its own directory, simulator and key, so every charge is
+// attributable, stamped on the server's side) while a seeded random schedule kills runs
+// (SIGKILL), partitions one runner from the bucket (a TCP proxy that hangs), runs `restore
+// --force` under a run, and deletes or rewrites the lease. Every runner follows the recipe
+// `run --restore-if-missing; publish` until its run exits 0. Then, for each schedule:
+//
+//  1. no two machines were charged in overlapping time windows (a partitioned run's charges
+//     after the cut are counted apart and bounded by rate × (margin + api.timeout));
+//  2. no (endpoint, domain) of the month was charged twice, except those partitioned charges,
+//     the probe of an up-to-date run, and answers a kill -9 caught uncommitted;
+//  3. the ledger the bucket holds for the month is what was charged, less only those lost
+//     uncommitted answers;
+//  4. no manifest version ever dropped a run an earlier version of it held (no stale writer
+//     overwrote another's month or ledger).
+//
+// SITEWATCH_FAULT_SEED replays one schedule (its seed is printed on failure);
+// SITEWATCH_FAULT_SCHEDULES sets how many run (default 21).
+func TestFaultSchedules(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs 21 randomized fault schedules (~3 minutes); runs without -short")
+	}
+	gw := bucketGateway(t)
+	bin := sitewatchBinary(t)
+	seeds := faultSeeds()
+	parallel := make(chan struct{}, 3) // schedules run three at a time: each waits on leases mostly
+	for _, seed := range seeds {
+		t.Run(fmt.Sprintf("seed_%d", seed), func(t *testing.T) {
+			t.Parallel()
+			parallel <- struct{}{}
+			defer func() { <-parallel }()
+			s := newFaultSchedule(t, gw, bin, seed)
+			s.run()
+			s.check()
+			if t.Failed() {
+				t.Logf("replay with SITEWATCH_FAULT_SEED=%d; events:\n%s", seed, strings.Join(s.eventLog(), "\n"))
+				s.logPayingRuns()
+			}
+		})
+	}
+}
+
+// faultSeeds are the schedules' seeds: SITEWATCH_FAULT_SEED alone, else a run of seeds from
+// the clock (a new sample every run, each printed when it fails).
+func faultSeeds() []uint64 {
+	if v, err := strconv.ParseUint(os.Getenv("SITEWATCH_FAULT_SEED"), 10, 64); err == nil {
+		return []uint64{v}
+	}
+	n := 21
+	if v, err := strconv.Atoi(os.Getenv("SITEWATCH_FAULT_SCHEDULES")); err == nil && v > 0 {
+		n = v
+	}
+	base := uint64(time.Now().UnixNano() % 1_000_000_000)
+	out := make([]uint64, n)
+	for i := range out {
+		out[i] = base + uint64(i)
+	}
+	return out
+}
+
+// faultRunner is one machine: a directory, a config, a simulator with its own key, and a
+// proxy between it and the bucket.
+type faultRunner struct {
+	idx   int
+	dir   string
+	cfg   string
+	key   string
+	log   *chargeLog
+	proxy *leasetest.Proxy
+	live  *exec.Cmd // its run in progress, if any
+	proc  *process
+}
+
+type faultSchedule struct {
+	t       *testing.T
+	seed    uint64
+	gw      *s3test.Server
+	bin     string
+	prefix  string
+	domains []string
+	runners []*faultRunner
+
+	mu     sync.Mutex
+	rng    *rand.Rand
+	procs  []*process
+	cuts   []cut
+	events []string
+	seen   *manifestWatch
+}
+
+func newFaultSchedule(t *testing.T, gw *s3test.Server, bin string, seed uint64) *faultSchedule {
+	s := &faultSchedule{t: t, seed: seed, gw: gw, bin: bin, prefix: fmt.Sprintf("fault-%d", seed),
+		domains: atlastest.Domains(faultDomains), rng: rand.New(rand.NewPCG(seed, 32))}
+	n := 2 + s.rng.IntN(2)
+	for i := range n {
+		s.runners = append(s.runners, s.newRunner(i))
+	}
+	s.seen = newManifestWatch(t, gw, s.prefix, testMonth)
+	return s
+}
+
+func (s *faultSchedule) newRunner(i int) *faultRunner {
+	t := s.t
+	key := fmt.Sprintf("fault-key-%d-%d", s.seed, i)
+	url, log := loggedSimulator(t, i, atlastest.Options{Month: testMonth, Keys: map[string]int64{key: 10_000}, Rate: 100,
+		LatencyMin: 20 * time.Millisecond, LatencyMax: 60 * time.Millisecond})
+	r := &faultRunner{idx: i, dir: t.TempDir(), key: key, log: log, proxy: faultProxy(t, s.gw.Endpoint)}
+	r.cfg = filepath.Join(r.dir, "domains.yaml")
+	var b strings.Builder
+	fmt.Fprintf(&b, "schedule: \"0 6 2 * *\"\napi:\n  base_url: %s\n  timeout: %s\n  rate_limit: %d\n", url, faultTimeout, faultRate)
+	b.WriteString("warehouse:\n  duckdb: data/w.duckdb\n  parquet: data/parquet\n")
+	fmt.Fprintf(&b, "publish:\n  url: s3://team-bucket/%s\n  endpoint: %s\n  region: us-east-1\n  path_style: true\n  lease_ttl: %s\n",
+		s.prefix, r.proxy.URL, faultTTL)
+	b.WriteString("domains:\n")
+	for _, d := range s.domains {
+		fmt.Fprintf(&b, "  - %q\n", d)
+	}
+	if err := os.WriteFile(r.cfg, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// faultProxy is a leasetest proxy to the bucket, closed when t ends without waiting more than
+// a few seconds for its connections (a relay left by a killed process must not hang the test).
+func faultProxy(t *testing.T, target string) *leasetest.Proxy {
+	t.Helper()
+	p, err := leasetest.Listen(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		done := make(chan struct{})
+		go func() { p.Close(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			t.Logf("the bucket proxy of a runner did not close within 5s (a relay still open)")
+		}
+	})
+	return p
+}
+
+func (s *faultSchedule) event(format string, args ...any) {
+	if testing.Verbose() {
+		s.t.Logf(format, args...)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.events = append(s.events, time.Now().Format("15:04:05.000")+" "+fmt.Sprintf(format, args...))
+}
+
+func (s *faultSchedule) eventLog() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.events...)
+}
+
+func (s *faultSchedule) intn(n int) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.rng.IntN(n)
+}
+
+func (s *faultSchedule) sleepRandom(lo, hi time.Duration) {
+	time.Sleep(lo + time.Duration(s.intn(int(hi-lo)/int(time.Millisecond)+1))*time.Millisecond)
+}
+
+// run drives every runner through its recipe while the chaos goroutine injects faults, then
+// heals every partition and waits for every runner to complete the month.
+func (s *faultSchedule) run() {
+	ctx, stopWatch := context.WithCancel(context.Background())
+	watched := make(chan struct{})
+	go func() { defer close(watched); s.seen.poll(ctx) }()
+	deadline := time.Now().Add(faultChaos + faultConverge)
+	var wg sync.WaitGroup
+	for _, r := range s.runners {
+		wg.Go(func() { s.drive(r, deadline) })
+	}
+	s.chaos(time.Now().Add(faultChaos))
+	for _, r := range s.runners {
+		r.proxy.Heal()
+	}
+	s.event("chaos over: every partition healed")
+	wg.Wait()
+	stopWatch()
+	<-watched
+}
+
+// drive runs the recipe `run --restore-if-missing; publish` on r until its run exits 0.
+func (s *faultSchedule) drive(r *faultRunner, deadline time.Time) {
+	s.sleepRandom(0, 300*time.Millisecond)
+	var last, published *process
+	for time.Now().Before(deadline) {
+		last = s.exec(r, "run", "--restore-if-missing")
+		published = s.exec(r, "publish")
+		if last.exit == 0 {
+			break
+		}
+		s.sleepRandom(100*time.Millisecond, 400*time.Millisecond)
+	}
+	// The recipe retries the publish (another runner may hold the lease): an up-to-date run's
+	// ledger, its probe, reaches the bucket only through it.
+	for last != nil && last.exit == 0 && published.exit != 0 && time.Now().Before(deadline) {
+		s.sleepRandom(100*time.Millisecond, 400*time.Millisecond)
+		published = s.exec(r, "publish")
+	}
+	if last != nil && last.exit == 0 && published.exit == 0 {
+		return
+	}
+	s.t.Errorf("runner %d did not complete the month within %s of faults and convergence; its last run:\n%s\nits last publish:\n%s",
+		r.idx, faultChaos+faultConverge, tail(last.output, 1500), tail(published.output, 1000))
+}
+
+// exec runs one sitewatch command of r to its end (a run may be killed meanwhile).
+func (s *faultSchedule) exec(r *faultRunner, command string, args ...string) *process {
+	cmd := exec.Command(s.bin, append([]string{command, "--config", r.cfg}, args...)...)
+	cmd.Env = append(os.Environ(), config.EnvAPIKey+"="+r.key)
+	var out syncBuffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	p := &process{runner: r.idx, command: command, start: time.Now()}
+	if err := cmd.Start(); err != nil {
+		s.t.Errorf("start %s: %v", command, err)
+		p.exit, p.end = -2, time.Now()
+		return p
+	}
+	s.mu.Lock()
+	s.procs = append(s.procs, p)
+	if command == "run" {
+		r.live, r.proc = cmd, p
+	}
+	s.mu.Unlock()
+	err := cmd.Wait()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p.end, p.output = time.Now(), out.String()
+	if command == "run" {
+		r.live, r.proc = nil, nil
+	}
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		p.exit = 0
+	case errors.As(err, &ee) && ee.ExitCode() >= 0:
+		p.exit = ee.ExitCode()
+	default:
+		p.exit = -1
+	}
+	s.events = append(s.events, fmt.Sprintf("%s runner %d %s ended: exit %d (%s)", p.end.Format("15:04:05.000"), r.idx, command, p.exit, p.end.Sub(p.start).Round(time.Millisecond)))
+	return p
+}
+
+// chaos injects one random fault every 150–700 ms until until.
+func (s *faultSchedule) chaos(until time.Time) {
+	for time.Now().Before(until) {
+		s.sleepRandom(150*time.Millisecond, 700*time.Millisecond)
+		r := s.runners[s.intn(len(s.runners))]
+		switch s.intn(5) {
+		case 0:
+			s.kill(r)
+		case 1:
+			s.partition(r, 300*time.Millisecond+time.Duration(s.intn(2500))*time.Millisecond)
+		case 2:
+			go s.forceRestore(r)
+		case 3:
+			s.deleteLease()
+		case 4:
+			s.rewriteLease()
+		}
+	}
+}
+
+func (s *faultSchedule) kill(r *faultRunner) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if r.live == nil {
+		return
+	}
+	r.proc.killedAt = time.Now()
+	_ = r.live.Process.Signal(syscall.SIGKILL)
+	s.events = append(s.events, fmt.Sprintf("%s kill -9 runner %d's run", r.proc.killedAt.Format("15:04:05.000"), r.idx))
+}
+
+// partition cuts r from the bucket for d (the proxy hangs every byte), then heals it.
+func (s *faultSchedule) partition(r *faultRunner, d time.Duration) {
+	from := time.Now()
+	r.proxy.Cut()
+	s.event("partition runner %d from the bucket for %s", r.idx, d.Round(time.Millisecond))
+	s.mu.Lock()
+	i := len(s.cuts)
+	s.cuts = append(s.cuts, cut{runner: r.idx, from: from, to: from.Add(time.Hour)})
+	s.mu.Unlock()
+	go func() {
+		time.Sleep(d)
+		s.mu.Lock()
+		s.cuts[i].to = time.Now()
+		s.mu.Unlock()
+		r.proxy.Heal()
+		s.event("healed runner %d", r.idx)
+	}()
+}
+
+// forceRestore runs `restore --force` in r's directory, whatever r is doing.
+func (s *faultSchedule) forceRestore(r *faultRunner) {
+	s.event("restore --force on runner %d", r.idx)
+	s.exec(r, "restore", "--force")
+}
+
+func (s *faultSchedule) leaseKey() string { return s.prefix + "/_sitewatch/lease.json" }
+
+func (s *faultSchedule) deleteLease() {
+	_, err := s.gw.Client().DeleteObject(context.Background(), &s3.DeleteObjectInput{Bucket: aws.String("team-bucket"), Key: aws.String(s.leaseKey())})
+	s.event("delete the lease (err %v)", err)
+}
+
+// rewriteLease replaces the lease with one of a holder that does not exist, expiring in 1 s.
+func (s *faultSchedule) rewriteLease() {
+	now := time.Now().UTC()
+	body := fmt.Sprintf(`{"owner":"chaos-%d","host":"chaos","pid":1,"command":"sitewatch run","started":%q,"expires":%q}`,
+		s.seed, now.Format(time.RFC3339Nano), now.Add(time.Second).Format(time.RFC3339Nano))
+	_, err := s.gw.Client().PutObject(context.Background(), &s3.PutObjectInput{Bucket: aws.String("team-bucket"),
+		Key: aws.String(s.leaseKey()), Body: strings.NewReader(body)})
+	s.event("rewrite the lease as a foreign holder's (err %v)", err)
+}
+
+// manifestWatch polls a month's manifest and restore-copy manifest and keeps, for every
+// version it saw, the runs its ledger (run_calls) holds.
+type manifestWatch struct {
+	t        *testing.T
+	gw       *s3test.Server
+	keys     []string
+	bases    map[string]string // the prefix a manifest's file keys are relative to
+	mu       sync.Mutex
+	versions map[string][]manifestVersion
+}
+
+type manifestVersion struct {
+	runID string
+	runs  map[string]bool
+}
+
+func newManifestWatch(t *testing.T, gw *s3test.Server, prefix, month string) *manifestWatch {
+	w := &manifestWatch{t: t, gw: gw, versions: map[string][]manifestVersion{}, bases: map[string]string{}}
+	for _, base := range []string{prefix, prefix + "/_restore"} {
+		key := base + "/_manifests/snapshot_month=" + month + ".json"
+		w.keys, w.bases[key] = append(w.keys, key), base
+	}
+	return w
+}
+
+func (w *manifestWatch) poll(ctx context.Context) {
+	last := map[string]string{}
+	for {
+		for _, key := range w.keys {
+			body := w.get(ctx, key)
+			if body == "" || body == last[key] {
+				continue
+			}
+			if v, ok := w.read(ctx, w.bases[key], body); ok {
+				last[key] = body
+				w.mu.Lock()
+				w.versions[key] = append(w.versions[key], v)
+				w.mu.Unlock()
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(150 * time.Millisecond):
+		}
+	}
+}
+
+func (w *manifestWatch) get(ctx context.Context, key string) string {
+	out, err := w.gw.Client().GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String("team-bucket"), Key: aws.String(key)})
+	if err != nil {
+		return ""
+	}
+	defer out.Body.Close()
+	var b bytes.Buffer
+	if _, err := b.ReadFrom(out.Body); err != nil {
+		return ""
+	}
+	return b.String()
+}
+
+// read loads the ledger files a manifest names and returns the runs they hold (ok false when
+// a file changed under it: the next poll sees the newer version).
+func (w *manifestWatch) read(ctx context.Context, base, body string) (manifestVersion, bool) {
+	var m struct {
+		RunID string `json:"run_id"`
+		Files []struct {
+			Key   string `json:"key"`
+			Table string `json:"table"`
+		} `json:"files"`
+	}
+	if err := json.Unmarshal([]byte(body), &m); err != nil {
+		return manifestVersion{}, false
+	}
+	v := manifestVersion{runID: m.RunID, runs: map[string]bool{}}
+	dir := w.t.TempDir()
+	for i, f := range m.Files {
+		if f.Table != "run_calls" {
+			continue
+		}
+		data := w.get(ctx, base+"/"+f.Key)
+		if data == "" {
+			return v, false
+		}
+		path := filepath.Join(dir, fmt.Sprintf("run_calls_%d.parquet", i))
+		if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
+			return v, false
+		}
+		runs, err := parquetRuns(path)
+		if err != nil {
+			return v, false
+		}
+		for _, r := range runs {
+			v.runs[r] = true
+		}
+	}
+	return v, true
+}
+
+// logPayingRuns logs the end of the output of every run that was charged, to tell why it
+// stopped and what it published.
+func (s *faultSchedule) logPayingRuns() {
+	for _, p := range s.procs {
+		if p.command == "run" && len(p.charges) > 0 {
+			s.t.Logf("runner %d run %s–%s (exit %d, %d charges):\n%s", p.runner, p.start.Format("15:04:05.000"),
+				p.end.Format("15:04:05.000"), p.exit, len(p.charges), tail(p.output, 1200))
+		}
+	}
+}

@@ -1,0 +1,124 @@
+//go:build faultsoak
+
+package main
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"sitewatch/pipeline/atlas/atlastest"
+)
+
+// charge is one credit a simulator charged, stamped by the server when it answered 200.
+type charge struct {
+	at       time.Time
+	runner   int
+	endpoint string
+	domain   string
+}
+
+func (c charge) key() string { return c.endpoint + " " + c.domain }
+
+// chargeLog is every charge of one runner's simulator, in order.
+type chargeLog struct {
+	mu      sync.Mutex
+	charges []charge
+}
+
+func (l *chargeLog) all() []charge {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]charge(nil), l.charges...)
+}
+
+// okWriter calls onOK when the handler answers 200: the simulator charges a 200 (and only a
+// 200) in the same step, so the stamp is the charge's time on the server's side.
+type okWriter struct {
+	http.ResponseWriter
+	onOK func()
+}
+
+func (w *okWriter) WriteHeader(code int) {
+	if code == http.StatusOK {
+		w.onOK()
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+// loggedSimulator starts a simulator with one key for runner over loopback HTTP and logs
+// every charge it makes.
+func loggedSimulator(t *testing.T, runner int, opts atlastest.Options) (string, *chargeLog) {
+	t.Helper()
+	sim, err := atlastest.NewHandler(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := &chargeLog{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		endpoint := strings.TrimPrefix(r.URL.Path, "/atlas/")
+		domain, _ := atlastest.NormalizeDomain(r.URL.Query().Get("url"))
+		sim.ServeHTTP(&okWriter{ResponseWriter: w, onOK: func() {
+			log.mu.Lock()
+			log.charges = append(log.charges, charge{at: time.Now(), runner: runner, endpoint: endpoint, domain: domain})
+			log.mu.Unlock()
+		}}, r)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL, log
+}
+
+// process is one sitewatch process a runner ran.
+type process struct {
+	runner     int
+	command    string
+	start, end time.Time
+	exit       int       // -1: killed
+	killedAt   time.Time // zero unless killed
+	output     string
+	charges    []charge
+}
+
+// cut is a partition of one runner from the bucket.
+type cut struct {
+	runner   int
+	from, to time.Time
+}
+
+// within says whether at falls in [from, to].
+func within(at, from, to time.Time) bool { return !at.Before(from) && !at.After(to) }
+
+// attribute gives every charge to the run process of its runner that was alive when it was
+// made; a charge no process explains is returned apart (a leaked call: a finding in itself).
+func attribute(procs []*process, charges []charge) (orphans []charge) {
+	for _, c := range charges {
+		owner := (*process)(nil)
+		for _, p := range procs {
+			if p.runner == c.runner && p.command == "run" && within(c.at, p.start, p.end) {
+				owner = p
+				break
+			}
+		}
+		if owner == nil {
+			orphans = append(orphans, c)
+			continue
+		}
+		owner.charges = append(owner.charges, c)
+	}
+	return orphans
+}
+
+// describe is a charge for a failure message.
+func (c charge) String() string {
+	return fmt.Sprintf("runner %d %s %s at %s", c.runner, c.endpoint, c.domain, c.at.Format("15:04:05.000"))
+}
+
+// sortCharges orders charges by time.
+func sortCharges(cs []charge) {
+	sort.Slice(cs, func(i, j int) bool { return cs[i].at.Before(cs[j].at) })
+}
