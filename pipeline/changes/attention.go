@@ -40,6 +40,9 @@ type AttentionSettings struct {
 	Threshold float64 // |z| a move must reach
 }
 
+// Resolved returns s with its zero fields set to the defaults: the settings a list was read with.
+func (s AttentionSettings) Resolved() AttentionSettings { return s.withDefaults() }
+
 // withDefaults fills the zero fields.
 func (s AttentionSettings) withDefaults() AttentionSettings {
 	if s.MinVisits <= 0 {
