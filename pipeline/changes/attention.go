@@ -40,6 +40,9 @@ type AttentionSettings struct {
 	Threshold float64 // |z| a move must reach
 }
 
+// Resolved returns s with its zero fields set to the defaults: the settings a list was read with.
+func (s AttentionSettings) Resolved() AttentionSettings { return s.withDefaults() }
+
 // withDefaults fills the zero fields.
 func (s AttentionSettings) withDefaults() AttentionSettings {
 	if s.MinVisits <= 0 {
@@ -220,7 +223,8 @@ func (a *Attention) Rule() string {
 	s := a.Settings.withDefaults()
 	return fmt.Sprintf("A domain is listed when this month's visits move at least %s of its usual month-to-month swings "+
 		"(median and 1.4826 × MAD of its earlier monthly changes, at least ±2 %%), or its rank, AI-referred visits or top channel "+
-		"fell that many of the watchlist's swings since %s, and it had at least %s visits; or its data went missing or failed a quality check. "+
+		"fell that many of the watchlist's swings since %s, and it had at least %s visits; or it is one of the 3 steepest falls (2 %% or more) "+
+		"among the larger half of the watchlist; or its data went missing or failed a quality check. "+
 		"Most unusual first (view needs_attention; config attention.min_visits and attention.threshold).",
 		strconv.FormatFloat(s.Threshold, 'f', -1, 64), orText(a.PreviousMonth, "the previous complete month"), thousands(float64(s.MinVisits)))
 }

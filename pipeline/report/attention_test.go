@@ -29,7 +29,7 @@ window.addEventListener('load', function () { document.fonts.ready.then(function
   var items = s ? Array.prototype.map.call(s.querySelectorAll('ol.att li'), function (li) { return li.textContent; }) : [];
   var p = document.createElement('pre');
   p.id = 'attention-probe';
-  p.textContent = 'top=' + top + ' vh=' + window.innerHeight + ' toc=' + (link && link.getBoundingClientRect().height > 0 ? 'shown' : 'folded') + '\n' + items.join('\n');
+  p.textContent = 'top=' + top + ' vh=' + window.innerHeight + ' toc=' + (link && link.checkVisibility() ? 'shown' : 'folded') + '\n' + items.join('\n');
   document.body.appendChild(p);
   if (window.parent !== window) window.parent.postMessage({id: p.id, text: p.textContent}, '*');
 }); });
