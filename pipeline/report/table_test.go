@@ -90,8 +90,8 @@ const maxSort = 500 * time.Millisecond
 // tableResult is what tableProbe measured.
 type tableResult struct {
 	rows, rowH, over1M, inCategory, csvLines, shownAfter, shownAll int
-	sorts                                                []time.Duration
-	sticky, category, head, problems                     string
+	sorts                                                          []time.Duration
+	sticky, category, head, problems                               string
 }
 
 // probeTable runs tableProbe on html at width and fails the test on anything it reports.
