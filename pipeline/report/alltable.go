@@ -162,3 +162,7 @@ func allColumns(rows []allRow) template.CSS {
 func (r allRow) cells() []string {
 	return []string{r.Domain, r.Title, r.Category, r.Visits, r.MoM, r.YoY, r.Rank, r.RankChange, r.AIVisits, r.Bounce, r.Pages, r.Duration, r.Source}
 }
+
+// allLimit is how many matching rows the All domains script shows before "Show all": a sort
+// or filter then lays out a few hundred rows, not 5,000 (each row is a reinserted grid row).
+const allLimit = 250

@@ -60,6 +60,7 @@ type page struct {
 	Sites         []allRow
 	Categories    []category   // the All domains filter's choices
 	AllColumns    template.CSS // the All domains grid's column widths
+	AllLimit      int          // rows the All domains script shows of those matching (all without script)
 	TopNote       string       // which domains the per-domain sections show, "" when all
 	Rule          string       // the ranking rule, stated in the footnote
 	TopN          int
@@ -115,6 +116,7 @@ func build(d *data) (*page, error) {
 	p.Sites = buildSites(d)
 	p.Categories = categories(d)
 	p.AllColumns = allColumns(p.Sites)
+	p.AllLimit = allLimit
 	p.TopNote = cutNote(d, "the most visited domains")
 	p.Rule, p.TopN = changes.RankingRule, topN
 	p.Contents = contents(p)
