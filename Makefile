@@ -19,8 +19,8 @@ build:
 	$(GO) build -ldflags "$(STAMP)" -o $(BIN)/atlas-sim ./cmd/atlas-sim
 
 release:
-	$(GO) build -trimpath -ldflags "-s -w $(STAMP)" -o $(BIN)/sitewatch ./cmd/sitewatch
-	$(GO) build -trimpath -ldflags "-s -w $(STAMP)" -o $(BIN)/atlas-sim ./cmd/atlas-sim
+	$(GO) build -ldflags "-s -w $(STAMP)" -o $(BIN)/sitewatch ./cmd/sitewatch
+	$(GO) build -ldflags "-s -w $(STAMP)" -o $(BIN)/atlas-sim ./cmd/atlas-sim
 
 # The whole suite, race detector on; CI runs this. The publish tests start versitygw. The
 # report's layout and time budgets (5,000 domains in Chromium) hold for the product, so they run

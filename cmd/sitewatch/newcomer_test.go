@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -284,6 +285,26 @@ func TestDemoTwoSourceCheckWithoutOverride(t *testing.T) {
 	for _, line := range strings.Split(string(b), "\n") {
 		if strings.Contains(line, `check --config "$two/domains.yaml"`) && !strings.Contains(line, "env -u ATLAS_BASE_URL") {
 			t.Errorf("the demo's two-source check keeps ATLAS_BASE_URL set (a WARN on its own config):\n%s", line)
+		}
+	}
+}
+
+// TestBinaryLinksNoGCSOrAzure: sitewatch writes Iceberg tables to S3 only, so the binary links
+// iceberg-go's S3 FileIO alone: no GCS or Azure blob driver or SDK (importing
+// github.com/apache/iceberg-go/io/gocloud itself, or io/gocloud/gcs, would register them).
+func TestBinaryLinksNoGCSOrAzure(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go list over the module")
+	}
+	out, err := exec.Command("go", "list", "-deps", "sitewatch/cmd/sitewatch").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	for _, pkg := range strings.Fields(string(out)) {
+		for _, bad := range []string{"gocloud.dev/blob/gcsblob", "gocloud.dev/blob/azureblob", "cloud.google.com/go/storage", "github.com/Azure/", "github.com/apache/iceberg-go/io/gocloud/gcs", "github.com/apache/iceberg-go/io/gocloud/azure"} {
+			if strings.HasPrefix(pkg, bad) {
+				t.Errorf("the binary links %s (from %s): sitewatch never calls it", pkg, bad)
+			}
 		}
 	}
 }
