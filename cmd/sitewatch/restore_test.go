@@ -289,12 +289,13 @@ func TestKillDuringRestore(t *testing.T) {
 		return holding.Load() && r.Method == http.MethodGet && strings.Contains(r.URL.Path, "/raw_responses/")
 	})
 	r := newHarness(t, atlastest.Options{}, domains, "")
-	withPublish(t, r, px, "")
+	withPublish(t, r, px, "  lease_ttl: 2s\n") // restore holds the bucket lease like run: the killed one's expires
 	killAt(t, r, held, "restore")
 	if _, err := os.Stat(filepath.Join(r.dir, "data", "w.duckdb")); err == nil {
 		t.Fatal("a killed restore left a file at the warehouse path")
 	}
 	holding.Store(false)
+	time.Sleep(2 * time.Second) // the killed restore's lease expires; the rerun then watches it before taking it over
 	if code := r.run("restore"); code != ExitOK {
 		t.Fatalf("restore after the kill: exit %d\n%s%s", code, r.stdout, r.stderr)
 	}
