@@ -96,3 +96,15 @@ func TestRestoreFromUnreachableEndpoint(t *testing.T) {
 		t.Errorf("restore from an unreachable endpoint: exit %d\n%s", code, out)
 	}
 }
+
+// TestReadDataNeedsVerifyOrAll: --read-data alone is a usage error (exit 2), and the help
+// names it.
+func TestReadDataNeedsVerifyOrAll(t *testing.T) {
+	h := newHarness(t, atlastest.Options{}, atlastest.Domains(1), "")
+	if code := h.run("publish", "--read-data"); code != ExitUsage || !strings.Contains(h.stderr.String(), "--read-data goes with --verify") {
+		t.Errorf("publish --read-data alone: exit %d\n%s", code, h.stderr)
+	}
+	if code := h.run("publish", "--help"); code != ExitOK || !strings.Contains(h.stdout.String(), "[--verify] [--read-data]") {
+		t.Errorf("publish --help does not name --read-data: exit %d\n%s", code, h.stdout)
+	}
+}
