@@ -8,7 +8,7 @@ import (
 )
 
 var changesHelp = help{
-	summary: "what changed between the two latest complete months: movers, competitors, AI platforms, keywords, countries, quality",
+	summary: "the domains that need attention, then what changed between the two latest complete months: movers, competitors, AI platforms, keywords, countries, quality",
 	usage:   "[--config F] [--snapshot YYYY-MM]",
 	examples: []string{
 		"sitewatch changes",
