@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -57,10 +58,6 @@ func cmdPublish(ctx context.Context, args []string, env pipeline.Env) error {
 	if *verify {
 		return verifyBucket(ctx, cfg, env, *readData)
 	}
-	runs, ran, err := completeRuns(ctx, cfg, env)
-	if err != nil {
-		return err
-	}
 	// GuardRuns: never over a month another machine ran after this warehouse last synced.
 	p, err := publish.New(ctx, cfg.Publish, publish.Options{Logger: env.Logger, GuardRuns: true, ReadData: *readData})
 	if err != nil {
@@ -74,6 +71,13 @@ func cmdPublish(ctx context.Context, args []string, env pipeline.Env) error {
 		}
 		defer release()
 		ctx = held
+		if err := pullBeforePublish(ctx, cfg, env); err != nil {
+			return err
+		}
+	}
+	runs, ran, err := completeRuns(ctx, cfg, env)
+	if err != nil {
+		return err
 	}
 	lake, err := openIceberg(ctx, cfg, env) // nil unless publish.format is iceberg or both
 	if err != nil {
@@ -122,6 +126,34 @@ func cmdPublish(ctx context.Context, args []string, env pipeline.Env) error {
 		if err := publishIceberg(ctx, lake, cfg, m, env.Stdout); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// pullBeforePublish takes into the warehouse, under the lease, every version the bucket holds
+// that names a run the warehouse lacks (0 credits), as a run does before it plans. Without it
+// a publish that finds the bucket's month naming another machine's run (its up-to-date
+// probe, or a month it ran) could only refuse (GuardRuns), and this warehouse's own new
+// ledger rows (its probe) would never reach the bucket; with it the publish uploads the
+// union of both ledgers over the version it read (If-Match).
+func pullBeforePublish(ctx context.Context, cfg *config.Config, env pipeline.Env) error {
+	if _, err := os.Stat(cfg.Warehouse.DuckDB); err != nil {
+		return nil // no warehouse: nothing to publish, completeRuns says so
+	}
+	sync, err := bucketSync(ctx, cfg, env)
+	if err != nil || sync == nil {
+		return err
+	}
+	wh, err := openWarehouse(ctx, cfg, env, false)
+	if err != nil {
+		return fmt.Errorf("take in what %s holds before publishing over it: %w; nothing was published", cfg.Publish.URL, err)
+	}
+	if err := sync.Pull(ctx, wh); err != nil {
+		_ = wh.Close() // what was pulled is committed
+		return err
+	}
+	if err := wh.Close(); err != nil {
+		return fmt.Errorf("take in what %s holds before publishing over it: %w; nothing was published", cfg.Publish.URL, err)
 	}
 	return nil
 }

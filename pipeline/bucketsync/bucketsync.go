@@ -72,7 +72,7 @@ func (s *Syncer) Pull(ctx context.Context, wh *warehouse.Warehouse) (Result, err
 	}
 	changed := false
 	for _, v := range newest(versions) {
-		if seen, ok := st.Manifests[v.Key]; ok && seen.ETag == v.ETag && holds(held, v.Month, seen.RunID) {
+		if seen, ok := st.Manifests[v.Key]; ok && seen.ETag == v.ETag && holdsAll(held, v.Month, seen.RunID, seen.Runs) {
 			continue // one listing: this version is already in the warehouse
 		}
 		m, err := s.bucket.ReadManifest(ctx, v)
@@ -83,13 +83,13 @@ func (s *Syncer) Pull(ctx context.Context, wh *warehouse.Warehouse) (Result, err
 		if m == nil {
 			continue // gone since the listing
 		}
-		if !holds(held, v.Month, m.RunID) {
+		if !holdsAll(held, v.Month, m.RunID, m.Runs) {
 			if err := s.take(ctx, wh, v, m); err != nil {
 				return res, err
 			}
 			res.Pulled = append(res.Pulled, Pulled{Month: v.Month, Copy: v.Copy, RunID: m.RunID})
 		}
-		st.Manifests[v.Key] = publish.SeenVersion{ETag: m.ETag, RunID: m.RunID}
+		st.Manifests[v.Key] = publish.SeenVersion{ETag: m.ETag, RunID: m.RunID, Runs: m.Runs}
 		changed = true
 	}
 	if changed {
@@ -130,10 +130,25 @@ func holds(held map[string]map[string]bool, month, runID string) bool {
 	return held[month][runID]
 }
 
+// holdsAll says whether the warehouse has taken in every run a version of month names: the
+// run that completed it and every run of its ledger (an up-to-date run's probe, paid on
+// another machine, is in the bucket's ledger only).
+func holdsAll(held map[string]map[string]bool, month, runID string, runs []string) bool {
+	if !holds(held, month, runID) {
+		return false
+	}
+	for _, r := range runs {
+		if !held[month][r] {
+			return false
+		}
+	}
+	return true
+}
+
 // heldRuns maps each month of the warehouse to the runs it holds.
 func heldRuns(ctx context.Context, db *sql.DB) (map[string]map[string]bool, error) {
 	held := map[string]map[string]bool{}
-	err := warehouse.QueryEach(ctx, db, `SELECT DISTINCT snapshot_month, run_id FROM runs`, nil, func(rows *sql.Rows) error {
+	err := warehouse.QueryEach(ctx, db, `SELECT snapshot_month, run_id FROM runs UNION SELECT snapshot_month, run_id FROM run_calls`, nil, func(rows *sql.Rows) error {
 		var month, run string
 		if err := rows.Scan(&month, &run); err != nil {
 			return err
@@ -238,14 +253,14 @@ func (s *Syncer) CompleteNewer(ctx context.Context) ([]string, error) {
 		if v.Copy {
 			continue // an incomplete month: the run pulls it and pays for what it lacks
 		}
-		if seen, ok := st.Manifests[v.Key]; ok && seen.ETag == v.ETag && holds(held, v.Month, seen.RunID) {
+		if seen, ok := st.Manifests[v.Key]; ok && seen.ETag == v.ETag && holdsAll(held, v.Month, seen.RunID, seen.Runs) {
 			continue
 		}
 		m, err := s.bucket.ReadManifest(ctx, v)
 		if err != nil {
 			return nil, err
 		}
-		if m != nil && !holds(held, v.Month, m.RunID) {
+		if m != nil && !holdsAll(held, v.Month, m.RunID, m.Runs) {
 			months = append(months, v.Month)
 		}
 	}

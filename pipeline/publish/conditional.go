@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -16,6 +18,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
+
+	"sitewatch/pipeline/warehouse"
 )
 
 // ErrPrecondition: a conditional write found the object in another state than it required
@@ -82,44 +86,59 @@ func isPrecondition(err error) bool {
 	return errors.As(err, &re) && (re.HTTPStatusCode() == http.StatusPreconditionFailed || re.HTTPStatusCode() == http.StatusConflict)
 }
 
-// guard refuses (with Options.GuardRuns) to overwrite old, the bucket's manifest of s's month,
-// when it names a run this warehouse does not hold: the local tree's runs partition of the
-// month lists every run the warehouse knows of it, its own and those it pulled. The version
-// notion of a month is thus the set of runs behind it; the ETag check of writeManifestAt
-// covers the moment between this read and the write.
+// guard refuses (with Options.GuardRuns) to write over old, the bucket's manifest of s's month
+// (or restore copy), when it names a run this warehouse does not hold: another machine's run
+// (or up-to-date probe) this warehouse never took in, whose answers and ledger the write
+// would drop. Every run old's ledger holds counts (Manifest.Runs), not only the run that
+// completed the month: two machines that both hold that run but each paid a probe of their
+// own would otherwise overwrite each other's ledger. The local tree's runs and run_calls
+// partitions of the month list every run the warehouse knows of it, its own and those it
+// pulled. The ETag check of writeManifestAt covers the moment between this read and the write.
 func (p *Publisher) guard(ctx context.Context, s set, old *Manifest) error {
-	if !p.opts.GuardRuns || old == nil || s.month == "" || old.RunID == "" || old.RunID == s.runID {
+	if !p.opts.GuardRuns || old == nil || s.month == "" {
 		return nil
 	}
 	held, err := LocalRuns(ctx, s.root, s.month)
 	if err != nil {
 		return err
 	}
-	if held[old.RunID] {
-		return nil
+	for _, run := range old.AllRuns() {
+		if run != s.runID && !held[run] {
+			return &StaleError{URL: p.loc.URL(s.rel), Month: s.month,
+				Why: fmt.Sprintf("names run %s, which this warehouse does not hold (another machine ran %s after this warehouse last took the bucket in)", run, s.month)}
+		}
 	}
-	return &StaleError{URL: p.loc.URL(s.rel), Month: s.month,
-		Why: fmt.Sprintf("names run %s, which this warehouse does not hold (another machine ran %s after this warehouse last took the bucket in)", old.RunID, s.month)}
+	return nil
 }
 
-// LocalRuns returns the run IDs of month in the runs partition of the Parquet tree at root
-// (none when there is no partition).
+// LocalRuns returns the run IDs of month in the runs and run_calls partitions of the Parquet
+// tree at root (none when there is neither).
 func LocalRuns(ctx context.Context, root, month string) (map[string]bool, error) {
-	dir := filepath.Join(root, "runs", partitionPrefix+month)
-	files, err := filepath.Glob(filepath.Join(dir, "*.parquet"))
-	if err != nil || len(files) == 0 {
-		return map[string]bool{}, err
+	var files []string
+	for _, table := range []string{"runs", warehouse.TableRunCalls} {
+		found, err := filepath.Glob(filepath.Join(root, table, partitionPrefix+month, "*.parquet"))
+		if err != nil {
+			return nil, err
+		}
+		files = append(files, found...)
+	}
+	if len(files) == 0 {
+		return map[string]bool{}, nil
 	}
 	db, err := sql.Open("duckdb", "")
 	if err != nil {
 		return nil, err
 	}
 	defer func() { _ = db.Close() }() // in memory
+	quoted := make([]string, len(files))
+	for i, f := range files {
+		quoted[i] = "'" + strings.ReplaceAll(filepath.ToSlash(f), "'", "''") + "'"
+	}
 	held := map[string]bool{}
-	// The glob is a path of the local tree with a month that matched monthRE.
-	rows, err := db.QueryContext(ctx, `SELECT DISTINCT run_id FROM read_parquet('`+strings.ReplaceAll(filepath.ToSlash(dir), "'", "''")+`/*.parquet')`)
+	// The files are paths of the local tree with a month that matched monthRE.
+	rows, err := db.QueryContext(ctx, `SELECT DISTINCT run_id FROM read_parquet([`+strings.Join(quoted, ", ")+`], union_by_name = true)`)
 	if err != nil {
-		return nil, fmt.Errorf("read the runs of %s in %s: %w", month, dir, err)
+		return nil, fmt.Errorf("read the runs of %s in %s: %w", month, root, err)
 	}
 	defer func() { _ = rows.Close() }() // read-only
 	for rows.Next() {
@@ -130,4 +149,16 @@ func LocalRuns(ctx context.Context, root, month string) (map[string]bool, error)
 		held[id] = true
 	}
 	return held, rows.Err()
+}
+
+// sortedRuns is the Runs of a manifest of month published from the tree at root.
+func sortedRuns(ctx context.Context, root, month string) ([]string, error) {
+	if month == "" {
+		return nil, nil
+	}
+	held, err := LocalRuns(ctx, root, month)
+	if err != nil {
+		return nil, err
+	}
+	return slices.Sorted(maps.Keys(held)), nil
 }

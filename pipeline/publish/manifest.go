@@ -27,6 +27,12 @@ type Manifest struct {
 	Format        int    `json:"format"`
 	SnapshotMonth string `json:"snapshot_month"` // "" in the shared manifest
 	RunID         string `json:"run_id"`
+	// Runs are every run the version's ledger holds (the run_id values of its runs and
+	// run_calls objects), sorted: RunID names only the run that completed the month, while an
+	// up-to-date run's probe or another machine's pulled runs are in the ledger too. A writer
+	// must hold all of them (Options.GuardRuns), and a sync pulls a version naming one it
+	// lacks. Empty in manifests written before it existed (RunID alone then).
+	Runs []string `json:"runs,omitempty"`
 	// SchemaVersion is the newest migration of the warehouse that wrote the objects: a
 	// restore refuses a bucket newer than its build.
 	SchemaVersion    string         `json:"schema_version,omitempty"`
@@ -76,7 +82,17 @@ func (m *Manifest) sameContent(o *Manifest) bool {
 	// SitewatchVersion is left out: it names the build that wrote these objects, and a newer
 	// build finding them identical has nothing to write (a republish sends no PUT).
 	return m.Format == o.Format && m.SnapshotMonth == o.SnapshotMonth && m.RunID == o.RunID && m.SchemaVersion == o.SchemaVersion &&
-		slices.Equal(m.Files, o.Files)
+		slices.Equal(m.Runs, o.Runs) && slices.Equal(m.Files, o.Files)
+}
+
+// AllRuns returns every run m names: Runs and RunID (a manifest older than Runs names only
+// RunID).
+func (m *Manifest) AllRuns() []string {
+	all := slices.Clone(m.Runs)
+	if m.RunID != "" && !slices.Contains(all, m.RunID) {
+		all = append(all, m.RunID)
+	}
+	return all
 }
 
 func (m *Manifest) marshal() ([]byte, error) { return json.MarshalIndent(m, "", "  ") }

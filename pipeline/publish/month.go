@@ -102,7 +102,11 @@ func (p *Publisher) publishSet(ctx context.Context, s set, res *Result) error {
 	if err != nil {
 		return err
 	}
-	next := &Manifest{Format: ManifestFormat, SnapshotMonth: s.month, RunID: s.runID, SchemaVersion: warehouse.SchemaVersion(),
+	runs, err := sortedRuns(ctx, s.root, s.month)
+	if err != nil {
+		return err
+	}
+	next := &Manifest{Format: ManifestFormat, SnapshotMonth: s.month, RunID: s.runID, Runs: runs, SchemaVersion: warehouse.SchemaVersion(),
 		SitewatchVersion: p.opts.Version, Files: entries}
 	if s.runID == "" && old != nil {
 		next.RunID = old.RunID

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"sitewatch/pipeline/atomicfile"
@@ -24,10 +25,11 @@ type SyncState struct {
 	Manifests map[string]SeenVersion `json:"manifests"` // manifest key (relative to the prefix) -> version
 }
 
-// SeenVersion is a manifest version the warehouse holds: its ETag and the run it names.
+// SeenVersion is a manifest version the warehouse holds: its ETag and the runs it names.
 type SeenVersion struct {
-	ETag  string `json:"etag"`
-	RunID string `json:"run_id"`
+	ETag  string   `json:"etag"`
+	RunID string   `json:"run_id"`
+	Runs  []string `json:"runs,omitempty"`
 }
 
 // LoadSyncState reads the state of the tree at root for url; a missing or unreadable file,
@@ -70,8 +72,8 @@ func (p *Publisher) recordVersion(root, rel string, m *Manifest) {
 	}
 	key := path2key(p.statePrefix, rel)
 	st := LoadSyncState(root, p.url, p.log)
-	v := SeenVersion{ETag: strings.Trim(m.ETag, `"`), RunID: m.RunID}
-	if st.Manifests[key] == v {
+	v := SeenVersion{ETag: strings.Trim(m.ETag, `"`), RunID: m.RunID, Runs: m.Runs}
+	if old, ok := st.Manifests[key]; ok && old.ETag == v.ETag && old.RunID == v.RunID && slices.Equal(old.Runs, v.Runs) {
 		return
 	}
 	st.Manifests[key] = v
