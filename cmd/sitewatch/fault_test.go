@@ -108,7 +108,7 @@ type faultRunner struct {
 	dir   string
 	cfg   string
 	key   string
-	log   *chargeLog
+	log   *faultChargeLog
 	proxy *leasetest.Proxy
 	live  *exec.Cmd // its run in progress, if any
 	proc  *process

@@ -28,7 +28,7 @@ const (
 )
 
 // exemption says why c, a charge of p, is allowed to repeat another ("" when it is not).
-func (s *faultSchedule) exemption(p *process, c charge) string {
+func (s *faultSchedule) exemption(p *process, c faultCharge) string {
 	for _, k := range s.cuts {
 		if k.runner == p.runner && within(c.at, k.from, k.to) {
 			return exemptPartition
@@ -45,7 +45,7 @@ func (s *faultSchedule) exemption(p *process, c charge) string {
 
 // check asserts the four invariants of the schedule (TestFaultSchedules).
 func (s *faultSchedule) check() {
-	var charges []charge
+	var charges []faultCharge
 	for _, r := range s.runners {
 		charges = append(charges, r.log.all()...)
 	}

@@ -16,25 +16,25 @@ import (
 )
 
 // charge is one credit a simulator charged, stamped by the server when it answered 200.
-type charge struct {
+type faultCharge struct {
 	at       time.Time
 	runner   int
 	endpoint string
 	domain   string
 }
 
-func (c charge) key() string { return c.endpoint + " " + c.domain }
+func (c faultCharge) key() string { return c.endpoint + " " + c.domain }
 
-// chargeLog is every charge of one runner's simulator, in order.
-type chargeLog struct {
+// faultChargeLog is every charge of one runner's simulator, in order.
+type faultChargeLog struct {
 	mu      sync.Mutex
-	charges []charge
+	charges []faultCharge
 }
 
-func (l *chargeLog) all() []charge {
+func (l *faultChargeLog) all() []faultCharge {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return append([]charge(nil), l.charges...)
+	return append([]faultCharge(nil), l.charges...)
 }
 
 // okWriter calls onOK when the handler answers 200: the simulator charges a 200 (and only a
@@ -53,19 +53,19 @@ func (w *okWriter) WriteHeader(code int) {
 
 // loggedSimulator starts a simulator with one key for runner over loopback HTTP and logs
 // every charge it makes.
-func loggedSimulator(t *testing.T, runner int, opts atlastest.Options) (string, *chargeLog) {
+func loggedSimulator(t *testing.T, runner int, opts atlastest.Options) (string, *faultChargeLog) {
 	t.Helper()
 	sim, err := atlastest.NewHandler(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	log := &chargeLog{}
+	log := &faultChargeLog{}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		endpoint := strings.TrimPrefix(r.URL.Path, "/atlas/")
 		domain, _ := atlastest.NormalizeDomain(r.URL.Query().Get("url"))
 		sim.ServeHTTP(&okWriter{ResponseWriter: w, onOK: func() {
 			log.mu.Lock()
-			log.charges = append(log.charges, charge{at: time.Now(), runner: runner, endpoint: endpoint, domain: domain})
+			log.charges = append(log.charges, faultCharge{at: time.Now(), runner: runner, endpoint: endpoint, domain: domain})
 			log.mu.Unlock()
 		}}, r)
 	}))
@@ -81,7 +81,7 @@ type process struct {
 	exit       int       // -1: killed
 	killedAt   time.Time // zero unless killed
 	output     string
-	charges    []charge
+	charges    []faultCharge
 }
 
 // cut is a partition of one runner from the bucket.
@@ -95,7 +95,7 @@ func within(at, from, to time.Time) bool { return !at.Before(from) && !at.After(
 
 // attribute gives every charge to the run process of its runner that was alive when it was
 // made; a charge no process explains is returned apart (a leaked call: a finding in itself).
-func attribute(procs []*process, charges []charge) (orphans []charge) {
+func attribute(procs []*process, charges []faultCharge) (orphans []faultCharge) {
 	for _, c := range charges {
 		owner := (*process)(nil)
 		for _, p := range procs {
@@ -114,11 +114,11 @@ func attribute(procs []*process, charges []charge) (orphans []charge) {
 }
 
 // describe is a charge for a failure message.
-func (c charge) String() string {
+func (c faultCharge) String() string {
 	return fmt.Sprintf("runner %d %s %s at %s", c.runner, c.endpoint, c.domain, c.at.Format("15:04:05.000"))
 }
 
 // sortCharges orders charges by time.
-func sortCharges(cs []charge) {
+func sortCharges(cs []faultCharge) {
 	sort.Slice(cs, func(i, j int) bool { return cs[i].at.Before(cs[j].at) })
 }
