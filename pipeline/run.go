@@ -169,11 +169,12 @@ func Run(ctx context.Context, cfg *config.Config, opts RunOptions, env Env) (*Su
 		return nil, &config.Error{Path: cfg.Path, Msg: ErrNothingToFetch.Error() + "; `sitewatch validate` lists why each entry was rejected"}
 	}
 	notifier := notify.New(cfg.Notify.WebhookURL, env.Logger).Only(cfg.Notify.On)
+	signalCtx := ctx
 	ctx, client, wh, release, err := openRun(ctx, cfg, env, notifier) // runopen.go: probes beside the warehouse
 	if err != nil {
 		return nil, err
 	}
-	defer release()
+	defer release() // after publishAfter: the lease is held until the run's answers are in the bucket
 	r := newRunState(cfg, opts, env, wh, client, wl)
 	runErr := r.execute(ctx)
 	r.recordAttention(ctx, wh.DB())
@@ -185,7 +186,11 @@ func Run(ctx context.Context, cfg *config.Config, opts RunOptions, env Env) (*Su
 		r.sum.Status = StatusFailed
 		runErr = err // names the file, the failed write and what to do
 	}
-	runErr = r.publishAfter(ctx, runErr) // runpublish.go: a complete month, or a restore copy
+	// The upload ends on a signal, not on the loss of the lease (ctx): a run whose lease was
+	// deleted, replaced or taken over still saves what it paid for, or the next holder, finding
+	// none of it in the bucket, pays it all again. Its writes stay conditional (If-Match and
+	// GuardRuns), so a new holder's month is never overwritten.
+	runErr = r.publishAfter(signalCtx, runErr) // runpublish.go: a complete month, or a restore copy
 	r.sum.PublishError = secrets.Redact(r.sum.PublishError)
 	return r.sum, secret.Wrap(runErr, secrets)
 }
