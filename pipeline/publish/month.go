@@ -352,14 +352,22 @@ func (p *Publisher) Compare(ctx context.Context, parquetRoot string) (pending, n
 	return pending, newer, nil
 }
 
-// bucketIsNewer says whether old, the bucket's manifest of month, names a run the local runs
-// partition of month does not hold.
+// bucketIsNewer says whether old, the bucket's manifest of month, names a run (of its ledger)
+// the local runs and run_calls partitions of month do not hold.
 func (p *Publisher) bucketIsNewer(ctx context.Context, root, month string, old *Manifest) (bool, error) {
-	if old == nil || old.RunID == "" {
+	if old == nil || len(old.AllRuns()) == 0 {
 		return false, nil
 	}
 	runs, err := LocalRuns(ctx, root, month)
-	return !runs[old.RunID], err
+	if err != nil {
+		return false, err
+	}
+	for _, r := range old.AllRuns() {
+		if !runs[r] {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // present says whether every object m lists is held (key -> size) with its size.
