@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"sitewatch/pipeline/livestatus"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -33,6 +34,7 @@ type hangListener struct {
 	addr     string
 	accepted chan struct{}
 	once     sync.Once
+	count    atomic.Int32 // connections accepted so far
 }
 
 func newHangListener(t *testing.T) *hangListener {
@@ -53,6 +55,7 @@ func newHangListener(t *testing.T) *hangListener {
 			mu.Lock()
 			conns = append(conns, c) // held open, never read or answered
 			mu.Unlock()
+			h.count.Add(1)
 			h.once.Do(func() { close(h.accepted) })
 		}
 	}()
@@ -111,7 +114,18 @@ func TestHungBucketEndsOnSignal(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() {
-		<-hang.accepted // the upload began: the load is done
+		// The run first asks the bucket what it holds (those requests hang until the sync
+		// gives up: publish.lease is off, so it goes on), then loads the month, then uploads:
+		// the first connection after the whole month is loaded is the upload.
+		live := livestatus.Path(filepath.Join(h.dir, "data", "w.duckdb"))
+		for deadline := time.Now().Add(55 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			if s, err := livestatus.Read(live); err == nil && s != nil && s.Loaded == len(domains) {
+				break
+			}
+		}
+		for n := hang.count.Load(); hang.count.Load() == n; {
+			time.Sleep(10 * time.Millisecond)
+		}
 		time.Sleep(200 * time.Millisecond)
 		cancel() // SIGTERM
 	}()

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"sitewatch/pipeline"
 	"sitewatch/pipeline/bucketsync"
@@ -17,7 +18,14 @@ func bucketSync(ctx context.Context, cfg *config.Config, env pipeline.Env) (pipe
 	if cfg.Publish.URL == "" {
 		return nil, nil
 	}
-	p, err := publish.New(ctx, cfg.Publish, publish.Options{Logger: env.Logger})
+	opts := publish.Options{Logger: env.Logger}
+	if !cfg.Publish.LeaseOn() {
+		// Without the lease the sync is advice, not the fence: a bucket that does not answer
+		// delays the run by seconds (two tries, 5 s to the first byte), not by the minutes a
+		// publish may wait.
+		opts.MaxAttempts, opts.Deadlines = 2, publish.Deadlines{FirstByte: 5 * time.Second, Idle: 10 * time.Second}
+	}
+	p, err := publish.New(ctx, cfg.Publish, opts)
 	if err != nil {
 		return nil, err
 	}

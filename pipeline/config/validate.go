@@ -90,7 +90,7 @@ func (c *Config) validateDurations(bad func(key, format string, args ...any)) {
 // Bounds of the durations and rates above: none may block a run, a schedule or a bucket for
 // years by a typo.
 const (
-	minTimeout       = time.Second
+	minTimeout       = 100 * time.Millisecond
 	maxTimeout       = time.Hour
 	maxRateLimitWait = 24 * time.Hour
 	maxRetryEvery    = 31 * 24 * time.Hour

@@ -2,6 +2,7 @@ package warehouse
 
 import (
 	"context"
+	"crypto/sha256"
 	"database/sql"
 	"fmt"
 	"io/fs"
@@ -82,24 +83,83 @@ func applyMigration(ctx context.Context, db *sql.DB, name string) error {
 const migrationUndone = "(nothing of it was kept; it runs again at the next open)"
 
 // createViews recreates every view in sql/views in lexical order (a view may use an earlier
-// one), so a changed definition takes effect on the next open without a migration.
+// one), so a changed definition takes effect on the next open without a migration. Views whose
+// definitions are the ones recorded at the last creation, all still present, are left as they
+// are: recreating them writes hundreds of KB of write-ahead log at every open, which a nearly
+// full disk refuses before the run has done anything.
 func createViews(ctx context.Context, db *sql.DB) error {
-	names, err := fs.Glob(sqlfiles.FS, "views/*.sql")
+	texts, err := viewTexts()
 	if err != nil {
 		return err
 	}
+	stamp := viewsStamp(texts)
+	if viewsPresent(ctx, db, stamp) {
+		return nil
+	}
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("create views: %w", err)
+	}
+	defer func() { _ = tx.Rollback() }() // a no-op after Commit
+	for _, v := range texts {
+		if _, err := tx.ExecContext(ctx, v.text); err != nil {
+			return fmt.Errorf("view %s: %w", v.name, err)
+		}
+	}
+	var views int
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM duckdb_views() WHERE NOT internal`).Scan(&views); err != nil {
+		return fmt.Errorf("count views: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM schema_migrations WHERE name LIKE 'views/%'`); err != nil {
+		return fmt.Errorf("record views: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (name) VALUES (?)`, fmt.Sprintf("%s/%d", stamp, views)); err != nil {
+		return fmt.Errorf("record views: %w", err)
+	}
+	return tx.Commit()
+}
+
+type viewText struct{ name, text string }
+
+// viewTexts returns the non-empty files of sql/views in lexical order.
+func viewTexts() ([]viewText, error) {
+	names, err := fs.Glob(sqlfiles.FS, "views/*.sql")
+	if err != nil {
+		return nil, err
+	}
 	sort.Strings(names)
+	var out []viewText
 	for _, name := range names {
 		text, err := fs.ReadFile(sqlfiles.FS, name)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		if strings.TrimSpace(string(text)) == "" {
-			continue
-		}
-		if _, err := db.ExecContext(ctx, string(text)); err != nil {
-			return fmt.Errorf("view %s: %w", name, err)
+		if strings.TrimSpace(string(text)) != "" {
+			out = append(out, viewText{name, string(text)})
 		}
 	}
-	return nil
+	return out, nil
+}
+
+// viewsStamp names one set of view definitions: "views/" and their SHA-256.
+func viewsStamp(texts []viewText) string {
+	h := sha256.New()
+	for _, v := range texts {
+		fmt.Fprintf(h, "%s\x00%s\x00", v.name, v.text)
+	}
+	return fmt.Sprintf("views/%x", h.Sum(nil)[:12])
+}
+
+// viewsPresent tells whether the views of stamp were created and as many views exist as that
+// creation made (a user's DROP VIEW makes the next open create them again).
+func viewsPresent(ctx context.Context, db *sql.DB, stamp string) bool {
+	var want, got int
+	err := db.QueryRowContext(ctx, `SELECT CAST(split_part(name, '/', 3) AS INTEGER) FROM schema_migrations WHERE name LIKE ? || '/%'`, stamp).Scan(&want)
+	if err != nil {
+		return false
+	}
+	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM duckdb_views() WHERE NOT internal`).Scan(&got); err != nil {
+		return false
+	}
+	return got >= want
 }
