@@ -75,7 +75,7 @@ func (l *runLog) get() []string {
 // is forced after the run, and when the run is reported the runtime holds (almost) no free
 // heap that is not released.
 func TestScheduleReturnsRunMemory(t *testing.T) {
-	h := newHarness(t, atlastest.Options{}, atlastest.Domains(300), "")
+	h := newHarness(t, atlastest.Options{}, atlastest.Domains(1000), "")
 	read := func() (forcedGCs, freeHeld uint64) {
 		s := []metrics.Sample{{Name: "/gc/cycles/forced:gc-cycles"}, {Name: "/memory/classes/heap/free:bytes"}}
 		metrics.Read(s)
@@ -94,10 +94,11 @@ func TestScheduleReturnsRunMemory(t *testing.T) {
 	if forcedAfter == forcedBefore {
 		t.Error("no collection was forced when the run ended: its freed heap stays with the idle process")
 	}
-	// Under 4 MB, not 0: the simulator and the test's own goroutines keep allocating between
-	// the forced collection and this read (a 300-domain run frees tens of MB).
-	if freeHeld > 4<<20 {
-		t.Errorf("%.1f MB of free heap held, not returned, when the run ended; want under 4 MB", float64(freeHeld)/(1<<20))
+	// Under 8 MB, not 0: the simulator and the test's own goroutines keep allocating between
+	// the forced collection and this read (4.2 MB seen once in CI under load). Without the
+	// forced release a 1,000-domain run leaves 19 MB free and held (measured under -race).
+	if freeHeld > 8<<20 {
+		t.Errorf("%.1f MB of free heap held, not returned, when the run ended; want under 8 MB", float64(freeHeld)/(1<<20))
 	}
 }
 

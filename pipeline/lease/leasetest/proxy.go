@@ -187,13 +187,14 @@ func (p *Proxy) serve(client net.Conn) {
 	done := make(chan bool, 2)
 	go func() { done <- p.relay(c, up, client) }()
 	go func() { done <- p.relay(c, client, up) }()
-	if halfClosed := <-done; halfClosed { // the other way may still carry an answer
-		if <-done {
-			return
+	pending := 2
+	for pending > 0 {
+		halfClosed := <-done
+		pending--
+		if !halfClosed { // a broken way breaks the other: close both and wait for the rest
+			p.closePipe(c)
 		}
-	}
-	p.closePipe(c)
-	<-done
+	} // a clean half-close leaves the other way open: it may still carry an answer
 }
 
 // relay copies src to dst, dropping what it reads while the pipe is tainted. It reports

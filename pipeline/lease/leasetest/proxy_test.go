@@ -2,6 +2,7 @@ package leasetest_test
 
 import (
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -46,5 +47,45 @@ func TestProxyModes(t *testing.T) {
 	}
 	if got := px.Mode(); got != leasetest.Pass {
 		t.Errorf("mode %v, want pass", got)
+	}
+}
+
+// TestProxyCloseAfterHalfCloseThenReset: a client that half-closes (sends its request, then
+// EOF) and an upstream that answers with a reset end both relays, one cleanly and one with
+// an error; Close must still return (it once waited for a third relay result forever).
+func TestProxyCloseAfterHalfCloseThenReset(t *testing.T) {
+	up, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer up.Close()
+	go func() {
+		conn, err := up.Accept()
+		if err != nil {
+			return
+		}
+		_, _ = io.Copy(io.Discard, conn) // until the client's half-close arrives
+		_ = conn.(*net.TCPConn).SetLinger(0)
+		_ = conn.Close() // a reset, not a FIN
+	}()
+	px, err := leasetest.Listen(up.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, err := net.Dial("tcp", px.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	_, _ = client.Write([]byte("request"))
+	_ = client.(*net.TCPConn).CloseWrite()
+	_ = client.SetReadDeadline(time.Now().Add(5 * time.Second))
+	_, _ = io.Copy(io.Discard, client) // the proxy passes the reset on as an end
+	closed := make(chan struct{})
+	go func() { px.Close(); close(closed) }()
+	select {
+	case <-closed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Proxy.Close still waiting 5 s after both relays ended")
 	}
 }
