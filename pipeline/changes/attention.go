@@ -22,10 +22,12 @@ const (
 	KindTopChannelFell = "top_channel_fell"
 	KindDataMissing    = "data_missing"
 	KindQualityFailed  = "quality_failed"
+	// KindRisingCandidate lists a domain not on the watchlist (discover_candidates).
+	KindRisingCandidate = "rising_candidate"
 )
 
 // AttentionKinds lists every reason kind, in the order the docs and /metrics list them.
-var AttentionKinds = []string{KindVisitsFell, KindVisitsRose, KindSteepFall, KindRankLost, KindAIVisitsFell, KindTopChannelFell, KindDataMissing, KindQualityFailed}
+var AttentionKinds = []string{KindVisitsFell, KindVisitsRose, KindSteepFall, KindRankLost, KindAIVisitsFell, KindTopChannelFell, KindDataMissing, KindQualityFailed, KindRisingCandidate}
 
 // Defaults of the needs-attention ranking (the view needs_attention uses them; config keys
 // attention.min_visits and attention.threshold override them).
@@ -225,6 +227,7 @@ func (a *Attention) Rule() string {
 		"(median and 1.4826 × MAD of its earlier monthly changes, at least ±2 %%), or its rank, AI-referred visits or top channel "+
 		"fell that many of the watchlist's swings since %s, and it had at least %s visits; or it is one of the 3 steepest falls (2 %% or more) "+
 		"among the larger half of the watchlist; or its data went missing or failed a quality check. "+
+		"Also up to 3 rising domains not on the watchlist that its similar sites point at (discover_candidates). "+
 		"Most unusual first (view needs_attention; config attention.min_visits and attention.threshold).",
 		strconv.FormatFloat(s.Threshold, 'f', -1, 64), orText(a.PreviousMonth, "the previous complete month"), thousands(float64(s.MinVisits)))
 }

@@ -33,19 +33,24 @@ func TestNeedsAttentionView(t *testing.T) {
 	if len(reason) != 1 || reason[0] != attentiontest.FallerReason {
 		t.Errorf("faller.com's reason = %q, want %q", reason, attentiontest.FallerReason)
 	}
+	reason = rows(t, db, `SELECT reason || ' | ' || severity FROM needs_attention WHERE domain = 'rising.net'`)
+	if want := attentiontest.RisingReason + " | medium"; len(reason) != 1 || reason[0] != want {
+		t.Errorf("rising.net's reason = %q, want %q", reason, want)
+	}
 	meta := rows(t, db, `SELECT DISTINCT snapshot_month || ' ' || previous_month || ' ' || min_visits || ' ' || threshold FROM needs_attention`)
 	if want := attentiontest.Month + " " + attentiontest.Previous + " 10000.0 3.0"; len(meta) != 1 || meta[0] != want {
 		t.Errorf("month, previous month, floor, threshold = %q, want %q", meta, want)
 	}
 	ranks := rows(t, db, `SELECT string_agg(rank || ':' || domain_rank || ':' || severity, ' ' ORDER BY rank) FROM needs_attention`)
-	if want := "1:1:high 2:2:high 3:3:high 4:4:high 5:5:high 6:6:high 7:7:high 8:8:high"; ranks[0] != want {
+	if want := "1:1:high 2:2:high 3:3:high 4:4:high 5:5:high 6:6:high 7:7:high 8:8:high 9:9:medium"; ranks[0] != want {
 		t.Errorf("rank:domain_rank:severity = %s, want %s", ranks[0], want)
 	}
 }
 
 // TestNeedsAttentionSettings shows the config's floor and threshold reach the ranking through
-// the macro: a 1,000-visit floor lets tiny.com in; a threshold of 8 keeps only the moves
-// larger than 8 swings (and missing data and quality errors, scored 2 × threshold), and
+// the macro: a 1,000-visit floor lets tiny.com and the new candidate smallnew.net in; a
+// threshold of 8 keeps only the moves larger than 8 swings (and missing data and quality
+// errors, scored 2 × threshold, and the rising candidate, whose test is not a z), and
 // faller.com's −18 %, no longer unusual enough, comes back as the steepest fall of the larger
 // half of the watchlist.
 func TestNeedsAttentionSettings(t *testing.T) {
@@ -59,6 +64,9 @@ func TestNeedsAttentionSettings(t *testing.T) {
 	if got := kindsOf(low)["tiny.com"]; got != attentiontest.TinyWithFloor1000 {
 		t.Errorf("with a 1,000-visit floor tiny.com is listed as %q, want %q", got, attentiontest.TinyWithFloor1000)
 	}
+	if got := kindsOf(low)["smallnew.net"]; got != KindRisingCandidate {
+		t.Errorf("with a 1,000-visit floor smallnew.net (new, 2,000 visits) is listed as %q, want %q", got, KindRisingCandidate)
+	}
 	strict, err := ReadAttention(ctx, db, attentiontest.Month, AttentionSettings{Threshold: 8})
 	if err != nil {
 		t.Fatal(err)
@@ -67,7 +75,7 @@ func TestNeedsAttentionSettings(t *testing.T) {
 	for _, d := range strict.Domains {
 		got = append(got, d.Domain)
 	}
-	if want := []string{"aifall.com", "gone.com", "novisits.com", "failed.com", "ranker.com", "chan.com", "faller.com"}; !slices.Equal(got, want) {
+	if want := []string{"aifall.com", "gone.com", "novisits.com", "failed.com", "ranker.com", "chan.com", "faller.com", "rising.net"}; !slices.Equal(got, want) {
 		t.Errorf("threshold 8 lists %v, want %v", got, want)
 	}
 	if k := kindsOf(strict)["faller.com"]; k != KindSteepFall {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io/fs"
 	"sort"
-	"strings"
 
 	sqlfiles "sitewatch/sql"
 )
@@ -121,22 +120,15 @@ func createViews(ctx context.Context, db *sql.DB) error {
 
 type viewText struct{ name, text string }
 
-// viewTexts returns the non-empty files of sql/views in lexical order.
+// viewTexts returns the view files in the order they must be created (sqlfiles.Views).
 func viewTexts() ([]viewText, error) {
-	names, err := fs.Glob(sqlfiles.FS, "views/*.sql")
+	views, err := sqlfiles.Views()
 	if err != nil {
 		return nil, err
 	}
-	sort.Strings(names)
-	var out []viewText
-	for _, name := range names {
-		text, err := fs.ReadFile(sqlfiles.FS, name)
-		if err != nil {
-			return nil, err
-		}
-		if strings.TrimSpace(string(text)) != "" {
-			out = append(out, viewText{name, string(text)})
-		}
+	out := make([]viewText, len(views))
+	for i, v := range views {
+		out[i] = viewText{v.Name, v.Text}
 	}
 	return out, nil
 }

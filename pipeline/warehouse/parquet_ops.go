@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 
 	"sitewatch/schema/flatten"
@@ -127,17 +126,12 @@ func RenderBIViewsFile(ctx context.Context, db *sql.DB) (string, error) {
 	}
 	fmt.Fprintf(&b, "-- countries has no partition: one file for the whole table.\nCREATE OR REPLACE VIEW %s AS SELECT * FROM read_parquet('%s/%s/*.parquet');\n",
 		flatten.TableCountries, BIRootPlaceholder, flatten.TableCountries)
-	names, err := fs.Glob(sqlfiles.FS, "views/*.sql")
+	views, err := sqlfiles.Views()
 	if err != nil {
 		return "", err
 	}
-	sort.Strings(names)
-	for _, name := range names {
-		text, err := fs.ReadFile(sqlfiles.FS, name)
-		if err != nil {
-			return "", err
-		}
-		fmt.Fprintf(&b, "\n-- ---- sql/%s ----\n%s", name, strings.TrimRight(string(text), "\n")+"\n")
+	for _, v := range views {
+		fmt.Fprintf(&b, "\n-- ---- sql/%s ----\n%s", v.Name, strings.TrimRight(v.Text, "\n")+"\n")
 	}
 	return b.String(), nil
 }

@@ -755,11 +755,17 @@ COMMENT ON COLUMN latest_sites.fetched_at IS 'As sites.fetched_at (TIMESTAMP, UT
 --       the API, a fetch error, or no longer fetched), or loaded without a visits figure for
 --       the month when the previous complete month had one.
 --   quality_failed  an error or warn finding of quality_checks about the domain in the month.
+--   rising_candidate  a domain not on the month's watchlist that the watchlist's similar sites
+--       point at more than before (discover_candidates: new this month, more watched domains
+--       list it, or its rank improved), among the 10 it points at most, with at least
+--       min_visits visits: at most the 3 best such candidates (what `sitewatch discover` lists).
 --
 -- score orders the list: |z| for the measured reasons; 2 × threshold for missing data and a
--- quality error, the threshold for a quality warning. rank 1 is the first row (score, then
+-- quality error, the threshold for a quality warning and a rising candidate. rank 1 is the first row (score, then
 -- the larger fall, then the larger domain, then name); domain_rank numbers the domains by their first row, so a
 -- surface that groups the reasons of a domain keeps the same order.
+--
+-- requires: discover_candidates.sql
 
 CREATE OR REPLACE MACRO needs_attention_in(for_month := NULL, min_visits := NULL, threshold := NULL) AS TABLE
 WITH p0 AS MATERIALIZED (
@@ -987,6 +993,17 @@ quality_rows AS (
     WHERE q.domain IS NOT NULL AND q.severity IN ('error', 'warn')
     GROUP BY q.domain
 ),
+candidate_rows AS (
+    SELECT d.candidate AS domain, 'rising_candidate' AS reason_kind,
+           'not on the watchlist this month, worth tracking: ' || d.reason
+           || ' (`sitewatch discover --add`)' AS reason,
+           p.z_min AS score, CAST(NULL AS DOUBLE) AS z,
+           CAST(d.total_visits AS DOUBLE) AS visits, CAST(NULL AS DOUBLE) AS previous_visits, CAST(NULL AS DOUBLE) AS change
+    FROM discover_candidates d, p
+    WHERE d.snapshot_month = p.snapshot_month AND d.discover_rank <= 10 AND (d.is_new OR d.is_rising)
+      AND d.total_visits >= p.floor_visits
+    QUALIFY row_number() OVER (ORDER BY d.discover_rank) <= 3
+),
 all_rows AS MATERIALIZED (
     SELECT * FROM visit_rows
     UNION ALL SELECT * FROM steep_rows
@@ -995,6 +1012,7 @@ all_rows AS MATERIALIZED (
     UNION ALL SELECT * FROM channel_rows
     UNION ALL SELECT * FROM missing_rows
     UNION ALL SELECT * FROM quality_rows
+    UNION ALL SELECT * FROM candidate_rows
 ),
 ranked AS (
     SELECT a.*,
@@ -1025,14 +1043,14 @@ ORDER BY r.rank;
 
 CREATE OR REPLACE VIEW needs_attention AS SELECT * FROM needs_attention_in();
 
-COMMENT ON VIEW needs_attention IS 'The latest complete month''s domains whose move is unusual for them (visits against their own earlier months; rank, AI-referred visits and top channel against the watchlist''s moves), whose data went missing, or that failed a quality check: one row per domain and reason, with the reason in words, ranked (rank 1 first). Defaults: size floor 10,000 visits, threshold 3; the table macro needs_attention_in(for_month, min_visits, threshold) takes other values (sitewatch passes attention.min_visits and attention.threshold from the config).';
+COMMENT ON VIEW needs_attention IS 'The latest complete month''s domains whose move is unusual for them (visits against their own earlier months; rank, AI-referred visits and top channel against the watchlist''s moves), whose data went missing, or that failed a quality check, and the rising candidates not on the watchlist (at most 3): one row per domain and reason, with the reason in words, ranked (rank 1 first). Defaults: size floor 10,000 visits, threshold 3; the table macro needs_attention_in(for_month, min_visits, threshold) takes other values (sitewatch passes attention.min_visits and attention.threshold from the config).';
 COMMENT ON COLUMN needs_attention.snapshot_month IS 'Snapshot (YYYY-MM) the list is for: the latest complete month.';
 COMMENT ON COLUMN needs_attention.previous_month IS 'The complete snapshot before it (YYYY-MM) that rank, AI, channel and missing-data reasons compare with; NULL when there is none.';
-COMMENT ON COLUMN needs_attention.domain IS 'Normalized watchlist domain.';
-COMMENT ON COLUMN needs_attention.reason_kind IS 'visits_fell, visits_rose (unusual for the domain''s own months), steep_fall (one of the 3 steepest falls of at least 2 % among the domains at or above the median size), rank_lost, ai_visits_fell, top_channel_fell (unusual against the watchlist this month), data_missing or quality_failed.';
+COMMENT ON COLUMN needs_attention.domain IS 'Normalized watchlist domain (for rising_candidate: the candidate, not on the watchlist).';
+COMMENT ON COLUMN needs_attention.reason_kind IS 'visits_fell, visits_rose (unusual for the domain''s own months), steep_fall (one of the 3 steepest falls of at least 2 % among the domains at or above the median size), rank_lost, ai_visits_fell, top_channel_fell (unusual against the watchlist this month), data_missing, quality_failed, or rising_candidate (a domain not on the watchlist that its similar sites point at more: discover_candidates).';
 COMMENT ON COLUMN needs_attention.reason IS 'Why the domain is listed, in words, e.g. "fell 18.0 % (1,000,000 → 820,000 visits) — its months usually move ±3.0 %".';
 COMMENT ON COLUMN needs_attention.severity IS 'high when score >= 2 × threshold (and always for missing data and quality errors), else medium.';
-COMMENT ON COLUMN needs_attention.score IS 'What the list is ordered by (larger first): |z| for the measured reasons (at least the threshold for steep_fall), 2 × threshold for missing data and quality errors, the threshold for quality warnings.';
+COMMENT ON COLUMN needs_attention.score IS 'What the list is ordered by (larger first): |z| for the measured reasons (at least the threshold for steep_fall), 2 × threshold for missing data and quality errors, the threshold for quality warnings and rising candidates.';
 COMMENT ON COLUMN needs_attention.z IS 'The move in units of its usual swing: (move - median move) / max(1.4826 × MAD, floor); negative = down (a rank''s z is positive when it worsened). NULL for data_missing and quality_failed.';
 COMMENT ON COLUMN needs_attention.rank IS 'Position in the list, 1 = first: by score, then the larger fall (change), then the larger domain (visits, else previous visits), then domain and reason_kind.';
 COMMENT ON COLUMN needs_attention.domain_rank IS 'Position of the domain, 1 = first: the domains ordered by their best-ranked row, so a surface that groups a domain''s reasons keeps the list''s order.';

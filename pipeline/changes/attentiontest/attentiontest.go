@@ -28,7 +28,12 @@ var Expected = []struct{ Domain, Kind string }{
 	{"gone.com", "data_missing"},     // in 2026-09, rejected (400) in 2026-10
 	{"novisits.com", "data_missing"}, // loaded in 2026-10 without a visits figure
 	{"failed.com", "quality_failed"}, // an error finding of quality_checks
+	// Not on the watchlist: listed as similar by 1 watched domain in 2026-09, by 3 in 2026-10.
+	{"rising.net", "rising_candidate"},
 }
+
+// RisingReason is the words of rising.net's row.
+const RisingReason = "not on the watchlist this month, worth tracking: similar to 3 of your 14, 2 more than last month; 500 k visits, rank #9000 ↑ (`sitewatch discover --add`)"
 
 // FallerReason is the words of faller.com's row.
 const FallerReason = "fell 18.0 % (2,000,000 → 1,640,000 visits) — its months usually move ±3.0 %"
@@ -39,7 +44,9 @@ var Out = map[string]string{
 	"swingy.com":  "a small domain with a large but normal swing: −35 % where its months move ±40 %",
 	"tiny.com":    "−30 % where its months move ±3 %, but 2,000 visits: below the 10,000 floor",
 	"steady1.com": "nothing unusual", "steady2.com": "nothing unusual", "steady3.com": "nothing unusual",
-	"steady4.com": "nothing unusual",
+	"steady4.com":  "nothing unusual",
+	"static.net":   "a candidate listed by 3 watched domains in both months, its rank unchanged: not rising",
+	"smallnew.net": "a candidate new this month, but 2,000 visits: below the 10,000 floor",
 }
 
 // TinyWithFloor1000 is the row tiny.com gets once the floor is 1,000 visits.
@@ -127,9 +134,34 @@ func Load(t testing.TB, db *sql.DB) {
 	// novisits.com: loaded in both, Month without a visits figure.
 	exec(`INSERT INTO sites (snapshot_month, domain, traffic_period, total_visits, global_rank) VALUES (?, 'novisits.com', ?, 80000, NULL), (?, 'novisits.com', ?, NULL, NULL)`,
 		Previous, Previous, Month, Month)
+	similar(t, exec)
 	// failed.com: a share out of range in Month.
 	exec(`INSERT INTO quality_checks VALUES (?, 'share_range', 'sources_share', 'failed.com', '1.3', '0-1', 'error', 1.3, ?),
 		(?, 'channel_share_sum', 'sources_share', NULL, '', '1 ± 0.02', 'ok', NULL, ?)`, Month, start, Month, start)
+}
+
+// similar loads the similar sites that make rising.net a rising candidate in Month (3
+// watched domains list it, 1 did in Previous, its rank improved), static.net a static one
+// (3 in both months) and smallnew.net a new one below the size floor. steady1.com, listed
+// too, is on the watchlist and never a candidate.
+func similar(t testing.TB, exec func(string, ...any)) {
+	t.Helper()
+	type listing struct {
+		month, by, similar string
+		position           int
+		rank               int64
+		visits             float64
+	}
+	var rows []listing
+	for _, by := range []string{"steady2.com", "steady3.com", "steady4.com"} {
+		rows = append(rows, listing{Previous, by, "static.net", 1, 5000, 800000}, listing{Month, by, "static.net", 1, 5000, 800000},
+			listing{Month, by, "rising.net", 2, 9000, 500000}, listing{Month, by, "steady1.com", 3, 60000, 100000})
+	}
+	rows = append(rows, listing{Previous, "steady2.com", "rising.net", 2, 12000, 400000}, listing{Month, "faller.com", "smallnew.net", 1, 800000, 2000})
+	for _, r := range rows {
+		exec(`INSERT INTO similar_sites (snapshot_month, domain, position, similar_domain, title, global_rank, total_visits)
+			VALUES (?, ?, ?, ?, ?, ?, ?)`, r.month, r.by, r.position, r.similar, r.similar, r.rank, r.visits)
+	}
 }
 
 // history is d's 13 monthly visits, 2025-10 .. 2026-10: the 11 past changes lead to d.visits
