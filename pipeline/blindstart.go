@@ -27,7 +27,7 @@ func (r *runState) fetchBlind(ctx context.Context) error {
 	handle := func(res atlas.Result) {
 		r.progress.finished(res)
 		switch {
-		case r.months.month != "":
+		case r.months.Month() != "":
 			r.handle(ctx, res)
 		case res.Err != nil || res.Endpoint != schema.EndpointOverview || r.stopCause != nil:
 			held = append(held, res)
@@ -36,7 +36,7 @@ func (r *runState) fetchBlind(ctx context.Context) error {
 				r.fail(err) // the API's first answer names no data month
 				return
 			}
-			r.progress.setMonth(r.months.month)
+			r.progress.setMonth(r.months.Month())
 			for _, h := range held {
 				r.handle(ctx, h)
 			}

@@ -114,10 +114,10 @@ func (r *runState) closingProbe(ctx context.Context, domain string) (confirmed, 
 		r.handleFailure(ctx, *answer)
 		return false, !atlas.IsStop(answer.Err), fmt.Sprintf("the closing site-overview call failed (%v)", answer.Err)
 	}
-	month := r.months.overviewMonth(overviewOf(*answer))
+	month := r.months.OverviewMonth(overviewOf(*answer))
 	r.handle(ctx, *answer)
-	if month != r.months.month {
-		return false, false, fmt.Sprintf("the closing site-overview answer is for %q, not %s: the API turned", month, r.months.month)
+	if month != r.months.Month() {
+		return false, false, fmt.Sprintf("the closing site-overview answer is for %q, not %s: the API turned", month, r.months.Month())
 	}
 	return true, false, ""
 }
@@ -125,8 +125,8 @@ func (r *runState) closingProbe(ctx context.Context, domain string) (confirmed, 
 // dropUnconfirmed puts the held answers' credits on the ledger without storing them.
 func (r *runState) dropUnconfirmed(ctx context.Context, held []atlas.Result, why string) {
 	r.env.Logger.Warn("site-similar answers not stored: their month could not be confirmed; a rerun fetches them again",
-		"answers", len(held), "snapshot", r.months.month, "why", why)
+		"answers", len(held), "snapshot", r.months.Month(), "why", why)
 	for _, res := range held {
-		r.recordCharge(ctx, res, r.months.month, OutcomeMonthUnknown)
+		r.recordCharge(ctx, res, r.months.Month(), OutcomeMonthUnknown)
 	}
 }

@@ -37,7 +37,8 @@ func (r *runState) resumeBracket(ctx context.Context, candidate string) (bool, e
 	if err != nil || newest.IsZero() || r.env.Now().Sub(newest) > dateTrust {
 		return false, err
 	}
-	r.months.month, r.sum.Snapshot = candidate, candidate
+	r.months.Trust(candidate)
+	r.sum.Snapshot = candidate
 	r.env.Logger.Info("resuming the month without a probe: its one lacking site-overview call closes the bracket of its site-similar calls",
 		"snapshot", candidate, "closing", closer.Domain, "newest_overview", newest.Format(time.RFC3339))
 	r.probed = []atlas.Request{closer} // closeBracket's first closing call

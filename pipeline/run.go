@@ -17,6 +17,7 @@ import (
 	"sitewatch/pipeline/config"
 	"sitewatch/pipeline/discover"
 	"sitewatch/pipeline/metrics"
+	"sitewatch/pipeline/months"
 	"sitewatch/pipeline/notify"
 	"sitewatch/pipeline/secret"
 	"sitewatch/pipeline/warehouse"
@@ -146,7 +147,7 @@ type runState struct {
 	store      Store
 	client     Fetcher
 	wl         *config.Watchlist
-	months     *monthTracker
+	months     *months.Tracker
 	plan       *Plan
 	sum        *Summary
 	stopCause  error // the first storage failure, ErrUpstreamFailing or a month turn: each stops the fetch
@@ -197,7 +198,7 @@ func Run(ctx context.Context, cfg *config.Config, opts RunOptions, env Env) (*Su
 
 func newRunState(cfg *config.Config, opts RunOptions, env Env, store Store, client Fetcher, wl *config.Watchlist) *runState {
 	return &runState{cfg: cfg, opts: opts, env: env, store: store, client: client, wl: wl,
-		months: newMonthTracker(), touched: map[string]bool{},
+		months: months.NewTracker(), touched: map[string]bool{},
 		sum: &Summary{RunID: newRunID(env.Now()), DomainsTotal: len(wl.Domains), Watchlist: wl, CreditsRemaining: -1}}
 }
 
@@ -342,11 +343,11 @@ func (r *runState) fetch(ctx context.Context, candidate string) error {
 	if err := r.probe(ctx, candidate); err != nil || r.upToDate || r.mismatch != nil {
 		return err
 	}
-	state, err := r.store.State(ctx, r.months.month)
+	state, err := r.store.State(ctx, r.months.Month())
 	if err != nil {
-		return fmt.Errorf("read snapshot %s state: %w", r.months.month, err)
+		return fmt.Errorf("read snapshot %s state: %w", r.months.Month(), err)
 	}
-	r.plan = BuildPlan(r.months.month, r.wl.Domains, state, r.opts.Refresh)
+	r.plan = BuildPlan(r.months.Month(), r.wl.Domains, state, r.opts.Refresh)
 	for _, req := range r.probed {
 		r.plan.drop(req)
 	}
@@ -449,7 +450,8 @@ func (r *runState) trustCandidate(ctx context.Context, candidate string, state *
 	if err != nil || newest.IsZero() || r.env.Now().Sub(newest) > dateTrust {
 		return false, err
 	}
-	r.months.month, r.sum.Snapshot = candidate, candidate
+	r.months.Trust(candidate)
+	r.sum.Snapshot = candidate
 	r.env.Logger.Info("resuming the month without a probe: it lacks only calls that carry no date",
 		"snapshot", candidate, "newest_overview", newest.Format(time.RFC3339))
 	return true, nil
@@ -476,7 +478,7 @@ func probeOrder(domains []string, state *warehouse.SnapshotState) (lacking, held
 
 // decide acts on the probe's answer once its month is known.
 func (r *runState) decide(ctx context.Context, res atlas.Result) error {
-	month := r.months.overview(res.Domain, overviewOf(res))
+	month := r.months.Overview(res.Domain, overviewOf(res))
 	if month == "" {
 		r.recordFailure(ctx, res.Request, 200, CodeMalformedBody, errors.New("the answer names no data month (traffic.period and meta.snapshot_date missing or invalid)"))
 		return fmt.Errorf("%w: the API's first answer (%s) names no data month", ErrIncomplete, res.Domain)
@@ -544,18 +546,18 @@ func overviewOf(res atlas.Result) *schema.SiteOverview {
 func (r *runState) monthOf(res atlas.Result) string {
 	switch res.Endpoint {
 	case schema.EndpointOverview:
-		month := r.months.overview(res.Domain, overviewOf(res))
-		if month != "" && month != r.months.month {
+		month := r.months.Overview(res.Domain, overviewOf(res))
+		if month != "" && month != r.months.Month() {
 			r.turn(month)
 		}
 		if month == "" {
-			month = r.months.month
+			month = r.months.Month()
 		}
 		return month
 	case schema.EndpointSimilar:
-		return r.months.other(res.Domain)
+		return r.months.Other(res.Domain)
 	}
-	return r.months.month
+	return r.months.Month()
 }
 
 // turn stops the run when the API moves to another month mid-run: the rest of the plan was
@@ -563,8 +565,8 @@ func (r *runState) monthOf(res atlas.Result) string {
 func (r *runState) turn(to string) {
 	if r.sum.TurnedTo == "" {
 		r.sum.TurnedTo = to
-		r.env.Logger.Warn("the API turned to a new month during the run", "from", r.months.month, "to", to)
-		r.fail(&MonthTurnedError{From: r.months.month, To: to})
+		r.env.Logger.Warn("the API turned to a new month during the run", "from", r.months.Month(), "to", to)
+		r.fail(&MonthTurnedError{From: r.months.Month(), To: to})
 	}
 }
 
@@ -576,7 +578,7 @@ func (r *runState) handle(ctx context.Context, res atlas.Result) {
 		return
 	}
 	month := r.monthOf(res)
-	if month != r.months.month {
+	if month != r.months.Month() {
 		r.touched[month] = true
 	}
 	// Even after a storage failure stopped the run, later answers are still offered to the
@@ -620,8 +622,8 @@ func (r *runState) handleFailure(ctx context.Context, res atlas.Result) {
 
 // monthOrExpected is the run's month, or before the first answer the month expected.
 func (r *runState) monthOrExpected() string {
-	if r.months.month != "" {
-		return r.months.month
+	if r.months.Month() != "" {
+		return r.months.Month()
 	}
 	return r.opts.Snapshot
 }
@@ -712,7 +714,7 @@ func (r *runState) finish(ctx context.Context, stopErr error) error {
 			}
 		}
 		return nil
-	case r.months.month == "":
+	case r.months.Month() == "":
 		r.sum.Status = statusOf(stopErr)
 		if stopErr == nil {
 			stopErr = fmt.Errorf("%w: no answer told the API's month", ErrIncomplete)
@@ -723,19 +725,19 @@ func (r *runState) finish(ctx context.Context, stopErr error) error {
 	r.env.Logger.Debug("commit the last answers")
 	if err := r.store.Flush(ctx); err != nil {
 		r.sum.Status = StatusFailed
-		r.countOutcome(ctx, r.months.month) // what earlier commits loaded stays loaded: the summary says so
+		r.countOutcome(ctx, r.months.Month()) // what earlier commits loaded stays loaded: the summary says so
 		return fmt.Errorf("commit the run's last answers to %s: %w", r.cfg.Warehouse.DuckDB, err)
 	}
-	state, err := r.store.State(ctx, r.months.month)
+	state, err := r.store.State(ctx, r.months.Month())
 	if err != nil {
 		r.sum.Status = StatusFailed
-		return fmt.Errorf("read snapshot %s state: %w", r.months.month, err)
+		return fmt.Errorf("read snapshot %s state: %w", r.months.Month(), err)
 	}
 	r.countLoaded(state)
-	r.env.Logger.Debug("run the quality checks", "snapshot", r.months.month)
+	r.env.Logger.Debug("run the quality checks", "snapshot", r.months.Month())
 	// Quality checks are data about the data: a failure to run them never fails the load.
-	if _, err := r.store.RunQualityChecks(ctx, r.months.month); err != nil {
-		r.env.Logger.Warn("quality checks could not run", "snapshot", r.months.month, "err", err)
+	if _, err := r.store.RunQualityChecks(ctx, r.months.Month()); err != nil {
+		r.env.Logger.Warn("quality checks could not run", "snapshot", r.months.Month(), "err", err)
 	}
 	r.env.Logger.Debug("export Parquet")
 	if err := r.export(ctx, state); err != nil {
@@ -763,7 +765,7 @@ func (r *runState) finish(ctx context.Context, stopErr error) error {
 func (r *runState) export(ctx context.Context, state *warehouse.SnapshotState) error {
 	months := []string{}
 	if len(state.Stored) > 0 || state.CountriesLoaded {
-		months = append(months, r.months.month)
+		months = append(months, r.months.Month())
 	}
 	for m := range r.touched {
 		months = append(months, m)

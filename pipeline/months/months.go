@@ -1,6 +1,3 @@
-// Package months holds the one rule for what can still be done about a data month that lacks
-// data: the API serves only its current month, so advice never suggests fetching a past one
-// (`sitewatch run --snapshot 2026-09` in November can only exit 5).
 package months
 
 import (

@@ -1,4 +1,8 @@
-package pipeline
+// Package months holds the rules about data months: which month each answer of a run belongs
+// to (Tracker), and what can still be done about a month that lacks data (Fetchable): the API
+// serves only its current month, so advice never suggests fetching a past one
+// (`sitewatch run --snapshot 2026-09` in November can only exit 5).
+package months
 
 import (
 	"strings"
@@ -42,27 +46,35 @@ func monthOfDate(d *string) (string, bool) {
 	return t.Format("2006-01"), true
 }
 
-// monthTracker decides the data month of each answer of one run.
-type monthTracker struct {
+// Tracker decides the data month of each answer of one run.
+type Tracker struct {
 	month        string            // the run's month, set by the first overview answer
 	snapshotDate string            // meta.snapshot_date of the answer that set month
 	byDomain     map[string]string // domain -> month of its overview in this run, when not month
 }
 
-func newMonthTracker() *monthTracker {
-	return &monthTracker{byDomain: map[string]string{}}
+// NewTracker returns a tracker for a run that has not learned its month yet.
+func NewTracker() *Tracker {
+	return &Tracker{byDomain: map[string]string{}}
 }
 
-// overview returns the data month of an overview answer ("" when it says nothing usable and
+// Month is the run's month, set by its first overview answer that names one ("" before).
+func (m *Tracker) Month() string { return m.month }
+
+// Trust sets the run's month without an answer: a resumed month whose newest overview is
+// recent enough that the API is known to serve it still (pipeline's dateTrust).
+func (m *Tracker) Trust(month string) { m.month = month }
+
+// Overview returns the data month of an overview answer ("" when it says nothing usable and
 // the run has no month yet) and remembers it for the domain's other answers.
-func (m *monthTracker) overview(domain string, ov *schema.SiteOverview) string {
-	month := m.overviewMonth(ov)
+func (m *Tracker) Overview(domain string, ov *schema.SiteOverview) string {
+	month := m.OverviewMonth(ov)
 	if month == "" {
 		return ""
 	}
 	// A decoded string shares the memory of its whole body (the JSON decoder does not copy
 	// strings): keeping it for every domain kept every overview body alive until the run
-	// ended. The month tracker keeps copies, and the run's own month as one shared string.
+	// ended. The tracker keeps copies, and the run's own month as one shared string.
 	if month == m.month {
 		month = m.month
 	} else {
@@ -85,7 +97,9 @@ func (m *monthTracker) overview(domain string, ov *schema.SiteOverview) string {
 	return month
 }
 
-func (m *monthTracker) overviewMonth(ov *schema.SiteOverview) string {
+// OverviewMonth is the month an overview answer names under the rule above, remembering
+// nothing (Overview remembers it).
+func (m *Tracker) OverviewMonth(ov *schema.SiteOverview) string {
 	if ov.Traffic != nil {
 		if month, ok := monthOfPeriod(ov.Traffic.Period); ok {
 			return month
@@ -101,8 +115,8 @@ func (m *monthTracker) overviewMonth(ov *schema.SiteOverview) string {
 	return m.month
 }
 
-// other returns the month of an answer that carries no date.
-func (m *monthTracker) other(domain string) string {
+// Other returns the month of an answer that carries no date (site-similar, countries).
+func (m *Tracker) Other(domain string) string {
 	if month, ok := m.byDomain[domain]; ok {
 		return month
 	}

@@ -1,4 +1,4 @@
-package pipeline
+package months
 
 import (
 	"testing"
@@ -18,8 +18,8 @@ func overview(period, date *string) *schema.SiteOverview {
 // while snapshot_date agrees, else to the month of snapshot_date; similar-sites answers
 // follow their domain's overview.
 func TestMonthRule(t *testing.T) {
-	m := newMonthTracker()
-	if got := m.overview("a.com", overview(ptr("2026-10"), ptr("2026-11-01"))); got != "2026-10" {
+	m := NewTracker()
+	if got := m.Overview("a.com", overview(ptr("2026-10"), ptr("2026-11-01"))); got != "2026-10" {
 		t.Fatalf("period first: got %s", got)
 	}
 	cases := []struct {
@@ -35,18 +35,18 @@ func TestMonthRule(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := m.overview(tc.name+".com", overview(tc.period, tc.date)); got != tc.want {
+			if got := m.Overview(tc.name+".com", overview(tc.period, tc.date)); got != tc.want {
 				t.Errorf("month = %s, want %s", got, tc.want)
 			}
 		})
 	}
-	if got := m.other("NewPeriod.com"); got != "2026-11" {
+	if got := m.Other("NewPeriod.com"); got != "2026-11" {
 		t.Errorf("similar-sites of a domain answered for 2026-11 = %s", got)
 	}
-	if got := m.other("never-seen.com"); got != "2026-10" {
+	if got := m.Other("never-seen.com"); got != "2026-10" {
 		t.Errorf("similar-sites of an unseen domain = %s, want the run's month", got)
 	}
-	if got := newMonthTracker().overview("x.com", overview(nil, nil)); got != "" {
+	if got := NewTracker().Overview("x.com", overview(nil, nil)); got != "" {
 		t.Errorf("an answer naming no month with no run month = %q, want \"\"", got)
 	}
 }
