@@ -338,7 +338,7 @@ func (r *runState) fetch(ctx context.Context, candidate string) error {
 		return r.fetchBlind(ctx) // blindstart.go: nothing held, no lone probe needed
 	}
 	if resumed, err := r.resumeBracket(ctx, candidate); resumed || err != nil {
-		return err // resumebracket.go: one lacking overview closes the bracket, none paid twice
+		return err // bracket.go resumeBracket: one lacking overview closes the bracket, none paid twice
 	}
 	if err := r.probe(ctx, candidate); err != nil || r.upToDate || r.mismatch != nil {
 		return err
