@@ -5,7 +5,7 @@ PKGS      := ./...
 DEMO_ADDR ?= 127.0.0.1:18080
 export CGO_ENABLED := 1
 
-.PHONY: build release test test-short test-long demo bench bench-scale lint fmt clean tools
+.PHONY: build release test soak test-short test-long demo bench bench-scale lint fmt clean tools
 
 # The version every output names (--version, manifests, webhooks), stamped by the linker so it
 # holds where the toolchain records no VCS data (GOFLAGS=-buildvcs=false, a tarball).
@@ -30,6 +30,14 @@ test: tools
 	@test -z "$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))" || { echo "gofmt needed:"; gofmt -l .; exit 1; }
 	$(GO) test -race -timeout 40m $(PKGS)
 	$(GO) test -count=1 -timeout 10m -run 'TestLayoutBudgets' ./pipeline/report/
+	SITEWATCH_FAULT_SEED=$(FAULT_SEEDS) $(GO) test -count=1 -tags faultsoak -timeout 10m -run TestFaultSchedules ./cmd/sitewatch/
+
+# Three fault schedules (machines sharing a bucket, partitions, kill -9, restore --force, lease
+# deletions) in every `make test`, fixed so a red run replays; `make soak` draws 21 new ones.
+FAULT_SEEDS ?= 748585222,311208841,902117530
+
+soak:
+	$(GO) test -count=1 -tags faultsoak -timeout 30m -run TestFaultSchedules ./cmd/sitewatch/
 
 test-short:
 	$(GO) test -short $(PKGS)
