@@ -144,7 +144,7 @@ func (w *Warehouse) rebuildCountries(ctx context.Context) error {
 func (w *Warehouse) rebuildTables(ctx context.Context, snapshot string) (int, RebuildTimes, error) {
 	var loaded atomic.Int64
 	var times RebuildTimes
-	if rebuildThreads != previousReleaseThreads {
+	if rebuildThreads != "" {
 		restore, err := w.setSetting(ctx, "threads", rebuildThreads)
 		if err != nil {
 			return 0, times, err
@@ -195,11 +195,14 @@ func (w *Warehouse) loadStream(ctx context.Context, snapshot string, domains []s
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	// One worker per core (at least two, so decoding overlaps the reader and the inserts on a
-	// single core too); records buffer one batch per worker, so a worker that finishes while
-	// a batch is being inserted starts its next page instead of waiting.
+	// single core too); records buffer one batch per worker (rebuildRecordBuffer).
 	workers := max(2, runtime.GOMAXPROCS(0))
 	pages := make(chan []*rawDomain, 1)
-	records := make(chan []arrow.Record, workers)
+	buffered := workers
+	if rebuildRecordBuffer > 0 {
+		buffered = rebuildRecordBuffer
+	}
+	records := make(chan []arrow.Record, buffered)
 
 	var readErr error
 	var read, decode stageClock

@@ -12,14 +12,16 @@ import (
 // statement's rows twice (PhysicalInsert::Combine). On one thread each statement runs in its
 // caller's goroutine while the decoders use the other cores: 30 % less CPU and less wall time
 // (docs/warehouse-internals.md, "The rebuild on one DuckDB thread (issue 29)").
-// BenchmarkRebuild sets it to previousReleaseThreads in alternate runs, to pair this path with
-// the previous release's in the same machine load; nothing else changes it.
+// "" leaves DuckDB's default (one thread per core), as 488928e and f03e3ef ran. BenchmarkRebuild
+// sets it to "" in alternate runs (withFastReleasePath), to pair this path with 488928e's in the
+// same machine load; nothing else changes it.
 var rebuildThreads = "1"
 
-// previousReleaseThreads is the rebuild's thread setting in the previous release (f03e3ef):
-// none, so DuckDB ran on its default of one thread per core. The rebuild path has not changed
-// otherwise since (phase timings only).
-const previousReleaseThreads = ""
+// rebuildRecordBuffer is how many decoded pages (one record per table each) wait for the
+// inserter; 0 means one per decoding worker, so a worker that finishes while a page is being
+// inserted starts its next page instead of waiting. 488928e buffered one; BenchmarkRebuild sets
+// that in its runs of 488928e's path.
+var rebuildRecordBuffer = 0
 
 // setSetting sets one of DuckDB's global settings (memory_limit, threads) and returns a function
 // restoring the previous value. The caller must not hold mu.
