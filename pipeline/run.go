@@ -170,7 +170,7 @@ func Run(ctx context.Context, cfg *config.Config, opts RunOptions, env Env) (*Su
 	}
 	notifier := notify.New(cfg.Notify.WebhookURL, env.Logger).Only(cfg.Notify.On)
 	signalCtx := ctx
-	ctx, client, wh, release, err := openRun(ctx, cfg, env, notifier) // runopen.go: probes beside the warehouse
+	ctx, client, wh, release, err := openRun(ctx, cfg, opts, env, notifier) // runopen.go: probes beside the warehouse
 	if err != nil {
 		return nil, err
 	}
@@ -207,15 +207,23 @@ func newRunState(cfg *config.Config, opts RunOptions, env Env, store Store, clie
 // expected month: --snapshot, else the newest month held (Plan.MonthKnown says which).
 func DryRun(ctx context.Context, cfg *config.Config, opts RunOptions, env Env) (*Plan, error) {
 	env = env.WithDefaults()
-	wl := config.NewWatchlist(cfg)
-	var state *warehouse.SnapshotState
-	month := opts.Snapshot
+	var wh *warehouse.Warehouse
 	if _, err := os.Stat(cfg.Warehouse.DuckDB); err == nil {
-		wh, err := warehouse.Open(ctx, warehouse.Options{DuckDBPath: cfg.Warehouse.DuckDB, Logger: env.Logger, ReadOnly: true})
-		if err != nil {
+		if wh, err = warehouse.Open(ctx, warehouse.Options{DuckDBPath: cfg.Warehouse.DuckDB, Logger: env.Logger, ReadOnly: true}); err != nil {
 			return nil, err
 		}
 		defer func() { _ = wh.Close() }() // read-only
+	}
+	return expectedPlan(ctx, wh, opts, config.NewWatchlist(cfg).Domains)
+}
+
+// expectedPlan is the plan of the month a run expects (--snapshot, else the newest month wh
+// holds) given what wh holds; a nil wh holds nothing.
+func expectedPlan(ctx context.Context, wh *warehouse.Warehouse, opts RunOptions, domains []string) (*Plan, error) {
+	state := emptyState()
+	month := opts.Snapshot
+	if wh != nil {
+		var err error
 		if month == "" {
 			if month, err = wh.LatestMonth(ctx); err != nil {
 				return nil, err
@@ -227,14 +235,11 @@ func DryRun(ctx context.Context, cfg *config.Config, opts RunOptions, env Env) (
 			}
 		}
 	}
-	if state == nil {
-		state = emptyState()
-	}
-	plan := BuildPlan(month, wl.Domains, state, opts.Refresh)
-	if month != "" && !opts.Refresh && plan.Complete(state, wl.Domains) {
+	plan := BuildPlan(month, domains, state, opts.Refresh)
+	if month != "" && !opts.Refresh && plan.Complete(state, domains) {
 		plan.HeldComplete = true
 	}
-	plan.FullCredits = len(wl.Domains)*len(schema.DomainEndpoints) + 1
+	plan.FullCredits = len(domains)*len(schema.DomainEndpoints) + 1
 	return plan, nil
 }
 
