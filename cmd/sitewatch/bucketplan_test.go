@@ -2,9 +2,18 @@ package main
 
 import (
 	"database/sql"
+	"fmt"
+	"maps"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -94,4 +103,136 @@ func TestSourcesPlanCountsWhatTheBucketLacks(t *testing.T) {
 			}
 		}
 	})
+}
+
+// bucketRequests is a reverse proxy in front of the gateway that counts requests by kind:
+// "LIST", "GET manifest" (a manifest's key), "GET", "PUT", "DELETE", ….
+type bucketRequests struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (c *bucketRequests) take() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := c.n
+	c.n = map[string]int{}
+	return out
+}
+
+func countingBucket(t *testing.T, target string) (string, *bucketRequests) {
+	t.Helper()
+	u, err := url.Parse(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &bucketRequests{n: map[string]int{}}
+	rp := httputil.NewSingleHostReverseProxy(u)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		kind := r.Method
+		switch {
+		case r.Method == http.MethodGet && r.URL.Query().Has("list-type"):
+			kind = "LIST"
+		case r.Method == http.MethodGet && strings.Contains(r.URL.Path, "/_manifests/"):
+			kind = "GET manifest"
+		}
+		c.mu.Lock()
+		c.n[kind]++
+		c.mu.Unlock()
+		rp.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL, c
+}
+
+// treeOf lists every file under dir with its size and modification time.
+func treeOf(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	err := filepath.Walk(dir, func(p string, info os.FileInfo, err error) error {
+		if err != nil || info.IsDir() {
+			return err
+		}
+		out[p] = fmt.Sprintf("%d %s", info.Size(), info.ModTime().Format(time.RFC3339Nano))
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// planRow is the value of a row of the dry run's plan ("  calls   6").
+func planRow(t *testing.T, out, label string) string {
+	t.Helper()
+	m := regexp.MustCompile(`(?m)^  ` + regexp.QuoteMeta(label) + `\s+(.*)$`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("the plan has no row %q:\n%s", label, out)
+	}
+	return m[1]
+}
+
+// TestDryRunCountsWhatTheBucketHolds (issue 32): machine B's warehouse holds only an older
+// month; the bucket holds machine A's restore copy of the month the API serves now. B's
+// `run --dry-run` plans only the calls the bucket lacks, says the bucket holds A's answers
+// and that a run pulls them first, and writes nothing (no request that writes the bucket,
+// no file of B's changed); `check` estimates the same; B's run then pays exactly that.
+func TestDryRunCountsWhatTheBucketHolds(t *testing.T) {
+	gw := bucketGateway(t)
+	domains := atlastest.Domains(6) // 13 calls
+	_, held := incompleteInBucket(t, gw.Endpoint, domains)
+	missing := 2*len(domains) + 1 - held
+
+	older := "2026-09"
+	b := newHarness(t, atlastest.Options{Month: older}, domains, "")
+	if code := b.run("run"); code != ExitOK { // its own month, before it shared the bucket
+		t.Fatalf("B's run of %s: exit %d\n%s%s", older, code, b.stdout, b.stderr)
+	}
+	endpoint, requests := countingBucket(t, gw.Endpoint)
+	withPublish(t, b, endpoint, "")
+	if err := b.srv.SetMonth(testMonth); err != nil {
+		t.Fatal(err)
+	}
+	before := treeOf(t, filepath.Join(b.dir, "data"))
+	requests.take()
+	if code := b.run("run", "--dry-run"); code != ExitOK {
+		t.Fatalf("dry run: exit %d\n%s%s", code, b.stdout, b.stderr)
+	}
+	out := b.stdout.String()
+	if got := planRow(t, out, "calls"); got != strconv.Itoa(missing) {
+		t.Errorf("the dry run plans %s calls, want the %d the bucket lacks:\n%s", got, missing, out)
+	}
+	if want := fmt.Sprintf("the bucket holds %d answers this warehouse lacks (%s, s3://team-bucket/team); a run pulls them first", held, testMonth); !strings.Contains(out, want) {
+		t.Errorf("the dry run does not say %q:\n%s", want, out)
+	}
+	seen := requests.take()
+	for kind, n := range seen {
+		if kind != "LIST" && !strings.HasPrefix(kind, "GET") {
+			t.Errorf("the dry run sent %d %s requests to the bucket, want reads only", n, kind)
+		}
+	}
+	if after := treeOf(t, filepath.Join(b.dir, "data")); !maps.Equal(before, after) {
+		t.Errorf("the dry run changed B's files:\nbefore %v\nafter  %v", before, after)
+	}
+	charged := b.srv.Stats().Charged
+
+	if code := b.run("check"); code != ExitOK || !strings.Contains(b.stdout.String(), fmt.Sprintf("holds %d answers this warehouse lacks", held)) ||
+		!strings.Contains(planRowOr(b.stdout.String(), "next run needs"), strconv.Itoa(missing)) {
+		t.Errorf("check does not estimate the same %d calls: exit %d\n%s%s", missing, code, b.stdout, b.stderr)
+	}
+	if code := b.run("run"); code != ExitOK {
+		t.Fatalf("B's run: exit %d\n%s%s", code, b.stdout, b.stderr)
+	}
+	if paid := b.srv.Stats().Charged - charged; paid != int64(missing) {
+		t.Errorf("B's run paid %d credits, its dry run planned %d", paid, missing)
+	}
+}
+
+// planRowOr is planRow's value, or "" when out has no such row.
+func planRowOr(out, label string) string {
+	m := regexp.MustCompile(`(?m)^  ` + regexp.QuoteMeta(label) + `\s+(.*)$`).FindStringSubmatch(out)
+	if m == nil {
+		return ""
+	}
+	return m[1]
 }
