@@ -2,6 +2,7 @@ package main
 
 import (
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"net/http"
@@ -10,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
@@ -18,6 +20,7 @@ import (
 	"time"
 
 	"sitewatch/pipeline/atlas/atlastest"
+	"sitewatch/pipeline/publish"
 )
 
 // incompleteInBucket is machine A of the tests below: with 7 credits it stops for credits
@@ -235,4 +238,66 @@ func planRowOr(out, label string) string {
 		return ""
 	}
 	return m[1]
+}
+
+// syncState reads the bucket sync state of h's Parquet tree.
+func syncState(t *testing.T, h *harness) publish.SyncState {
+	t.Helper()
+	body, err := os.ReadFile(filepath.Join(h.dir, "data", "parquet", publish.SyncStateFile))
+	if err != nil {
+		t.Errorf("no bucket sync state: %v", err)
+		return publish.SyncState{}
+	}
+	var st publish.SyncState
+	if err := json.Unmarshal(body, &st); err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// TestRunAfterRestoreSyncsForOneListing (issue 32): `restore` records the manifest versions
+// it took (publish.SyncStateFile), as a sync would, so the run right after it reads no
+// manifest: its sync costs one listing. The bucket holds a complete month (machine C's) and
+// the restore copy of an incomplete one (machine A's); machine E, which syncs instead of
+// restoring, records the same versions.
+func TestRunAfterRestoreSyncsForOneListing(t *testing.T) {
+	gw := bucketGateway(t)
+	domains := atlastest.Domains(4)
+	older := "2026-09"
+	c := newHarness(t, atlastest.Options{Month: older}, domains, "")
+	withPublish(t, c, gw.Endpoint, "")
+	if code := c.run("run"); code != ExitOK {
+		t.Fatalf("C's run of %s: exit %d\n%s%s", older, code, c.stdout, c.stderr)
+	}
+	incompleteInBucket(t, gw.Endpoint, domains)
+
+	// D and E run `--snapshot` of the older month while the API serves the newer: each run
+	// syncs, then stops after its probe (exit 5) and publishes nothing, so every manifest
+	// read is its sync's.
+	d := newHarness(t, atlastest.Options{}, domains, "")
+	endpoint, requests := countingBucket(t, gw.Endpoint)
+	withPublish(t, d, endpoint, "")
+	if code := d.run("restore"); code != ExitOK {
+		t.Fatalf("D's restore: exit %d\n%s%s", code, d.stdout, d.stderr)
+	}
+	restored := syncState(t, d)
+	if len(restored.Manifests) != 2 {
+		t.Errorf("the restore recorded %d manifest versions, want C's month and A's restore copy: %+v", len(restored.Manifests), restored)
+	}
+	requests.take()
+	if code := d.run("run", "--snapshot", older); code != ExitWrongMonth {
+		t.Fatalf("D's run after the restore: exit %d, want %d\n%s%s", code, ExitWrongMonth, d.stdout, d.stderr)
+	}
+	if seen := requests.take(); seen["GET manifest"] != 0 || seen["LIST"] != 1 {
+		t.Errorf("D's run after the restore sent %v to the bucket, want one LIST and no manifest read", seen)
+	}
+
+	e := newHarness(t, atlastest.Options{}, domains, "")
+	withPublish(t, e, gw.Endpoint, "")
+	if code := e.run("run", "--snapshot", older); code != ExitWrongMonth {
+		t.Fatalf("E's run: exit %d, want %d\n%s%s", code, ExitWrongMonth, e.stdout, e.stderr)
+	}
+	if synced := syncState(t, e); !reflect.DeepEqual(synced, restored) {
+		t.Errorf("the restore recorded\n%+v\na sync records\n%+v", restored, synced)
+	}
 }
