@@ -6,21 +6,18 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"os"
 	"path/filepath"
 	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"sitewatch/pipeline/atlas/atlastest"
 	"sitewatch/pipeline/publish"
+	"sitewatch/pipeline/publish/s3test"
 )
 
 // incompleteInBucket is machine A of the tests below: with 7 credits it stops for credits
@@ -108,44 +105,17 @@ func TestSourcesPlanCountsWhatTheBucketLacks(t *testing.T) {
 	})
 }
 
-// bucketRequests is a reverse proxy in front of the gateway that counts requests by kind:
-// "LIST", "GET manifest" (a manifest's key), "GET", "PUT", "DELETE", ….
-type bucketRequests struct {
-	mu sync.Mutex
-	n  map[string]int
-}
-
-func (c *bucketRequests) take() map[string]int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	out := c.n
-	c.n = map[string]int{}
-	return out
-}
-
-func countingBucket(t *testing.T, target string) (string, *bucketRequests) {
+// countingBucket counts the requests sent to gw's bucket through the returned endpoint, a
+// manifest's read apart ("GET manifest").
+func countingBucket(t *testing.T, gw *s3test.Server) (string, *s3test.Requests) {
 	t.Helper()
-	u, err := url.Parse(target)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := &bucketRequests{n: map[string]int{}}
-	rp := httputil.NewSingleHostReverseProxy(u)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		kind := r.Method
-		switch {
-		case r.Method == http.MethodGet && r.URL.Query().Has("list-type"):
-			kind = "LIST"
-		case r.Method == http.MethodGet && strings.Contains(r.URL.Path, "/_manifests/"):
-			kind = "GET manifest"
+	c := s3test.CountRequests(t, gw.Endpoint, func(r *http.Request) string {
+		if r.Method == http.MethodGet && !r.URL.Query().Has("list-type") && strings.Contains(r.URL.Path, "/_manifests/") {
+			return "GET manifest"
 		}
-		c.mu.Lock()
-		c.n[kind]++
-		c.mu.Unlock()
-		rp.ServeHTTP(w, r)
-	}))
-	t.Cleanup(srv.Close)
-	return srv.URL, c
+		return ""
+	})
+	return c.URL, c
 }
 
 // treeOf lists every file under dir with its size and modification time.
@@ -191,13 +161,13 @@ func TestDryRunCountsWhatTheBucketHolds(t *testing.T) {
 	if code := b.run("run"); code != ExitOK { // its own month, before it shared the bucket
 		t.Fatalf("B's run of %s: exit %d\n%s%s", older, code, b.stdout, b.stderr)
 	}
-	endpoint, requests := countingBucket(t, gw.Endpoint)
+	endpoint, requests := countingBucket(t, gw)
 	withPublish(t, b, endpoint, "")
 	if err := b.srv.SetMonth(testMonth); err != nil {
 		t.Fatal(err)
 	}
 	before := treeOf(t, filepath.Join(b.dir, "data"))
-	requests.take()
+	requests.Take()
 	if code := b.run("run", "--dry-run"); code != ExitOK {
 		t.Fatalf("dry run: exit %d\n%s%s", code, b.stdout, b.stderr)
 	}
@@ -208,7 +178,7 @@ func TestDryRunCountsWhatTheBucketHolds(t *testing.T) {
 	if want := fmt.Sprintf("the bucket holds %d answers this warehouse lacks (%s, s3://team-bucket/team); a run pulls them first", held, testMonth); !strings.Contains(out, want) {
 		t.Errorf("the dry run does not say %q:\n%s", want, out)
 	}
-	seen := requests.take()
+	_, seen := requests.Take()
 	for kind, n := range seen {
 		if kind != "LIST" && !strings.HasPrefix(kind, "GET") {
 			t.Errorf("the dry run sent %d %s requests to the bucket, want reads only", n, kind)
@@ -264,18 +234,14 @@ func TestRunAfterRestoreSyncsForOneListing(t *testing.T) {
 	gw := bucketGateway(t)
 	domains := atlastest.Domains(4)
 	older := "2026-09"
-	c := newHarness(t, atlastest.Options{Month: older}, domains, "")
-	withPublish(t, c, gw.Endpoint, "")
-	if code := c.run("run"); code != ExitOK {
-		t.Fatalf("C's run of %s: exit %d\n%s%s", older, code, c.stdout, c.stderr)
-	}
+	publishedMachine(t, gw, atlastest.Options{Month: older}, domains, "")
 	incompleteInBucket(t, gw.Endpoint, domains)
 
 	// D and E run `--snapshot` of the older month while the API serves the newer: each run
 	// syncs, then stops after its probe (exit 5) and publishes nothing, so every manifest
 	// read is its sync's.
 	d := newHarness(t, atlastest.Options{}, domains, "")
-	endpoint, requests := countingBucket(t, gw.Endpoint)
+	endpoint, requests := countingBucket(t, gw)
 	withPublish(t, d, endpoint, "")
 	if code := d.run("restore"); code != ExitOK {
 		t.Fatalf("D's restore: exit %d\n%s%s", code, d.stdout, d.stderr)
@@ -284,11 +250,11 @@ func TestRunAfterRestoreSyncsForOneListing(t *testing.T) {
 	if len(restored.Manifests) != 2 {
 		t.Errorf("the restore recorded %d manifest versions, want C's month and A's restore copy: %+v", len(restored.Manifests), restored)
 	}
-	requests.take()
+	requests.Take()
 	if code := d.run("run", "--snapshot", older); code != ExitWrongMonth {
 		t.Fatalf("D's run after the restore: exit %d, want %d\n%s%s", code, ExitWrongMonth, d.stdout, d.stderr)
 	}
-	if seen := requests.take(); seen["GET manifest"] != 0 || seen["LIST"] != 1 {
+	if _, seen := requests.Take(); seen["GET manifest"] != 0 || seen["LIST"] != 1 {
 		t.Errorf("D's run after the restore sent %v to the bucket, want one LIST and no manifest read", seen)
 	}
 

@@ -9,6 +9,7 @@ import (
 
 	"sitewatch/pipeline/atlas/atlastest"
 	"sitewatch/pipeline/lease/leasetest"
+	"sitewatch/pipeline/publish/s3test"
 )
 
 // signalBound is how soon a command must end after SIGTERM, whatever hangs (issue 32).
@@ -38,6 +39,18 @@ func endsWithin(t *testing.T, h *harness, ready func(), args ...string) int {
 	return code
 }
 
+// hangAPIBehindCuttableBucket holds every API call of h (never answered; held is signalled at
+// the first, and api.timeout is a minute, so only a signal ends it) and publishes to gw through
+// a proxy the test can cut.
+func hangAPIBehindCuttableBucket(t *testing.T, h *harness, gw *s3test.Server) (<-chan struct{}, *leasetest.Proxy) {
+	t.Helper()
+	held := holdAPI(t, h, func(*http.Request) bool { return true })
+	h.setConfig("  timeout: 5s\n", "  timeout: 1m\n") // the hung call would otherwise end at api.timeout
+	px := leasetest.NewProxy(t, gw.Endpoint)
+	withPublish(t, h, px.URL, "")
+	return held, px
+}
+
 // TestSignalWithHungBucketDuringRun: a run holding the lease whose API call hangs (never
 // answered) and whose bucket is then cut (every byte lost: the lease's confirmations and its
 // release hang too) ends within 5 s of SIGTERM: the hung call is abandoned after the signal's
@@ -45,11 +58,7 @@ func endsWithin(t *testing.T, h *harness, ready func(), args ...string) int {
 func TestSignalWithHungBucketDuringRun(t *testing.T) {
 	gw := bucketGateway(t)
 	h := newHarness(t, atlastest.Options{}, atlastest.Domains(3), "")
-	api, held := holdProxy(t, h.srv.URL, func(*http.Request) bool { return true })
-	h.setConfig("base_url: "+h.srv.URL, "base_url: "+api)
-	h.setConfig("  timeout: 5s\n", "  timeout: 1m\n") // the hung call would otherwise end at api.timeout
-	px := leasetest.NewProxy(t, gw.Endpoint)
-	withPublish(t, h, px.URL, "")
+	held, px := hangAPIBehindCuttableBucket(t, h, gw)
 	code := endsWithin(t, h, func() {
 		<-held // the run holds the lease and waits on its first call
 		px.Cut()
@@ -122,11 +131,7 @@ func TestScheduleEndsOnSignal(t *testing.T) {
 	t.Run("RunInFlight", func(t *testing.T) {
 		gw := bucketGateway(t) // a bucket of its own: nothing to pull, the first call is the run's
 		h := newHarness(t, atlastest.Options{}, domains, "")
-		api, held := holdProxy(t, h.srv.URL, func(*http.Request) bool { return true })
-		h.setConfig("base_url: "+h.srv.URL, "base_url: "+api)
-		h.setConfig("  timeout: 5s\n", "  timeout: 1m\n") // the hung call would otherwise end at api.timeout
-		px := leasetest.NewProxy(t, gw.Endpoint)
-		withPublish(t, h, px.URL, "")
+		held, px := hangAPIBehindCuttableBucket(t, h, gw)
 		code := endsWithin(t, h, func() {
 			<-held // the scheduled run holds the lease and waits on its first call
 			px.Cut()

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
-
-	"sitewatch/schema"
 )
 
 // mergeKeys says how MergeMonth matches a table's incoming rows with the warehouse's: rows of
@@ -101,29 +99,10 @@ func StateFromParquet(ctx context.Context, month string, files map[string][]stri
 			strings.Join(quoted, ", "), month)
 	}
 	if len(files[TableRawResponses]) > 0 {
-		err = QueryEach(ctx, db, `SELECT domain, endpoint FROM `+src(TableRawResponses), nil, func(rows *sql.Rows) error {
-			var domain, endpoint string
-			if err := rows.Scan(&domain, &endpoint); err != nil {
-				return err
-			}
-			if schema.Endpoint(endpoint) == schema.EndpointCountries {
-				st.CountriesLoaded = true
-				return nil
-			}
-			st.Stored[domain] = st.Stored[domain].With(schema.Endpoint(endpoint))
-			return nil
-		})
+		err = scanAnswers(ctx, db, `SELECT domain, endpoint FROM `+src(TableRawResponses), nil, st)
 	}
 	if err == nil && len(files["fetch_errors"]) > 0 {
-		err = QueryEach(ctx, db, `SELECT domain, arg_max(coalesce(code, ''), occurred_at) FROM `+src("fetch_errors")+` WHERE http_status = 400 GROUP BY domain`, nil,
-			func(rows *sql.Rows) error {
-				var domain, code string
-				if err := rows.Scan(&domain, &code); err != nil {
-					return err
-				}
-				st.Rejected[domain] = code
-				return nil
-			})
+		err = scanRejected(ctx, db, `SELECT domain, arg_max(coalesce(code, ''), occurred_at) FROM `+src("fetch_errors")+` WHERE http_status = 400 GROUP BY domain`, nil, st)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("state of %s from Parquet: %w", month, err)
