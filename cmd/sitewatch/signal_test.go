@@ -115,8 +115,9 @@ func TestScheduleEndsOnSignal(t *testing.T) {
 		code := endsWithin(t, h, func() {
 			// The first run (catch-up: nothing held) completes the month; then it waits for
 			// the next cron time (the 2nd of next month).
-			waitFor(t, 60*time.Second, func() bool { return strings.Contains(h.stdout.String(), "published") })
-			time.Sleep(500 * time.Millisecond)
+			// (h.stdout is the command's to set: the bucket tells instead.)
+			waitFor(t, 60*time.Second, func() bool { return getObject(t, gw, "team/_manifests/snapshot_month="+testMonth+".json") != "" })
+			time.Sleep(time.Second) // the run releases its lease and the schedule goes idle
 		}, "schedule")
 		if code != ExitOK {
 			t.Errorf("schedule idle: exit %d after a signal, want 0\n%s%s", code, h.stdout, tail(h.stderr.String(), 2000))
