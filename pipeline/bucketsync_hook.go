@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"sitewatch/pipeline/warehouse"
+	"sitewatch/schema"
 )
 
 // BucketSync makes the warehouse a cache of the bucket of publish.url, the system of record:
@@ -15,33 +16,108 @@ type BucketSync interface {
 	// Pull takes the bucket's newer months into wh; it fails when the bucket cannot be read
 	// (then nothing is paid: the warehouse cannot tell what was paid elsewhere).
 	Pull(ctx context.Context, wh *warehouse.Warehouse) error
-	// CompleteNewer lists, read-only, the months the bucket holds complete in a version the
-	// warehouse lacks: `check` counts them as held (a run pulls them for 0 credits).
-	CompleteNewer(ctx context.Context) ([]string, error)
+	// Peek reads, writing nothing (no lease, no pull), the version of month ("" = the newest
+	// month) the bucket holds that the warehouse lacks: `run --dry-run` and `check` count
+	// what a run would pull first as held.
+	Peek(ctx context.Context, month string) (BucketPeek, error)
 }
 
-// withBucket is check's estimate with what the bucket holds: when it holds the planned month
-// (or a later one) complete in a version the warehouse lacks, the next run pulls it and finds
-// it up to date for the probe's 1 credit. A bucket that cannot be read leaves the estimate to
-// the warehouse alone, with a warning.
-func withBucket(ctx context.Context, env Env, plan *Plan) *Plan {
-	if env.Sync == nil {
-		return plan
-	}
-	months, err := env.Sync.CompleteNewer(ctx)
+// BucketPeek is what a run's pull would take in of one month.
+type BucketPeek struct {
+	URL      string // publish.url
+	Month    string // "" when the bucket holds nothing the warehouse lacks
+	Complete bool   // the bucket holds Month complete
+	// State is what a restore copy of the incomplete month holds (answers, rejections);
+	// nil when Complete.
+	State   *warehouse.SnapshotState
+	Answers int64 // the answers of the bucket's version
+}
+
+// withBucket is the plan of a dry run (and of `check`) with what the bucket holds and the
+// warehouse (whose state of month is state) lacks: a run pulls that first for 0 credits, so
+// its answers are counted as held. A bucket that cannot be read leaves the plan to the
+// warehouse alone, with a warning the plan repeats.
+func withBucket(ctx context.Context, env Env, opts RunOptions, domains []string, month string, state *warehouse.SnapshotState) *Plan {
+	peek, err := env.Sync.Peek(ctx, opts.Snapshot)
 	if err != nil {
 		env.Logger.Warn("the bucket could not be read: the estimate counts only what this warehouse holds", "err", err)
+		plan := planOf(month, state, domains, opts.Refresh)
+		plan.BucketUnread = err.Error()
 		return plan
 	}
-	if len(months) == 0 || months[len(months)-1] < plan.Snapshot {
-		return plan
+	if peek.Month == "" || peek.Month < month {
+		return planOf(month, state, domains, opts.Refresh) // the month planned is held as the bucket holds it
 	}
-	newest := months[len(months)-1]
-	env.Logger.Info("the bucket holds the month complete (another machine's run): the next run takes it in for 0 credits", "month", newest)
-	out := *plan
-	out.Snapshot, out.HeldComplete, out.Requests = newest, true, nil
-	out.Loaded, out.HalfLoaded, out.Unloadable, out.Countries = plan.Domains, 0, 0, false
-	return &out
+	if peek.Month > month {
+		month, state = peek.Month, emptyState() // the warehouse holds nothing of a month newer than its newest
+	}
+	merged, lacking := mergeState(state, peek, domains)
+	if peek.Complete {
+		env.Logger.Info("the bucket holds the month complete (another machine's run): the next run takes it in for 0 credits", "month", month)
+	}
+	plan := planOf(month, merged, domains, opts.Refresh)
+	plan.FromBucket, plan.BucketURL = lacking, peek.URL
+	return plan
+}
+
+// mergeState is state with what peek holds of the same month, as a pull would leave the
+// warehouse (a domain with both answers is loaded by the pull's rebuild), and how many of
+// peek's answers state lacked.
+func mergeState(state *warehouse.SnapshotState, peek BucketPeek, domains []string) (*warehouse.SnapshotState, int64) {
+	held := int64(0)
+	for _, eps := range state.Stored {
+		for _, ep := range schema.DomainEndpoints {
+			if eps.Has(ep) {
+				held++
+			}
+		}
+	}
+	if state.CountriesLoaded {
+		held++
+	}
+	out := emptyState()
+	out.CountriesLoaded = state.CountriesLoaded
+	for d, eps := range state.Stored {
+		out.Stored[d] = eps
+	}
+	for d := range state.Loaded {
+		out.Loaded[d] = true
+	}
+	for d, code := range state.Rejected {
+		out.Rejected[d] = code
+	}
+	if peek.Complete {
+		// Every domain loaded or rejected, as the other machine left it: only its manifest was read.
+		out.CountriesLoaded = true
+		for _, d := range domains {
+			if _, rejected := out.Rejected[d]; !rejected {
+				out.Loaded[d] = true
+			}
+		}
+		return out, max(peek.Answers-held, 0)
+	}
+	lacking := int64(0)
+	if peek.State.CountriesLoaded && !out.CountriesLoaded {
+		out.CountriesLoaded = true
+		lacking++
+	}
+	for d, eps := range peek.State.Stored {
+		for _, ep := range schema.DomainEndpoints {
+			if eps.Has(ep) && !out.Stored[d].Has(ep) {
+				out.Stored[d] = out.Stored[d].With(ep)
+				lacking++
+			}
+		}
+		if out.Stored[d].Both() {
+			out.Loaded[d] = true
+		}
+	}
+	for d, code := range peek.State.Rejected {
+		if _, ok := out.Rejected[d]; !ok {
+			out.Rejected[d] = code
+		}
+	}
+	return out, lacking
 }
 
 // syncBucket pulls the bucket into wh when there is a bucket.

@@ -53,18 +53,24 @@ func NewClient(cfg *config.Config, env Env) (*atlas.Client, error) {
 // called), *atlas.UnreachableError, atlas.ErrUnauthorized, atlas.ErrOutOfCredits, and
 // ErrNotEnoughCredits when the wallet does not cover the next run (Readiness is then set).
 func Check(ctx context.Context, cfg *config.Config, env Env) (*Readiness, error) {
+	return CheckPlan(ctx, cfg, env, nil)
+}
+
+// CheckPlan is Check for the plan a dry run already made (nil: the next run's, from DryRun,
+// which counts what the bucket holds as held): the bucket is read once.
+func CheckPlan(ctx context.Context, cfg *config.Config, env Env, plan *Plan) (*Readiness, error) {
 	if cfg.MultiSource() {
-		return checkSources(ctx, cfg, env)
+		return checkSources(ctx, cfg, env, plan)
 	}
 	client, err := NewClient(cfg, env)
 	if err != nil {
 		return nil, err
 	}
-	plan, err := DryRun(ctx, cfg, RunOptions{}, env)
-	if err != nil {
-		return nil, err
+	if plan == nil {
+		if plan, err = DryRun(ctx, cfg, RunOptions{}, env); err != nil {
+			return nil, err
+		}
 	}
-	plan = withBucket(ctx, env.WithDefaults(), plan) // bucketsync_hook.go: what the bucket holds is not paid again
 	probe, err := client.Probe(ctx)
 	if err != nil {
 		return &Readiness{Probe: probe, Plan: plan}, err
@@ -128,17 +134,17 @@ func neededNow(plan *Plan) int {
 // checkSources is Check with api.sources: every source is probed for free and the spend plan
 // says who would pay for the next run. A source that answers 402 simply pays nothing; any
 // other failure of a probe is returned, naming the source, with what was learned.
-func checkSources(ctx context.Context, cfg *config.Config, env Env) (*Readiness, error) {
+func checkSources(ctx context.Context, cfg *config.Config, env Env, plan *Plan) (*Readiness, error) {
 	env = env.WithDefaults()
 	srcs, err := openSources(cfg, env)
 	if err != nil {
 		return nil, err
 	}
-	plan, err := DryRun(ctx, cfg, RunOptions{}, env)
-	if err != nil {
-		return nil, err
+	if plan == nil {
+		if plan, err = DryRun(ctx, cfg, RunOptions{}, env); err != nil {
+			return nil, err
+		}
 	}
-	plan = withBucket(ctx, env, plan)
 	r := &Readiness{Plan: plan, Needed: neededNow(plan), Available: -1}
 	if plan.HeldComplete {
 		r.NewMonth = plan.FullCredits

@@ -21,6 +21,12 @@ type Plan struct {
 	HeldComplete bool
 	// FullCredits is what a new month costs: 2 calls per domain and country-metadata.
 	FullCredits int
+	// FromBucket is how many answers of Snapshot the bucket (BucketURL) holds that the
+	// warehouse lacks: a run pulls them first (0 credits), and the plan counts them as held.
+	// BucketUnread says why the bucket could not be read ("" when it was, or there is none).
+	FromBucket   int64
+	BucketURL    string
+	BucketUnread string
 }
 
 // Complete says whether state holds the snapshot complete for domains: every domain loaded

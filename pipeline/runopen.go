@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"fmt"
 
 	"sitewatch/pipeline/config"
 	"sitewatch/pipeline/notify"
@@ -14,19 +15,19 @@ import (
 // of the two instead of their sum (~0.4 s of a two-source run at 200–800 ms of latency). A
 // failure of either returns its error with nothing held; runs the warehouse closed as
 // abandoned on the way are still notified. ctx is the run's context (the lease's).
-func openRun(ctx context.Context, cfg *config.Config, env Env, notifier *notify.Notifier) (context.Context, Fetcher, *warehouse.Warehouse, func(), error) {
-	type planned struct {
-		client *sources.Multi
-		err    error
+func openRun(ctx context.Context, cfg *config.Config, opts RunOptions, env Env, notifier *notify.Notifier) (context.Context, Fetcher, *warehouse.Warehouse, func(), error) {
+	type probed struct {
+		srcs *probedSources
+		err  error
 	}
 	writer, err := lockForRun(cfg.Warehouse.DuckDB) // lockwait.go: no restore replaces the file under this run
 	if err != nil {
 		return ctx, nil, nil, nil, err
 	}
-	done := make(chan planned, 1)
+	done := make(chan probed, 1)
 	go func() {
-		client, _, err := newFetcher(ctx, cfg, env) // spend.go: one client per credit source
-		done <- planned{client, err}
+		srcs, err := probeFetcher(ctx, cfg, env) // spend.go: one client per credit source
+		done <- probed{srcs, err}
 	}()
 	runCtx, admit, releaseLease, err := takeLease(ctx, env.Lease)
 	if err != nil {
@@ -60,6 +61,37 @@ func openRun(ctx context.Context, cfg *config.Config, env Env, notifier *notify.
 		release()
 		return ctx, nil, nil, nil, err
 	}
-	fenceCalls(p.client, admit) // lease.go: no paid call starts unless the lease is confirmed
-	return runCtx, p.client, wh, release, nil
+	// Planned only now: what the bucket held is no longer counted as to be paid for.
+	client, err := planFetcher(runCtx, cfg, opts, env, wh, p.srcs)
+	if err != nil {
+		_ = wh.Close() // nothing of this run was written
+		release()
+		return ctx, nil, nil, nil, err
+	}
+	fenceCalls(client, admit) // lease.go: no paid call starts unless the lease is confirmed
+	return runCtx, client, wh, release, nil
+}
+
+// planFetcher gives the run's credit sources their shares of what the run is about to pay
+// for, read from the warehouse after the bucket's pull (neededNow): the calls the month it
+// expects still lacks, the probe's one when that month is held complete, a whole month when
+// the warehouse holds none.
+func planFetcher(ctx context.Context, cfg *config.Config, opts RunOptions, env Env, wh *warehouse.Warehouse, srcs *probedSources) (*sources.Multi, error) {
+	if !cfg.MultiSource() {
+		client, _, err := srcs.fetcher(cfg, env, 0)
+		return client, err
+	}
+	plan, err := expectedPlan(ctx, wh, opts, config.NewWatchlist(cfg).Domains)
+	if err != nil {
+		return nil, err
+	}
+	var note []any
+	if plan.Snapshot != "" {
+		note = append(note, "snapshot", plan.Snapshot)
+	}
+	if plan.HeldComplete {
+		note = append(note, "note", fmt.Sprintf("the month is held complete: the run pays 1 call if the API still serves it, %d for a new month", plan.FullCredits))
+	}
+	client, _, err := srcs.fetcher(cfg, env, neededNow(plan), note...)
+	return client, err
 }

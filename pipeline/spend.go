@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -88,6 +89,13 @@ func allowance(sc config.SourceConfig, p atlas.Probe, rate float64) sources.Allo
 // plans who pays for calls calls. A source that cannot pay (402) gets no share; any other
 // failure is returned (the first, naming its source) with what was learned.
 func probeSources(ctx context.Context, cfg *config.Config, srcs []*sources.Source, calls int, now time.Time) (*sources.Plan, []SourceProbe, error) {
+	allow, probes, err := probeAllowances(ctx, cfg, srcs)
+	return sources.NewPlan(allow, calls, nextScheduled(cfg, now)), probes, err
+}
+
+// probeAllowances makes each source's free probe and says what each may pay for (a source
+// that answers 402: nothing); any other failure is returned, the first, naming its source.
+func probeAllowances(ctx context.Context, cfg *config.Config, srcs []*sources.Source) ([]sources.Allowance, []SourceProbe, error) {
 	var allow []sources.Allowance
 	var firstErr error
 	probes := make([]SourceProbe, len(srcs))
@@ -110,7 +118,7 @@ func probeSources(ctx context.Context, cfg *config.Config, srcs []*sources.Sourc
 		}
 		allow = append(allow, a)
 	}
-	return sources.NewPlan(allow, calls, nextScheduled(cfg, now)), probes, firstErr
+	return allow, probes, firstErr
 }
 
 // nextScheduled is the next run of cfg's schedule after now (zero if it does not parse;
@@ -123,24 +131,48 @@ func nextScheduled(cfg *config.Config, now time.Time) time.Time {
 	return sched.Next(now)
 }
 
-// newFetcher returns the run's fetcher. With one source it is that source's client (no
-// extra call). With api.sources each source is probed for free, ordered by the spend plan and
-// given its room; a source that cannot pay is left out (all out: a credit stop, exit 3).
-func newFetcher(ctx context.Context, cfg *config.Config, env Env) (*sources.Multi, *sources.Plan, error) {
+// probedSources are a run's credit sources and what their free probes said. Who pays for what
+// is planned later (fetcher), once the bucket's pull told what the month still lacks: planned
+// at once, the plan counted the whole month even when the bucket held most of it.
+type probedSources struct {
+	srcs  []*sources.Source
+	allow []sources.Allowance // with api.sources only
+}
+
+// probeFetcher opens the run's credit sources and, with api.sources, makes each one's free
+// probe. Every source empty or at its reserve is a credit stop (exit 3) here, before the lease
+// is taken: no plan would give any of them a call.
+func probeFetcher(ctx context.Context, cfg *config.Config, env Env) (*probedSources, error) {
 	srcs, err := openSources(cfg, env)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
+	p := &probedSources{srcs: srcs}
 	if !cfg.MultiSource() {
-		return sources.NewMulti(srcs), nil, nil
+		return p, nil
 	}
-	calls, capped := capCalls(cfg, len(cfg.Domains)*2+1)
-	plan, _, err := probeSources(ctx, cfg, srcs, calls, env.Now())
-	if err != nil {
-		return nil, plan, err
+	if p.allow, _, err = probeAllowances(ctx, cfg, srcs); err != nil {
+		return nil, err
 	}
+	if !slices.ContainsFunc(p.allow, func(a sources.Allowance) bool { return a.Usable != 0 }) {
+		plan := sources.NewPlan(p.allow, len(cfg.Domains)*2+1, nextScheduled(cfg, env.Now()))
+		return nil, fmt.Errorf("%w: every credit source is empty or at its reserve (%s)", atlas.ErrOutOfCredits, plan)
+	}
+	return p, nil
+}
+
+// fetcher returns the run's fetcher for a run that needs calls calls. With one source it is
+// that source's client (no extra call). With api.sources the sources are ordered by the spend
+// plan of those calls and given their room; a source that cannot pay is left out (all out: a
+// credit stop, exit 3). The plan is logged: the figures a run then pays.
+func (p *probedSources) fetcher(cfg *config.Config, env Env, calls int, note ...any) (*sources.Multi, *sources.Plan, error) {
+	if !cfg.MultiSource() {
+		return sources.NewMulti(p.srcs), nil, nil
+	}
+	calls, capped := capCalls(cfg, calls)
+	plan := sources.NewPlan(p.allow, calls, nextScheduled(cfg, env.Now()))
 	byName := map[string]*sources.Source{}
-	for _, s := range srcs {
+	for _, s := range p.srcs {
 		byName[s.Name] = s
 	}
 	var ordered []*sources.Source
@@ -158,7 +190,7 @@ func newFetcher(ctx context.Context, cfg *config.Config, env Env) (*sources.Mult
 	if len(ordered) == 0 {
 		return nil, plan, fmt.Errorf("%w: every credit source is empty or at its reserve (%s)", atlas.ErrOutOfCredits, plan)
 	}
-	env.Logger.Info("credit sources planned", "plan", plan.String())
+	env.Logger.Info("credit sources planned", append([]any{"calls", calls, "plan", plan.String()}, note...)...)
 	multi := sources.NewMulti(ordered)
 	if capped {
 		multi.Cap(&atlas.Error{Op: "start", Err: atlas.ErrRunBudget, Message: fmt.Sprintf(

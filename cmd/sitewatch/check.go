@@ -59,6 +59,10 @@ func cmdCheck(ctx context.Context, args []string, env pipeline.Env) error {
 	if r.Plan.Snapshot != "" {
 		fmt.Fprintf(env.Stdout, "warehouse   newest month %s: %d of %d domains loaded\n", r.Plan.Snapshot, r.Plan.Loaded, r.Plan.Domains)
 	}
+	if r.Plan.FromBucket > 0 { // counted as held above: a run pulls them first
+		fmt.Fprintf(env.Stdout, "bucket      holds %s this warehouse lacks (%s); a run pulls them first (0 credits)\n",
+			textout.Plural(r.Plan.FromBucket, "answer", "answers"), r.Plan.Snapshot)
+	}
 	printReadiness(env.Stdout, r)
 	if err != nil {
 		return err

@@ -21,19 +21,9 @@ func TestRestoreForceUnderARunningRun(t *testing.T) {
 	domains := atlastest.Domains(6)
 	h := newHarness(t, atlastest.Options{}, domains, "")
 	var passed atomic.Int32
-	px, held := holdProxy(t, h.srv.URL, func(*http.Request) bool { return passed.Add(1) == 6 })
-	h.setConfig("base_url: "+h.srv.URL, "base_url: "+px)
+	held := holdAPI(t, h, func(*http.Request) bool { return passed.Add(1) == 6 })
 	withPublish(t, h, gw.Endpoint, "")
-	run, out := h.command("run")
-	if err := run.Start(); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-held:
-	case <-time.After(60 * time.Second):
-		_ = run.Process.Kill()
-		t.Fatalf("the run never reached the held request:\n%s", out)
-	}
+	run, out := startHeld(t, h, held, "run")
 	start := time.Now()
 	code := h.run("restore", "--force")
 	took := time.Since(start)
@@ -64,29 +54,12 @@ func TestRestoreForceUnderARunningRun(t *testing.T) {
 func TestTwoRestoresInOneDirectory(t *testing.T) {
 	gw := bucketGateway(t)
 	domains := atlastest.Domains(4)
-	a := newHarness(t, atlastest.Options{}, domains, "")
 	// Without the bucket lease: the killed restore would hold it for its TTL, and this test is
 	// about the warehouse file (TestRestoreForceUnderARunningRun runs with the lease).
-	withPublish(t, a, gw.Endpoint, "  lease: off\n")
-	if code := a.run("run"); code != ExitOK {
-		t.Fatalf("run: exit %d\n%s%s", code, a.stdout, a.stderr)
-	}
-	var holding atomic.Bool
-	holding.Store(true)
-	px, held := holdProxy(t, gw.Endpoint, func(r *http.Request) bool {
-		return holding.Load() && r.Method == http.MethodGet && strings.Contains(r.URL.Path, "/_manifests/")
-	})
+	a := publishedMachine(t, gw, atlastest.Options{}, domains, "  lease: off\n")
+	px, held, release := holdBucket(t, gw, http.MethodGet, "/_manifests/")
 	a.setConfig("endpoint: "+gw.Endpoint, "endpoint: "+px)
-	first, out := a.command("restore", "--force")
-	if err := first.Start(); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-held:
-	case <-time.After(60 * time.Second):
-		_ = first.Process.Kill()
-		t.Fatalf("the first restore never reached the held download:\n%s", out)
-	}
+	first, _ := startHeld(t, a, held, "restore", "--force")
 	if code := a.run("restore", "--force"); code != ExitFailed || !strings.Contains(a.stderr.String(), "another sitewatch command") {
 		t.Errorf("a second restore --force beside the first: exit %d, want %d naming the other\n%s", code, ExitFailed, a.stderr)
 	}
@@ -94,7 +67,7 @@ func TestTwoRestoresInOneDirectory(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = first.Wait()
-	holding.Store(false)
+	release()
 	if code := a.run("restore", "--force"); code != ExitOK {
 		t.Fatalf("restore --force after the first was killed: exit %d\n%s%s", code, a.stdout, a.stderr)
 	}

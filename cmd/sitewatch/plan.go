@@ -34,6 +34,7 @@ func printPlan(w io.Writer, p *pipeline.Plan, cfg *config.Config, wl *config.Wat
 		{"max_credits_per_run", capText(cfg.API.MaxCreditsPerRun)},
 	}
 	printRows(w, rows)
+	printBucketNote(w, p)
 	if p.HeldComplete {
 		fmt.Fprintf(w, "note: %s is held complete: if the API still serves it the run stops up to date after 1 credit; "+
 			"if it serves a new month the run needs %d calls (2 per domain and country-metadata)\n", p.Snapshot, p.FullCredits)
@@ -43,6 +44,17 @@ func printPlan(w io.Writer, p *pipeline.Plan, cfg *config.Config, wl *config.Wat
 	}
 	for _, r := range wl.Rejected {
 		fmt.Fprintf(w, "rejected: %q (line %d): %s\n", r.Input, r.Line, r.Reason)
+	}
+}
+
+// printBucketNote says what the plan took from the bucket, or that it could not read it.
+func printBucketNote(w io.Writer, p *pipeline.Plan) {
+	switch {
+	case p.BucketUnread != "":
+		fmt.Fprintf(w, "note: the bucket could not be read (%s): the plan counts only what this warehouse holds\n", p.BucketUnread)
+	case p.FromBucket > 0:
+		fmt.Fprintf(w, "note: the bucket holds %s this warehouse lacks (%s, %s); a run pulls them first (0 credits) and pays only for the rest\n",
+			textout.Plural(p.FromBucket, "answer", "answers"), p.Snapshot, p.BucketURL)
 	}
 }
 

@@ -80,7 +80,7 @@ func restoreWarehouse(ctx context.Context, cfg *config.Config, env pipeline.Env,
 		fmt.Fprintf(env.Stdout, "restoring %s from %s …\n", cfg.Warehouse.DuckDB, cfg.Publish.URL)
 	}
 	res, err := restore.Run(ctx, src, restore.Options{DuckDB: cfg.Warehouse.DuckDB, Parquet: cfg.Warehouse.Parquet, Copies: src.RestoreCopies(),
-		Force: force, MemoryLimit: cfg.Warehouse.MemoryLimit, Logger: env.Logger})
+		Force: force, MemoryLimit: cfg.Warehouse.MemoryLimit, Logger: env.Logger, URL: cfg.Publish.URL})
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -48,6 +49,29 @@ func withPublish(t *testing.T, h *harness, endpoint, extra string) {
 	if err := os.WriteFile(h.cfgPath, []byte(strings.Replace(string(cfg), "domains:\n", section+"domains:\n", 1)), 0o644); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// publishedMachine is a machine sharing gw's bucket (publish.url s3://team-bucket/team, extra
+// added to its publish section) whose first run completed the month its simulator serves and
+// published it.
+func publishedMachine(t *testing.T, gw *s3test.Server, opts atlastest.Options, domains []string, extra string) *harness {
+	t.Helper()
+	h := newHarness(t, opts, domains, "")
+	withPublish(t, h, gw.Endpoint, extra)
+	if code := h.run("run"); code != ExitOK || !strings.Contains(h.stdout.String(), "published") {
+		t.Fatalf("the first machine's run: exit %d, want %d having published\n%s%s", code, ExitOK, h.stdout, h.stderr)
+	}
+	return h
+}
+
+// sharingMachine is another machine on gw's bucket, paying through from's simulator (one
+// wallet, one count of what both machines were charged).
+func sharingMachine(t *testing.T, gw *s3test.Server, from *harness, domains []string) *harness {
+	t.Helper()
+	h := newHarness(t, atlastest.Options{}, domains, "")
+	shareSimulator(t, h, from)
+	withPublish(t, h, gw.Endpoint, "")
+	return h
 }
 
 // attachBoth opens an in-memory DuckDB with the warehouses of a and b attached read-only as
@@ -105,11 +129,7 @@ func TestTwoMachines(t *testing.T) {
 	gw := bucketGateway(t)
 	domains := atlastest.Domains(6)
 	next := nextMonth(testMonth)
-	a := newHarness(t, atlastest.Options{}, domains, "")
-	withPublish(t, a, gw.Endpoint, "")
-	if code := a.run("run"); code != ExitOK || !strings.Contains(a.stdout.String(), "published") {
-		t.Fatalf("A run: exit %d\n%s%s", code, a.stdout, a.stderr)
-	}
+	a := publishedMachine(t, gw, atlastest.Options{}, domains, "")
 	month1 := getObject(t, gw, "team/_manifests/snapshot_month="+testMonth+".json")
 	b := newHarness(t, atlastest.Options{Month: next}, domains, "")
 	withPublish(t, b, gw.Endpoint, "")
@@ -273,28 +293,32 @@ func holdProxy(t *testing.T, target string, hold func(*http.Request) bool) (stri
 	return srv.URL, held
 }
 
+// holdBucket is holdProxy in front of gw holding every request of method whose path holds
+// part, until release is called (later requests pass).
+func holdBucket(t *testing.T, gw *s3test.Server, method, part string) (string, <-chan struct{}, func()) {
+	t.Helper()
+	var holding atomic.Bool
+	holding.Store(true)
+	px, held := holdProxy(t, gw.Endpoint, func(r *http.Request) bool {
+		return holding.Load() && r.Method == method && strings.Contains(r.URL.Path, part)
+	})
+	return px, held, func() { holding.Store(false) }
+}
+
 // TestKillDuringRestore: a restore killed (SIGKILL) while downloading leaves no warehouse file;
 // rerunning it completes, equal to the published warehouse.
 func TestKillDuringRestore(t *testing.T) {
 	gw := bucketGateway(t)
 	domains := atlastest.Domains(6)
-	a := newHarness(t, atlastest.Options{}, domains, "")
-	withPublish(t, a, gw.Endpoint, "")
-	if code := a.run("run"); code != ExitOK {
-		t.Fatalf("A run: exit %d\n%s%s", code, a.stdout, a.stderr)
-	}
-	var holding atomic.Bool
-	holding.Store(true)
-	px, held := holdProxy(t, gw.Endpoint, func(r *http.Request) bool {
-		return holding.Load() && r.Method == http.MethodGet && strings.Contains(r.URL.Path, "/raw_responses/")
-	})
+	a := publishedMachine(t, gw, atlastest.Options{}, domains, "")
+	px, held, release := holdBucket(t, gw, http.MethodGet, "/raw_responses/")
 	r := newHarness(t, atlastest.Options{}, domains, "")
 	withPublish(t, r, px, "  lease_ttl: 2s\n") // restore holds the bucket lease like run: the killed one's expires
 	killAt(t, r, held, "restore")
 	if _, err := os.Stat(filepath.Join(r.dir, "data", "w.duckdb")); err == nil {
 		t.Fatal("a killed restore left a file at the warehouse path")
 	}
-	holding.Store(false)
+	release()
 	time.Sleep(2 * time.Second) // the killed restore's lease expires; the rerun then watches it before taking it over
 	if code := r.run("restore"); code != ExitOK {
 		t.Fatalf("restore after the kill: exit %d\n%s%s", code, r.stdout, r.stderr)
@@ -311,15 +335,11 @@ func TestKillDuringRestore(t *testing.T) {
 func TestKillDuringRawPublish(t *testing.T) {
 	gw := bucketGateway(t)
 	domains := atlastest.Domains(6)
-	var holding atomic.Bool
-	holding.Store(true)
-	px, held := holdProxy(t, gw.Endpoint, func(r *http.Request) bool {
-		return holding.Load() && r.Method == http.MethodPut && strings.Contains(r.URL.Path, "/raw_responses/")
-	})
+	px, held, release := holdBucket(t, gw, http.MethodPut, "/raw_responses/")
 	a := newHarness(t, atlastest.Options{}, domains, "")
 	withPublish(t, a, px, "  lease_ttl: 6s\n") // long enough that the next publish surely finds it alive on a loaded machine
 	killAt(t, a, held, "run")
-	holding.Store(false)
+	release()
 	if code := a.run("publish"); code != ExitFailed || !strings.Contains(a.stderr.String(), "holds the bucket lease") {
 		t.Errorf("publish while the killed run's lease lives: exit %d, want %d naming the holder\n%s", code, ExitFailed, a.stderr)
 	}
@@ -342,7 +362,18 @@ func TestKillDuringRawPublish(t *testing.T) {
 // killAt starts `sitewatch cmd` as a process and kills it (SIGKILL) once held is signalled.
 func killAt(t *testing.T, h *harness, held <-chan struct{}, cmd string) {
 	t.Helper()
-	c, out := h.command(cmd)
+	c, _ := startHeld(t, h, held, cmd)
+	if err := c.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.Wait()
+}
+
+// startHeld starts `sitewatch args…` as a process and returns it (and its output) once held
+// is signalled: one of its requests is being held. After 60 s it kills it and fails the test.
+func startHeld(t *testing.T, h *harness, held <-chan struct{}, args ...string) (*exec.Cmd, *syncBuffer) {
+	t.Helper()
+	c, out := h.command(args...)
 	if err := c.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -350,12 +381,17 @@ func killAt(t *testing.T, h *harness, held <-chan struct{}, cmd string) {
 	case <-held:
 	case <-time.After(60 * time.Second):
 		_ = c.Process.Kill()
-		t.Fatalf("%s never reached the held request:\n%s", cmd, out)
+		t.Fatalf("sitewatch %v never reached the held request:\n%s", args, out)
 	}
-	if err := c.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	_ = c.Wait()
+	return c, out
+}
+
+// holdAPI puts holdProxy in front of h's simulator and points h's config at it.
+func holdAPI(t *testing.T, h *harness, hold func(*http.Request) bool) <-chan struct{} {
+	t.Helper()
+	px, held := holdProxy(t, h.srv.URL, hold)
+	h.setConfig("base_url: "+h.srv.URL, "base_url: "+px)
+	return held
 }
 
 // TestPublishNeverIncomplete: a month without a complete run is never published (--all skips

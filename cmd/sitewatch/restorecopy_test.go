@@ -98,9 +98,7 @@ func TestIncompleteMonthResumesOnAnotherMachine(t *testing.T) {
 	}
 
 	a.srv.SetCredits(a.key, 10_000)
-	b := newHarness(t, atlastest.Options{}, domains, "")
-	shareSimulator(t, b, a)
-	withPublish(t, b, gw.Endpoint, "")
+	b := sharingMachine(t, gw, a, domains)
 	if code := b.run("run", "--restore-if-missing"); code != ExitOK {
 		t.Fatalf("B run --restore-if-missing: exit %d\n%s%s", code, b.stdout, b.stderr)
 	}
@@ -142,19 +140,9 @@ func TestKilledRunResumesOnAnotherMachine(t *testing.T) {
 	domains := atlastest.Domains(6)
 	a := newHarness(t, atlastest.Options{}, domains, "")
 	var passed atomic.Int32
-	px, held := holdProxy(t, a.srv.URL, func(*http.Request) bool { return passed.Add(1) > 6 })
-	a.setConfig("base_url: "+a.srv.URL, "base_url: "+px)
+	held := holdAPI(t, a, func(*http.Request) bool { return passed.Add(1) > 6 })
 	withPublish(t, a, gw.Endpoint, "  lease_ttl: 2s\n")
-	c, out := a.command("run")
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-held:
-	case <-time.After(60 * time.Second):
-		_ = c.Process.Kill()
-		t.Fatalf("the run never reached the held request:\n%s", out)
-	}
+	c, _ := startHeld(t, a, held, "run")
 	time.Sleep(time.Second) // the answers before the held request are committed (batch window 250ms)
 	if err := c.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -165,9 +153,7 @@ func TestKilledRunResumesOnAnotherMachine(t *testing.T) {
 		t.Fatalf("publish after the kill: exit %d, want %d saving the restore copy\n%s%s", code, ExitOK, a.stdout, a.stderr)
 	}
 
-	b := newHarness(t, atlastest.Options{}, domains, "")
-	shareSimulator(t, b, a)
-	withPublish(t, b, gw.Endpoint, "")
+	b := sharingMachine(t, gw, a, domains)
 	if code := b.run("run", "--restore-if-missing"); code != ExitOK {
 		t.Fatalf("B run --restore-if-missing: exit %d\n%s%s", code, b.stdout, b.stderr)
 	}
@@ -264,11 +250,7 @@ func deletePrefix(t *testing.T, gw *s3test.Server, prefix string) {
 func TestRestoreIfMissingWaitsForTheWriter(t *testing.T) {
 	gw := bucketGateway(t)
 	domains := atlastest.Domains(2)
-	a := newHarness(t, atlastest.Options{}, domains, "")
-	withPublish(t, a, gw.Endpoint, "")
-	if code := a.run("run"); code != ExitOK {
-		t.Fatalf("A run: exit %d\n%s%s", code, a.stdout, a.stderr)
-	}
+	publishedMachine(t, gw, atlastest.Options{}, domains, "")
 	expires := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
 	putObject(t, gw, "team/_sitewatch/lease.json", []byte(`{"owner":"other-1","host":"other","pid":1,"command":"sitewatch run","started":"2026-11-25T00:00:00Z","expires":"`+expires+`"}`))
 	b := newHarness(t, atlastest.Options{}, domains, "")

@@ -46,9 +46,13 @@ func cmdRun(ctx context.Context, args []string, env pipeline.Env) error {
 		if env.Lease, err = bucketLease(ctx, cfg, env, "run"); err != nil {
 			return err
 		}
-		if env.Sync, err = bucketSync(ctx, cfg, env); err != nil { // sync.go
+	}
+	if env.Sync, err = bucketSync(ctx, cfg, env); err != nil { // sync.go; a dry run only reads the bucket
+		if !*dry {
 			return err
 		}
+		env.Logger.Warn("the bucket cannot be read: the plan counts only what this warehouse holds", "err", err)
+		fmt.Fprintf(env.Stdout, "note: %s could not be read (%v): the plan counts only what this warehouse holds\n", cfg.Publish.URL, err)
 	}
 	opts := pipeline.RunOptions{Snapshot: f.snapshot, Refresh: *refresh}
 	if err := checkMetricsFile(*metricsFile); err != nil {
@@ -97,7 +101,8 @@ func checkMetricsFile(path string) error {
 }
 
 // dryRun prints the plan; with a key set it also asks the API for free (no credit) what the
-// wallet and rate limit are, and whether they cover the run.
+// wallet and rate limit are, and whether they cover the run. With publish.url it reads what
+// the bucket holds (never writing: no pull, no lease) and counts what a run pulls as held.
 func dryRun(ctx context.Context, cfg *config.Config, opts pipeline.RunOptions, env pipeline.Env) error {
 	plan, err := pipeline.DryRun(ctx, cfg, opts, env)
 	if err != nil {
@@ -108,7 +113,7 @@ func dryRun(ctx context.Context, cfg *config.Config, opts pipeline.RunOptions, e
 		fmt.Fprintln(env.Stdout, "balance: not checked (no usable API key in the environment)")
 		return nil
 	}
-	r, err := pipeline.Check(ctx, cfg, env)
+	r, err := pipeline.CheckPlan(ctx, cfg, env, plan) // the bucket was read once, for the plan
 	if r == nil || r.Needed == 0 && err != nil {
 		fmt.Fprintf(env.Stdout, "balance: could not ask the API (no credit spent): %v\n", err)
 		return nil

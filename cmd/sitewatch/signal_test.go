@@ -9,6 +9,7 @@ import (
 
 	"sitewatch/pipeline/atlas/atlastest"
 	"sitewatch/pipeline/lease/leasetest"
+	"sitewatch/pipeline/publish/s3test"
 )
 
 // signalBound is how soon a command must end after SIGTERM, whatever hangs (issue 32).
@@ -38,6 +39,18 @@ func endsWithin(t *testing.T, h *harness, ready func(), args ...string) int {
 	return code
 }
 
+// hangAPIBehindCuttableBucket holds every API call of h (never answered; held is signalled at
+// the first, and api.timeout is a minute, so only a signal ends it) and publishes to gw through
+// a proxy the test can cut.
+func hangAPIBehindCuttableBucket(t *testing.T, h *harness, gw *s3test.Server) (<-chan struct{}, *leasetest.Proxy) {
+	t.Helper()
+	held := holdAPI(t, h, func(*http.Request) bool { return true })
+	h.setConfig("  timeout: 5s\n", "  timeout: 1m\n") // the hung call would otherwise end at api.timeout
+	px := leasetest.NewProxy(t, gw.Endpoint)
+	withPublish(t, h, px.URL, "")
+	return held, px
+}
+
 // TestSignalWithHungBucketDuringRun: a run holding the lease whose API call hangs (never
 // answered) and whose bucket is then cut (every byte lost: the lease's confirmations and its
 // release hang too) ends within 5 s of SIGTERM: the hung call is abandoned after the signal's
@@ -45,11 +58,7 @@ func endsWithin(t *testing.T, h *harness, ready func(), args ...string) int {
 func TestSignalWithHungBucketDuringRun(t *testing.T) {
 	gw := bucketGateway(t)
 	h := newHarness(t, atlastest.Options{}, atlastest.Domains(3), "")
-	api, held := holdProxy(t, h.srv.URL, func(*http.Request) bool { return true })
-	h.setConfig("base_url: "+h.srv.URL, "base_url: "+api)
-	h.setConfig("  timeout: 5s\n", "  timeout: 1m\n") // the hung call would otherwise end at api.timeout
-	px := leasetest.NewProxy(t, gw.Endpoint)
-	withPublish(t, h, px.URL, "")
+	held, px := hangAPIBehindCuttableBucket(t, h, gw)
 	code := endsWithin(t, h, func() {
 		<-held // the run holds the lease and waits on its first call
 		px.Cut()
@@ -91,4 +100,52 @@ func TestSignalWithHungBucketDuringPublishAndRestore(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestScheduleEndsOnSignal (issue 32): `sitewatch schedule` with a bucket (the lease and the
+// sync before each run) ends cleanly within 5 s of SIGTERM: idle between two runs, and while
+// a run holds the lease with a call in flight that never answers and a bucket cut from it
+// (the lease's confirmations and its release hang too).
+func TestScheduleEndsOnSignal(t *testing.T) {
+	domains := atlastest.Domains(3)
+	t.Run("Idle", func(t *testing.T) {
+		gw := bucketGateway(t)
+		h := newHarness(t, atlastest.Options{}, domains, "")
+		withPublish(t, h, gw.Endpoint, "  lease_ttl: 6s\n")
+		code := endsWithin(t, h, func() {
+			// The first run (catch-up: nothing held) completes the month; then it waits for
+			// the next cron time (the 2nd of next month).
+			// (h.stdout is the command's to set: the bucket tells instead.)
+			waitFor(t, 60*time.Second, func() bool { return getObject(t, gw, "team/_manifests/snapshot_month="+testMonth+".json") != "" })
+			time.Sleep(time.Second) // the run releases its lease and the schedule goes idle
+		}, "schedule")
+		if code != ExitOK {
+			t.Errorf("schedule idle: exit %d after a signal, want 0\n%s%s", code, h.stdout, tail(h.stderr.String(), 2000))
+		}
+		if n := h.srv.Stats().Charged; n != int64(2*len(domains)+1) {
+			t.Errorf("%d credits charged, want the month's %d", n, 2*len(domains)+1)
+		}
+		if log := h.stderr.String(); strings.Contains(log, "level=ERROR") {
+			t.Errorf("schedule idle logged an error on a signal:\n%s", tail(log, 2000))
+		}
+	})
+	t.Run("RunInFlight", func(t *testing.T) {
+		gw := bucketGateway(t) // a bucket of its own: nothing to pull, the first call is the run's
+		h := newHarness(t, atlastest.Options{}, domains, "")
+		held, px := hangAPIBehindCuttableBucket(t, h, gw)
+		code := endsWithin(t, h, func() {
+			<-held // the scheduled run holds the lease and waits on its first call
+			px.Cut()
+			time.Sleep(300 * time.Millisecond)
+		}, "schedule")
+		if code != ExitOK {
+			t.Errorf("schedule with a run in flight: exit %d after a signal, want 0\n%s%s", code, h.stdout, tail(h.stderr.String(), 2000))
+		}
+		if out := h.stdout.String() + h.stderr.String(); strings.Contains(out, "StatusCode: 0") || strings.Contains(out, "RequestID") {
+			t.Errorf("raw SDK text in the output:\n%s", out)
+		}
+		if n := h.srv.Stats().Charged; n != 0 {
+			t.Errorf("%d credits charged, want 0 (the only call was held)", n)
+		}
+	})
 }

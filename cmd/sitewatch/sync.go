@@ -60,6 +60,7 @@ func (p *printingSync) Pull(ctx context.Context, wh *warehouse.Warehouse) error 
 	return nil
 }
 
-func (p *printingSync) CompleteNewer(ctx context.Context) ([]string, error) {
-	return p.s.CompleteNewer(ctx)
+func (p *printingSync) Peek(ctx context.Context, month string) (pipeline.BucketPeek, error) {
+	pk, err := p.s.Peek(ctx, month)
+	return pipeline.BucketPeek{URL: p.url, Month: pk.Month, Complete: pk.Complete, State: pk.State, Answers: pk.Answers}, err
 }

@@ -30,14 +30,8 @@ func TestStaleMachinePullsInsteadOfPaying(t *testing.T) {
 	gw := bucketGateway(t)
 	domains := atlastest.Domains(6)
 	const older = "2026-09"
-	a := newHarness(t, atlastest.Options{Month: older}, domains, "")
-	withPublish(t, a, gw.Endpoint, "")
-	if code := a.run("run"); code != ExitOK {
-		t.Fatalf("A's run of %s: exit %d\n%s%s", older, code, a.stdout, a.stderr)
-	}
-	b := newHarness(t, atlastest.Options{}, domains, "")
-	shareSimulator(t, b, a)
-	withPublish(t, b, gw.Endpoint, "")
+	a := publishedMachine(t, gw, atlastest.Options{Month: older}, domains, "")
+	b := sharingMachine(t, gw, a, domains)
 	if err := a.srv.SetMonth(testMonth); err != nil {
 		t.Fatal(err)
 	}

@@ -182,7 +182,7 @@ func (s *Syncer) take(ctx context.Context, wh *warehouse.Warehouse, v publish.Ma
 		return fmt.Errorf("pull %s from %s: %w", v.Month, s.url, err)
 	}
 	defer func() { _ = os.RemoveAll(dir) }() // the merged rows are in the warehouse
-	files, err := s.download(ctx, s.bucket.Source(v), m, dir)
+	files, err := s.download(ctx, s.bucket.Source(v), m, dir, pulledTables...)
 	if err != nil {
 		return err
 	}
@@ -200,15 +200,15 @@ func (s *Syncer) take(ctx context.Context, wh *warehouse.Warehouse, v publish.Ma
 	return nil
 }
 
-// download fetches the objects of m's pulled tables under dir (keys as paths), four at a
-// time, and returns the local files per table.
-func (s *Syncer) download(ctx context.Context, src *publish.Publisher, m *publish.Manifest, dir string) (map[string][]string, error) {
+// download fetches the objects of m's tables under dir (keys as paths), four at a time, and
+// returns the local files per table.
+func (s *Syncer) download(ctx context.Context, src *publish.Publisher, m *publish.Manifest, dir string, tables ...string) (map[string][]string, error) {
 	files := map[string][]string{}
 	var mu sync.Mutex
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(4)
 	for _, f := range m.Files {
-		if !slices.Contains(pulledTables, f.Table) {
+		if !slices.Contains(tables, f.Table) {
 			continue
 		}
 		dst := filepath.Join(dir, filepath.FromSlash(f.Key)) // validated: <table>/snapshot_month=M/<file>.parquet
@@ -228,42 +228,82 @@ func (s *Syncer) download(ctx context.Context, src *publish.Publisher, m *publis
 	return files, g.Wait()
 }
 
-// CompleteNewer lists, oldest first and without writing anything (no lease, 0 credits), the
-// months the bucket holds complete in a version the warehouse has not taken in: a run would
-// pull them, so `sitewatch check` counts them as held. A missing warehouse holds nothing.
-func (s *Syncer) CompleteNewer(ctx context.Context) ([]string, error) {
+// Peek is what a run's pull would take in of one month, read without writing anything.
+type Peek struct {
+	Month string // "" when the bucket holds no version the warehouse lacks
+	// Complete says the bucket holds Month complete (only its manifest is read); else the
+	// version is a restore copy of the incomplete month, and State says what it holds.
+	Complete bool
+	State    *warehouse.SnapshotState // a restore copy's answers and API rejections (nil when Complete)
+	Answers  int64                    // the answers of the bucket's version (its raw_responses rows)
+	RunID    string
+}
+
+// Peek reads, without writing anything (no lease, no pull into the warehouse, nothing in the
+// Parquet tree, 0 credits), the version of month the bucket holds that the warehouse has not
+// taken in; month "" is the newest month the bucket holds in such a version. A complete month
+// costs its manifest; a restore copy's answers and rejections are downloaded (verified) to a
+// temporary folder, read and removed. Nothing to take in: a zero Peek. `run --dry-run` and
+// `check` count what it holds as held: a run pulls it first.
+func (s *Syncer) Peek(ctx context.Context, month string) (Peek, error) {
 	versions, err := s.bucket.ManifestVersions(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("read what %s holds: %w", s.url, err)
+		return Peek{}, fmt.Errorf("read what %s holds: %w", s.url, err)
 	}
 	held := map[string]map[string]bool{}
 	if _, err := os.Stat(s.duckdb); err == nil {
 		wh, err := warehouse.Open(ctx, warehouse.Options{DuckDBPath: s.duckdb, Logger: s.log, ReadOnly: true})
 		if err != nil {
-			return nil, err
+			return Peek{}, err
 		}
-		defer func() { _ = wh.Close() }() // read-only
-		if held, err = heldRuns(ctx, wh.DB()); err != nil {
-			return nil, err
+		held, err = heldRuns(ctx, wh.DB())
+		_ = wh.Close() // read-only
+		if err != nil {
+			return Peek{}, err
 		}
 	}
 	st := publish.LoadSyncState(s.parquet, s.url, s.log)
-	var months []string
-	for _, v := range versions {
-		if v.Copy {
-			continue // an incomplete month: the run pulls it and pays for what it lacks
+	vs := newest(versions)
+	for i := len(vs) - 1; i >= 0; i-- { // the newest month first
+		v := vs[i]
+		if month != "" && v.Month != month {
+			continue
 		}
 		if seen, ok := st.Manifests[v.Key]; ok && seen.ETag == v.ETag && holdsAll(held, v.Month, seen.RunID, seen.Runs) {
 			continue
 		}
 		m, err := s.bucket.ReadManifest(ctx, v)
 		if err != nil {
-			return nil, err
+			return Peek{}, err
 		}
-		if m != nil && !holdsAll(held, v.Month, m.RunID, m.Runs) {
-			months = append(months, v.Month)
+		if m == nil || holdsAll(held, v.Month, m.RunID, m.Runs) {
+			continue
 		}
+		p := Peek{Month: v.Month, Complete: !v.Copy, RunID: m.RunID}
+		for _, f := range m.Files {
+			if f.Table == warehouse.TableRawResponses {
+				p.Answers += f.Rows
+			}
+		}
+		if v.Copy {
+			p.State, err = s.peekState(ctx, v, m)
+		}
+		return p, err
 	}
-	slices.Sort(months)
-	return months, nil
+	return Peek{}, nil
+}
+
+// peekState reads the answers and rejections of a restore copy from its objects, downloaded
+// to a temporary folder outside the Parquet tree and removed after.
+func (s *Syncer) peekState(ctx context.Context, v publish.ManifestVersion, m *publish.Manifest) (*warehouse.SnapshotState, error) {
+	dir, err := os.MkdirTemp("", "sitewatch-peek-")
+	if err != nil {
+		return nil, fmt.Errorf("read the restore copy of %s from %s: %w", v.Month, s.url, err)
+	}
+	defer func() { _ = os.RemoveAll(dir) }() // read and forgotten
+	files, err := s.download(ctx, s.bucket.Source(v), m, dir, warehouse.TableRawResponses, "fetch_errors")
+	if err != nil {
+		return nil, err
+	}
+	return warehouse.StateFromParquet(ctx, v.Month, files)
 }

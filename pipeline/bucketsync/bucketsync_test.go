@@ -5,13 +5,8 @@ import (
 	"database/sql"
 	"io"
 	"log/slog"
-	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 
 	"sitewatch/pipeline/bucketsync"
@@ -28,45 +23,6 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// counter is a reverse proxy in front of the gateway that counts requests.
-type counter struct {
-	mu sync.Mutex
-	n  map[string]int
-}
-
-func (c *counter) total() (n int, by map[string]int) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	by = map[string]int{}
-	for k, v := range c.n {
-		n += v
-		by[k] = v
-	}
-	c.n = map[string]int{}
-	return n, by
-}
-
-func countingProxy(t *testing.T, target string) (string, *counter) {
-	u, err := url.Parse(target)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := &counter{n: map[string]int{}}
-	rp := httputil.NewSingleHostReverseProxy(u)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		c.mu.Lock()
-		kind := r.Method
-		if r.Method == http.MethodGet && r.URL.Query().Has("list-type") {
-			kind = "LIST"
-		}
-		c.n[kind]++
-		c.mu.Unlock()
-		rp.ServeHTTP(w, r)
-	}))
-	t.Cleanup(srv.Close)
-	return srv.URL, c
-}
-
 // TestNothingNewCostsOneListing: a sync finding the bucket holds only what the warehouse has
 // reads each manifest once (its run is held: nothing is pulled), and from then on costs one
 // listing and no other request.
@@ -75,7 +31,8 @@ func TestNothingNewCostsOneListing(t *testing.T) {
 	gw := s3test.Start(t)
 	gw.CreateBucket(t, "warehouse")
 	gw.SetEnv(t)
-	endpoint, requests := countingProxy(t, gw.Endpoint)
+	requests := s3test.CountRequests(t, gw.Endpoint, nil)
+	endpoint := requests.URL
 	cfg := config.PublishConfig{URL: "s3://warehouse/team", Endpoint: endpoint, Region: "us-east-1", PathStyle: true}
 	ctx := context.Background()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -96,19 +53,19 @@ func TestNothingNewCostsOneListing(t *testing.T) {
 	if err := os.Remove(filepath.Join(fx.Parquet(), publish.SyncStateFile)); err != nil {
 		t.Fatalf("the publish recorded no version: %v", err)
 	}
-	requests.total()
+	requests.Take()
 	res, err := s.Pull(ctx, wh)
 	if err != nil || len(res.Pulled) != 0 || res.Read != 2 {
 		t.Fatalf("first sync: %+v %v; want both months' manifests read and nothing pulled", res, err)
 	}
-	if n, by := requests.total(); n != 3 || by["LIST"] != 1 {
+	if n, by := requests.Take(); n != 3 || by["LIST"] != 1 {
 		t.Errorf("first sync sent %v, want one listing and the 2 manifests", by)
 	}
 	res, err = s.Pull(ctx, wh)
 	if err != nil || len(res.Pulled) != 0 || res.Read != 0 {
 		t.Fatalf("second sync: %+v %v; want nothing read or pulled", res, err)
 	}
-	if n, by := requests.total(); n != 1 || by["LIST"] != 1 {
+	if n, by := requests.Take(); n != 1 || by["LIST"] != 1 {
 		t.Errorf("a sync with nothing new sent %v, want exactly one listing", by)
 	}
 	// This machine publishes a new version of a month (its own run): the bucket holds
@@ -124,11 +81,11 @@ func TestNothingNewCostsOneListing(t *testing.T) {
 	if _, err := p.Month(ctx, fx.Parquet(), publishtest.MonthB, run); err != nil {
 		t.Fatal(err)
 	}
-	requests.total()
+	requests.Take()
 	if res, err := s.Pull(ctx, wh); err != nil || res.Read != 0 || len(res.Pulled) != 0 {
 		t.Fatalf("sync after this machine's publish: %+v %v", res, err)
 	}
-	if n, by := requests.total(); n != 1 || by["LIST"] != 1 {
+	if n, by := requests.Take(); n != 1 || by["LIST"] != 1 {
 		t.Errorf("the sync after this machine's own publish sent %v, want exactly one listing", by)
 	}
 }

@@ -88,3 +88,25 @@ func path2key(prefix, rel string) string {
 	}
 	return prefix + "/" + rel
 }
+
+// RecordRestored writes the state of the tree at root after a restore from url built its
+// warehouse from months (the months' manifests) and copies (the restore copies' manifests,
+// read through RestoreCopies): the same versions a sync would have recorded, so the next sync
+// costs one listing instead of reading every manifest again. It replaces any earlier state:
+// the warehouse now holds what the restore took, nothing else.
+func RecordRestored(root, url string, months, copies []*Manifest) error {
+	st := SyncState{URL: url, Manifests: map[string]SeenVersion{}}
+	add := func(prefix string, m *Manifest) {
+		if m.SnapshotMonth == "" || m.Key == "" || m.ETag == "" {
+			return // the shared tables' manifest: a sync never reads it
+		}
+		st.Manifests[path2key(prefix, m.Key)] = SeenVersion{ETag: strings.Trim(m.ETag, `"`), RunID: m.RunID, Runs: m.Runs}
+	}
+	for _, m := range months {
+		add("", m)
+	}
+	for _, m := range copies {
+		add(RestoreCopyDir, m)
+	}
+	return st.Save(root)
+}

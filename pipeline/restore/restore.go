@@ -56,6 +56,10 @@ type Options struct {
 	Copies Source
 	// Force replaces an existing warehouse, keeping the old file aside (MovedAside).
 	Force bool
+	// URL is publish.url as the config names it: the restore records the manifest versions
+	// it took in the Parquet tree's sync state for it (publish.SyncStateFile), so the first
+	// sync after it costs one listing. "" records nothing.
+	URL string
 	// MemoryLimit is DuckDB's memory_limit while the warehouse loads (config
 	// warehouse.memory_limit; "" = warehouse.DefaultLoadMemoryLimit).
 	MemoryLimit string
@@ -131,6 +135,12 @@ func Run(ctx context.Context, src Source, opts Options) (*Result, error) {
 	}
 	if err := build(ctx, files, opts, res); err != nil {
 		return nil, err
+	}
+	if opts.URL != "" {
+		if err := publish.RecordRestored(opts.Parquet, opts.URL, ms, cs); err != nil {
+			// Only costs the next sync a read of each manifest.
+			opts.Logger.Warn("could not record the manifest versions restored: the next sync reads each once", "parquet", opts.Parquet, "err", err)
+		}
 	}
 	res.Duration = time.Since(start)
 	return res, nil

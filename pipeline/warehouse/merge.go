@@ -2,6 +2,7 @@ package warehouse
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -72,4 +73,39 @@ func (w *Warehouse) mergeTable(ctx context.Context, table, month string, paths [
 		}
 	}
 	return nil
+}
+
+// StateFromParquet reads the state of month from Parquet files in Hive layout (files maps a
+// table to paths: raw_responses, fetch_errors) without a warehouse file: which answers they
+// hold and which domains the API rejected (400). Nothing is written: an in-memory DuckDB
+// reads them. Loaded is left empty (the files hold no derived table).
+func StateFromParquet(ctx context.Context, month string, files map[string][]string) (*SnapshotState, error) {
+	if err := checkSnapshot(month); err != nil {
+		return nil, fmt.Errorf("state from Parquet: %w", err)
+	}
+	st := &SnapshotState{Stored: map[string]Endpoints{}, Loaded: map[string]bool{}, Rejected: map[string]string{}}
+	db, err := sql.Open("duckdb", "")
+	if err != nil {
+		return nil, fmt.Errorf("state of %s from Parquet: %w", month, err)
+	}
+	defer func() { _ = db.Close() }() // in memory
+	src := func(table string) string {
+		quoted := make([]string, len(files[table]))
+		for i, p := range files[table] {
+			quoted[i] = sqlString(filepath.ToSlash(p))
+		}
+		// month matched the snapshot pattern: not input.
+		return fmt.Sprintf(`(SELECT * FROM read_parquet([%s], hive_partitioning = true, hive_types = {'snapshot_month': VARCHAR}, union_by_name = true) WHERE snapshot_month = '%s')`,
+			strings.Join(quoted, ", "), month)
+	}
+	if len(files[TableRawResponses]) > 0 {
+		err = scanAnswers(ctx, db, `SELECT domain, endpoint FROM `+src(TableRawResponses), nil, st)
+	}
+	if err == nil && len(files["fetch_errors"]) > 0 {
+		err = scanRejected(ctx, db, `SELECT domain, arg_max(coalesce(code, ''), occurred_at) FROM `+src("fetch_errors")+` WHERE http_status = 400 GROUP BY domain`, nil, st)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("state of %s from Parquet: %w", month, err)
+	}
+	return st, nil
 }

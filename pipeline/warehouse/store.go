@@ -105,19 +105,7 @@ func (w *Warehouse) State(ctx context.Context, snapshot string) (*SnapshotState,
 		Loaded:   map[string]bool{},
 		Rejected: map[string]string{},
 	}
-	err := QueryEach(ctx, w.db, `SELECT domain, endpoint FROM raw_responses WHERE snapshot_month = ?`,
-		[]any{snapshot}, func(rows *sql.Rows) error {
-			var domain, endpoint string
-			if err := rows.Scan(&domain, &endpoint); err != nil {
-				return err
-			}
-			if schema.Endpoint(endpoint) == schema.EndpointCountries {
-				st.CountriesLoaded = true
-				return nil
-			}
-			st.Stored[domain] = st.Stored[domain].With(schema.Endpoint(endpoint))
-			return nil
-		})
+	err := scanAnswers(ctx, w.db, `SELECT domain, endpoint FROM raw_responses WHERE snapshot_month = ?`, []any{snapshot}, st)
 	if err == nil {
 		err = QueryEach(ctx, w.db, `SELECT domain FROM sites WHERE snapshot_month = ?`,
 			[]any{snapshot}, func(rows *sql.Rows) error {
@@ -130,21 +118,41 @@ func (w *Warehouse) State(ctx context.Context, snapshot string) (*SnapshotState,
 			})
 	}
 	if err == nil {
-		err = QueryEach(ctx, w.db, `SELECT domain, arg_max(coalesce(code, ''), occurred_at) FROM fetch_errors
-			WHERE snapshot_month = ? AND http_status = 400 GROUP BY domain`,
-			[]any{snapshot}, func(rows *sql.Rows) error {
-				var domain, code string
-				if err := rows.Scan(&domain, &code); err != nil {
-					return err
-				}
-				st.Rejected[domain] = code
-				return nil
-			})
+		err = scanRejected(ctx, w.db, `SELECT domain, arg_max(coalesce(code, ''), occurred_at) FROM fetch_errors
+			WHERE snapshot_month = ? AND http_status = 400 GROUP BY domain`, []any{snapshot}, st)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("state of snapshot %s: %w", snapshot, err)
 	}
 	return st, nil
+}
+
+// scanAnswers adds the answers (domain, endpoint) query returns to st.
+func scanAnswers(ctx context.Context, q Querier, query string, args []any, st *SnapshotState) error {
+	return QueryEach(ctx, q, query, args, func(rows *sql.Rows) error {
+		var domain, endpoint string
+		if err := rows.Scan(&domain, &endpoint); err != nil {
+			return err
+		}
+		if schema.Endpoint(endpoint) == schema.EndpointCountries {
+			st.CountriesLoaded = true
+			return nil
+		}
+		st.Stored[domain] = st.Stored[domain].With(schema.Endpoint(endpoint))
+		return nil
+	})
+}
+
+// scanRejected adds the API's rejections (domain, code of its latest 400) query returns to st.
+func scanRejected(ctx context.Context, q Querier, query string, args []any, st *SnapshotState) error {
+	return QueryEach(ctx, q, query, args, func(rows *sql.Rows) error {
+		var domain, code string
+		if err := rows.Scan(&domain, &code); err != nil {
+			return err
+		}
+		st.Rejected[domain] = code
+		return nil
+	})
 }
 
 // Store lands one charged, successful response: its raw body, its run_calls ledger row, and,
