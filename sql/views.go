@@ -73,9 +73,7 @@ func requires(text string) []string {
 	var deps []string
 	for _, line := range strings.Split(text, "\n") {
 		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), requiresPrefix); ok {
-			for _, dep := range strings.FieldsFunc(rest, func(r rune) bool { return r == ',' || r == ' ' }) {
-				deps = append(deps, dep)
-			}
+			deps = append(deps, strings.FieldsFunc(rest, func(r rune) bool { return r == ',' || r == ' ' })...)
 		}
 	}
 	return deps
