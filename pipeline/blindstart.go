@@ -3,6 +3,8 @@ package pipeline
 import (
 	"context"
 	"errors"
+	"slices"
+	"sync"
 
 	"sitewatch/pipeline/atlas"
 	"sitewatch/schema"
@@ -17,15 +19,19 @@ func (r *runState) blindStart(candidate string) bool {
 	return candidate == "" && r.opts.Snapshot == ""
 }
 
-// fetchBlind fetches the whole watchlist at once. Answers that arrive before the first
-// site-overview answer names the month are held, then handled under that month; if no answer
-// ever names it, their credits go on the ledger as month_unknown (nothing is stored).
+// fetchBlind fetches the whole watchlist without a probe. Until an answer names the month only
+// site-overview calls go out (each names the month itself: blindGate); answers that arrive
+// before the month is known (failures, a credit-short start's countries) are held, then
+// handled under that month; if no answer ever names it, the credits of those held go on the
+// ledger as month_unknown (nothing is stored).
 func (r *runState) fetchBlind(ctx context.Context) error {
 	r.plan = BuildPlan("", r.wl.Domains, emptyState(), r.opts.Refresh)
 	r.progress.plan(r.plan)
 	var held []atlas.Result
+	gate := &blindGate{wake: make(chan struct{}, 1)}
 	handle := func(res atlas.Result) {
 		r.progress.finished(res)
+		defer gate.answered(res, r.months.Month() != "")
 		switch {
 		case r.months.Month() != "":
 			r.handle(ctx, res)
@@ -43,7 +49,7 @@ func (r *runState) fetchBlind(ctx context.Context) error {
 			held = nil
 		}
 	}
-	err := r.fetchHoldingBack(ctx, handle)
+	err := r.fetchHoldingBack(ctx, gate, handle)
 	for _, res := range held { // no answer named the month
 		if res.Err != nil {
 			r.handleFailure(ctx, res)
@@ -62,20 +68,20 @@ func (r *runState) fetchBlind(ctx context.Context) error {
 // date: bracket.go); one lacking an overview is resumed with that overview as the closing
 // call, paying nothing twice (resumeBracket). A call that failed leaves the held-back one for
 // the next run too. Held back only when credits may run short: otherwise it costs a round trip.
-func (r *runState) fetchHoldingBack(ctx context.Context, handle func(atlas.Result)) error {
+func (r *runState) fetchHoldingBack(ctx context.Context, gate *blindGate, handle func(atlas.Result)) error {
 	reqs := r.plan.Requests
 	if r.countriesAlone() {
-		if err := r.client.FetchAll(ctx, reqs[:1], handle); err != nil {
+		var err error
+		if reqs, err = r.fetchCountriesAlone(ctx, gate, reqs, handle); err != nil {
 			return err
 		}
-		reqs = reqs[1:]
 	}
 	rest, closer, ok := holdBackOverview(reqs)
 	if !ok || !r.mayNotCover(int64(len(reqs))) {
-		return r.client.FetchAll(ctx, reqs, handle)
+		return r.fetchGated(ctx, gate, reqs, handle)
 	}
 	failed := 0
-	err := r.client.FetchAll(ctx, rest, func(res atlas.Result) {
+	err := r.fetchGated(ctx, gate, rest, func(res atlas.Result) {
 		if res.Err != nil && !isRejection(res.Err) {
 			failed++
 		}
@@ -87,6 +93,25 @@ func (r *runState) fetchHoldingBack(ctx context.Context, handle func(atlas.Resul
 		return err
 	}
 	return r.client.FetchAll(ctx, []atlas.Request{closer}, handle)
+}
+
+// fetchCountriesAlone is countriesAlone for a blind start: one site-overview call goes alone
+// first, so the countries (reqs[0]), paid alone next, have a month to be filed under; when that
+// overview names none, the countries wait in the gate with the other calls that carry no date.
+// It returns the calls left.
+func (r *runState) fetchCountriesAlone(ctx context.Context, gate *blindGate, reqs []atlas.Request, handle func(atlas.Result)) ([]atlas.Request, error) {
+	countries, rest := reqs[0], reqs[1:]
+	if i := slices.IndexFunc(rest, func(q atlas.Request) bool { return q.Endpoint == schema.EndpointOverview }); i >= 0 {
+		gate.handedOut() // its answer is counted like those the gate hands out
+		if err := r.client.FetchAll(ctx, rest[i:i+1], handle); err != nil {
+			return nil, err
+		}
+		rest = append(rest[:i:i], rest[i+1:]...)
+	}
+	if r.months.Month() == "" {
+		return append([]atlas.Request{countries}, rest...), nil
+	}
+	return rest, r.client.FetchAll(ctx, []atlas.Request{countries}, handle)
 }
 
 // holdBackOverview takes the last site-overview call out of reqs when they also hold a
@@ -119,4 +144,110 @@ func (p *progress) setMonth(month string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.month = month
+}
+
+// blindGate orders a blind start's calls: until an answer has named the month, it hands out
+// only site-overview calls, and the calls that carry no date (site-similar, countries) wait.
+// An answer that names no month cannot be filed under one, so a run stopped before it learned
+// its month (a lease lost, the API failing every overview) would have paid for answers it
+// must throw away and the next run pays again (the fault soak's seed 748585222). The cost: the
+// first site-similar call waits for the first overview answer, about one round trip, once per
+// warehouse (a blind start is a warehouse's first run).
+//
+// It needs a fetcher that takes its calls from a queue (one credit source's FetchFrom); with
+// several credit sources (api.sources), whose calls are split between the sources up front,
+// the calls go out in the plan's order and answers that name no month stay held as before.
+type blindGate struct {
+	wake chan struct{} // a token each time the month is learned or an overview is answered
+
+	mu               sync.Mutex
+	known            bool
+	sent, overviewed int // overview calls handed out, and answered, while the month was unknown
+}
+
+// answered notes an answer (known: the run knows its month now) and wakes the queue.
+func (g *blindGate) answered(res atlas.Result, known bool) {
+	g.mu.Lock()
+	if !g.known && res.Endpoint == schema.EndpointOverview {
+		g.overviewed++
+	}
+	g.known = g.known || known
+	g.mu.Unlock()
+	select {
+	case g.wake <- struct{}{}:
+	default:
+	}
+}
+
+// handedOut counts an overview call sent outside the queue while the month is unknown.
+func (g *blindGate) handedOut() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !g.known {
+		g.sent++
+	}
+}
+
+// queue hands out reqs for the client's FetchFrom: overview calls first while the month is
+// unknown, the others once it is known. When every overview handed out was answered and none
+// named the month, it ends: the calls left would buy answers no month can hold.
+func (g *blindGate) queue(ctx context.Context, stopped <-chan struct{}, reqs []atlas.Request) func() (atlas.Request, bool) {
+	var waiting []atlas.Request
+	next := 0
+	return func() (atlas.Request, bool) {
+		for {
+			g.mu.Lock()
+			if g.known {
+				g.mu.Unlock()
+				if len(waiting) > 0 {
+					req := waiting[0]
+					waiting = waiting[1:]
+					return req, true
+				}
+				if next < len(reqs) {
+					next++
+					return reqs[next-1], true
+				}
+				return atlas.Request{}, false
+			}
+			for next < len(reqs) && reqs[next].Endpoint != schema.EndpointOverview {
+				waiting = append(waiting, reqs[next])
+				next++
+			}
+			if next < len(reqs) {
+				g.sent++
+				g.mu.Unlock()
+				next++
+				return reqs[next-1], true
+			}
+			done := g.overviewed == g.sent
+			g.mu.Unlock()
+			if done {
+				return atlas.Request{}, false
+			}
+			select {
+			case <-g.wake:
+			case <-stopped:
+				return atlas.Request{}, false
+			case <-ctx.Done():
+				return atlas.Request{}, false
+			}
+		}
+	}
+}
+
+// queueFetcher is a Fetcher that can take its calls from a queue (sources.Multi of one source).
+type queueFetcher interface {
+	Queueable() bool
+	FetchFrom(ctx context.Context, next func() (atlas.Request, bool), handle func(atlas.Result)) error
+	Stopped() <-chan struct{}
+}
+
+// fetchGated fetches reqs through the gate when the fetcher takes a queue, else in order.
+func (r *runState) fetchGated(ctx context.Context, gate *blindGate, reqs []atlas.Request, handle func(atlas.Result)) error {
+	qf, ok := r.client.(queueFetcher)
+	if !ok || !qf.Queueable() {
+		return r.client.FetchAll(ctx, reqs, handle)
+	}
+	return qf.FetchFrom(ctx, gate.queue(ctx, qf.Stopped(), reqs), handle)
 }

@@ -138,9 +138,6 @@ type faultSchedule struct {
 	cuts   []cut
 	events []string
 	seen   *manifestWatch
-	// monthUnknown: per runner, the charges its own ledger filed under no month (a blind
-	// start stopped before any overview named the month; docs/operations.md states the bound).
-	monthUnknown map[int]map[string]int
 }
 
 func newFaultSchedule(t *testing.T, gw *s3test.Server, bin string, seed uint64) *faultSchedule {

@@ -25,7 +25,6 @@ const (
 	exemptPartition = "charged while its runner was cut from the bucket"
 	exemptProbe     = "the probe of an up-to-date run"
 	exemptKill      = "caught by kill -9 before its commit"
-	exemptBlind     = "a blind start's answer that arrived before any overview named the month (month_unknown)"
 )
 
 // exemption says why c, a charge of p, is allowed to repeat another ("" when it is not).
@@ -40,9 +39,6 @@ func (s *faultSchedule) exemption(p *process, c faultCharge) string {
 	}
 	if !p.killedAt.IsZero() && within(c.at, p.killedAt.Add(-faultKillLost), p.killedAt) {
 		return exemptKill
-	}
-	if s.monthUnknown[p.runner][c.key()] > 0 {
-		return exemptBlind
 	}
 	return exemptNone
 }
@@ -64,7 +60,6 @@ func (s *faultSchedule) check() {
 		s.t.Errorf("charge made while no run of its runner was alive (a call that outlived its process): %s", c)
 	}
 	s.t.Logf("%d runners, %d charges, %d processes, %d partitions", len(s.runners), len(charges), len(s.procs), len(s.cuts))
-	s.readMonthUnknown()
 	s.checkPartitionBound(runs)
 	s.checkNoOverlap(runs)
 	s.checkPaidOnce(runs)
@@ -72,61 +67,18 @@ func (s *faultSchedule) check() {
 	s.checkManifests()
 }
 
-// checkPartitionBound: a partitioned run's charges during its cut are bounded by the fence,
-// and so are a blind start's answers filed under no month (calls in flight when it stopped).
+// checkPartitionBound: a partitioned run's charges during its cut are bounded by the fence.
 func (s *faultSchedule) checkPartitionBound(runs []*process) {
 	for _, p := range runs {
-		cut, blind := 0, 0
+		n := 0
 		for _, c := range p.charges {
-			switch s.exemption(p, c) {
-			case exemptPartition:
-				cut++
-			case exemptBlind:
-				blind++
+			if s.exemption(p, c) == exemptPartition {
+				n++
 			}
 		}
-		if cut > faultPartitionBound {
-			s.t.Errorf("runner %d's run paid %d calls while cut from the bucket, more than rate × (margin + api.timeout) = %d", p.runner, cut, faultPartitionBound)
+		if n > faultPartitionBound {
+			s.t.Errorf("runner %d's run paid %d calls while cut from the bucket, more than rate × (margin + api.timeout) = %d", p.runner, n, faultPartitionBound)
 		}
-		if blind > faultPartitionBound {
-			s.t.Errorf("runner %d's run filed %d charges under no month, more than rate × (margin + api.timeout) = %d", p.runner, blind, faultPartitionBound)
-		}
-	}
-}
-
-// readMonthUnknown reads, from each runner's own warehouse, the charges its ledger filed under
-// no month: the answers a blind start received before any site-overview answer named the
-// month, paid again by whichever run completes it (docs/operations.md bounds them).
-func (s *faultSchedule) readMonthUnknown() {
-	s.monthUnknown = map[int]map[string]int{}
-	for _, r := range s.runners {
-		path := filepath.Join(r.dir, "data", "w.duckdb")
-		if _, err := os.Stat(path); err != nil {
-			continue
-		}
-		db, err := sql.Open("duckdb", path+"?access_mode=read_only")
-		if err != nil {
-			s.t.Errorf("open runner %d's warehouse: %v", r.idx, err)
-			continue
-		}
-		rows, err := db.Query(`SELECT endpoint, domain, count(*) FROM run_calls WHERE outcome = 'month_unknown' AND coalesce(snapshot_month, '') = '' GROUP BY ALL`)
-		if err != nil {
-			s.t.Errorf("read runner %d's ledger: %v", r.idx, err)
-			_ = db.Close()
-			continue
-		}
-		for rows.Next() {
-			var ep, d string
-			var n int
-			if err := rows.Scan(&ep, &d, &n); err == nil {
-				if s.monthUnknown[r.idx] == nil {
-					s.monthUnknown[r.idx] = map[string]int{}
-				}
-				s.monthUnknown[r.idx][ep+" "+d] = n
-			}
-		}
-		_ = rows.Close()
-		_ = db.Close()
 	}
 }
 
@@ -206,7 +158,7 @@ func (s *faultSchedule) checkLedger(runs []*process) {
 	for _, p := range runs {
 		for _, c := range p.charges {
 			charged[c.key()]++
-			if why := s.exemption(p, c); why == exemptKill || why == exemptBlind {
+			if s.exemption(p, c) == exemptKill {
 				lost[c.key()]++
 			}
 		}
@@ -218,7 +170,7 @@ func (s *faultSchedule) checkLedger(runs []*process) {
 	}
 	for _, k := range slices.Sorted(maps.Keys(charged)) {
 		if missing := charged[k] - ledger[k]; missing > lost[k] {
-			s.t.Errorf("%s was charged %d times but the bucket's ledger holds %d (%d lost to kill -9 or filed under no month at most)", k, charged[k], ledger[k], lost[k])
+			s.t.Errorf("%s was charged %d times but the bucket's ledger holds %d (%d lost to kill -9 at most)", k, charged[k], ledger[k], lost[k])
 		}
 	}
 }

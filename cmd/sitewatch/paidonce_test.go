@@ -98,3 +98,26 @@ func TestBlindStartCreditStopLeavesAnOverview(t *testing.T) {
 	})
 	paidExactlyOnce(t, a, domains)
 }
+
+// TestBlindStartPaysNothingItCannotFile: a first run (an empty warehouse: no probe) sends
+// only site-overview calls until an answer names the month. Here the API fails every overview
+// (503, free, after the client's retries), so no answer ever names it: the run pays for
+// nothing, where it used to pay every site-similar call and file them under no month
+// (month_unknown), to be paid again by the run that completes the month. The fault soak's
+// seed 748585222 met the same waste when a lease was lost in a first run's first round trip.
+func TestBlindStartPaysNothingItCannotFile(t *testing.T) {
+	domains := atlastest.Domains(6)
+	h := newHarness(t, atlastest.Options{}, domains, "  rate_limit: 50\n")
+	h.setConfig("base_url: "+h.srv.URL, "base_url: "+refuseProxy(t, h.srv.URL, func(endpoint, _ string) bool { return endpoint == "site-overview" }))
+	if code := h.run("run"); code == ExitOK {
+		t.Fatalf("run: exit 0 with every overview refused\n%s%s", h.stdout, h.stderr)
+	}
+	if n := h.srv.Stats().Charged; n != 0 {
+		t.Errorf("%d credits charged, want 0: no answer named the month, so nothing paid could be filed\n%s", n, h.stdout)
+	}
+	db := h.db()
+	defer db.Close()
+	if n := count(t, db, `SELECT count(*) FROM run_calls WHERE outcome = 'month_unknown'`); n != 0 {
+		t.Errorf("%d charges filed under no month", n)
+	}
+}

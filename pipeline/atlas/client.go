@@ -713,6 +713,10 @@ func (c *Client) count(f func(*Stats)) {
 // not overwritten).
 func (c *Client) Stop(reason error) { c.stop(reason) }
 
+// Stopped is closed once the client has stopped (Stop, a 402, a fence error): a caller's
+// FetchFrom queue that waits on something else must also end its wait on it.
+func (c *Client) Stopped() <-chan struct{} { return c.stopCh }
+
 // stop records the first stop reason and wakes everything that waits.
 func (c *Client) stop(err error) {
 	c.mu.Lock()

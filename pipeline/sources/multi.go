@@ -114,6 +114,28 @@ func (m *Multi) FetchAll(ctx context.Context, reqs []atlas.Request, handle func(
 	return nil
 }
 
+// Queueable says whether the fetch can take its calls from a queue (FetchFrom): with one
+// source only; several split their calls up front.
+func (m *Multi) Queueable() bool { return len(m.sources) == 1 }
+
+// FetchFrom is FetchAll over the calls next hands out (it may block), for one source
+// (Queueable); with several it fetches nothing and says so.
+func (m *Multi) FetchFrom(ctx context.Context, next func() (atlas.Request, bool), handle func(atlas.Result)) error {
+	if !m.Queueable() {
+		return errors.New("sources: a queue of calls needs a single credit source")
+	}
+	s := m.sources[0]
+	return s.Client.FetchFrom(ctx, next, func(res atlas.Result) { res.Source = s.Name; handle(res) })
+}
+
+// Stopped is closed once the single source's client has stopped (nil with several sources).
+func (m *Multi) Stopped() <-chan struct{} {
+	if !m.Queueable() {
+		return nil
+	}
+	return m.sources[0].Client.Stopped()
+}
+
 // assignLocked queues reqs: each live source in spend order up to its room, the rest to the
 // last live source (whose own client then stops for credits). It returns the live sources.
 func (m *Multi) assignLocked(reqs []atlas.Request) []int {
