@@ -26,7 +26,9 @@ import (
 // and peak RSS (the child's getrusage ru_maxrss, so the step alone, not the simulator or the
 // gateway), and checks that the restored warehouse equals the original table by table
 // (row count and an order-free checksum). SITEWATCH_SCALE_DOMAINS sets the size (default
-// 10,000; `make bench-scale` runs 100,000).
+// 10,000; `make bench-scale` runs 100,000). SITEWATCH_SCALE_TRACE=dir writes, per step, the
+// child's debug log (<key>.log) and its RSS every 50 ms (<key>.rss: RFC 3339 time, VmRSS and
+// VmHWM in KiB), so the log line before a rise names the phase that holds the peak.
 //
 //	SITEWATCH_SCALE_DOMAINS=100000 go test -run '^$' -bench BenchmarkScale -benchtime 1x -timeout 60m ./cmd/sitewatch/
 func BenchmarkScale(b *testing.B) {
@@ -96,7 +98,7 @@ func scaleSteps(b *testing.B, bin string, n int) []scaleStep {
 	writeScaleConfig(b, second, srv.URL, gw.Endpoint, pg.URL, n)
 	var steps []scaleStep
 	step := func(name, key, dir string, args ...string) {
-		s := runStep(b, bin, dir, args...)
+		s := runStep(b, bin, dir, key, args...)
 		s.name, s.key = name, key
 		steps = append(steps, s)
 	}
@@ -134,12 +136,29 @@ func writeScaleConfig(b *testing.B, dir, api, endpoint, catalog string, n int) {
 // VmHWM, read every 10 ms while it runs (the kernel's own high-water mark, so only growth in
 // its last 10 ms can be missed). ru_maxrss would not do: a child forked from this test binary
 // inherits the binary's high-water mark across exec.
-func runStep(b *testing.B, bin, dir string, args ...string) scaleStep {
+func runStep(b testing.TB, bin, dir, key string, args ...string) scaleStep {
 	b.Helper()
+	trace := os.Getenv("SITEWATCH_SCALE_TRACE")
+	if trace != "" {
+		args = append(args, "--log-level", "debug")
+	}
 	cmd := exec.Command(bin, args...)
 	cmd.Dir = dir
 	var out strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &out
+	var rss *os.File
+	if trace != "" {
+		if err := os.MkdirAll(trace, 0o755); err != nil {
+			b.Fatal(err)
+		}
+		f, err := os.Create(filepath.Join(trace, key+".rss"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer f.Close()
+		rss = f
+		defer func() { _ = os.WriteFile(filepath.Join(trace, key+".log"), []byte(out.String()), 0o644) }()
+	}
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)
@@ -149,8 +168,11 @@ func runStep(b *testing.B, bin, dir string, args ...string) scaleStep {
 	var peakKiB int64
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
-	for {
+	for n := 0; ; n++ {
 		peakKiB = max(peakKiB, vmHWM(cmd.Process.Pid))
+		if rss != nil && n%5 == 0 {
+			fmt.Fprintf(rss, "%s %d %d\n", time.Now().UTC().Format("2006-01-02T15:04:05.000Z07:00"), procStatus(cmd.Process.Pid, "VmRSS:"), peakKiB)
+		}
 		select {
 		case err := <-done:
 			wall := time.Since(start)
@@ -164,13 +186,16 @@ func runStep(b *testing.B, bin, dir string, args ...string) scaleStep {
 }
 
 // vmHWM returns the peak RSS of process pid in KiB (0 once it has exited).
-func vmHWM(pid int) int64 {
+func vmHWM(pid int) int64 { return procStatus(pid, "VmHWM:") }
+
+// procStatus returns field (e.g. "VmRSS:") of /proc/<pid>/status in KiB (0 once it has exited).
+func procStatus(pid int, field string) int64 {
 	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0
 	}
 	for _, line := range strings.Split(string(status), "\n") {
-		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmHWM:" {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == field {
 			n, _ := strconv.ParseInt(f[1], 10, 64)
 			return n
 		}

@@ -5,11 +5,15 @@ import (
 	"fmt"
 	"hash/fnv"
 	"iter"
+	"os"
 	"slices"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
@@ -151,4 +155,68 @@ func icebergSum(t *testing.T, p *Publisher, src source) rowSum {
 		t.Fatal(err)
 	}
 	return sumRecords(t, recs)
+}
+
+// TestLargePagesPublishEqual publishes a raw_responses-like month whose body pages are ~20 MB
+// (DuckDB's row groups of 16,384 rows of ~1.3 KB), which the publish reads in steps
+// (streamingReadProps), and checks the Iceberg table against the file read whole by a reader
+// without streaming: the same rows, count and order-free checksum.
+func TestLargePagesPublishEqual(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts PostgreSQL and the S3 gateway")
+	}
+	const rows = 20000
+	root := bodiesTree(t, rows, monthB)
+	e := newEnv(t)
+	p := e.publisher(t, 3)
+	if _, err := p.Month(context.Background(), root, monthB); err != nil {
+		t.Fatal(err)
+	}
+	srcs, err := monthSources(root, monthB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := sourceOf(t, srcs, "raw_responses")
+	want := wholeFileSum(t, src)
+	if want.rows != rows {
+		t.Fatalf("the file holds %d rows, want %d", want.rows, rows)
+	}
+	if got := icebergSum(t, p, src); got != want {
+		t.Errorf("Iceberg holds %s, the Parquet file read whole %s", got, want)
+	}
+}
+
+// wholeFileSum sums src's rows read by pqarrow.ReadTable with default reader properties
+// (whole column chunks and pages), with snapshot_month added as the publish adds it.
+func wholeFileSum(t *testing.T, src source) rowSum {
+	t.Helper()
+	var tables []arrow.Table
+	for _, path := range src.files {
+		f, err := os.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tbl, err := pqarrow.ReadTable(context.Background(), f, parquet.NewReaderProperties(nil), pqarrow.ArrowReadProperties{}, memory.DefaultAllocator)
+		_ = f.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		tables = append(tables, tbl)
+	}
+	return sumRecords(t, func(yield func(arrow.RecordBatch, error) bool) {
+		for _, tbl := range tables {
+			rdr := array.NewTableReader(tbl, 4096)
+			for rdr.Next() {
+				rec := src.addMonth(memory.DefaultAllocator, src.withMonth(tbl.Schema()), rdr.RecordBatch())
+				ok := yield(rec, nil)
+				rec.Release()
+				if !ok {
+					rdr.Release()
+					return
+				}
+			}
+			rdr.Release()
+			tbl.Release()
+		}
+	})
 }

@@ -165,6 +165,7 @@ func (p *Publisher) Month(ctx context.Context, parquetRoot, month string) (Resul
 	if err != nil {
 		return res, err
 	}
+	defer boundGoMemory()() // memory.go: the commits' garbage is collected near a limit
 	for _, src := range sources {
 		tr, err := p.publishTable(ctx, src)
 		if err != nil {

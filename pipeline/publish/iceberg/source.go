@@ -15,6 +15,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
@@ -244,7 +245,7 @@ func (r *fileStream) openNext() bool {
 	}
 	path := r.src.files[r.next]
 	r.next++
-	pf, err := file.OpenParquetFile(path, false)
+	pf, err := file.OpenParquetFile(path, false, file.WithReadProps(streamingReadProps()))
 	if err != nil {
 		r.err = fmt.Errorf("open %s: %w", path, err)
 		return false
@@ -257,6 +258,18 @@ func (r *fileStream) openNext() bool {
 	}
 	r.pf, r.rr = pf, rr
 	return true
+}
+
+// streamingReadProps read a file's pages from disk as they are decoded instead of a whole
+// column chunk at once, and decode a large PLAIN page in steps instead of whole: DuckDB
+// writes raw_responses' bodies in row groups of 16,384 rows, so a body column chunk and its
+// pages are ~15 MB each (issue 34: the chunk, the page and the batches built from it were
+// held at once while the Iceberg writer encoded).
+func streamingReadProps() *parquet.ReaderProperties {
+	props := parquet.NewReaderProperties(memory.DefaultAllocator)
+	props.BufferedStreamEnabled = true
+	props.PageStreamingEnabled = true
+	return props
 }
 
 // recordReader reads pf in batches of batchRows, after checking its columns are the source's.

@@ -81,7 +81,7 @@ const rowGroupBytes = "8388608"
 // replaced (overwrite by filter: files of other months are kept as they are), the source hash
 // recorded, and snapshots beyond keep expired.
 func (p *Publisher) commit(ctx context.Context, tbl *table.Table, src source, rdr array.RecordReader, key, hash string) (*table.Table, error) {
-	txn := tbl.NewTransaction()
+	txn := withSmallParts(tbl, p.cat).NewTransaction()
 	// Set first: the data files below are written under these properties.
 	if err := txn.SetProperties(iceberg.Properties{key: hash, table.ParquetRowGroupSizeBytesKey: rowGroupBytes}); err != nil {
 		return nil, err
