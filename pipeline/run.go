@@ -765,6 +765,7 @@ func (r *runState) finish(ctx context.Context, stopErr error) error {
 	state, err := r.store.State(ctx, r.months.Month())
 	if err != nil {
 		r.sum.Status = StatusFailed
+		r.countOutcome(ctx, r.months.Month()) // what earlier commits loaded stays loaded: the summary says so
 		return fmt.Errorf("read snapshot %s state: %w", r.months.Month(), err)
 	}
 	r.countLoaded(state)

@@ -219,10 +219,13 @@ func (w *Warehouse) flusher() {
 
 // flushNow commits the pending batch; an error is kept for the next Store or Flush.
 func (w *Warehouse) flushNow(ctx context.Context) {
+	// The error is recorded before mu is released: a Flush that takes mu right after a
+	// background commit failed must find its error, not return nil and let a later read
+	// report it (a full disk's run then counted 0 domains loaded instead of what earlier
+	// commits kept: TestDiskFullRecordsTheRealOutcome under load).
 	w.mu.Lock()
-	err := w.flushLocked(ctx)
-	w.mu.Unlock()
-	if err != nil {
+	defer w.mu.Unlock()
+	if err := w.flushLocked(ctx); err != nil {
 		w.pmu.Lock()
 		w.flushErr = errors.Join(w.flushErr, err)
 		w.pmu.Unlock()
