@@ -31,7 +31,8 @@ func (r *runState) fetchBlind(ctx context.Context) error {
 	gate := &blindGate{wake: make(chan struct{}, 1)}
 	handle := func(res atlas.Result) {
 		r.progress.finished(res)
-		defer gate.answered(res, r.months.Month() != "")
+		// Told after the answer is handled: the answer that names the month opens the gate.
+		defer func() { gate.answered(res, r.months.Month() != "") }()
 		switch {
 		case r.months.Month() != "":
 			r.handle(ctx, res)
