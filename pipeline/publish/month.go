@@ -137,14 +137,17 @@ func (p *Publisher) localMonth(ctx context.Context, root, month string) (files, 
 	if shared, err = t.sharedFiles(); err != nil {
 		return nil, nil, err
 	}
+	sums := p.sums(root)
 	g, _ := errgroup.WithContext(ctx)
 	g.SetLimit(p.opts.Concurrency)
 	for _, fs := range [][]localFile{files, shared} {
 		for i := range fs {
-			g.Go(fs[i].describe)
+			g.Go(func() error { return fs[i].describe(sums) })
 		}
 	}
-	return files, shared, g.Wait()
+	err = g.Wait()
+	p.saveSums(sums)
+	return files, shared, err
 }
 
 // listDirs lists the published objects of every directory the month has now or had when old

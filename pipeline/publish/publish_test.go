@@ -26,6 +26,7 @@ import (
 	"sitewatch/pipeline/buildinfo"
 	"sitewatch/pipeline/config"
 	"sitewatch/pipeline/publish"
+	"sitewatch/pipeline/publish/filehash"
 	"sitewatch/pipeline/publish/publishtest"
 	"sitewatch/pipeline/publish/s3test"
 	"sitewatch/pipeline/warehouse"
@@ -529,3 +530,40 @@ var (
 	publishedFiles = len(flatten.SnapshotTables) + len(warehouse.RunHealthTables) + len(warehouse.ArchiveTables) + 1
 	monthFiles     = publishedFiles - 1
 )
+
+// TestRepublishReadsNoUnchangedFile: the SHA-256 of a file unchanged since the last publish
+// comes from the tree's sum cache, not from its bytes (issue 34). The proof is a file whose
+// bytes are changed in place with its size and modification time put back: a republish
+// trusts the cache and uploads nothing, and `--read-data` (Options.ReadData) reads every
+// file and uploads it.
+func TestRepublishReadsNoUnchangedFile(t *testing.T) {
+	fx := publishtest.NewFixture(t)
+	publishtest.AgeTree(t, fx.Parquet())
+	g := newGateway(t)
+	var log bytes.Buffer
+	p := newPublisher(t, g.config(g.Endpoint, "sums"), &log)
+	if _, err := p.Month(context.Background(), fx.Parquet(), monthB, "run-b"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(fx.Parquet(), filehash.File)); err != nil {
+		t.Fatalf("the publish saved no sum cache: %v", err)
+	}
+	target := filepath.Join(fx.Parquet(), "keywords", "snapshot_month="+monthB, "data_0.parquet")
+	publishtest.FlipByteKeepingTime(t, target)
+
+	res, err := p.Month(context.Background(), fx.Parquet(), monthB, "run-b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Uploaded != 0 {
+		t.Errorf("republish uploaded %d files, want 0: it read a file its cache vouches for", res.Uploaded)
+	}
+	readAll := newPublisher(t, g.config(g.Endpoint, "sums"), &log, func(o *publish.Options) { o.ReadData = true })
+	res, err = readAll.Month(context.Background(), fx.Parquet(), monthB, "run-b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Uploaded != 1 {
+		t.Errorf("publish with --read-data uploaded %d files, want the 1 whose bytes changed", res.Uploaded)
+	}
+}

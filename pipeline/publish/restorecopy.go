@@ -71,14 +71,16 @@ func (p *Publisher) SaveRestoreCopy(ctx context.Context, parquetRoot, month, run
 		return res, err
 	}
 	var files []localFile
+	sums := p.sums(parquetRoot)
 	for _, f := range all {
 		if slices.Contains(restoreCopyTables, f.Table) {
-			if err := f.describe(); err != nil {
+			if err := f.describe(sums); err != nil {
 				return res, err
 			}
 			files = append(files, f)
 		}
 	}
+	p.saveSums(sums)
 	keep := map[string]bool{}
 	for _, f := range files {
 		keep[f.Rel] = true

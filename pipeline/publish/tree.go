@@ -13,6 +13,8 @@ import (
 	"strings"
 
 	"github.com/apache/arrow-go/v18/parquet/file"
+
+	"sitewatch/pipeline/publish/filehash"
 )
 
 // partitionPrefix names a Hive partition directory of the snapshot month.
@@ -134,13 +136,24 @@ func (t *tree) dirFiles(table, rel string) ([]localFile, error) {
 	return files, nil
 }
 
-// describe fills Size, SHA256 and Rows (from the Parquet footer) of f.
-func (f *localFile) describe() error {
-	h, size, err := hashFile(f.Path)
+// describe fills Size, SHA256 and Rows (from the Parquet footer) of f. The SHA-256 comes
+// from sums while the file is the one it was computed from (nil sums: always read).
+func (f *localFile) describe(sums *filehash.Cache) error {
+	hexed, err := sums.Sum(f.Rel, []string{f.Path}, func() (string, error) {
+		h, _, err := hashFile(f.Path)
+		return hexSum(h), err
+	})
 	if err != nil {
 		return fmt.Errorf("hash %s: %w", f.Path, err)
 	}
-	f.SHA256, f.Size = h, size
+	if f.SHA256, err = hex.DecodeString(hexed); err != nil {
+		return fmt.Errorf("hash %s: %w", f.Path, err)
+	}
+	fi, err := os.Stat(f.Path)
+	if err != nil {
+		return fmt.Errorf("hash %s: %w", f.Path, err)
+	}
+	f.Size = fi.Size()
 	r, err := file.OpenParquetFile(f.Path, false)
 	if err != nil {
 		return fmt.Errorf("read the Parquet footer of %s: %w", f.Path, err)
@@ -165,3 +178,19 @@ func hashFile(p string) ([]byte, int64, error) {
 }
 
 func hexSum(b []byte) string { return hex.EncodeToString(b) }
+
+// sums opens the cache of the SHA-256 sums of the tree at root (nil with Options.ReadData:
+// every local file is read and hashed too).
+func (p *Publisher) sums(root string) *filehash.Cache {
+	if p.opts.ReadData {
+		return nil
+	}
+	return filehash.Open(root)
+}
+
+// saveSums writes sums back; a failure costs the next publish one read of the files.
+func (p *Publisher) saveSums(sums *filehash.Cache) {
+	if err := sums.Save(); err != nil {
+		p.log.Warn("could not save the sums of the Parquet files: the next publish reads them again", "file", filehash.File, "err", err)
+	}
+}

@@ -25,6 +25,7 @@ import (
 
 	"sitewatch/pipeline/config"
 	"sitewatch/pipeline/publish"
+	"sitewatch/pipeline/publish/filehash"
 )
 
 // CatalogName is the catalog name the tables are registered under in the SQL catalog (its
@@ -166,8 +167,10 @@ func (p *Publisher) Month(ctx context.Context, parquetRoot, month string) (Resul
 		return res, err
 	}
 	defer boundGoMemory()() // memory.go: the commits' garbage is collected near a limit
+	sums := filehash.Open(parquetRoot)
+	defer p.saveSums(sums)
 	for _, src := range sources {
-		tr, err := p.publishTable(ctx, src)
+		tr, err := p.publishTable(ctx, src, sums)
 		if err != nil {
 			return res, fmt.Errorf("iceberg: publish %s of %s: %w", src.table, month, err)
 		}
@@ -194,6 +197,13 @@ func (p *Publisher) All(ctx context.Context, parquetRoot string) ([]Result, erro
 		results = append(results, res)
 	}
 	return results, nil
+}
+
+// saveSums writes sums back; a failure costs the next publish one read of the files.
+func (p *Publisher) saveSums(sums *filehash.Cache) {
+	if err := sums.Save(); err != nil {
+		p.log.Warn("could not save the sums of the Parquet files: the next publish reads them again", "file", filehash.File, "err", err)
+	}
 }
 
 // Tables lists the tables of the namespace, sorted.

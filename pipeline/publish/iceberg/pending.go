@@ -6,6 +6,8 @@ import (
 	"fmt"
 
 	"github.com/apache/iceberg-go/catalog"
+
+	"sitewatch/pipeline/publish/filehash"
 )
 
 // Pending lists, in the order given, the months whose Iceberg tables do not hold the local
@@ -34,8 +36,10 @@ func (p *Publisher) publishedAsIs(ctx context.Context, parquetRoot, month string
 	if err != nil {
 		return false, err
 	}
+	sums := filehash.Open(parquetRoot)
+	defer p.saveSums(sums)
 	for _, src := range sources {
-		hash, err := src.hash()
+		hash, err := src.sum(sums)
 		if err != nil {
 			return false, err
 		}

@@ -20,6 +20,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"sitewatch/pipeline/publish"
+	"sitewatch/pipeline/publish/filehash"
 )
 
 // monthColumn is the partition column: the path of the Hive layout, a real column here.
@@ -89,6 +90,12 @@ func parquetFiles(dir string) []string {
 	}
 	slices.Sort(files)
 	return files
+}
+
+// sum is hash, taken from sums while the files are the ones it was computed from: a month
+// published as it is reads none of its bytes.
+func (s source) sum(sums *filehash.Cache) (string, error) {
+	return sums.Sum("iceberg:"+s.table+"/"+cmpOr(s.month, wholeKey), s.files, s.hash)
 }
 
 // hash identifies the source's content: the names and bytes of its files.

@@ -14,6 +14,8 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
+
+	"sitewatch/pipeline/publish/filehash"
 )
 
 // Table properties sitewatch sets.
@@ -27,9 +29,9 @@ const (
 
 // publishTable commits src as the table's partition of its month (or as the whole table),
 // unless the table already holds exactly these files' rows.
-func (p *Publisher) publishTable(ctx context.Context, src source) (TableResult, error) {
+func (p *Publisher) publishTable(ctx context.Context, src source, sums *filehash.Cache) (TableResult, error) {
 	res := TableResult{Table: src.table}
-	hash, err := src.hash()
+	hash, err := src.sum(sums)
 	if err != nil {
 		return res, err
 	}
