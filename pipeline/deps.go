@@ -29,6 +29,9 @@ type Store interface {
 	Store(ctx context.Context, month string, raw warehouse.Raw) error
 	// Flush commits every answer Store accepted.
 	Flush(ctx context.Context) error
+	// ReleaseLoading drops what Store keeps in memory to pair answers (read again by the
+	// next Store), once a run's answers are flushed.
+	ReleaseLoading()
 	// RecordCharge records a charged answer that was not stored, for the credit ledger.
 	RecordCharge(ctx context.Context, c warehouse.Charge) error
 	RecordFetchError(ctx context.Context, e warehouse.FetchError) error

@@ -517,6 +517,11 @@ func (r *runRefs) ref(runID string) runRef {
 	return ref
 }
 
+// ReleaseLoading forgets the pair states and the halves waiting for their partner once a
+// run's answers are flushed: an entry per stored domain (~40 MB at a million), needed only
+// while answers arrive. The next Store reads them again, as after a failed commit.
+func (w *Warehouse) ReleaseLoading() { w.dropIndex() }
+
 // dropIndex forgets every pair state (after a failed commit, or when the database may have
 // been written around the warehouse); it is read again on the next Store.
 func (w *Warehouse) dropIndex() {
