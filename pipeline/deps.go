@@ -25,6 +25,8 @@ type Fetcher interface {
 // Store is what a run needs of the warehouse.
 type Store interface {
 	State(ctx context.Context, month string) (*warehouse.SnapshotState, error)
+	// Outcome counts what month holds for the watchlist's domains, without State's maps.
+	Outcome(ctx context.Context, month string, watchlist []string) (*warehouse.Outcome, error)
 	// Store lands one answer; storage errors may surface at a later Store or at Flush.
 	Store(ctx context.Context, month string, raw warehouse.Raw) error
 	// Flush commits every answer Store accepted.

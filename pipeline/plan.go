@@ -112,14 +112,3 @@ func BuildPlan(snapshot string, domains []string, state *warehouse.SnapshotState
 	}
 	return p
 }
-
-// unloadable lists the watchlist domains whose two responses are stored but not loaded.
-func unloadable(domains []string, state *warehouse.SnapshotState) []string {
-	var out []string
-	for _, d := range domains {
-		if state.Stored[d].Both() && !state.Loaded[d] {
-			out = append(out, d)
-		}
-	}
-	return out
-}

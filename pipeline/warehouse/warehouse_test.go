@@ -359,6 +359,25 @@ func TestStateAndRuns(t *testing.T) {
 	if other, _ := w.State(ctx, "2026-10"); len(other.Stored)+len(other.Loaded) != 0 || other.CountriesLoaded {
 		t.Errorf("State of another snapshot = %+v, want empty", other)
 	}
+
+	// Outcome: State's summary for a watchlist, from a merge instead of maps. The watchlist
+	// leaves one loaded domain out and adds the rejected one and one never fetched.
+	var watchlist []string
+	for _, f := range fixtureDomains[1:] {
+		watchlist = append(watchlist, f.domain)
+	}
+	watchlist = append(watchlist, "bad..example", "never.example")
+	out, err := w.Outcome(ctx, snap, watchlist)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Loaded != len(fixtureDomains)-1 || out.Unloadable != 0 || !out.AnyStored || !out.CountriesLoaded ||
+		fmt.Sprint(out.Rejected) != "map[bad..example:INVALID_DOMAIN]" {
+		t.Errorf("Outcome = %+v, want %d loaded, bad..example rejected, countries and answers stored", out, len(fixtureDomains)-1)
+	}
+	if other, _ := w.Outcome(ctx, "2026-10", watchlist); other.Loaded != 0 || other.AnyStored || other.CountriesLoaded || len(other.Rejected) != 0 {
+		t.Errorf("Outcome of another snapshot = %+v, want empty", other)
+	}
 }
 
 // parquetEqualsTable checks that the Parquet tree holds exactly the rows of the table.
