@@ -150,3 +150,16 @@ func TestRebuildRunsQualityChecks(t *testing.T) {
 		t.Errorf("exported quality_checks holds %d warn findings, want 1", n)
 	}
 }
+
+// TestQualityPassesAreBounded: every pass of a check scans its whole table, so the passes of
+// a table of a million domains' rows stay at maxQualityPasses instead of growing with it.
+func TestQualityPassesAreBounded(t *testing.T) {
+	for _, c := range []struct{ rows, want int64 }{
+		{0, 1}, {1, 1}, {qualityRowsPerPass, 1}, {qualityRowsPerPass + 1, 2},
+		{10 * qualityRowsPerPass, 10}, {20_000_000, maxQualityPasses}, {1 << 40, maxQualityPasses},
+	} {
+		if got := qualityPasses(c.rows); got != c.want {
+			t.Errorf("qualityPasses(%d) = %d, want %d", c.rows, got, c.want)
+		}
+	}
+}
