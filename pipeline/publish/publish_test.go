@@ -391,18 +391,46 @@ func TestMultipart(t *testing.T) {
 	if st.Size() < 11<<20 {
 		t.Fatalf("test file is %d bytes; it must exceed two parts of 5 MiB", st.Size())
 	}
+	// A second large file: the two multipart uploads must not overlap (each holds a pool of
+	// part buffers, Concurrency+1 parts).
+	second := filepath.Join(root, "keywords", "snapshot_month="+monthB, "data_0.parquet")
+	if err := os.MkdirAll(filepath.Dir(second), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	body, _ := os.ReadFile(big)
+	if err := os.WriteFile(second, body, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	g := newGateway(t)
-	p := newPublisher(t, g.config(g.Endpoint, "p"), io.Discard, func(o *publish.Options) { o.PartSize = 5 << 20 })
+	px := newProxy(t, g.Endpoint)
+	var mu sync.Mutex
+	open, most := 0, 0
+	px.setHook(func(_ http.ResponseWriter, r *http.Request) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		switch q := r.URL.Query(); {
+		case r.Method == http.MethodPost && q.Has("uploads"):
+			open++
+			most = max(most, open)
+		case r.Method == http.MethodPost && q.Has("uploadId"):
+			open--
+		}
+		return false
+	})
+	p := newPublisher(t, g.config(px.URL, "p"), io.Discard, func(o *publish.Options) { o.PartSize = 5 << 20 })
 	res, err := p.Month(context.Background(), root, monthB, "run-big")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Uploaded != 1 || res.Rows != 250000 {
-		t.Errorf("result %+v, want 1 upload of 250000 rows", res)
+	if res.Uploaded != 2 || res.Rows != 500000 {
+		t.Errorf("result %+v, want 2 uploads of 250000 rows", res)
+	}
+	if most != 1 {
+		t.Errorf("%d multipart uploads ran at once, want 1: each holds its own part buffers", most)
 	}
 	m, _ := g.manifest(t, "p", monthB)
-	if len(m.Files) != 1 || !strings.Contains(m.Files[0].S3ChecksumSHA256, "-") {
-		t.Errorf("manifest %+v: want one multipart object (checksum of part checksums, \"…-N\")", m.Files)
+	if len(m.Files) != 2 || !strings.Contains(m.Files[0].S3ChecksumSHA256, "-") || !strings.Contains(m.Files[1].S3ChecksumSHA256, "-") {
+		t.Errorf("manifest %+v: want two multipart objects (checksum of part checksums, \"…-N\")", m.Files)
 	}
 	dir := g.download(t, "p")
 	got, err := os.ReadFile(filepath.Join(dir, "events", "snapshot_month="+monthB, "data_0.parquet"))
