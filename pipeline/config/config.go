@@ -279,6 +279,29 @@ func Parse(path string, data []byte, getenv func(string) string) (*Config, error
 	if !checkUTF8(p, data) {
 		return nil, p.err()
 	}
+	if rest, domains, lines, ok := splitDomains(data); ok {
+		if cfg, parsed, err := parseRest(path, rest, getenv, domains, lines); parsed {
+			return cfg, err
+		}
+	}
+	return parseWhole(path, data, getenv)
+}
+
+// parseRest parses rest, the config with its watchlist taken out by splitDomains, and puts the
+// watchlist back in before validating. parsed is false when rest is not valid YAML: the
+// caller then parses the whole file, so every message reads as it always did.
+func parseRest(path string, rest []byte, getenv func(string) string, domains []string, lines []int) (cfg *Config, parsed bool, err error) {
+	var root yaml.Node
+	if yaml.NewDecoder(bytes.NewReader(rest)).Decode(&root) != nil || len(root.Content) == 0 || resolve(root.Content[0]).Kind != yaml.MappingNode {
+		return nil, false, nil
+	}
+	cfg, err = decodeRoot(path, &root, getenv, func(c *Config) { c.Domains, c.lines = domains, lines })
+	return cfg, true, err
+}
+
+// parseWhole parses data as one YAML document, the watchlist with it.
+func parseWhole(path string, data []byte, getenv func(string) string) (*Config, error) {
+	p := &problems{path: path}
 	var root yaml.Node
 	if err := yaml.NewDecoder(bytes.NewReader(data)).Decode(&root); err != nil {
 		if !checkTabs(p, data) {
@@ -290,8 +313,18 @@ func Parse(path string, data []byte, getenv func(string) string) (*Config, error
 		p.add(0, "expected a mapping with schedule, api, warehouse and domains")
 		return nil, p.err()
 	}
+	return decodeRoot(path, &root, getenv, nil)
+}
+
+// decodeRoot decodes and validates the config of root (a mapping); addDomains, when set, puts
+// in the watchlist read apart from it.
+func decodeRoot(path string, root *yaml.Node, getenv func(string) string, addDomains func(*Config)) (*Config, error) {
+	p := &problems{path: path}
 	cfg := &Config{Path: path, present: map[string]bool{}, keyLines: map[string]int{}, mistyped: map[string]bool{}}
 	cfg.decode(p, "", resolve(root.Content[0]))
+	if addDomains != nil {
+		addDomains(cfg)
+	}
 	cfg.applyDefaults(getenv)
 	cfg.validate(p)
 	if err := p.err(); err != nil {
