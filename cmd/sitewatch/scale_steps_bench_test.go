@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -53,21 +54,28 @@ func BenchmarkScale(b *testing.B) {
 		}
 		b.Logf("load average after: %s", loadAverage())
 		if n >= 100000 {
-			checkScaleTargets(b, steps)
+			checkScaleTargets(b, steps, n)
 		}
 	}
 }
 
-// scaleTargets are the peak RSS each step must stay within from 100,000 domains on (issue 34):
+// scaleTargets are the peak RSS each step must stay within at 100,000 domains (issue 34):
 // the memory of a publish and a restore is set by the engine's limit and the batch sizes, not
-// by the month.
+// by the month. Beyond, each may grow 1.5× per tenfold watchlist (scaleAllowance).
 var scaleTargets = map[string]float64{"run": 500, "republish": 150, "restore": 400}
 
-func checkScaleTargets(b *testing.B, steps []scaleStep) {
+// scaleAllowance is how much a step's target grows at n domains: 1.5× per tenfold from
+// 100,000 (1.21× at 300,000, 1.5× at 1,000,000), as issue 34 asks from 100,000 to a million.
+func scaleAllowance(n int) float64 {
+	return math.Pow(1.5, math.Log10(float64(max(n, 100000))/100000))
+}
+
+func checkScaleTargets(b *testing.B, steps []scaleStep, n int) {
 	b.Helper()
 	for _, s := range steps {
-		if limit, ok := scaleTargets[s.key]; ok && s.rssMB > limit {
-			b.Errorf("%s peaked at %.0f MB, over its %.0f MB", s.name, s.rssMB, limit)
+		if aim, ok := scaleTargets[s.key]; ok && s.rssMB > aim*scaleAllowance(n) {
+			b.Errorf("%s peaked at %.0f MB, over its %.0f MB at %d domains (%.0f MB at 100,000, 1.5× per tenfold)",
+				s.name, s.rssMB, aim*scaleAllowance(n), n, aim)
 		}
 	}
 }
