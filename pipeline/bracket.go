@@ -157,12 +157,10 @@ func (r *runState) resumeBracket(ctx context.Context, candidate string) (bool, e
 	if !ok {
 		return false, nil
 	}
-	newest, err := r.store.NewestOverview(ctx, candidate)
-	if err != nil || newest.IsZero() || r.env.Now().Sub(newest) > dateTrust {
+	newest, trusted, err := r.adoptIfRecent(ctx, candidate)
+	if !trusted {
 		return false, err
 	}
-	r.months.Trust(candidate)
-	r.sum.Snapshot = candidate
 	r.env.Logger.Info("resuming the month without a probe: its one lacking site-overview call closes the bracket of its site-similar calls",
 		"snapshot", candidate, "closing", closer.Domain, "newest_overview", newest.Format(time.RFC3339))
 	r.probed = []atlas.Request{closer} // closeBracket's first closing call

@@ -481,15 +481,25 @@ func (r *runState) trustCandidate(ctx context.Context, candidate string, state *
 		similarOnly(BuildPlan(candidate, r.wl.Domains, state, false)) {
 		return false, nil // site-similar answers are stored only between two probes (fetchBracketed)
 	}
-	newest, err := r.store.NewestOverview(ctx, candidate)
+	newest, trusted, err := r.adoptIfRecent(ctx, candidate)
+	if trusted {
+		r.env.Logger.Info("resuming the month without a probe: it lacks only calls that carry no date",
+			"snapshot", candidate, "newest_overview", newest.Format(time.RFC3339))
+	}
+	return trusted, err
+}
+
+// adoptIfRecent takes candidate as the API's month without a probe when its newest
+// site-overview answer is younger than dateTrust (the API still serves it), and returns when
+// that answer was fetched.
+func (r *runState) adoptIfRecent(ctx context.Context, candidate string) (newest time.Time, trusted bool, err error) {
+	newest, err = r.store.NewestOverview(ctx, candidate)
 	if err != nil || newest.IsZero() || r.env.Now().Sub(newest) > dateTrust {
-		return false, err
+		return newest, false, err
 	}
 	r.months.Trust(candidate)
 	r.sum.Snapshot = candidate
-	r.env.Logger.Info("resuming the month without a probe: it lacks only calls that carry no date",
-		"snapshot", candidate, "newest_overview", newest.Format(time.RFC3339))
-	return true, nil
+	return newest, true, nil
 }
 
 // probeOrder splits the domains into those the candidate month lacks the overview of (probed

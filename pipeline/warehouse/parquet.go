@@ -39,32 +39,26 @@ func (w *Warehouse) ExportParquet(ctx context.Context, snapshot string) error {
 	if w.opts.ParquetDir == "" {
 		return errors.New("export Parquet: warehouse.parquet is empty: set the Parquet directory in the config")
 	}
-	err := w.withAnalysisMemory(ctx, func() error {
-		return w.inTx(ctx, func(ctx context.Context) error {
-			// Without insertion order the Parquet writer streams row groups instead of buffering
-			// them to keep order, so the export's memory does not grow with the table.
-			if err := w.unordered(ctx); err != nil {
-				return err
+	// Without insertion order the Parquet writer streams row groups instead of buffering them
+	// to keep order, so the export's memory does not grow with the table.
+	err := w.unorderedExport(ctx, func(ctx context.Context) error {
+		for _, t := range flatten.SnapshotTables {
+			dir := filepath.Join(w.opts.ParquetDir, t.Name, "snapshot_month="+snapshot)
+			// No ORDER BY: sorting a whole partition would make the export's memory grow with
+			// the warehouse. snapshot was checked against ^[0-9]{4}-[0-9]{2}$.
+			query := fmt.Sprintf(`SELECT * EXCLUDE (snapshot_month) FROM %s WHERE snapshot_month = '%s'`, t.Name, snapshot)
+			if err := w.copyParquet(ctx, query, dir); err != nil {
+				return fmt.Errorf("%s: %w", t.Name, err)
 			}
-			defer w.ordered()
-			for _, t := range flatten.SnapshotTables {
-				dir := filepath.Join(w.opts.ParquetDir, t.Name, "snapshot_month="+snapshot)
-				// No ORDER BY: sorting a whole partition would make the export's memory grow with
-				// the warehouse. snapshot was checked against ^[0-9]{4}-[0-9]{2}$.
-				query := fmt.Sprintf(`SELECT * EXCLUDE (snapshot_month) FROM %s WHERE snapshot_month = '%s'`, t.Name, snapshot)
-				if err := w.copyParquet(ctx, query, dir); err != nil {
-					return fmt.Errorf("%s: %w", t.Name, err)
-				}
-			}
-			if err := w.exportRaw(ctx, snapshot); err != nil {
-				return err
-			}
-			dir := filepath.Join(w.opts.ParquetDir, flatten.TableCountries)
-			if err := w.copyParquet(ctx, `SELECT * FROM countries`, dir); err != nil {
-				return fmt.Errorf("countries: %w", err)
-			}
-			return w.exportRunHealth(ctx, snapshot)
-		})
+		}
+		if err := w.exportRaw(ctx, snapshot); err != nil {
+			return err
+		}
+		dir := filepath.Join(w.opts.ParquetDir, flatten.TableCountries)
+		if err := w.copyParquet(ctx, `SELECT * FROM countries`, dir); err != nil {
+			return fmt.Errorf("countries: %w", err)
+		}
+		return w.exportRunHealth(ctx, snapshot)
 	})
 	if err != nil {
 		return fmt.Errorf("export Parquet of snapshot %s to %s: %w", snapshot, w.opts.ParquetDir, err)
