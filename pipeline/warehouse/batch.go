@@ -36,14 +36,28 @@ const DefaultBatchAnswers = 512
 const defaultMaxHalves = 1024
 
 // pairState is what the warehouse knows of one (snapshot, domain)'s stored bodies, committed
-// or pending. Index 0 is site-overview, 1 site-similar. It is a 12-byte value because the
-// index holds one per domain of the snapshot: with the decoded halves and run_id strings in
-// it, it cost ~110 bytes a domain, 11 MB of a 100,000-domain run's Go heap
-// (docs/warehouse-internals.md, "Memory").
-type pairState struct {
-	stored [2]bool
-	runs   [2]runRef // run_id of each stored body
+// or pending: for each half (0 site-overview, 1 site-similar) whether a body is stored and the
+// run_id it came from. It is one 64-bit word, half i in bits 32i..32i+31 (bit 31 of the half:
+// stored; the low 31 bits: its runRef), because the index holds one per domain of the
+// snapshot: as a struct of two bools and two refs (12 bytes, a 32-byte map slot) the map took
+// 84 MB at a million domains, as a word 56 MB (TestPairIndexEntrySize).
+type pairState uint64
+
+const halfStored = 1 << 31
+
+// stored says whether half i has a body stored.
+func (s pairState) stored(i int) bool { return uint32(s>>(32*i))&halfStored != 0 }
+
+// run is the runRef of half i's body (0 when none is stored or its run_id is unknown).
+func (s pairState) run(i int) runRef { return runRef(uint32(s>>(32*i)) &^ halfStored) }
+
+// with returns s with half i stored by run.
+func (s pairState) with(i int, run runRef) pairState {
+	return s.without(i) | pairState(uint32(run)|halfStored)<<(32*i)
 }
+
+// without returns s with half i not stored.
+func (s pairState) without(i int) pairState { return s &^ (pairState(^uint32(0)) << (32 * i)) }
 
 // runRef is a run_id interned by the warehouse's runRefs; 0 is "" (unknown).
 type runRef uint32
@@ -474,11 +488,8 @@ func (w *Warehouse) ensureIndex(ctx context.Context, snapshot string) error {
 			if err := rows.Scan(&domain, &endpoint, &runID); err != nil {
 				return err
 			}
-			st := idx[domain]
 			i := pairIndex(schema.Endpoint(endpoint))
-			st.stored[i] = true
-			st.runs[i] = w.runRefs.ref(runID)
-			idx[domain] = st
+			idx[domain] = idx[domain].with(i, w.runRefs.ref(runID))
 			return nil
 		})
 	if err != nil {
@@ -511,6 +522,10 @@ func (r *runRefs) ref(runID string) runRef {
 	}
 	if r.refs == nil {
 		r.refs = map[string]runRef{}
+	}
+	if len(r.refs)+1 >= halfStored {
+		// A pairState keeps 31 bits of a ref; a process interning 2^31 run_ids is not a run.
+		panic("warehouse: more than 2^31 distinct run_ids interned")
 	}
 	ref := runRef(len(r.refs) + 1)
 	r.refs[runID] = ref

@@ -80,33 +80,33 @@ func (w *Warehouse) add(b *batch, snapshot string, raw Raw, row rawRow) (bodyErr
 	e := pairIndex(raw.Endpoint)
 	o := 1 - e
 	run := w.runRefs.ref(raw.RunID)
-	stale := raw.Refresh && st.stored[o] && st.runs[o] != run
+	stale := raw.Refresh && st.stored(o) && st.run(o) != run
 	partner := rawKey{snapshot, raw.Domain, schema.DomainEndpoints[o]}
 	if b.pending[partner] && (stale || !halves.has(o)) {
 		return nil, errFlushFirst
 	}
-	if st.stored[o] && !stale && !halves.has(o) && halves.err() == nil {
+	if st.stored(o) && !stale && !halves.has(o) && halves.err() == nil {
 		return nil, needPartner{schema.DomainEndpoints[o]}
 	}
 	// From here on, b changes.
 	b.touch()
-	if st.stored[e] {
+	if st.stored(e) {
 		b.deleteRaw = append(b.deleteRaw, key)
 	}
-	if st.stored[0] && st.stored[1] {
+	if st.stored(0) && st.stored(1) {
 		b.clear = append(b.clear, dk) // its rows may exist
 	}
 	if stale {
 		// A refresh pairs only bodies of the same run: the older partner goes, and the domain
 		// loads when the partner of this run arrives.
 		b.deleteRaw = append(b.deleteRaw, partner)
-		st.stored[o], st.runs[o] = false, 0
+		st = st.without(o)
 		w.forget(dk)
 	}
-	st.stored[e], st.runs[e] = true, run
+	st = st.with(e, run)
 	idx[raw.Domain] = st
 	outcome := OutcomeStored
-	if st.stored[o] {
+	if st.stored(o) {
 		if bodyErr = w.addPair(b, dk, raw); bodyErr != nil {
 			outcome = OutcomeUnloadable
 		}
