@@ -43,8 +43,9 @@ type Config struct {
 	Publish     PublishConfig
 	Attention   AttentionConfig // attention.go
 	Domains     []string
-	// lines maps each domains[i] to its line in the file, for messages.
-	lines []int
+	// lines maps each domains[i] to its line in the file, for messages (32 bits: held for the
+	// whole run, 4 MB at a million domains).
+	lines []int32
 	// baseURLFromEnv says API.BaseURL came from ATLAS_BASE_URL, so messages blame it.
 	baseURLFromEnv bool
 	// webhookFromEnv says Notify.WebhookURL came from SITEWATCH_WEBHOOK_URL.
@@ -290,7 +291,7 @@ func Parse(path string, data []byte, getenv func(string) string) (*Config, error
 // parseRest parses rest, the config with its watchlist taken out by splitDomains, and puts the
 // watchlist back in before validating. parsed is false when rest is not valid YAML: the
 // caller then parses the whole file, so every message reads as it always did.
-func parseRest(path string, rest []byte, getenv func(string) string, domains []string, lines []int) (cfg *Config, parsed bool, err error) {
+func parseRest(path string, rest []byte, getenv func(string) string, domains []string, lines []int32) (cfg *Config, parsed bool, err error) {
 	var root yaml.Node
 	if yaml.NewDecoder(bytes.NewReader(rest)).Decode(&root) != nil || len(root.Content) == 0 || resolve(root.Content[0]).Kind != yaml.MappingNode {
 		return nil, false, nil
@@ -491,7 +492,7 @@ func (c *Config) decodeDomains(p *problems, v *yaml.Node) {
 			value = ""
 		}
 		c.Domains = append(c.Domains, value)
-		c.lines = append(c.lines, item.Line)
+		c.lines = append(c.lines, int32(item.Line))
 	}
 }
 
@@ -559,7 +560,7 @@ func (c *Config) resolvePaths() {
 // DomainLine returns the config line of domains[i], or 0.
 func (c *Config) DomainLine(i int) int {
 	if i < len(c.lines) {
-		return c.lines[i]
+		return int(c.lines[i])
 	}
 	return 0
 }

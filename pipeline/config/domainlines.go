@@ -2,6 +2,7 @@ package config
 
 import (
 	"bytes"
+	"math"
 	"strings"
 )
 
@@ -16,12 +17,15 @@ import (
 // as ""). ok is false — and the caller parses data whole — unless data holds exactly one such
 // block of items on single lines at one indentation, each a plain scalar with no YAML syntax in
 // it, with nothing but blank lines and comments between them.
-func splitDomains(data []byte) (rest []byte, domains []string, lines []int, ok bool) {
+func splitDomains(data []byte) (rest []byte, domains []string, lines []int32, ok bool) {
 	if bytes.IndexByte(data, '\r') >= 0 {
 		return nil, nil, nil, false
 	}
 	text := string(data) // the domains are substrings of this one copy
 	all := lineStarts(text)
+	if len(all) > math.MaxInt32 {
+		return nil, nil, nil, false // lines are kept in 32 bits
+	}
 	line := func(i int) string { return strings.TrimSuffix(text[all[i]:all[i+1]], "\n") }
 	key := -1
 	for i := range len(all) - 1 {
@@ -35,7 +39,7 @@ func splitDomains(data []byte) (rest []byte, domains []string, lines []int, ok b
 	if key < 0 || !oneDocument(text, all, key) {
 		return nil, nil, nil, false
 	}
-	domains, lines = make([]string, 0, len(all)-key), make([]int, 0, len(all)-key)
+	domains, lines = make([]string, 0, len(all)-key), make([]int32, 0, len(all)-key)
 	end, indent := key+1, -1
 	for ; end < len(all)-1; end++ {
 		l := line(end)
@@ -58,7 +62,7 @@ func splitDomains(data []byte) (rest []byte, domains []string, lines []int, ok b
 			return nil, nil, nil, false
 		}
 		domains = append(domains, value)
-		lines = append(lines, end+1)
+		lines = append(lines, int32(end+1))
 	}
 	if len(domains) == 0 {
 		return nil, nil, nil, false // `domains:` with no item: the parser's message says why

@@ -41,9 +41,16 @@ type Rejection struct {
 func NewWatchlist(cfg *Config) *Watchlist {
 	wl := &Watchlist{}
 	seen := map[string]bool{}
+	// While every entry is already normal and new, Domains is cfg.Domains itself: a watchlist
+	// of a million domains written the usual way holds one slice of them, not two (16 MB).
+	same := true
 	for i, input := range cfg.Domains {
 		line := cfg.DomainLine(i)
 		domain, err := NormalizeDomain(input)
+		if same && (err != nil || seen[domain] || domain != input) {
+			same = false
+			wl.Domains = append(make([]string, 0, len(cfg.Domains)-1), cfg.Domains[:i]...)
+		}
 		switch {
 		case err != nil:
 			wl.Rejected = append(wl.Rejected, Rejection{Input: input, Reason: err.Error(), Line: line})
@@ -54,11 +61,17 @@ func NewWatchlist(cfg *Config) *Watchlist {
 				domain = input // share the config's string: one copy per domain, not two
 			}
 			seen[domain] = true
-			wl.Domains = append(wl.Domains, domain)
+			if !same {
+				wl.Domains = append(wl.Domains, domain)
+			}
 			if domain != input {
 				wl.Rewritten = append(wl.Rewritten, Rewrite{Input: input, Domain: domain, Line: line})
 			}
 		}
+	}
+	if same {
+		// Capped, so that a caller's append copies instead of writing into the config's slice.
+		wl.Domains = cfg.Domains[:len(cfg.Domains):len(cfg.Domains)]
 	}
 	return wl
 }

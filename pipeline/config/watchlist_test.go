@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -81,6 +82,42 @@ func TestNewWatchlist(t *testing.T) {
 	}
 	if len(wl.Duplicates) != 2 || len(wl.Rejected) != 1 || len(wl.Rewritten) != 1 {
 		t.Errorf("duplicates %v rejected %v rewritten %v", wl.Duplicates, wl.Rejected, wl.Rewritten)
+	}
+}
+
+// TestWatchlistSharesAnUnchangedList: a list of normal, unique domains is the config's own
+// slice (one copy at a million domains); the first entry that changes, repeats or is refused
+// gives the watchlist its own, and appending to either never writes into the other.
+func TestWatchlistSharesAnUnchangedList(t *testing.T) {
+	plain := &Config{Domains: append(make([]string, 0, 8), "a.com", "b.org", "c.net")}
+	wl := NewWatchlist(plain)
+	if !slices.Equal(wl.Domains, plain.Domains) || &wl.Domains[0] != &plain.Domains[0] {
+		t.Fatalf("domains %v: want the config's own slice %v", wl.Domains, plain.Domains)
+	}
+	grown := append(wl.Domains, "extra.com")
+	if &grown[0] == &plain.Domains[0] || len(plain.Domains) != 3 || cap(wl.Domains) != 3 {
+		t.Errorf("appending to the watchlist wrote into the config's slice")
+	}
+	for _, tc := range []struct {
+		domains []string
+		want    []string
+	}{
+		{[]string{"a.com", "b.org", "WWW.C.net"}, []string{"a.com", "b.org", "c.net"}},
+		{[]string{"a.com", "b.org", "a.com", "d.io"}, []string{"a.com", "b.org", "d.io"}},
+		{[]string{"a.com", "10.0.0.1", "d.io"}, []string{"a.com", "d.io"}},
+		{[]string{"not a host", "a.com"}, []string{"a.com"}},
+	} {
+		cfg := &Config{Domains: slices.Clone(tc.domains)}
+		wl := NewWatchlist(cfg)
+		if !slices.Equal(wl.Domains, tc.want) {
+			t.Errorf("%q: domains %q, want %q", tc.domains, wl.Domains, tc.want)
+		}
+		if !slices.Equal(cfg.Domains, tc.domains) {
+			t.Errorf("%q: the config's domains became %q", tc.domains, cfg.Domains)
+		}
+		if len(wl.Domains) > 0 && &wl.Domains[0] == &cfg.Domains[0] {
+			t.Errorf("%q: a changed list shares the config's slice", tc.domains)
+		}
 	}
 }
 
