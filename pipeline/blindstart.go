@@ -70,17 +70,18 @@ func (r *runState) fetchBlind(ctx context.Context) error {
 // call, paying nothing twice (resumeBracket). A call that failed leaves the held-back one for
 // the next run too. Held back only when credits may run short: otherwise it costs a round trip.
 func (r *runState) fetchHoldingBack(ctx context.Context, gate *blindGate, handle func(atlas.Result)) error {
-	reqs := r.plan.Requests
+	calls := r.plan.calls
 	if r.countriesAlone() {
 		var err error
-		if reqs, err = r.fetchCountriesAlone(ctx, gate, reqs, handle); err != nil {
+		if calls, err = r.fetchCountriesAlone(ctx, gate, calls, handle); err != nil {
 			return err
 		}
 	}
-	rest, closer, ok := holdBackOverview(reqs)
-	if !ok || !r.mayNotCover(int64(len(reqs))) {
-		return r.fetchGated(ctx, gate, reqs, handle)
+	rest, last, ok := holdBackOverview(calls)
+	if !ok || !r.mayNotCover(int64(len(calls))) {
+		return r.fetchGated(ctx, gate, calls, handle)
 	}
+	closer := r.plan.request(last)
 	failed := 0
 	err := r.fetchGated(ctx, gate, rest, func(res atlas.Result) {
 		if res.Err != nil && !isRejection(res.Err) {
@@ -97,30 +98,30 @@ func (r *runState) fetchHoldingBack(ctx context.Context, gate *blindGate, handle
 }
 
 // fetchCountriesAlone is countriesAlone for a blind start: one site-overview call goes alone
-// first, so the countries (reqs[0]), paid alone next, have a month to be filed under; when that
-// overview names none, the countries wait in the gate with the other calls that carry no date.
-// It returns the calls left.
-func (r *runState) fetchCountriesAlone(ctx context.Context, gate *blindGate, reqs []atlas.Request, handle func(atlas.Result)) ([]atlas.Request, error) {
-	countries, rest := reqs[0], reqs[1:]
-	if i := slices.IndexFunc(rest, func(q atlas.Request) bool { return q.Endpoint == schema.EndpointOverview }); i >= 0 {
+// first, so the countries (calls[0]), paid alone next, have a month to be filed under; when
+// that overview names none, the countries wait in the gate with the other calls that carry no
+// date. It returns the calls left.
+func (r *runState) fetchCountriesAlone(ctx context.Context, gate *blindGate, calls []call, handle func(atlas.Result)) ([]call, error) {
+	countries, rest := calls[0], calls[1:]
+	if i := slices.IndexFunc(rest, func(c call) bool { return c.endpoint() == schema.EndpointOverview }); i >= 0 {
 		gate.handedOut() // its answer is counted like those the gate hands out
-		if err := r.client.FetchAll(ctx, rest[i:i+1], handle); err != nil {
+		if err := r.client.FetchAll(ctx, []atlas.Request{r.plan.request(rest[i])}, handle); err != nil {
 			return nil, err
 		}
 		rest = append(rest[:i:i], rest[i+1:]...)
 	}
 	if r.months.Month() == "" {
-		return append([]atlas.Request{countries}, rest...), nil
+		return append([]call{countries}, rest...), nil
 	}
-	return rest, r.client.FetchAll(ctx, []atlas.Request{countries}, handle)
+	return rest, r.client.FetchAll(ctx, []atlas.Request{r.plan.request(countries)}, handle)
 }
 
-// holdBackOverview takes the last site-overview call out of reqs when they also hold a
+// holdBackOverview takes the last site-overview call out of calls when they also hold a
 // site-similar call (ok false: nothing to hold back).
-func holdBackOverview(reqs []atlas.Request) (rest []atlas.Request, closer atlas.Request, ok bool) {
+func holdBackOverview(calls []call) (rest []call, closer call, ok bool) {
 	last, similar := -1, false
-	for i, req := range reqs {
-		switch req.Endpoint {
+	for i, c := range calls {
+		switch c.endpoint() {
 		case schema.EndpointOverview:
 			last = i
 		case schema.EndpointSimilar:
@@ -128,10 +129,10 @@ func holdBackOverview(reqs []atlas.Request) (rest []atlas.Request, closer atlas.
 		}
 	}
 	if last < 0 || !similar {
-		return reqs, atlas.Request{}, false
+		return calls, 0, false
 	}
-	rest = append(append(make([]atlas.Request, 0, len(reqs)-1), reqs[:last]...), reqs[last+1:]...)
-	return rest, reqs[last], true
+	rest = append(append(make([]call, 0, len(calls)-1), calls[:last]...), calls[last+1:]...)
+	return rest, calls[last], true
 }
 
 // isRejection says whether err is the API's 400 for a domain (recorded as rejected: done).
@@ -189,11 +190,11 @@ func (g *blindGate) handedOut() {
 	}
 }
 
-// queue hands out reqs for the client's FetchFrom: overview calls first while the month is
+// queue hands out calls for the client's FetchFrom: overview calls first while the month is
 // unknown, the others once it is known. When every overview handed out was answered and none
 // named the month, it ends: the calls left would buy answers no month can hold.
-func (g *blindGate) queue(ctx context.Context, stopped <-chan struct{}, reqs []atlas.Request) func() (atlas.Request, bool) {
-	var waiting []atlas.Request
+func (g *blindGate) queue(ctx context.Context, stopped <-chan struct{}, plan *Plan, calls []call) func() (atlas.Request, bool) {
+	var waiting []call
 	next := 0
 	return func() (atlas.Request, bool) {
 		for {
@@ -201,25 +202,25 @@ func (g *blindGate) queue(ctx context.Context, stopped <-chan struct{}, reqs []a
 			if g.known {
 				g.mu.Unlock()
 				if len(waiting) > 0 {
-					req := waiting[0]
+					c := waiting[0]
 					waiting = waiting[1:]
-					return req, true
+					return plan.request(c), true
 				}
-				if next < len(reqs) {
+				if next < len(calls) {
 					next++
-					return reqs[next-1], true
+					return plan.request(calls[next-1]), true
 				}
 				return atlas.Request{}, false
 			}
-			for next < len(reqs) && reqs[next].Endpoint != schema.EndpointOverview {
-				waiting = append(waiting, reqs[next])
+			for next < len(calls) && calls[next].endpoint() != schema.EndpointOverview {
+				waiting = append(waiting, calls[next])
 				next++
 			}
-			if next < len(reqs) {
+			if next < len(calls) {
 				g.sent++
 				g.mu.Unlock()
 				next++
-				return reqs[next-1], true
+				return plan.request(calls[next-1]), true
 			}
 			done := g.overviewed == g.sent
 			g.mu.Unlock()
@@ -244,11 +245,11 @@ type queueFetcher interface {
 	Stopped() <-chan struct{}
 }
 
-// fetchGated fetches reqs through the gate when the fetcher takes a queue, else in order.
-func (r *runState) fetchGated(ctx context.Context, gate *blindGate, reqs []atlas.Request, handle func(atlas.Result)) error {
+// fetchGated fetches calls through the gate when the fetcher takes a queue, else in order.
+func (r *runState) fetchGated(ctx context.Context, gate *blindGate, calls []call, handle func(atlas.Result)) error {
 	qf, ok := r.client.(queueFetcher)
 	if !ok || !qf.Queueable() {
-		return r.client.FetchAll(ctx, reqs, handle)
+		return r.client.FetchAll(ctx, r.plan.requests(calls), handle)
 	}
-	return qf.FetchFrom(ctx, gate.queue(ctx, qf.Stopped(), reqs), handle)
+	return qf.FetchFrom(ctx, gate.queue(ctx, qf.Stopped(), r.plan, calls), handle)
 }

@@ -19,8 +19,8 @@ const OutcomeMonthUnknown = "month_unknown"
 // run tells which month it is for.
 func similarOnly(plan *Plan) bool {
 	similar := false
-	for _, req := range plan.Requests {
-		switch req.Endpoint {
+	for _, c := range plan.calls {
+		switch c.endpoint() {
 		case schema.EndpointOverview:
 			return false
 		case schema.EndpointSimilar:
@@ -178,10 +178,10 @@ func (r *runState) resumeBracket(ctx context.Context, candidate string) (bool, e
 func soleOverview(plan *Plan) (atlas.Request, bool) {
 	var overview atlas.Request
 	overviews, similar := 0, false
-	for _, req := range plan.Requests {
-		switch req.Endpoint {
+	for _, c := range plan.calls {
+		switch c.endpoint() {
 		case schema.EndpointOverview:
-			overview = req
+			overview = plan.request(c)
 			overviews++
 		case schema.EndpointSimilar:
 			similar = true

@@ -6,10 +6,10 @@ package pipeline
 // order, so being first in the list does not make it first paid). When they cover the plan,
 // it goes out with the rest and the run saves a round trip.
 func (r *runState) countriesAlone() bool {
-	if !r.plan.Countries || len(r.plan.Requests) < 2 {
+	if !r.plan.Countries || r.plan.Credits() < 2 {
 		return false
 	}
-	return r.mayNotCover(int64(len(r.plan.Requests)))
+	return r.mayNotCover(int64(r.plan.Credits()))
 }
 
 // mayNotCover says whether the credits known now may not cover need more calls: the run's

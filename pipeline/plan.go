@@ -1,6 +1,8 @@
 package pipeline
 
 import (
+	"math"
+
 	"sitewatch/pipeline/atlas"
 	"sitewatch/pipeline/warehouse"
 	"sitewatch/schema"
@@ -15,7 +17,10 @@ type Plan struct {
 	HalfLoaded    int             // domains with one of their two responses stored
 	Unloadable    int             // domains with both responses stored that cannot be loaded (skipped unless --refresh)
 	Countries     bool            // country-metadata still to fetch
-	Requests      []atlas.Request // in order: countries first, then both endpoints of each domain in turn
+	// calls are the calls in order: countries first, then both endpoints of each domain in
+	// turn (or the one missing), each pointing into domains, the watchlist it was built from.
+	calls   []call
+	domains []string
 	// HeldComplete says the warehouse already holds Snapshot complete (dry run): a run finds
 	// it up to date for 1 credit while the API still serves that month.
 	HeldComplete bool
@@ -43,47 +48,114 @@ func (p *Plan) Complete(state *warehouse.SnapshotState, domains []string) bool {
 	return true
 }
 
+// call is one planned call in 4 bytes: the domain's place in Plan.domains (shifted left by
+// one) and the endpoint (bit 0: site-similar), or countryCall. A plan holds one per call for
+// the whole fetch: as an atlas.Request (two strings, 32 bytes) that was 64 MB of the run's
+// heap at a million domains; as a call 8 MB.
+type call uint32
+
+// countryCall is the country-metadata call.
+const countryCall call = math.MaxUint32
+
+func domainCall(domain int, endpoint schema.Endpoint) call {
+	c := call(domain) << 1
+	if endpoint == schema.EndpointSimilar {
+		c |= 1
+	}
+	return c
+}
+
+// endpoint is the call's endpoint, known without the plan.
+func (c call) endpoint() schema.Endpoint {
+	switch {
+	case c == countryCall:
+		return schema.EndpointCountries
+	case c&1 == 1:
+		return schema.EndpointSimilar
+	}
+	return schema.EndpointOverview
+}
+
+// request is c as the client sends it.
+func (p *Plan) request(c call) atlas.Request {
+	if c == countryCall {
+		return atlas.Request{Endpoint: schema.EndpointCountries}
+	}
+	return atlas.Request{Endpoint: c.endpoint(), Domain: p.domains[c>>1]}
+}
+
+// requests is cs as the client sends them (for a fetcher that takes a list, not a queue).
+func (p *Plan) requests(cs []call) []atlas.Request {
+	reqs := make([]atlas.Request, len(cs))
+	for i, c := range cs {
+		reqs[i] = p.request(c)
+	}
+	return reqs
+}
+
+// queue hands out cs in order, one request at a time, for a fetcher's FetchFrom.
+func (p *Plan) queue(cs []call) func() (atlas.Request, bool) {
+	next := 0
+	return func() (atlas.Request, bool) {
+		if next == len(cs) {
+			return atlas.Request{}, false
+		}
+		next++
+		return p.request(cs[next-1]), true
+	}
+}
+
+// Requests lists the plan's calls in order, as the client sends them.
+func (p *Plan) Requests() []atlas.Request { return p.requests(p.calls) }
+
 // drop removes a call already made (the probe) from the plan.
 func (p *Plan) drop(done atlas.Request) {
-	for i, r := range p.Requests {
-		if r == done {
-			p.Requests = append(p.Requests[:i:i], p.Requests[i+1:]...)
+	for i, c := range p.calls {
+		if p.request(c) == done {
+			p.calls = append(p.calls[:i:i], p.calls[i+1:]...)
 			return
 		}
 	}
 }
 
 // Credits is the most the plan can cost: one credit per call.
-func (p *Plan) Credits() int { return len(p.Requests) }
+func (p *Plan) Credits() int { return len(p.calls) }
 
-// PendingDomains counts the domains with at least one call planned.
+// PendingDomains counts the domains with at least one call planned (a domain's calls are
+// adjacent: BuildPlan's order, which drop keeps).
 func (p *Plan) PendingDomains() int {
-	seen := map[string]bool{}
-	for _, r := range p.Requests {
-		if r.Domain != "" {
-			seen[r.Domain] = true
+	n := 0
+	for i, c := range p.calls {
+		if c != countryCall && (i == 0 || c>>1 != p.calls[i-1]>>1) {
+			n++
 		}
 	}
-	return len(seen)
+	return n
 }
+
+// release drops the plan's calls once the fetch is over (the counts stay).
+func (p *Plan) release() { p.calls = nil }
 
 // BuildPlan lists the calls a snapshot still needs given what the warehouse holds: two per
 // domain not yet loaded, only the missing endpoint of a half-loaded domain, and one for
 // country-metadata if it is not stored for this snapshot. With refresh, everything is planned.
 func BuildPlan(snapshot string, domains []string, state *warehouse.SnapshotState, refresh bool) *Plan {
-	p := &Plan{Snapshot: snapshot, Domains: len(domains), RejectedByAPI: map[string]bool{}}
+	if uint64(len(domains)) >= uint64(countryCall>>1) {
+		panic("pipeline: a watchlist of 2^31 domains") // a call keeps 31 bits of a domain's place
+	}
+	p := &Plan{Snapshot: snapshot, Domains: len(domains), RejectedByAPI: map[string]bool{}, domains: domains}
 	// Sized once: at a million domains, growing by appends left ~100 MB of garbage behind
 	// (the heap the run then keeps).
 	planned := len(domains)
 	if !refresh {
 		planned -= min(planned, len(state.Loaded))
 	}
-	p.Requests = make([]atlas.Request, 0, 1+len(schema.DomainEndpoints)*planned)
+	p.calls = make([]call, 0, 1+len(schema.DomainEndpoints)*planned)
 	if refresh || !state.CountriesLoaded {
 		p.Countries = true
-		p.Requests = append(p.Requests, atlas.Request{Endpoint: schema.EndpointCountries})
+		p.calls = append(p.calls, countryCall)
 	}
-	for _, d := range domains {
+	for i, d := range domains {
 		if !refresh {
 			if state.Loaded[d] {
 				p.Loaded++
@@ -102,7 +174,7 @@ func BuildPlan(snapshot string, domains []string, state *warehouse.SnapshotState
 		missing := 0
 		for _, ep := range schema.DomainEndpoints {
 			if refresh || !stored.Has(ep) {
-				p.Requests = append(p.Requests, atlas.Request{Endpoint: ep, Domain: d})
+				p.calls = append(p.calls, domainCall(i, ep))
 				missing++
 			}
 		}

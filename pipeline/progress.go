@@ -55,23 +55,23 @@ func newProgress(env Env, client Fetcher, estimatedCalls int) *progress {
 }
 
 // plan switches from the estimate to the plan's calls (made after the probe). The calls of a
-// domain are adjacent in plan.Requests (BuildPlan's order, which drop keeps).
+// domain are adjacent in the plan (BuildPlan's order, which drop keeps).
 func (p *progress) plan(plan *Plan) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.month = plan.Snapshot
 	p.loadedBase = plan.Loaded
-	p.calls = p.finishedN + len(plan.Requests)
+	p.calls = p.finishedN + plan.Credits()
 	p.single, p.halfDone = map[string]bool{}, map[string]struct{}{}
 	p.domains, p.domainsOK = 0, 0
-	reqs := plan.Requests
-	for i, r := range reqs {
-		if r.Domain == "" || (i > 0 && reqs[i-1].Domain == r.Domain) {
+	calls := plan.calls
+	for i, c := range calls {
+		if c == countryCall || (i > 0 && calls[i-1]>>1 == c>>1) {
 			continue // country-metadata, or a domain's second call
 		}
 		p.domains++
-		if i+1 == len(reqs) || reqs[i+1].Domain != r.Domain {
-			p.single[r.Domain] = true
+		if i+1 == len(calls) || calls[i+1]>>1 != c>>1 {
+			p.single[plan.request(c).Domain] = true
 		}
 	}
 }

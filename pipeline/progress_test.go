@@ -1,12 +1,15 @@
 package pipeline
 
 import (
-	"sitewatch/pipeline/atlas"
-	"sitewatch/schema"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"sitewatch/pipeline/atlas"
+	"sitewatch/pipeline/warehouse"
+	"sitewatch/schema"
 )
 
 func TestProgressLineFitsTheTerminal(t *testing.T) {
@@ -37,13 +40,20 @@ func TestProgressLineFitsTheTerminal(t *testing.T) {
 func TestProgressCountsDomains(t *testing.T) {
 	p := newProgress(Env{}, nil, 10)
 	p.done("b.example") // the probe: b's overview, dropped from the plan
-	plan := &Plan{Snapshot: "2026-10", Requests: []atlas.Request{
+	state := emptyState()
+	state.Stored["d.example"] = warehouse.Endpoints(1) // half-loaded: its overview is stored
+	plan := BuildPlan("2026-10", []string{"a.example", "b.example", "c.example", "d.example"}, state, false)
+	plan.drop(atlas.Request{Endpoint: schema.EndpointOverview, Domain: "b.example"})
+	want := []atlas.Request{
 		{Endpoint: schema.EndpointCountries},
 		{Endpoint: schema.EndpointOverview, Domain: "a.example"}, {Endpoint: schema.EndpointSimilar, Domain: "a.example"},
 		{Endpoint: schema.EndpointSimilar, Domain: "b.example"},
 		{Endpoint: schema.EndpointOverview, Domain: "c.example"}, {Endpoint: schema.EndpointSimilar, Domain: "c.example"},
-		{Endpoint: schema.EndpointSimilar, Domain: "d.example"}, // half-loaded: its overview is stored
-	}}
+		{Endpoint: schema.EndpointSimilar, Domain: "d.example"},
+	}
+	if got := plan.Requests(); !slices.Equal(got, want) {
+		t.Fatalf("plan = %v, want %v", got, want)
+	}
 	p.plan(plan)
 	if p.domains != 4 || p.calls != 8 { // the probe and the 7 planned calls
 		t.Fatalf("after the plan: %d domains, %d calls; want 4 and 8", p.domains, p.calls)

@@ -400,14 +400,17 @@ func (r *runState) fetch(ctx context.Context, candidate string) error {
 // fetchPlan makes the plan's calls, country-metadata first: alone when the credits might not
 // cover the plan (countries.go), else beside the other calls.
 func (r *runState) fetchPlan(ctx context.Context, handle func(atlas.Result)) error {
-	reqs := r.plan.Requests
+	calls := r.plan.calls
 	if r.countriesAlone() {
-		if err := r.client.FetchAll(ctx, reqs[:1], handle); err != nil {
+		if err := r.client.FetchAll(ctx, r.plan.requests(calls[:1]), handle); err != nil {
 			return err
 		}
-		reqs = reqs[1:]
+		calls = calls[1:]
 	}
-	return r.client.FetchAll(ctx, reqs, handle)
+	if qf, ok := r.client.(queueFetcher); ok && qf.Queueable() {
+		return qf.FetchFrom(ctx, r.plan.queue(calls), handle) // no list of Requests built
+	}
+	return r.client.FetchAll(ctx, r.plan.requests(calls), handle)
 }
 
 // candidateMonth is the month the run expects the API to serve: --snapshot, else the newest
@@ -815,7 +818,7 @@ func (r *runState) finish(ctx context.Context, stopErr error) error {
 // ~280 MB to the run's peak.
 func (r *runState) releaseLoading() {
 	if r.plan != nil {
-		r.plan.Requests = nil
+		r.plan.release()
 	}
 	r.store.ReleaseLoading()
 	debug.FreeOSMemory()
