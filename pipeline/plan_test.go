@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"sitewatch/pipeline/atlas"
+	"sitewatch/pipeline/internal/heapgrowth"
 	"sitewatch/pipeline/warehouse"
 	"sitewatch/schema"
 )
@@ -57,10 +58,12 @@ func TestPlanIsCompact(t *testing.T) {
 	for i := range domains {
 		domains[i] = "domain-" + strconv.Itoa(i) + ".example"
 	}
-	before := liveHeap()
-	plan := BuildPlan("2026-10", domains, emptyState(), false)
-	perCall := float64(liveHeap()-before) / float64(plan.Credits())
-	runtime.KeepAlive(plan)
+	var plan *Plan
+	grown := heapgrowth.Of(func() any {
+		plan = BuildPlan("2026-10", domains, emptyState(), false)
+		return plan
+	})
+	perCall := float64(grown) / float64(plan.Credits())
 	runtime.KeepAlive(domains)
 	if plan.Credits() != 2*n+1 {
 		t.Fatalf("%d calls, want %d", plan.Credits(), 2*n+1)
@@ -69,11 +72,4 @@ func TestPlanIsCompact(t *testing.T) {
 		t.Errorf("the plan holds %.1f bytes a call, want at most 6", perCall)
 	}
 	t.Logf("plan: %.1f bytes a call", perCall)
-}
-
-func liveHeap() uint64 {
-	runtime.GC()
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
-	return m.HeapAlloc
 }

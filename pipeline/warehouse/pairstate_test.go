@@ -4,6 +4,8 @@ import (
 	"runtime"
 	"strconv"
 	"testing"
+
+	"sitewatch/pipeline/internal/heapgrowth"
 )
 
 // TestPairStateHalves: each half keeps its own stored flag and run, whatever the other holds,
@@ -44,23 +46,17 @@ func TestPairIndexEntrySize(t *testing.T) {
 	for i := range domains {
 		domains[i] = "domain-" + strconv.Itoa(i) + ".example"
 	}
-	before := liveHeap()
-	idx := map[string]pairState{}
-	for _, d := range domains {
-		idx[d] = idx[d].with(0, 1).with(1, 1)
-	}
-	perEntry := float64(liveHeap()-before) / n
-	runtime.KeepAlive(idx)
+	grown := heapgrowth.Of(func() any {
+		idx := map[string]pairState{}
+		for _, d := range domains {
+			idx[d] = idx[d].with(0, 1).with(1, 1)
+		}
+		return idx
+	})
+	perEntry := float64(grown) / n
 	runtime.KeepAlive(domains)
 	if perEntry > 48 {
 		t.Errorf("the pair index takes %.0f bytes a domain, want at most 48", perEntry)
 	}
 	t.Logf("pair index: %.1f bytes a domain", perEntry)
-}
-
-func liveHeap() uint64 {
-	runtime.GC()
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
-	return m.HeapAlloc
 }
