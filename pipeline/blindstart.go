@@ -79,11 +79,11 @@ func (r *runState) fetchHoldingBack(ctx context.Context, gate *blindGate, handle
 	}
 	rest, last, ok := holdBackOverview(calls)
 	if !ok || !r.mayNotCover(int64(len(calls))) {
-		return r.fetchGated(ctx, gate, calls, handle)
+		return r.fetchCalls(ctx, gate, calls, handle)
 	}
 	closer := r.plan.request(last)
 	failed := 0
-	err := r.fetchGated(ctx, gate, rest, func(res atlas.Result) {
+	err := r.fetchCalls(ctx, gate, rest, func(res atlas.Result) {
 		if res.Err != nil && !isRejection(res.Err) {
 			failed++
 		}
@@ -245,11 +245,16 @@ type queueFetcher interface {
 	Stopped() <-chan struct{}
 }
 
-// fetchGated fetches calls through the gate when the fetcher takes a queue, else in order.
-func (r *runState) fetchGated(ctx context.Context, gate *blindGate, calls []call, handle func(atlas.Result)) error {
+// fetchCalls fetches calls from a queue when the fetcher takes one (one credit source; no
+// list of Requests is built), through gate unless it is nil; else as a list, in order.
+func (r *runState) fetchCalls(ctx context.Context, gate *blindGate, calls []call, handle func(atlas.Result)) error {
 	qf, ok := r.client.(queueFetcher)
 	if !ok || !qf.Queueable() {
 		return r.client.FetchAll(ctx, r.plan.requests(calls), handle)
 	}
-	return qf.FetchFrom(ctx, gate.queue(ctx, qf.Stopped(), r.plan, calls), handle)
+	next := r.plan.queue(calls)
+	if gate != nil {
+		next = gate.queue(ctx, qf.Stopped(), r.plan, calls)
+	}
+	return qf.FetchFrom(ctx, next, handle)
 }

@@ -76,6 +76,9 @@ func (c call) endpoint() schema.Endpoint {
 	return schema.EndpointOverview
 }
 
+// sameDomain says whether c and o are calls of one domain (country-metadata is of none).
+func (c call) sameDomain(o call) bool { return c != countryCall && o != countryCall && c>>1 == o>>1 }
+
 // request is c as the client sends it.
 func (p *Plan) request(c call) atlas.Request {
 	if c == countryCall {
@@ -126,7 +129,7 @@ func (p *Plan) Credits() int { return len(p.calls) }
 func (p *Plan) PendingDomains() int {
 	n := 0
 	for i, c := range p.calls {
-		if c != countryCall && (i == 0 || c>>1 != p.calls[i-1]>>1) {
+		if c != countryCall && (i == 0 || !c.sameDomain(p.calls[i-1])) {
 			n++
 		}
 	}

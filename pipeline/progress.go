@@ -66,11 +66,11 @@ func (p *progress) plan(plan *Plan) {
 	p.domains, p.domainsOK = 0, 0
 	calls := plan.calls
 	for i, c := range calls {
-		if c == countryCall || (i > 0 && calls[i-1]>>1 == c>>1) {
+		if c == countryCall || (i > 0 && calls[i-1].sameDomain(c)) {
 			continue // country-metadata, or a domain's second call
 		}
 		p.domains++
-		if i+1 == len(calls) || calls[i+1]>>1 != c>>1 {
+		if i+1 == len(calls) || !calls[i+1].sameDomain(c) {
 			p.single[plan.request(c).Domain] = true
 		}
 	}

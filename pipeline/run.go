@@ -407,10 +407,7 @@ func (r *runState) fetchPlan(ctx context.Context, handle func(atlas.Result)) err
 		}
 		calls = calls[1:]
 	}
-	if qf, ok := r.client.(queueFetcher); ok && qf.Queueable() {
-		return qf.FetchFrom(ctx, r.plan.queue(calls), handle) // no list of Requests built
-	}
-	return r.client.FetchAll(ctx, r.plan.requests(calls), handle)
+	return r.fetchCalls(ctx, nil, calls, handle)
 }
 
 // candidateMonth is the month the run expects the API to serve: --snapshot, else the newest
