@@ -8,6 +8,8 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -244,14 +246,33 @@ func (es Errors) Unwrap() []error {
 // (ATLAS_BASE_URL overrides api.base_url, SITEWATCH_WEBHOOK_URL notify.webhook_url). Every
 // error is a *Error or an Errors.
 func Load(path string, getenv func(string) string) (*Config, error) {
-	data, err := os.ReadFile(path)
+	text, err := readText(path)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, &Error{Path: path, Msg: "config file not found (pass --config FILE, or run from the directory holding domains.yaml)"}
 		}
 		return nil, &Error{Path: path, Msg: err.Error()}
 	}
-	return Parse(path, data, getenv)
+	return parseText(path, text, getenv)
+}
+
+// readText reads the file at path into a string without a second copy (os.ReadFile and a
+// conversion would hold two): the watchlist's domains are substrings of it for the whole
+// command, 21 MB for a million domains.
+func readText(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer func() { _ = f.Close() }() // read only
+	var b strings.Builder
+	if info, err := f.Stat(); err == nil && info.Size() < math.MaxInt32 {
+		b.Grow(int(info.Size()) + 1) // +1: io.Copy's last read finds EOF without growing
+	}
+	if _, err := io.Copy(&b, f); err != nil {
+		return "", err
+	}
+	return b.String(), nil
 }
 
 // problems collects the errors of one file.
@@ -276,16 +297,21 @@ func (p *problems) err() error {
 // Parse validates config text; path is used for messages and to resolve relative paths. It
 // reports every problem it finds, not only the first: an Errors of *Error, each with its line.
 func Parse(path string, data []byte, getenv func(string) string) (*Config, error) {
+	return parseText(path, string(data), getenv)
+}
+
+// parseText is Parse of the file's text, which the watchlist's domains share.
+func parseText(path, text string, getenv func(string) string) (*Config, error) {
 	p := &problems{path: path}
-	if !checkUTF8(p, data) {
+	if !checkUTF8(p, text) {
 		return nil, p.err()
 	}
-	if rest, domains, lines, ok := splitDomains(data); ok {
+	if rest, domains, lines, ok := splitDomains(text); ok {
 		if cfg, parsed, err := parseRest(path, rest, getenv, domains, lines); parsed {
 			return cfg, err
 		}
 	}
-	return parseWhole(path, data, getenv)
+	return parseWhole(path, text, getenv)
 }
 
 // parseRest parses rest, the config with its watchlist taken out by splitDomains, and puts the
@@ -300,13 +326,13 @@ func parseRest(path string, rest []byte, getenv func(string) string, domains []s
 	return cfg, true, err
 }
 
-// parseWhole parses data as one YAML document, the watchlist with it.
-func parseWhole(path string, data []byte, getenv func(string) string) (*Config, error) {
+// parseWhole parses text as one YAML document, the watchlist with it.
+func parseWhole(path, text string, getenv func(string) string) (*Config, error) {
 	p := &problems{path: path}
 	var root yaml.Node
-	if err := yaml.NewDecoder(bytes.NewReader(data)).Decode(&root); err != nil {
-		if !checkTabs(p, data) {
-			yamlSyntax(p, data, err)
+	if err := yaml.NewDecoder(strings.NewReader(text)).Decode(&root); err != nil {
+		if !checkTabs(p, text) {
+			yamlSyntax(p, text, err)
 		}
 		return nil, p.err()
 	}
@@ -337,10 +363,13 @@ func decodeRoot(path string, root *yaml.Node, getenv func(string) string, addDom
 
 // checkUTF8 reports every line holding a byte that is not UTF-8 (yaml would refuse the whole
 // file without a line).
-func checkUTF8(p *problems, data []byte) bool {
+func checkUTF8(p *problems, text string) bool {
+	if utf8.ValidString(text) {
+		return true // without splitting a million-line file into lines (24 MB)
+	}
 	ok := true
-	for i, line := range bytes.Split(data, []byte("\n")) {
-		if !utf8.Valid(line) {
+	for i, line := range strings.Split(text, "\n") {
+		if !utf8.ValidString(line) {
 			p.add(i+1, "not valid UTF-8 (byte 0x%02x); save the file as UTF-8", firstInvalidByte(line))
 			ok = false
 		}
@@ -350,9 +379,9 @@ func checkUTF8(p *problems, data []byte) bool {
 
 // checkTabs reports lines indented with a tab, which YAML forbids (yaml's own message names a
 // neighbouring line). It is consulted only when the file does not parse.
-func checkTabs(p *problems, data []byte) bool {
+func checkTabs(p *problems, text string) bool {
 	found := false
-	for i, line := range strings.Split(string(data), "\n") {
+	for i, line := range strings.Split(text, "\n") {
 		indent := line[:len(line)-len(strings.TrimLeft(line, " \t"))]
 		if strings.Contains(indent, "\t") {
 			p.add(i+1, "indented with a tab; YAML indentation must use spaces")
@@ -362,9 +391,9 @@ func checkTabs(p *problems, data []byte) bool {
 	return found
 }
 
-func firstInvalidByte(line []byte) byte {
+func firstInvalidByte(line string) byte {
 	for len(line) > 0 {
-		r, size := utf8.DecodeRune(line)
+		r, size := utf8.DecodeRuneInString(line)
 		if r == utf8.RuneError && size <= 1 {
 			return line[0]
 		}

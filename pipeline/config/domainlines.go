@@ -1,31 +1,26 @@
 package config
 
 import (
-	"bytes"
 	"math"
 	"strings"
 )
 
 // splitDomains takes a top-level `domains:` block written the usual way (one plain domain per
-// `- ` line) out of data before it is parsed as YAML. The YAML parser builds a node per item:
+// `- ` line) out of text before it is parsed as YAML. The YAML parser builds a node per item:
 // for a watchlist of a million domains that was ~340 MB of memory in every command, which
 // set the peak of a `publish` or a `restore` (issue 34). Here the items are read line by
-// line into substrings of one copy of the file.
+// line into substrings of the file's text (one copy, read by Load).
 //
-// rest is data with the block's items blanked (line numbers stay) and its key as
+// rest is text with the block's items blanked (line numbers stay) and its key as
 // `domains: []`; domains and lines are the items as the YAML parser reads them (a null item
-// as ""). ok is false — and the caller parses data whole — unless data holds exactly one such
+// as ""). ok is false — and the caller parses text whole — unless text holds exactly one such
 // block of items on single lines at one indentation, each a plain scalar with no YAML syntax in
 // it, with nothing but blank lines and comments between them.
-func splitDomains(data []byte) (rest []byte, domains []string, lines []int32, ok bool) {
-	if bytes.IndexByte(data, '\r') >= 0 {
-		return nil, nil, nil, false
+func splitDomains(text string) (rest []byte, domains []string, lines []int32, ok bool) {
+	if strings.IndexByte(text, '\r') >= 0 || len(text) >= math.MaxInt32 {
+		return nil, nil, nil, false // offsets and lines are kept in 32 bits
 	}
-	text := string(data) // the domains are substrings of this one copy
 	all := lineStarts(text)
-	if len(all) > math.MaxInt32 {
-		return nil, nil, nil, false // lines are kept in 32 bits
-	}
 	line := func(i int) string { return strings.TrimSuffix(text[all[i]:all[i+1]], "\n") }
 	key := -1
 	for i := range len(all) - 1 {
@@ -68,7 +63,7 @@ func splitDomains(data []byte) (rest []byte, domains []string, lines []int32, ok
 		return nil, nil, nil, false // `domains:` with no item: the parser's message says why
 	}
 	// The rest keeps every other line where it was: the block's lines become empty ones.
-	rest = make([]byte, 0, all[key]+len("domains: []\n")+(end-key)+len(text)-all[end])
+	rest = make([]byte, 0, int(all[key])+len("domains: []\n")+(end-key)+len(text)-int(all[end]))
 	rest = append(rest, text[:all[key]]...)
 	rest = append(rest, "domains: []\n"...)
 	rest = append(rest, strings.Repeat("\n", end-key-1)...)
@@ -76,19 +71,19 @@ func splitDomains(data []byte) (rest []byte, domains []string, lines []int32, ok
 	return rest, domains, lines, true
 }
 
-// lineStarts returns the offset of each line of text and, last, len(text): line i is
-// text[starts[i]:starts[i+1]].
-func lineStarts(text string) []int {
-	starts := make([]int, 0, strings.Count(text, "\n")+2)
+// lineStarts returns the offset of each line of text (shorter than 2 GiB) and, last,
+// len(text): line i is text[starts[i]:starts[i+1]].
+func lineStarts(text string) []int32 {
+	starts := make([]int32, 0, strings.Count(text, "\n")+2)
 	for at := 0; at < len(text); {
-		starts = append(starts, at)
+		starts = append(starts, int32(at))
 		next := strings.IndexByte(text[at:], '\n')
 		if next < 0 {
 			break
 		}
 		at += next + 1
 	}
-	return append(starts, len(text))
+	return append(starts, int32(len(text)))
 }
 
 // isDomainsKey says whether line is `domains:` alone (a comment may follow).
@@ -118,7 +113,7 @@ func plainItem(s string) (value string, simple bool) {
 
 // oneDocument says whether the key at line key is in the first (or only) YAML document, the
 // one the parser reads, and no document follows: at most a `---` before it, none after.
-func oneDocument(text string, all []int, key int) bool {
+func oneDocument(text string, all []int32, key int) bool {
 	starts := 0
 	for i := range len(all) - 1 {
 		switch l := text[all[i]:all[i+1]]; {

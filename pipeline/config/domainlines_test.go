@@ -53,7 +53,7 @@ func TestWatchlistReadApartReadsAsYAML(t *testing.T) {
 	getenv := func(string) string { return "" }
 	for name, text := range cases {
 		t.Run(name, func(t *testing.T) {
-			whole, wholeErr := parseWhole("domains.yaml", []byte(text), getenv)
+			whole, wholeErr := parseWhole("domains.yaml", text, getenv)
 			got, gotErr := Parse("domains.yaml", []byte(text), getenv)
 			if fmt.Sprint(gotErr) != fmt.Sprint(wholeErr) {
 				t.Fatalf("error %v, the parser's %v", gotErr, wholeErr)
@@ -90,12 +90,49 @@ func TestLargeWatchlistParsesInLittleMemory(t *testing.T) {
 		return after.TotalAlloc - before.TotalAlloc, cfg
 	}
 	apart, cfg := allocated(Parse)
-	whole, _ := allocated(parseWhole)
+	whole, _ := allocated(func(path string, data []byte, getenv func(string) string) (*Config, error) {
+		return parseWhole(path, string(data), getenv)
+	})
 	if len(cfg.Domains) != 200_000 || cfg.DomainLine(199_999) != 200_005 {
 		t.Fatalf("%d domains, the last at line %d; want 200000 at line 200005", len(cfg.Domains), cfg.DomainLine(199_999))
 	}
 	t.Logf("a %d-byte watchlist: %d bytes allocated read apart, %d by the YAML parser", len(data), apart, whole)
 	if apart*3 > whole {
 		t.Errorf("reading the watchlist apart allocated %d bytes, the YAML parser %d: want at most a third", apart, whole)
+	}
+}
+
+// TestLoadHoldsOneCopyOfTheFile: Load of a 200,000-domain watchlist allocates the file's text
+// once (the domains are substrings of it) and ~24 bytes a domain (its string header, its line,
+// its line's offset); it held the file twice and split it into a slice of lines (24 bytes a
+// line) on the way, which set the peak of `publish` at a million domains (issue 34).
+func TestLoadHoldsOneCopyOfTheFile(t *testing.T) {
+	const n = 200_000
+	var b strings.Builder
+	b.WriteString("api:\n  base_url: http://127.0.0.1:1\nwarehouse:\n  duckdb: d.duckdb\ndomains:\n")
+	for i := range n {
+		fmt.Fprintf(&b, "  - site-%d.example\n", i)
+	}
+	path := filepath.Join(t.TempDir(), "domains.yaml")
+	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	cfg, err := Load(path, func(string) string { return "" })
+	runtime.ReadMemStats(&after)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Domains) != n || cfg.Domains[n-1] != fmt.Sprintf("site-%d.example", n-1) {
+		t.Fatalf("%d domains, the last %q", len(cfg.Domains), cfg.Domains[len(cfg.Domains)-1])
+	}
+	allocated := after.TotalAlloc - before.TotalAlloc
+	bound := uint64(b.Len()) + 32*n + 256<<10
+	t.Logf("a %d-byte watchlist of %d domains: Load allocated %d bytes (%.2f× the file; bound %d)",
+		b.Len(), n, allocated, float64(allocated)/float64(b.Len()), bound)
+	if allocated > bound {
+		t.Errorf("Load allocated %d bytes for a %d-byte file of %d domains: want at most %d (the file once, 32 bytes a domain)", allocated, b.Len(), n, bound)
 	}
 }

@@ -14,8 +14,8 @@ import (
 // file (an unclosed quote on line 1 of a 16-line file was reported on line 16). The first line
 // at which the file's beginning stops parsing is where the problem is; it is found by bisection,
 // so a 100,000-line watchlist costs about 17 parses.
-func yamlSyntax(p *problems, data []byte, err error) {
-	lines := strings.SplitAfter(string(data), "\n")
+func yamlSyntax(p *problems, text string, err error) {
+	lines := strings.SplitAfter(text, "\n")
 	fails := func(n int) bool {
 		var node yaml.Node
 		return yaml.Unmarshal([]byte(strings.Join(lines[:n], "")), &node) != nil
