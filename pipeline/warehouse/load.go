@@ -85,16 +85,16 @@ func (w *Warehouse) insertRecord(ctx context.Context, t flatten.Table, rec arrow
 	viewRegistrations.Add(1)
 	rdr := newOnceReader(rec)
 	defer rdr.drop()
-	release, err := w.ar.RegisterView(rdr, view)
+	av, err := registerArrowView(w.loadCon, rdr, view)
 	if err != nil {
-		return fmt.Errorf("insert into %s: register Arrow view: %w", t.Name, err)
+		return fmt.Errorf("insert into %s: %w", t.Name, err)
 	}
 	cols := quotedColumns(t)
 	_, err = w.load.ExecContext(ctx, fmt.Sprintf(`INSERT INTO %s (%s) SELECT %s FROM %s`, t.Name, cols, cols, view))
 	// Drop even when the insert failed; in an aborted transaction the drop fails too, and the
 	// caller's rollback removes the view.
 	_, derr := w.load.ExecContext(context.Background(), `DROP VIEW IF EXISTS `+view)
-	release()
+	releasedSchemas.Add(int64(av.release()))
 	if err != nil {
 		return fmt.Errorf("insert into %s: %w", t.Name, err)
 	}
@@ -179,16 +179,16 @@ func (r *onceReader) drop() {
 }
 
 // arrowViewMinRows is the fewest rows loaded through an Arrow view; smaller records go in as
-// INSERT … VALUES with parameters. DuckDB 1.1.2 never frees the Arrow schema it imports each
-// time it binds a registered view (C strings and structs allocated by cgo, ~6 KB of glibc
-// memory per registration), and a run registers one view per table per commit, so at 10
-// calls/s a run grew by ~18 MB a minute whatever its size. With this bound every registration
-// carries at least this many rows, so what leaks is bounded by the rows a run loads, not by
-// how long it takes (docs/warehouse-internals.md, "Arrow views"). A variable for tests.
+// INSERT … VALUES with parameters. The bound was set when every registration leaked the Arrow
+// schemas DuckDB 1.1.2 imports (~8.5 KB of C memory a view, registerArrowView now frees them):
+// a slow run commits a few rows at a time, and a view per table per commit grew such a run by
+// ~18 MB a minute. It stays because a view costs more than a few parameterized rows
+// (docs/warehouse-internals.md, "Arrow views"). A variable for tests.
 var arrowViewMinRows int64 = 512
 
-// viewRegistrations counts the Arrow views registered by this process (each leaks, above).
-var viewRegistrations atomic.Int64
+// viewRegistrations counts the Arrow views registered by this process, releasedSchemas the
+// Arrow schemas DuckDB took from them and registerArrowView's release freed.
+var viewRegistrations, releasedSchemas atomic.Int64
 
 // maxValuesParams bounds the parameters of one INSERT … VALUES statement.
 const maxValuesParams = 256

@@ -12,6 +12,8 @@ extern int duckdb_je_mallctl(const char *name, void *oldp, size_t *oldlenp, void
 
 static void sitewatch_limit_arenas(void) { mallopt(M_ARENA_MAX, 2); }
 
+static size_t sitewatch_glibc_in_use(void) { return mallinfo2().uordblks; }
+
 static void sitewatch_release_native(void) {
 	if (duckdb_je_mallctl) {
 		// MALLCTL_ARENAS_ALL (4096): purge the dirty pages of every jemalloc arena.
@@ -32,3 +34,7 @@ func init() { C.sitewatch_limit_arenas() }
 // pages (DuckDB's buffers) and glibc's free heap tops and whole free pages (its C++ objects).
 // It takes a few milliseconds at most.
 func releaseNativeMemory() { C.sitewatch_release_native() }
+
+// glibcInUse is the memory glibc's malloc has handed out and not had back (mallinfo2's
+// uordblks): DuckDB's C++ objects and cgo's allocations, not DuckDB's jemalloc or Go's heap.
+func glibcInUse() (bytes uint64, ok bool) { return uint64(C.sitewatch_glibc_in_use()), true }

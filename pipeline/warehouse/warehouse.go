@@ -20,6 +20,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/apache/arrow/go/v17/arrow/memory"
 	"github.com/marcboeker/go-duckdb"
@@ -91,9 +92,9 @@ type Warehouse struct {
 	mem  memory.Allocator
 	db   *sql.DB
 
-	mu   sync.Mutex // serializes every write: one transaction at a time on load
-	load *sql.Conn  // the connection every write transaction runs on
-	ar   *duckdb.Arrow
+	mu      sync.Mutex     // serializes every write: one transaction at a time on load
+	load    *sql.Conn      // the connection every write transaction runs on
+	loadCon unsafe.Pointer // its DuckDB C handle, for registerArrowView
 	// read is a second connection for streaming raw bodies during a rebuild (under mu).
 	read   *sql.Conn
 	readAr *duckdb.Arrow
@@ -230,7 +231,18 @@ func (w *Warehouse) startWriter() {
 
 func (w *Warehouse) openLoadConn(ctx context.Context) error {
 	var err error
-	if w.load, w.ar, err = w.arrowConn(ctx); err != nil {
+	if w.load, err = w.db.Conn(ctx); err != nil {
+		return fmt.Errorf("load connection: %w", err)
+	}
+	err = w.load.Raw(func(dc any) error {
+		c, ok := dc.(driver.Conn)
+		if !ok {
+			return fmt.Errorf("driver connection is %T, not a driver.Conn", dc)
+		}
+		w.loadCon, err = duckdbConn(c)
+		return err
+	})
+	if err != nil {
 		return fmt.Errorf("load connection: %w", err)
 	}
 	if w.read, w.readAr, err = w.arrowConn(ctx); err != nil {

@@ -685,8 +685,8 @@ func TestEndpoints(t *testing.T) {
 }
 
 // TestSmallBatchesRegisterNoView: answers committed a few at a time (a slow run) load without
-// registering a single Arrow view, whose imported schema DuckDB never frees; with the bound
-// lowered, the same answers do register views (so the count is live).
+// registering a single Arrow view (a view costs more than a few parameterized rows); with the
+// bound lowered, the same answers do register views (so the count is live).
 func TestSmallBatchesRegisterNoView(t *testing.T) {
 	stored := func() {
 		w := testWarehouse(t, "")
