@@ -12,7 +12,7 @@ import (
 // TestArrowViewsFreeWhatDuckDBTook: every Arrow view a load registers gives back the schemas
 // DuckDB 1.1.2 took from its stream and never released (at least two a view: duckdb_arrow_scan's
 // and the bind of the INSERT), so C memory no longer grows by ~6 KB a view. go-duckdb's
-// RegisterView leaked them: 3,600 views grew glibc's in-use memory by ~20 MB.
+// RegisterView leaked them: 3,188 views grew glibc's in-use memory by 27 MB (8.5 KB a view).
 func TestArrowViewsFreeWhatDuckDBTook(t *testing.T) {
 	defer func(prev int64) { arrowViewMinRows = prev }(arrowViewMinRows)
 	arrowViewMinRows = 1 // every table's rows through a view
@@ -23,7 +23,7 @@ func TestArrowViewsFreeWhatDuckDBTook(t *testing.T) {
 	}
 	defer func() { _ = w.Close() }()
 	gen := atlastest.NewGenerator(1, snap)
-	domains := atlastest.Domains(340)
+	domains := atlastest.Domains(140)
 	store := func(ds []string) {
 		for _, d := range ds {
 			for _, ep := range schema.DomainEndpoints {
@@ -48,8 +48,8 @@ func TestArrowViewsFreeWhatDuckDBTook(t *testing.T) {
 	releaseNativeMemory()
 	glibcAfter, _ := glibcInUse()
 	views, schemas = viewRegistrations.Load()-views, releasedSchemas.Load()-schemas
-	if views < 3000 {
-		t.Fatalf("300 commits registered %d Arrow views, want one per table with rows each (≥3,000)", views)
+	if views < 1000 {
+		t.Fatalf("100 commits registered %d Arrow views, want one per table with rows each (≥1,000)", views)
 	}
 	if schemas < 2*views {
 		t.Errorf("%d Arrow views gave back %d schemas, want at least two each (duckdb_arrow_scan's and the INSERT's bind)", views, schemas)
