@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"sitewatch/pipeline/atlas"
+	"sitewatch/pipeline/warehouse"
 	"sitewatch/schema"
 )
 
@@ -143,14 +144,11 @@ func (r *runState) dropUnconfirmed(ctx context.Context, held []atlas.Result, why
 // names another month the site-similar answers are not stored (month_unknown, as for any
 // broken bracket) and the run reports the turn. The newest overview must be younger than
 // dateTrust, so a month turn in between (which would waste those answers) stays unlikely;
-// older months are probed as before. It says whether it ran the fetch.
-func (r *runState) resumeBracket(ctx context.Context, candidate string) (bool, error) {
+// older months are probed as before. state is what the warehouse holds of candidate. It says
+// whether it ran the fetch.
+func (r *runState) resumeBracket(ctx context.Context, candidate string, state *warehouse.SnapshotState) (bool, error) {
 	if candidate == "" || r.opts.Refresh || r.opts.Snapshot != "" {
 		return false, nil // with --snapshot a month other than it must store nothing: probe first
-	}
-	state, err := r.store.State(ctx, candidate)
-	if err != nil {
-		return false, err
 	}
 	plan := BuildPlan(candidate, r.wl.Domains, state, false)
 	closer, ok := soleOverview(plan)

@@ -64,25 +64,11 @@ func withBucket(ctx context.Context, env Env, opts RunOptions, domains []string,
 // warehouse (a domain with both answers is loaded by the pull's rebuild), and how many of
 // peek's answers state lacked.
 func mergeState(state *warehouse.SnapshotState, peek BucketPeek, domains []string) (*warehouse.SnapshotState, int64) {
-	held := int64(0)
-	for _, eps := range state.Stored {
-		for _, ep := range schema.DomainEndpoints {
-			if eps.Has(ep) {
-				held++
-			}
-		}
-	}
-	if state.CountriesLoaded {
-		held++
-	}
+	held := int64(storedAnswers(state))
 	out := emptyState()
 	out.CountriesLoaded = state.CountriesLoaded
-	for d, eps := range state.Stored {
-		out.Stored[d] = eps
-	}
-	for d := range state.Loaded {
-		out.Loaded[d] = true
-	}
+	state.EachStored(out.AddStored)
+	state.EachLoaded(out.SetLoaded)
 	for d, code := range state.Rejected {
 		out.Rejected[d] = code
 	}
@@ -91,7 +77,7 @@ func mergeState(state *warehouse.SnapshotState, peek BucketPeek, domains []strin
 		out.CountriesLoaded = true
 		for _, d := range domains {
 			if _, rejected := out.Rejected[d]; !rejected {
-				out.Loaded[d] = true
+				out.SetLoaded(d)
 			}
 		}
 		return out, max(peek.Answers-held, 0)
@@ -101,17 +87,17 @@ func mergeState(state *warehouse.SnapshotState, peek BucketPeek, domains []strin
 		out.CountriesLoaded = true
 		lacking++
 	}
-	for d, eps := range peek.State.Stored {
+	peek.State.EachStored(func(d string, eps warehouse.Endpoints) {
 		for _, ep := range schema.DomainEndpoints {
-			if eps.Has(ep) && !out.Stored[d].Has(ep) {
-				out.Stored[d] = out.Stored[d].With(ep)
+			if eps.Has(ep) && !out.Stored(d).Has(ep) {
 				lacking++
 			}
 		}
-		if out.Stored[d].Both() {
-			out.Loaded[d] = true
+		out.AddStored(d, eps)
+		if out.Stored(d).Both() {
+			out.SetLoaded(d)
 		}
-	}
+	})
 	for d, code := range peek.State.Rejected {
 		if _, ok := out.Rejected[d]; !ok {
 			out.Rejected[d] = code

@@ -189,12 +189,12 @@ func storedAnswers(state *warehouse.SnapshotState) int {
 	if state.CountriesLoaded {
 		n++
 	}
-	for _, eps := range state.Stored {
+	state.EachStored(func(_ string, eps warehouse.Endpoints) {
 		for _, ep := range schema.DomainEndpoints {
 			if eps.Has(ep) {
 				n++
 			}
 		}
-	}
+	})
 	return n
 }

@@ -41,7 +41,7 @@ func (p *Plan) Complete(state *warehouse.SnapshotState, domains []string) bool {
 		return false
 	}
 	for _, d := range domains {
-		if _, rejected := state.Rejected[d]; !state.Loaded[d] && !rejected {
+		if _, rejected := state.Rejected[d]; !state.Loaded(d) && !rejected {
 			return false
 		}
 	}
@@ -151,7 +151,7 @@ func BuildPlan(snapshot string, domains []string, state *warehouse.SnapshotState
 	// (the heap the run then keeps).
 	planned := len(domains)
 	if !refresh {
-		planned -= min(planned, len(state.Loaded))
+		planned -= min(planned, state.LoadedCount())
 	}
 	p.calls = make([]call, 0, 1+len(schema.DomainEndpoints)*planned)
 	if refresh || !state.CountriesLoaded {
@@ -160,7 +160,7 @@ func BuildPlan(snapshot string, domains []string, state *warehouse.SnapshotState
 	}
 	for i, d := range domains {
 		if !refresh {
-			if state.Loaded[d] {
+			if state.Loaded(d) {
 				p.Loaded++
 				continue
 			}
@@ -169,7 +169,7 @@ func BuildPlan(snapshot string, domains []string, state *warehouse.SnapshotState
 				continue
 			}
 		}
-		stored := state.Stored[d]
+		stored := state.Stored(d)
 		if !refresh && stored.Both() {
 			p.Unloadable++ // both bodies paid for but not loadable: fetching again buys the same
 			continue

@@ -16,9 +16,9 @@ import (
 // (only the missing one of a half-loaded domain), loaded and rejected domains skipped.
 func TestPlanOrderAndCounts(t *testing.T) {
 	state := emptyState()
-	state.Loaded["b.example"] = true
+	state.SetLoaded("b.example")
 	state.Rejected["c.example"] = "invalid_domain"
-	state.Stored["e.example"] = warehouse.Endpoints(2) // its site-similar body is stored
+	state.AddStored("e.example", warehouse.Endpoints(2)) // its site-similar body is stored
 	plan := BuildPlan("2026-10", []string{"a.example", "b.example", "c.example", "d.example", "e.example"}, state, false)
 	want := []atlas.Request{
 		{Endpoint: schema.EndpointCountries},

@@ -274,9 +274,7 @@ func planOf(month string, state *warehouse.SnapshotState, domains []string, refr
 	return plan
 }
 
-func emptyState() *warehouse.SnapshotState {
-	return &warehouse.SnapshotState{Stored: map[string]warehouse.Endpoints{}, Loaded: map[string]bool{}, Rejected: map[string]string{}}
-}
+func emptyState() *warehouse.SnapshotState { return warehouse.NewSnapshotState() }
 
 func (e Env) WithDefaults() Env {
 	if e.Now == nil {
@@ -372,12 +370,18 @@ func (r *runState) fetch(ctx context.Context, candidate string) error {
 	if r.blindStart(candidate) {
 		return r.fetchBlind(ctx) // blindstart.go: nothing held, no lone probe needed
 	}
-	if resumed, err := r.resumeBracket(ctx, candidate); resumed || err != nil {
-		return err // bracket.go resumeBracket: one lacking overview closes the bracket, none paid twice
-	}
-	if err := r.probe(ctx, candidate); err != nil || r.upToDate || r.mismatch != nil {
+	// Read once for both: a million domains' state takes seconds and ~100 MB to build.
+	held, err := r.candidateState(ctx, candidate)
+	if err != nil {
 		return err
 	}
+	if resumed, err := r.resumeBracket(ctx, candidate, held); resumed || err != nil {
+		return err // bracket.go resumeBracket: one lacking overview closes the bracket, none paid twice
+	}
+	if err := r.probe(ctx, candidate, held); err != nil || r.upToDate || r.mismatch != nil {
+		return err
+	}
+	// The probe stored its answer (and named the month): the plan reads the month again.
 	state, err := r.store.State(ctx, r.months.Month())
 	if err != nil {
 		return fmt.Errorf("read snapshot %s state: %w", r.months.Month(), err)
@@ -410,6 +414,18 @@ func (r *runState) fetchPlan(ctx context.Context, handle func(atlas.Result)) err
 	return r.fetchCalls(ctx, nil, calls, handle)
 }
 
+// candidateState is what the warehouse holds of candidate, nothing when there is none.
+func (r *runState) candidateState(ctx context.Context, candidate string) (*warehouse.SnapshotState, error) {
+	if candidate == "" {
+		return emptyState(), nil
+	}
+	state, err := r.store.State(ctx, candidate)
+	if err != nil {
+		return nil, fmt.Errorf("read snapshot %s state: %w", candidate, err)
+	}
+	return state, nil
+}
+
 // candidateMonth is the month the run expects the API to serve: --snapshot, else the newest
 // month held (most likely still served while it is incomplete).
 func (r *runState) candidateMonth(ctx context.Context) (string, error) {
@@ -425,14 +441,7 @@ func (r *runState) candidateMonth(ctx context.Context) (string, error) {
 // data whenever the API still serves that month. Then it decides: a month other than
 // --snapshot stores nothing (mismatch); a month already complete stores nothing (up to
 // date); otherwise the probe's answer is stored and the run goes on.
-func (r *runState) probe(ctx context.Context, candidate string) error {
-	state := emptyState()
-	if candidate != "" {
-		var err error
-		if state, err = r.store.State(ctx, candidate); err != nil {
-			return fmt.Errorf("read snapshot %s state: %w", candidate, err)
-		}
-	}
+func (r *runState) probe(ctx context.Context, candidate string, state *warehouse.SnapshotState) error {
 	lacking, held := probeOrder(r.wl.Domains, state)
 	if len(lacking) == 0 {
 		if trusted, err := r.trustCandidate(ctx, candidate, state); err != nil || trusted {
@@ -508,7 +517,7 @@ func (r *runState) adoptIfRecent(ctx context.Context, candidate string) (newest 
 func probeOrder(domains []string, state *warehouse.SnapshotState) (lacking, held []string) {
 	out := make([]string, 0, len(domains))
 	for _, d := range domains {
-		if state.Stored[d].Has(schema.EndpointOverview) || state.Loaded[d] {
+		if state.Stored(d).Has(schema.EndpointOverview) || state.Loaded(d) {
 			held = append(held, d)
 			continue
 		}
@@ -838,7 +847,7 @@ func (r *runState) export(ctx context.Context, stored bool) error {
 	}
 	if r.sum.TurnedTo != "" {
 		if st, err := r.store.State(ctx, r.sum.TurnedTo); err == nil {
-			r.sum.TurnedLoaded, r.sum.TurnedAnswers = len(st.Loaded), storedAnswers(st)
+			r.sum.TurnedLoaded, r.sum.TurnedAnswers = st.LoadedCount(), storedAnswers(st)
 		}
 	}
 	return nil

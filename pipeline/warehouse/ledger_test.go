@@ -77,16 +77,16 @@ func TestRefreshPairsOneRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Loaded["a.example"] {
+	if st.Loaded("a.example") {
 		t.Fatal("a refreshed overview was loaded beside the previous run's similar-sites answer")
 	}
-	if st.Stored["a.example"].Has(schema.EndpointSimilar) || !st.Stored["a.example"].Has(schema.EndpointOverview) {
-		t.Fatalf("stored after a half refresh: %v, want only the new overview (the next run fetches its partner)", st.Stored["a.example"])
+	if st.Stored("a.example").Has(schema.EndpointSimilar) || !st.Stored("a.example").Has(schema.EndpointOverview) {
+		t.Fatalf("stored after a half refresh: %v, want only the new overview (the next run fetches its partner)", st.Stored("a.example"))
 	}
 	// The next run (not a refresh) fetches the missing partner and the pair loads.
 	storeOne(t, w, snap, "a.example", "run3", false, schema.EndpointSimilar, generate(fresh, schema.EndpointSimilar, "a.example"))
-	if st, err = w.State(ctx, snap); err != nil || !st.Loaded["a.example"] {
-		t.Fatalf("after the partner arrived: loaded %v, %v", st.Loaded["a.example"], err)
+	if st, err = w.State(ctx, snap); err != nil || !st.Loaded("a.example") {
+		t.Fatalf("after the partner arrived: loaded %v, %v", st.Loaded("a.example"), err)
 	}
 	ref := testWarehouse(t, "")
 	storePair(t, ref, snap, "a.example", "r", false, fresh)
@@ -212,8 +212,8 @@ func TestPartnerThatNoLongerDecodes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !st.Stored["a.example"].Has(schema.EndpointOverview) || !st.Stored["a.example"].Has(schema.EndpointSimilar) || st.Loaded["a.example"] {
-		t.Errorf("Stored = %v, Loaded = %v: want both bodies kept and the domain not loaded", st.Stored["a.example"], st.Loaded["a.example"])
+	if !st.Stored("a.example").Has(schema.EndpointOverview) || !st.Stored("a.example").Has(schema.EndpointSimilar) || st.Loaded("a.example") {
+		t.Errorf("Stored = %v, Loaded = %v: want both bodies kept and the domain not loaded", st.Stored("a.example"), st.Loaded("a.example"))
 	}
 	if n := count(t, w.DB(), `SELECT count(*) FROM sites`); n != 0 {
 		t.Errorf("sites has %d rows for an unloadable pair, want 0", n)

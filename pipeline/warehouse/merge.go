@@ -78,12 +78,12 @@ func (w *Warehouse) mergeTable(ctx context.Context, table, month string, paths [
 // StateFromParquet reads the state of month from Parquet files in Hive layout (files maps a
 // table to paths: raw_responses, fetch_errors) without a warehouse file: which answers they
 // hold and which domains the API rejected (400). Nothing is written: an in-memory DuckDB
-// reads them. Loaded is left empty (the files hold no derived table).
+// reads them. No domain is loaded (the files hold no derived table).
 func StateFromParquet(ctx context.Context, month string, files map[string][]string) (*SnapshotState, error) {
 	if err := checkSnapshot(month); err != nil {
 		return nil, fmt.Errorf("state from Parquet: %w", err)
 	}
-	st := &SnapshotState{Stored: map[string]Endpoints{}, Loaded: map[string]bool{}, Rejected: map[string]string{}}
+	st := NewSnapshotState()
 	db, err := sql.Open("duckdb", "")
 	if err != nil {
 		return nil, fmt.Errorf("state of %s from Parquet: %w", month, err)

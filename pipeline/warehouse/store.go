@@ -38,12 +38,62 @@ type Raw struct {
 	Countries *schema.CountryMetadata
 }
 
-// SnapshotState is what a snapshot already holds, for resuming a run.
+// SnapshotState is what a snapshot already holds, for resuming a run. Each domain it holds is
+// one map entry (its stored bodies and whether its rows are loaded): two maps, one of stored
+// bodies and one of loaded domains, were ~110 MB of a rerun at a million domains.
 type SnapshotState struct {
-	Stored          map[string]Endpoints // domain -> endpoints whose raw body is stored for this snapshot
-	Loaded          map[string]bool      // domains whose rows are in the derived tables
+	held            map[string]Endpoints // domain -> endpoints whose raw body is stored, | loadedBit
+	loaded          int                  // domains with loadedBit
 	CountriesLoaded bool                 // country-metadata stored for this snapshot
 	Rejected        map[string]string    // domain -> error code of its latest 400 in this snapshot (from fetch_errors)
+}
+
+// loadedBit marks, beside a domain's stored bodies, that its rows are in the derived tables.
+const loadedBit Endpoints = 4
+
+// NewSnapshotState returns a state that holds nothing.
+func NewSnapshotState() *SnapshotState {
+	return &SnapshotState{held: map[string]Endpoints{}, Rejected: map[string]string{}}
+}
+
+// Stored is the set of domain's bodies stored for the snapshot.
+func (s *SnapshotState) Stored(domain string) Endpoints { return s.held[domain] &^ loadedBit }
+
+// Loaded says whether domain's rows are in the derived tables.
+func (s *SnapshotState) Loaded(domain string) bool { return s.held[domain]&loadedBit != 0 }
+
+// LoadedCount is how many domains are loaded.
+func (s *SnapshotState) LoadedCount() int { return s.loaded }
+
+// AddStored records the bodies eps of domain as stored.
+func (s *SnapshotState) AddStored(domain string, eps Endpoints) {
+	s.held[domain] |= eps &^ loadedBit
+}
+
+// SetLoaded records domain's rows as loaded.
+func (s *SnapshotState) SetLoaded(domain string) {
+	if e := s.held[domain]; e&loadedBit == 0 {
+		s.held[domain] = e | loadedBit
+		s.loaded++
+	}
+}
+
+// EachStored calls fn with every domain that has a stored body, and its bodies.
+func (s *SnapshotState) EachStored(fn func(domain string, stored Endpoints)) {
+	for d, e := range s.held {
+		if stored := e &^ loadedBit; stored != 0 {
+			fn(d, stored)
+		}
+	}
+}
+
+// EachLoaded calls fn with every loaded domain.
+func (s *SnapshotState) EachLoaded(fn func(domain string)) {
+	for d, e := range s.held {
+		if e&loadedBit != 0 {
+			fn(d)
+		}
+	}
 }
 
 // Endpoints is a set of a domain's two endpoints (site-overview, site-similar). A byte, not a
@@ -100,11 +150,7 @@ func (w *Warehouse) State(ctx context.Context, snapshot string) (*SnapshotState,
 	if err := w.Flush(ctx); err != nil {
 		return nil, fmt.Errorf("state of snapshot %s: %w", snapshot, err)
 	}
-	st := &SnapshotState{
-		Stored:   map[string]Endpoints{},
-		Loaded:   map[string]bool{},
-		Rejected: map[string]string{},
-	}
+	st := NewSnapshotState()
 	err := scanAnswers(ctx, w.db, `SELECT domain, endpoint FROM raw_responses WHERE snapshot_month = ?`, []any{snapshot}, st)
 	if err == nil {
 		err = QueryEach(ctx, w.db, `SELECT domain FROM sites WHERE snapshot_month = ?`,
@@ -113,7 +159,7 @@ func (w *Warehouse) State(ctx context.Context, snapshot string) (*SnapshotState,
 				if err := rows.Scan(&domain); err != nil {
 					return err
 				}
-				st.Loaded[domain] = true
+				st.SetLoaded(domain)
 				return nil
 			})
 	}
@@ -138,7 +184,7 @@ func scanAnswers(ctx context.Context, q Querier, query string, args []any, st *S
 			st.CountriesLoaded = true
 			return nil
 		}
-		st.Stored[domain] = st.Stored[domain].With(schema.Endpoint(endpoint))
+		st.AddStored(domain, endpointBit(schema.Endpoint(endpoint)))
 		return nil
 	})
 }

@@ -202,11 +202,11 @@ func TestStoreOneEndpointLoadsNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !st.Stored["example.com"].Has(schema.EndpointOverview) || st.Stored["example.com"].Has(schema.EndpointSimilar) {
-		t.Errorf("Stored = %v, want only the overview", st.Stored)
+	if !st.Stored("example.com").Has(schema.EndpointOverview) || st.Stored("example.com").Has(schema.EndpointSimilar) {
+		t.Errorf("Stored = %v, want only the overview", st.Stored("example.com"))
 	}
-	if st.Loaded["example.com"] || st.CountriesLoaded {
-		t.Errorf("Loaded = %v, CountriesLoaded = %v, want nothing", st.Loaded, st.CountriesLoaded)
+	if st.Loaded("example.com") || st.CountriesLoaded {
+		t.Errorf("Loaded = %v, CountriesLoaded = %v, want nothing", st.Loaded("example.com"), st.CountriesLoaded)
 	}
 	if got := count(t, w.DB(), `SELECT count(*) FROM sites`); got != 0 {
 		t.Errorf("sites has %d rows before the similar response, want 0", got)
@@ -231,8 +231,8 @@ func TestStoreKeepsUnloadable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !st.Stored["example.com"].Has(schema.EndpointOverview) || !st.Stored["example.com"].Has(schema.EndpointSimilar) || st.Loaded["example.com"] {
-		t.Errorf("Stored = %v, Loaded = %v: want both bodies kept and the domain not loaded", st.Stored, st.Loaded)
+	if !st.Stored("example.com").Has(schema.EndpointOverview) || !st.Stored("example.com").Has(schema.EndpointSimilar) || st.Loaded("example.com") {
+		t.Errorf("Stored = %v, Loaded = %v: want both bodies kept and the domain not loaded", st.Stored("example.com"), st.Loaded("example.com"))
 	}
 	if got := count(t, w.DB(), `SELECT count(*) FROM sites`); got != 0 {
 		t.Errorf("sites has %d rows for an unloadable domain, want 0", got)
@@ -350,13 +350,13 @@ func TestStateAndRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(st.Loaded) != len(fixtureDomains) || !st.CountriesLoaded || len(st.Stored) != len(fixtureDomains) {
+	if st.LoadedCount() != len(fixtureDomains) || !st.CountriesLoaded || storedCount(st) != len(fixtureDomains) {
 		t.Errorf("State = %+v", st)
 	}
 	if got, want := fmt.Sprint(st.Rejected), "map[bad..example:INVALID_DOMAIN]"; got != want {
 		t.Errorf("Rejected = %s, want %s", got, want)
 	}
-	if other, _ := w.State(ctx, "2026-10"); len(other.Stored)+len(other.Loaded) != 0 || other.CountriesLoaded {
+	if other, _ := w.State(ctx, "2026-10"); storedCount(other)+other.LoadedCount() != 0 || other.CountriesLoaded {
 		t.Errorf("State of another snapshot = %+v, want empty", other)
 	}
 

@@ -1,0 +1,44 @@
+package warehouse
+
+import (
+	"testing"
+
+	"sitewatch/schema"
+)
+
+// storedCount is how many domains st holds a body of.
+func storedCount(st *SnapshotState) int {
+	n := 0
+	st.EachStored(func(string, Endpoints) { n++ })
+	return n
+}
+
+// TestSnapshotStateKeepsBodiesAndLoadedApart: a domain's stored bodies and its loaded mark
+// share one entry and never read as each other; counts follow what was added.
+func TestSnapshotStateKeepsBodiesAndLoadedApart(t *testing.T) {
+	st := NewSnapshotState()
+	st.AddStored("a.example", endpointBit(schema.EndpointOverview))
+	st.AddStored("a.example", endpointBit(schema.EndpointSimilar))
+	st.SetLoaded("a.example")
+	st.SetLoaded("a.example") // twice: counted once
+	st.SetLoaded("b.example") // loaded with no body (a restored month's rows)
+	st.AddStored("c.example", endpointBit(schema.EndpointSimilar)|loadedBit)
+	switch {
+	case !st.Stored("a.example").Both() || !st.Loaded("a.example"):
+		t.Errorf("a.example: stored %v, loaded %v; want both bodies, loaded", st.Stored("a.example"), st.Loaded("a.example"))
+	case st.Stored("b.example") != 0 || !st.Loaded("b.example"):
+		t.Errorf("b.example: stored %v, loaded %v; want no body, loaded", st.Stored("b.example"), st.Loaded("b.example"))
+	case st.Stored("c.example") != endpointBit(schema.EndpointSimilar) || st.Loaded("c.example"):
+		t.Errorf("c.example: stored %v, loaded %v; want only site-similar, not loaded (AddStored cannot mark loaded)", st.Stored("c.example"), st.Loaded("c.example"))
+	case st.Loaded("d.example") || st.Stored("d.example") != 0:
+		t.Error("d.example was never added but reads as held")
+	}
+	if st.LoadedCount() != 2 || storedCount(st) != 2 {
+		t.Errorf("LoadedCount %d, stored domains %d; want 2 and 2", st.LoadedCount(), storedCount(st))
+	}
+	var loaded []string
+	st.EachLoaded(func(d string) { loaded = append(loaded, d) })
+	if len(loaded) != 2 {
+		t.Errorf("EachLoaded gave %v, want a.example and b.example", loaded)
+	}
+}
