@@ -77,12 +77,25 @@ func (r *runState) closeBracket(ctx context.Context, held []atlas.Result) (bool,
 		return false, "no opening probe was made"
 	}
 	domains := []string{r.probed[0].Domain}
-	others := make([]string, 0, len(held)+len(r.wl.Domains))
-	for _, res := range held {
-		others = append(others, res.Domain)
+	// The held answers' domains, then the watchlist's (a similar-only month holds every
+	// overview), read only until closingAttempts are found: not a copy of a million domains.
+	candidates := func(yield func(string) bool) {
+		for _, res := range held {
+			if !yield(res.Domain) {
+				return
+			}
+		}
+		for _, d := range r.wl.Domains {
+			if !yield(d) {
+				return
+			}
+		}
 	}
-	for _, d := range append(others, r.wl.Domains...) { // a similar-only month holds every overview
-		if len(domains) < closingAttempts && !slices.Contains(domains, d) {
+	for d := range candidates {
+		if len(domains) == closingAttempts {
+			break
+		}
+		if !slices.Contains(domains, d) {
 			domains = append(domains, d)
 		}
 	}
