@@ -65,13 +65,7 @@ func withBucket(ctx context.Context, env Env, opts RunOptions, domains []string,
 // peek's answers state lacked.
 func mergeState(state *warehouse.SnapshotState, peek BucketPeek, domains []string) (*warehouse.SnapshotState, int64) {
 	held := int64(storedAnswers(state))
-	out := emptyState()
-	out.CountriesLoaded = state.CountriesLoaded
-	state.EachStored(out.AddStored)
-	state.EachLoaded(out.SetLoaded)
-	for d, code := range state.Rejected {
-		out.Rejected[d] = code
-	}
+	out := state.Clone()
 	if peek.Complete {
 		// Every domain loaded or rejected, as the other machine left it: only its manifest was read.
 		out.CountriesLoaded = true

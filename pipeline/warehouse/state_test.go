@@ -14,7 +14,8 @@ func storedCount(st *SnapshotState) int {
 }
 
 // TestSnapshotStateKeepsBodiesAndLoadedApart: a domain's stored bodies and its loaded mark
-// share one entry and never read as each other; counts follow what was added.
+// share one entry and never read as each other; counts follow what was added; a clone
+// changes apart from its original.
 func TestSnapshotStateKeepsBodiesAndLoadedApart(t *testing.T) {
 	st := NewSnapshotState()
 	st.AddStored("a.example", endpointBit(schema.EndpointOverview))
@@ -36,9 +37,19 @@ func TestSnapshotStateKeepsBodiesAndLoadedApart(t *testing.T) {
 	if st.LoadedCount() != 2 || storedCount(st) != 2 {
 		t.Errorf("LoadedCount %d, stored domains %d; want 2 and 2", st.LoadedCount(), storedCount(st))
 	}
+	clone := st.Clone()
+	clone.SetLoaded("c.example")
+	clone.AddStored("d.example", endpointBit(schema.EndpointOverview))
 	var loaded []string
-	st.EachLoaded(func(d string) { loaded = append(loaded, d) })
-	if len(loaded) != 2 {
-		t.Errorf("EachLoaded gave %v, want a.example and b.example", loaded)
+	for _, d := range []string{"a.example", "b.example", "c.example", "d.example"} {
+		if st.Loaded(d) {
+			loaded = append(loaded, d)
+		}
+	}
+	if len(loaded) != 2 || st.LoadedCount() != 2 || st.Stored("d.example") != 0 {
+		t.Errorf("after changing a clone the state has %v loaded (count %d), d.example stored %v; want a.example and b.example, nothing of d.example", loaded, st.LoadedCount(), st.Stored("d.example"))
+	}
+	if !clone.Loaded("a.example") || !clone.Loaded("c.example") || clone.LoadedCount() != 3 || !clone.Stored("a.example").Both() {
+		t.Errorf("the clone: loaded a %v, c %v, count %d, a's bodies %v; want both loaded, 3, both bodies", clone.Loaded("a.example"), clone.Loaded("c.example"), clone.LoadedCount(), clone.Stored("a.example"))
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
 	"strings"
 	"time"
@@ -56,6 +57,11 @@ func NewSnapshotState() *SnapshotState {
 	return &SnapshotState{held: map[string]Endpoints{}, Rejected: map[string]string{}}
 }
 
+// Clone returns a copy of s that changes apart from it.
+func (s *SnapshotState) Clone() *SnapshotState {
+	return &SnapshotState{held: maps.Clone(s.held), loaded: s.loaded, CountriesLoaded: s.CountriesLoaded, Rejected: maps.Clone(s.Rejected)}
+}
+
 // Stored is the set of domain's bodies stored for the snapshot.
 func (s *SnapshotState) Stored(domain string) Endpoints { return s.held[domain] &^ loadedBit }
 
@@ -83,15 +89,6 @@ func (s *SnapshotState) EachStored(fn func(domain string, stored Endpoints)) {
 	for d, e := range s.held {
 		if stored := e &^ loadedBit; stored != 0 {
 			fn(d, stored)
-		}
-	}
-}
-
-// EachLoaded calls fn with every loaded domain.
-func (s *SnapshotState) EachLoaded(fn func(domain string)) {
-	for d, e := range s.held {
-		if e&loadedBit != 0 {
-			fn(d)
 		}
 	}
 }

@@ -234,11 +234,7 @@ func (w *Warehouse) openLoadConn(ctx context.Context) error {
 	if w.load, err = w.db.Conn(ctx); err != nil {
 		return fmt.Errorf("load connection: %w", err)
 	}
-	err = w.load.Raw(func(dc any) error {
-		c, ok := dc.(driver.Conn)
-		if !ok {
-			return fmt.Errorf("driver connection is %T, not a driver.Conn", dc)
-		}
+	err = onDriverConn(w.load, func(c driver.Conn) (err error) {
 		w.loadCon, err = duckdbConn(c)
 		return err
 	})
@@ -258,11 +254,7 @@ func (w *Warehouse) arrowConn(ctx context.Context) (*sql.Conn, *duckdb.Arrow, er
 		return nil, nil, err
 	}
 	var ar *duckdb.Arrow
-	err = conn.Raw(func(dc any) error {
-		c, ok := dc.(driver.Conn)
-		if !ok {
-			return fmt.Errorf("driver connection is %T, not a driver.Conn", dc)
-		}
+	err = onDriverConn(conn, func(c driver.Conn) (err error) {
 		ar, err = duckdb.NewArrowFromConn(c)
 		return err
 	})
@@ -271,6 +263,17 @@ func (w *Warehouse) arrowConn(ctx context.Context) (*sql.Conn, *duckdb.Arrow, er
 		return nil, nil, fmt.Errorf("arrow interface: %w", err)
 	}
 	return conn, ar, nil
+}
+
+// onDriverConn runs fn on conn's go-duckdb driver connection.
+func onDriverConn(conn *sql.Conn, fn func(driver.Conn) error) error {
+	return conn.Raw(func(dc any) error {
+		c, ok := dc.(driver.Conn)
+		if !ok {
+			return fmt.Errorf("driver connection is %T, not a driver.Conn", dc)
+		}
+		return fn(c)
+	})
 }
 
 // Close commits what Store accepted, checkpoints the database (so its write-ahead log is
