@@ -28,24 +28,11 @@ import (
 	"sitewatch/pipeline/publish/s3test"
 )
 
-// The fault test's knobs. Every runner uses the same lease and API settings, so the bounds
-// below are the fence's for these values (pipeline/lease.TimingFor).
-const (
-	faultDomains  = 4
-	faultRate     = 20                     // api.rate_limit of every runner, calls/s
-	faultTTL      = 2 * time.Second        // publish.lease_ttl
-	faultMargin   = 500 * time.Millisecond // the fence's margin for a 2 s TTL (a quarter of it)
-	faultTimeout  = time.Second            // api.timeout: a call admitted before the fence closed ends within it
-	faultChaos    = 3 * time.Second        // how long faults are injected per schedule
-	faultConverge = 90 * time.Second       // then every runner must complete the month within this
-	faultKillLost = 1500 * time.Millisecond
-)
-
 // TestFaultSchedules (issue 32, "Done when"): two or three runners share one bucket (one
 // versitygw, each runner its own directory, simulator and key, so every charge is
 // attributable, stamped on the server's side) while a seeded random schedule kills runs
-// (SIGKILL), partitions one runner from the bucket (a TCP proxy that hangs), runs `restore
-// --force` under a run, and deletes or rewrites the lease. Every runner follows the recipe
+// (SIGKILL), partitions one runner from the bucket (a TCP proxy that hangs) and runs `restore
+// --force` under a run (the fault model: drawFaults). Every runner follows the recipe
 // `run --restore-if-missing; publish` until its run exits 0. Then, for each schedule:
 //
 //  1. no two machines were charged in overlapping time windows (a partitioned run's charges
@@ -58,7 +45,8 @@ const (
 //     overwrote another's month or ledger).
 //
 // SITEWATCH_FAULT_SEED replays one schedule, or several (comma-separated; a seed is printed
-// on failure; `make test` runs three fixed ones);
+// on failure with its drawn faults; every actor draws from its own stream of the seed, so the
+// same faults come at the same offsets; `make test` runs three fixed ones);
 // SITEWATCH_FAULT_SCHEDULES sets how many run (default 21).
 func TestFaultSchedules(t *testing.T) {
 	if testing.Short() {
@@ -121,6 +109,7 @@ type faultRunner struct {
 	proxy *leasetest.Proxy
 	live  *exec.Cmd // its run in progress, if any
 	proc  *process
+	rng   *rand.Rand // this runner's own stream (its pauses between commands), from the seed
 }
 
 type faultSchedule struct {
@@ -132,8 +121,9 @@ type faultSchedule struct {
 	domains []string
 	runners []*faultRunner
 
+	plan []fault // the chaos drawn up front from the seed (drawFaults), logged before it starts
+
 	mu     sync.Mutex
-	rng    *rand.Rand
 	procs  []*process
 	cuts   []cut
 	events []string
@@ -142,11 +132,12 @@ type faultSchedule struct {
 
 func newFaultSchedule(t *testing.T, gw *s3test.Server, bin string, seed uint64) *faultSchedule {
 	s := &faultSchedule{t: t, seed: seed, gw: gw, bin: bin, prefix: fmt.Sprintf("fault-%d", seed),
-		domains: atlastest.Domains(faultDomains), rng: rand.New(rand.NewPCG(seed, 32))}
-	n := 2 + s.rng.IntN(2)
+		domains: atlastest.Domains(faultDomains)}
+	n := 2 + stream(seed, streamSetup).IntN(2)
 	for i := range n {
 		s.runners = append(s.runners, s.newRunner(i))
 	}
+	s.plan = drawFaults(stream(seed, streamChaos), n)
 	s.seen = newManifestWatch(t, gw, s.prefix, testMonth)
 	return s
 }
@@ -156,7 +147,8 @@ func (s *faultSchedule) newRunner(i int) *faultRunner {
 	key := fmt.Sprintf("fault-key-%d-%d", s.seed, i)
 	url, log := loggedSimulator(t, i, atlastest.Options{Month: testMonth, Keys: map[string]int64{key: 10_000}, Rate: 100,
 		LatencyMin: 20 * time.Millisecond, LatencyMax: 60 * time.Millisecond})
-	r := &faultRunner{idx: i, dir: t.TempDir(), key: key, log: log, proxy: faultProxy(t, s.gw.Endpoint)}
+	r := &faultRunner{idx: i, dir: t.TempDir(), key: key, log: log, proxy: faultProxy(t, s.gw.Endpoint),
+		rng: stream(s.seed, streamRunner+uint64(i))}
 	r.cfg = filepath.Join(r.dir, "domains.yaml")
 	var b strings.Builder
 	fmt.Fprintf(&b, "schedule: \"0 6 2 * *\"\napi:\n  base_url: %s\n  timeout: %s\n  rate_limit: %d\n", url, faultTimeout, faultRate)
@@ -208,14 +200,10 @@ func (s *faultSchedule) eventLog() []string {
 	return append([]string(nil), s.events...)
 }
 
-func (s *faultSchedule) intn(n int) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.rng.IntN(n)
-}
-
-func (s *faultSchedule) sleepRandom(lo, hi time.Duration) {
-	time.Sleep(lo + time.Duration(s.intn(int(hi-lo)/int(time.Millisecond)+1))*time.Millisecond)
+// pause sleeps a duration drawn from r's own stream: the gap a runner's recipe leaves between
+// commands (a cron wrapper's retry), not a wait for an event.
+func (r *faultRunner) pause(lo, hi time.Duration) {
+	time.Sleep(drawDuration(r.rng, lo, hi))
 }
 
 // run drives every runner through its recipe while the chaos goroutine injects faults, then
@@ -229,7 +217,8 @@ func (s *faultSchedule) run() {
 	for _, r := range s.runners {
 		wg.Go(func() { s.drive(r, deadline) })
 	}
-	s.chaos(time.Now().Add(faultChaos))
+	s.event("drawn faults: %s", describeFaults(s.plan))
+	s.chaos(time.Now())
 	for _, r := range s.runners {
 		r.proxy.Heal()
 	}
@@ -241,7 +230,7 @@ func (s *faultSchedule) run() {
 
 // drive runs the recipe `run --restore-if-missing; publish` on r until its run exits 0.
 func (s *faultSchedule) drive(r *faultRunner, deadline time.Time) {
-	s.sleepRandom(0, 300*time.Millisecond)
+	r.pause(0, 300*time.Millisecond)
 	var last, published *process
 	for time.Now().Before(deadline) {
 		last = s.exec(r, "run", "--restore-if-missing")
@@ -249,12 +238,12 @@ func (s *faultSchedule) drive(r *faultRunner, deadline time.Time) {
 		if last.exit == 0 {
 			break
 		}
-		s.sleepRandom(100*time.Millisecond, 400*time.Millisecond)
+		r.pause(100*time.Millisecond, 400*time.Millisecond)
 	}
 	// The recipe retries the publish (another runner may hold the lease): an up-to-date run's
 	// ledger, its probe, reaches the bucket only through it.
 	for last != nil && last.exit == 0 && published.exit != 0 && time.Now().Before(deadline) {
-		s.sleepRandom(100*time.Millisecond, 400*time.Millisecond)
+		r.pause(100*time.Millisecond, 400*time.Millisecond)
 		published = s.exec(r, "publish")
 	}
 	if last != nil && last.exit == 0 && published.exit == 0 {
@@ -302,22 +291,18 @@ func (s *faultSchedule) exec(r *faultRunner, command string, args ...string) *pr
 	return p
 }
 
-// chaos injects one random fault every 150–700 ms until until.
-func (s *faultSchedule) chaos(until time.Time) {
-	for time.Now().Before(until) {
-		s.sleepRandom(150*time.Millisecond, 700*time.Millisecond)
-		r := s.runners[s.intn(len(s.runners))]
-		switch s.intn(5) {
-		case 0:
+// chaos plays the drawn plan: each fault at its offset from start.
+func (s *faultSchedule) chaos(start time.Time) {
+	for _, f := range s.plan {
+		time.Sleep(time.Until(start.Add(f.at)))
+		r := s.runners[f.runner]
+		switch f.kind {
+		case faultKill:
 			s.kill(r)
-		case 1:
-			s.partition(r, 300*time.Millisecond+time.Duration(s.intn(2500))*time.Millisecond)
-		case 2:
+		case faultCut:
+			s.partition(r, f.length)
+		case faultRestore:
 			go s.forceRestore(r)
-		case 3:
-			s.deleteLease()
-		case 4:
-			s.rewriteLease()
 		}
 	}
 }
@@ -356,23 +341,6 @@ func (s *faultSchedule) partition(r *faultRunner, d time.Duration) {
 func (s *faultSchedule) forceRestore(r *faultRunner) {
 	s.event("restore --force on runner %d", r.idx)
 	s.exec(r, "restore", "--force")
-}
-
-func (s *faultSchedule) leaseKey() string { return s.prefix + "/_sitewatch/lease.json" }
-
-func (s *faultSchedule) deleteLease() {
-	_, err := s.gw.Client().DeleteObject(context.Background(), &s3.DeleteObjectInput{Bucket: aws.String("team-bucket"), Key: aws.String(s.leaseKey())})
-	s.event("delete the lease (err %v)", err)
-}
-
-// rewriteLease replaces the lease with one of a holder that does not exist, expiring in 1 s.
-func (s *faultSchedule) rewriteLease() {
-	now := time.Now().UTC()
-	body := fmt.Sprintf(`{"owner":"chaos-%d","host":"chaos","pid":1,"command":"sitewatch run","started":%q,"expires":%q}`,
-		s.seed, now.Format(time.RFC3339Nano), now.Add(time.Second).Format(time.RFC3339Nano))
-	_, err := s.gw.Client().PutObject(context.Background(), &s3.PutObjectInput{Bucket: aws.String("team-bucket"),
-		Key: aws.String(s.leaseKey()), Body: strings.NewReader(body)})
-	s.event("rewrite the lease as a foreign holder's (err %v)", err)
 }
 
 // manifestWatch polls a month's manifest and restore-copy manifest and keeps, for every
