@@ -11,7 +11,7 @@ import (
 	"gonum.org/v1/plot/font"
 	"gonum.org/v1/plot/vg"
 
-	"sitewatch/pipeline/textout"
+	"sitewatch/pipeline/numfmt"
 )
 
 // allRow is one line of the "All domains" table: every loaded domain, however many. Each
@@ -37,7 +37,7 @@ func buildSites(d *data) []allRow {
 			r.KeyVisits = strconv.FormatFloat(s.TotalVisits.Float64, 'f', -1, 64) // unrounded: the CSV carries it
 		}
 		if ch, ok := s.mom(); ok {
-			r.MoM, r.MoMTone, r.KeyMoM = signedPct(ch), changeTone(ch), key(ch)
+			r.MoM, r.MoMTone, r.KeyMoM = numfmt.Change(ch), changeTone(ch), key(ch)
 		}
 		r.YoY, r.YoYTone = s.yoyText()
 		if ch, ok := s.yoy(); ok {
@@ -51,10 +51,10 @@ func buildSites(d *data) []allRow {
 			r.KeyAI = strconv.FormatInt(s.AITotal.Int64, 10)
 		}
 		if s.BounceRate.Valid {
-			r.Bounce, r.KeyBounce = pct(s.BounceRate.Float64), key(s.BounceRate.Float64)
+			r.Bounce, r.KeyBounce = numfmt.Share(s.BounceRate.Float64), key(s.BounceRate.Float64)
 		}
 		if s.PagesPerVis.Valid {
-			r.Pages, r.KeyPages = trimZeros(fmt.Sprintf("%.2f", s.PagesPerVis.Float64)), key(s.PagesPerVis.Float64)
+			r.Pages, r.KeyPages = numfmt.Plain(s.PagesPerVis.Float64, 2), key(s.PagesPerVis.Float64)
 		}
 		if s.DurationSec.Valid {
 			r.Duration, r.KeyDuration = duration(s.DurationSec.Float64), key(s.DurationSec.Float64)
@@ -73,9 +73,9 @@ func rankChange(r *allRow, s site) {
 	r.KeyRankChange = strconv.FormatInt(delta, 10)
 	switch {
 	case delta > 0:
-		r.RankChange, r.RankTone = "▲ "+textout.Thousands(delta), "up"
+		r.RankChange, r.RankTone = "▲ "+numfmt.Thousands(delta), "up"
 	case delta < 0:
-		r.RankChange, r.RankTone = "▼ "+textout.Thousands(-delta), "down"
+		r.RankChange, r.RankTone = "▼ "+numfmt.Thousands(-delta), "down"
 	default:
 		r.RankChange = "="
 	}

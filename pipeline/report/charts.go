@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"sitewatch/pipeline/numfmt"
 )
 
 // Geometry in CSS pixels (SVG user units).
@@ -96,8 +98,8 @@ func sparkline(domain string, pts []point, yearAgo time.Time) template.HTML {
 	xp := func(t time.Time) float64 { return x0 + fx(t)*(x1-x0) }
 	s.lineP(0, py(hi), 100, py(hi), gridColor, 1)
 	s.lineP(0, py(lo), 100, py(lo), gridColor, 1)
-	s.textP(0, 0, py(hi)-4, valueSize, "start", mutedColor, "high "+human(hi))
-	s.textP(0, 0, py(lo)+13, valueSize, "start", mutedColor, "low "+human(lo))
+	s.textP(0, 0, py(hi)-4, valueSize, "start", mutedColor, "high "+numfmt.Count(hi))
+	s.textP(0, 0, py(lo)+13, valueSize, "start", mutedColor, "low "+numfmt.Count(lo))
 	line := make([][2]float64, len(pts))
 	for i, p := range pts {
 		line[i] = [2]float64{fx(p.Month), fy(p.Visits)}
@@ -108,15 +110,15 @@ func sparkline(domain string, pts []point, yearAgo time.Time) template.HTML {
 		bandW /= float64(len(pts) - 1)
 	}
 	for _, p := range pts {
-		s.band(math.Max(0, xp(p.Month)-bandW/2), top-6, bandW, plotH+12, p.Month.Format("Jan 2006")+": "+human(p.Visits))
+		s.band(math.Max(0, xp(p.Month)-bandW/2), top-6, bandW, plotH+12, p.Month.Format("Jan 2006")+": "+numfmt.Count(p.Visits))
 	}
 	for _, p := range pts {
 		if p.Month.Equal(yearAgo) {
-			s.circleP(xp(p.Month), py(p.Visits), 3.2, "#ffffff", mutedColor, "a year earlier, "+p.Month.Format("Jan 2006")+": "+human(p.Visits))
+			s.circleP(xp(p.Month), py(p.Visits), 3.2, "#ffffff", mutedColor, "a year earlier, "+p.Month.Format("Jan 2006")+": "+numfmt.Count(p.Visits))
 		}
 	}
 	lp := pts[len(pts)-1]
-	s.circleP(xp(lp.Month), py(lp.Visits), 3.2, barColor, barColor, "latest, "+lp.Month.Format("Jan 2006")+": "+human(lp.Visits))
+	s.circleP(xp(lp.Month), py(lp.Visits), 3.2, barColor, barColor, "latest, "+lp.Month.Format("Jan 2006")+": "+numfmt.Count(lp.Visits))
 	sparkAxis(s, h-4, pts[0].Month, lp.Month, yearAgo, xp)
 	return s.fluidHTML()
 }
@@ -208,9 +210,9 @@ func (a logAxis) ticks(maxTicks int) []float64 {
 
 // axisCount labels a round axis value without trailing zeros: 1k, 100M, 10B.
 func axisCount(v float64) string {
-	h := human(v)
+	h := numfmt.Count(v)
 	unit := strings.TrimLeft(h, "0123456789.")
-	return trimZeros(strings.TrimSuffix(h, unit)) + unit
+	return numfmt.TrimZeros(strings.TrimSuffix(h, unit)) + unit
 }
 
 // dotPlot draws one dot per row on a log scale: a dot's position, not a bar's length, carries
@@ -322,8 +324,8 @@ func divergingWide(title string, rows []barRow, capAt, span float64) *svgDoc {
 	s := newSVG(w, h, title)
 	s.line(zero, top-4, zero, h-4, mutedColor, 1)
 	s.text(zero, top-9, valueSize, "middle", mutedColor, "0%")
-	s.text(zero-half, top-9, valueSize, "start", mutedColor, signedPct(-span))
-	s.text(zero+half, top-9, valueSize, "end", mutedColor, signedPct(span))
+	s.text(zero-half, top-9, valueSize, "start", mutedColor, numfmt.Change(-span))
+	s.text(zero+half, top-9, valueSize, "end", mutedColor, numfmt.Change(span))
 	for i, r := range rows {
 		y := top + rowH*float64(i)
 		s.text(labelW-gap, y+rowH/2+4, labelSize, "end", inkColor, r.Label)
@@ -352,9 +354,9 @@ func changeFill(v float64) string {
 
 func divergingNarrow(title string, rows []barRow, capAt, span float64) *svgDoc {
 	s := newSVG(0, 0, title)
-	s.textP(0, 0, 11, valueSize, "start", mutedColor, signedPct(-span))
+	s.textP(0, 0, 11, valueSize, "start", mutedColor, numfmt.Change(-span))
 	s.textP(50, 0, 11, valueSize, "middle", mutedColor, "0%")
-	s.textP(100, 0, 11, valueSize, "end", mutedColor, signedPct(span))
+	s.textP(100, 0, 11, valueSize, "end", mutedColor, numfmt.Change(span))
 	y := 16.0
 	start := y
 	for _, r := range rows {
@@ -425,8 +427,8 @@ func stackedWide(title string, series []string, rows []stackRow) *svgDoc {
 			}
 			sw := share * barsW
 			fill := colorAt(si)
-			s.rect(x, y+(rowH-barH-2)/2, sw, barH+2, fill, fmt.Sprintf("%s — %s: %s", r.Label, series[si], pct(r.Shares[si])))
-			if v := pct(r.Shares[si]); textWidth(v, valueSize-1)+6 <= sw {
+			s.rect(x, y+(rowH-barH-2)/2, sw, barH+2, fill, fmt.Sprintf("%s — %s: %s", r.Label, series[si], numfmt.Share(r.Shares[si])))
+			if v := numfmt.Share(r.Shares[si]); textWidth(v, valueSize-1)+6 <= sw {
 				s.text(x+sw/2, y+rowH/2+4, valueSize-1, "middle", textOn(fill), v)
 			}
 			x += sw
@@ -449,9 +451,9 @@ func stackedNarrow(title string, series []string, rows []stackRow) *svgDoc {
 				continue
 			}
 			fill := colorAt(si)
-			s.rectP(x*100, y+1, share*100, markLineH, fill, fmt.Sprintf("%s — %s: %s", r.Label, series[si], pct(r.Shares[si])))
+			s.rectP(x*100, y+1, share*100, markLineH, fill, fmt.Sprintf("%s — %s: %s", r.Label, series[si], numfmt.Share(r.Shares[si])))
 			// Printed only where the segment holds it at the narrowest width laid out for.
-			if v := pct(r.Shares[si]); textWidth(v, valueSize-1)+6 <= share*narrowMin {
+			if v := numfmt.Share(r.Shares[si]); textWidth(v, valueSize-1)+6 <= share*narrowMin {
 				s.textP((x+share/2)*100, 0, y+markLineH/2+5, valueSize-1, "middle", textOn(fill), v)
 			}
 			x += share

@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"sitewatch/pipeline/changes"
-	"sitewatch/pipeline/textout"
+	"sitewatch/pipeline/numfmt"
 )
 
 // digestSection renders changes.Digest: what changed between the snapshot and the complete
@@ -102,18 +102,18 @@ func channelSuffix(m changes.Mover) string {
 func metricValue(metric string, v float64) string {
 	switch metric {
 	case changes.MetricGlobalRank:
-		return "#" + textout.Thousands(int64(math.Round(v)))
+		return "#" + numfmt.Thousands(int64(math.Round(v)))
 	case changes.MetricAITrafficShare, changes.MetricChannelShare:
-		return pct(v)
+		return numfmt.Share(v)
 	}
-	return human(v)
+	return numfmt.Count(v)
 }
 
 func moverChange(m changes.Mover) string {
 	switch m.Metric {
 	case changes.MetricGlobalRank:
 		n := int64(math.Abs(math.Round(m.Change)))
-		places := textout.Thousands(n) + " places"
+		places := numfmt.Thousands(n) + " places"
 		if n == 1 {
 			places = "1 place"
 		}
@@ -125,9 +125,9 @@ func moverChange(m changes.Mover) string {
 		return strings.Replace(fmt.Sprintf("%+.1f pts", m.Change*100), "-", "−", 1)
 	}
 	if m.ChangeRatio == nil {
-		return "from 0 to " + human(m.Current)
+		return "from 0 to " + numfmt.Count(m.Current)
 	}
-	return signedPct(*m.ChangeRatio)
+	return numfmt.Change(*m.ChangeRatio)
 }
 
 func moverTone(m changes.Mover) string {

@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"sitewatch/pipeline/changes"
+	"sitewatch/pipeline/numfmt"
 )
 
 // foldedChanges are the rows of What changed's tables of additions and removals beyond the
@@ -61,7 +62,7 @@ func (f *foldList) rest() ([]foldRow, int) {
 
 func allItems(items []string) string {
 	if len(items) == 0 {
-		return dash
+		return numfmt.Dash
 	}
 	return strings.Join(items, ", ")
 }

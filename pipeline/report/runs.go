@@ -4,7 +4,7 @@ import (
 	"database/sql"
 	"fmt"
 
-	"sitewatch/pipeline/textout"
+	"sitewatch/pipeline/numfmt"
 )
 
 // runSection is the bookkeeping behind the numbers: runs, credits, unloaded domains, quality.
@@ -89,7 +89,7 @@ func intOr(n sql.NullInt64) string {
 	if !n.Valid {
 		return "—"
 	}
-	return textout.Thousands(n.Int64)
+	return numfmt.Thousands(n.Int64)
 }
 
 // duration formats seconds as 2m 05s.

@@ -8,7 +8,7 @@ import (
 	"sort"
 	"strings"
 
-	"sitewatch/pipeline/textout"
+	"sitewatch/pipeline/numfmt"
 )
 
 // sparkCard is one small multiple: a domain's traffic on its own scale, with its figures.
@@ -22,13 +22,13 @@ func buildTraffic(d *data) []sparkCard {
 	var cards []sparkCard
 	for _, s := range topSites(d) {
 		pts := d.History[s.Domain]
-		c := sparkCard{Domain: s.Domain, Rank: rank(s.GlobalRank), Last: humanNull(s.LastVisits), MoM: dash, YoY: dash,
+		c := sparkCard{Domain: s.Domain, Rank: rank(s.GlobalRank), Last: humanNull(s.LastVisits), MoM: numfmt.Dash, YoY: numfmt.Dash,
 			Analytics: s.FromGA, SVG: sparkline(s.Domain, pts, s.LastMonth.AddDate(-1, 0, 0))}
 		if !s.LastMonth.IsZero() {
 			c.LastMonth = s.LastMonth.Format("Jan 2006")
 		}
 		if ch, ok := s.mom(); ok {
-			c.MoM, c.MoMTone = signedPct(ch), changeTone(ch)
+			c.MoM, c.MoMTone = numfmt.Change(ch), changeTone(ch)
 		}
 		c.YoY, c.YoYTone = s.yoyText()
 		cards = append(cards, c)
@@ -46,7 +46,7 @@ func buildSize(d *data) *chart {
 		if s.TotalVisits.Valid {
 			have = true
 			r.Value, r.Valid = s.TotalVisits.Float64, true
-			r.Text = human(s.TotalVisits.Float64)
+			r.Text = numfmt.Count(s.TotalVisits.Float64)
 			if s.GlobalRank.Valid {
 				r.Text += " · rank " + rank(s.GlobalRank)
 			}
@@ -67,13 +67,13 @@ func buildYoY(d *data) *chartSection {
 	capped, have := false, false
 	for _, s := range yoyLeaders(d) {
 		r := barRow{Label: s.Domain, Text: "no month a year earlier"}
-		if t, _ := s.yoyText(); t != dash {
+		if t, _ := s.yoyText(); t != numfmt.Dash {
 			r.Text = "year on year " + t
 		}
 		if ch, ok := s.yoy(); ok {
 			have = true
 			r.Value, r.Valid = ch, true
-			r.Text = fmt.Sprintf("%s (%s → %s)", signedPct(ch), human(s.YearAgoVisits.Float64), human(s.LastVisits.Float64))
+			r.Text = fmt.Sprintf("%s (%s → %s)", numfmt.Change(ch), numfmt.Count(s.YearAgoVisits.Float64), numfmt.Count(s.LastVisits.Float64))
 			capped = capped || math.Abs(ch) > yoyCap
 		}
 		rows = append(rows, r)
@@ -135,7 +135,7 @@ func buildChannels(d *data) *legendChart {
 	}
 	note := "Share of each domain's visits by traffic source (estimates). Bars are 100% of the channels the API lists; the first row is the unweighted average over all loaded domains (view channel_mix). A segment wide enough prints its share; every segment also has it as a tooltip (shown by a mouse pointer resting on it, not on touch screens)."
 	if withOther {
-		note += fmt.Sprintf(" Channels under %s on average and under %s for every domain shown are summed as “%s”.", pct(minChannelAvg), pct(minChannelShare), otherChannels)
+		note += fmt.Sprintf(" Channels under %s on average and under %s for every domain shown are summed as “%s”.", numfmt.Share(minChannelAvg), numfmt.Share(minChannelShare), otherChannels)
 	}
 	lc := &legendChart{Note: note, SVG: stackedShares("channel mix per domain", series, rows)}
 	lc.Legend = legend(series)
@@ -295,9 +295,9 @@ func aiNote(s site) string {
 	if !s.AITotal.Valid {
 		return "AI visits not stated"
 	}
-	n := human(float64(s.AITotal.Int64)) + " AI visits"
+	n := numfmt.Count(float64(s.AITotal.Int64)) + " AI visits"
 	if s.TotalVisits.Valid && s.TotalVisits.Float64 > 0 {
-		n += " · " + pct(float64(s.AITotal.Int64)/s.TotalVisits.Float64) + " of visits"
+		n += " · " + numfmt.Share(float64(s.AITotal.Int64)/s.TotalVisits.Float64) + " of visits"
 	}
 	return n
 }
@@ -384,7 +384,7 @@ func geoCells(cs []countryShare, codes []string) []geoCell {
 				if alpha > 0.5 {
 					ink = "#ffffff"
 				}
-				cells[i] = geoCell{Text: pct(c.Share), Style: template.CSS(fmt.Sprintf("background:rgba(78,121,167,%.2f);color:%s", alpha, ink))}
+				cells[i] = geoCell{Text: numfmt.Share(c.Share), Style: template.CSS(fmt.Sprintf("background:rgba(78,121,167,%.2f);color:%s", alpha, ink))}
 			}
 		}
 	}
@@ -395,7 +395,7 @@ func geoOther(cs []countryShare, codes []string) string {
 	var names []string
 	for _, c := range cs {
 		if !contains(codes, c.Code) {
-			names = append(names, c.Name+" "+pct(c.Share))
+			names = append(names, c.Name+" "+numfmt.Share(c.Share))
 		}
 	}
 	if len(names) == 0 {
@@ -466,7 +466,7 @@ func usd(v sql.NullFloat64) string {
 	}
 	f := v.Float64
 	if f >= 1000 {
-		return "$" + human(f)
+		return "$" + numfmt.Count(f)
 	}
 	return "$" + fmt.Sprintf("%.2f", f)
 }
@@ -582,27 +582,27 @@ func (a *compAgg) bar() barRow {
 	if a.on {
 		label += " (on watchlist)"
 	}
-	b := barRow{Label: label, Text: "visits " + dash}
+	b := barRow{Label: label, Text: "visits " + numfmt.Dash}
 	if a.hasVis {
-		b.Value, b.Valid, b.Text = a.visits, true, human(a.visits)
+		b.Value, b.Valid, b.Text = a.visits, true, numfmt.Count(a.visits)
 	}
 	b.Text += fmt.Sprintf(" · listed by %d", len(a.listedBy))
 	return b
 }
 
 func (a *compAgg) row() compRow {
-	r := compRow{Competitor: a.name, ListedBy: someNames(a.listedBy), Visits: dash, Rank: dash, Ratio: dash, OnWatchlist: a.on}
+	r := compRow{Competitor: a.name, ListedBy: someNames(a.listedBy), Visits: numfmt.Dash, Rank: numfmt.Dash, Ratio: numfmt.Dash, OnWatchlist: a.on}
 	if a.hasVis {
-		r.Visits = human(a.visits)
+		r.Visits = numfmt.Count(a.visits)
 	}
 	if a.rank > 0 {
-		r.Rank = "#" + textout.Thousands(a.rank)
+		r.Rank = "#" + numfmt.Thousands(a.rank)
 	}
 	if len(a.ratios) > 0 {
 		sort.Float64s(a.ratios)
-		r.Ratio = ratio(a.ratios[0])
-		if hi := a.ratios[len(a.ratios)-1]; ratio(hi) != r.Ratio {
-			r.Ratio += " – " + ratio(hi)
+		r.Ratio = numfmt.Ratio(a.ratios[0])
+		if hi := a.ratios[len(a.ratios)-1]; numfmt.Ratio(hi) != r.Ratio {
+			r.Ratio += " – " + numfmt.Ratio(hi)
 		}
 	}
 	return r

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"sitewatch/pipeline/months"
-	"sitewatch/pipeline/textout"
+	"sitewatch/pipeline/numfmt"
 )
 
 // warning is the banner of an incomplete snapshot.
@@ -137,14 +137,14 @@ func visitsCard(d *data) card {
 			curY, prevY, nY = curY+s.LastVisits.Float64, prevY+s.YearAgoVisits.Float64, nY+1
 		}
 	}
-	c := card{Label: "Watchlist visits, " + m.Format("Jan 2006") + " (estimate)", Value: human(total)}
+	c := card{Label: "Watchlist visits, " + m.Format("Jan 2006") + " (estimate)", Value: numfmt.Count(total)}
 	if prevM > 0 {
 		ch := curM/prevM - 1
-		c.Changes = append(c.Changes, toned{"MoM " + signedPct(ch), changeTone(ch)})
+		c.Changes = append(c.Changes, toned{"MoM " + numfmt.Change(ch), changeTone(ch)})
 	}
 	if prevY > 0 {
 		ch := curY/prevY - 1
-		c.Changes = append(c.Changes, toned{"YoY " + signedPct(ch), changeTone(ch)})
+		c.Changes = append(c.Changes, toned{"YoY " + numfmt.Change(ch), changeTone(ch)})
 	} else if from := yoyFrom(d); from.After(m) {
 		c.Changes = append(c.Changes, toned{"YoY from " + from.Format("Jan 2006"), ""})
 	}
@@ -209,12 +209,12 @@ func aiCard(d *data) (card, bool) {
 	if n == 0 {
 		return card{}, false
 	}
-	c := card{Label: "AI-referred visits in the period (estimate)", Value: human(ai), Detail: "sum of all " + count(n) + " domains"}
+	c := card{Label: "AI-referred visits in the period (estimate)", Value: numfmt.Count(ai), Detail: "sum of all " + count(n) + " domains"}
 	if n < len(d.Sites) {
 		c.Detail = fmt.Sprintf("sum of the %s of %s domains the API states AI visits for", count(n), count(len(d.Sites)))
 	}
 	if visits > 0 {
-		c.Detail = pct(ai/visits) + " of their visits · " + c.Detail
+		c.Detail = numfmt.Share(ai/visits) + " of their visits · " + c.Detail
 	}
 	return c, true
 }
@@ -227,13 +227,13 @@ func moverCards(d *data) []card {
 		s := up[0]
 		ch, _ := s.mom()
 		cards = append(cards, card{Label: "Biggest riser in visits, MoM", Value: s.Domain,
-			Changes: []toned{{signedPct(ch), changeTone(ch)}}, Detail: human(s.PrevVisits.Float64) + " → " + human(s.LastVisits.Float64)})
+			Changes: []toned{{numfmt.Change(ch), changeTone(ch)}}, Detail: numfmt.Count(s.PrevVisits.Float64) + " → " + numfmt.Count(s.LastVisits.Float64)})
 	}
 	if len(down) > 0 {
 		s := down[0]
 		ch, _ := s.mom()
 		cards = append(cards, card{Label: "Biggest faller in visits, MoM", Value: s.Domain,
-			Changes: []toned{{signedPct(ch), changeTone(ch)}}, Detail: human(s.PrevVisits.Float64) + " → " + human(s.LastVisits.Float64)})
+			Changes: []toned{{numfmt.Change(ch), changeTone(ch)}}, Detail: numfmt.Count(s.PrevVisits.Float64) + " → " + numfmt.Count(s.LastVisits.Float64)})
 	}
 	return cards
 }
@@ -270,12 +270,12 @@ func creditsCard(d *data) card {
 			remaining = r.Remaining.Int64
 		}
 	}
-	c := card{Label: "Credits spent on this snapshot", Value: textout.Thousands(spent), Detail: fmt.Sprintf("%d runs", len(d.Runs))}
+	c := card{Label: "Credits spent on this snapshot", Value: numfmt.Thousands(spent), Detail: fmt.Sprintf("%d runs", len(d.Runs))}
 	if len(d.Runs) == 1 {
 		c.Detail = "1 run"
 	}
 	if remaining >= 0 {
-		c.Detail += " · " + textout.Thousands(remaining) + " left after the last"
+		c.Detail += " · " + numfmt.Thousands(remaining) + " left after the last"
 	}
 	return c
 }
@@ -331,9 +331,9 @@ func buildChanges(d *data) *changesSection {
 		delta := math.Log(float64(s.PrevRank.Int64) / float64(s.GlobalRank.Int64))
 		m := rankMove{Domain: s.Domain, From: rank(s.PrevRank), To: rank(s.GlobalRank), weight: math.Abs(delta) * s.TotalVisits.Float64, Tone: tone(delta)}
 		if delta > 0 {
-			m.Change = fmt.Sprintf("up %s places", textout.Thousands(s.PrevRank.Int64-s.GlobalRank.Int64))
+			m.Change = fmt.Sprintf("up %s places", numfmt.Thousands(s.PrevRank.Int64-s.GlobalRank.Int64))
 		} else {
-			m.Change = fmt.Sprintf("down %s places", textout.Thousands(s.GlobalRank.Int64-s.PrevRank.Int64))
+			m.Change = fmt.Sprintf("down %s places", numfmt.Thousands(s.GlobalRank.Int64-s.PrevRank.Int64))
 		}
 		c.RankMoves = append(c.RankMoves, m)
 	}
@@ -351,8 +351,8 @@ func moverRows(ss []site, n int) []moverRow {
 			break
 		}
 		ch, _ := s.mom()
-		out = append(out, moverRow{Domain: s.Domain, Change: signedPct(ch), Tone: changeTone(ch), From: human(s.PrevVisits.Float64),
-			To: human(s.LastVisits.Float64), Months: s.LastMonth.AddDate(0, -1, 0).Format("Jan") + " → " + s.LastMonth.Format("Jan 2006")})
+		out = append(out, moverRow{Domain: s.Domain, Change: numfmt.Change(ch), Tone: changeTone(ch), From: numfmt.Count(s.PrevVisits.Float64),
+			To: numfmt.Count(s.LastVisits.Float64), Months: s.LastMonth.AddDate(0, -1, 0).Format("Jan") + " → " + s.LastMonth.Format("Jan 2006")})
 	}
 	return out
 }

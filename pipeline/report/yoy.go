@@ -8,6 +8,8 @@ import (
 	"math"
 	"strings"
 	"time"
+
+	"sitewatch/pipeline/numfmt"
 )
 
 // loadYearAgo reads, for each site, the month a year before its latest history month and the
@@ -63,12 +65,12 @@ func (d *data) loadYearAgo(ctx context.Context, db *sql.DB) error {
 // yoyText is a site's year-on-year change, or from which month it becomes available.
 func (s *site) yoyText() (text, toneClass string) {
 	if ch, ok := s.yoy(); ok {
-		return signedPct(ch), changeTone(ch)
+		return numfmt.Change(ch), changeTone(ch)
 	}
 	if !s.YoYFrom.IsZero() && s.YoYFrom.After(s.LastMonth) {
 		return "from " + s.YoYFrom.Format("Jan 2006"), ""
 	}
-	return dash, ""
+	return numfmt.Dash, ""
 }
 
 // yoyFrom is the earliest month any site's year on year becomes available, or zero.
@@ -240,8 +242,8 @@ func yearLines(pairs []yearPair) template.HTML {
 	xp := func(t time.Time) float64 { return x0 + fx(t)*(x1-x0) }
 	s.lineP(0, py(hi), 100, py(hi), gridColor, 1)
 	s.lineP(0, py(lo), 100, py(lo), gridColor, 1)
-	s.textP(0, 0, py(hi)-4, valueSize, "start", mutedColor, "high "+human(hi))
-	s.textP(0, 0, py(lo)+13, valueSize, "start", mutedColor, "low "+human(lo))
+	s.textP(0, 0, py(hi)-4, valueSize, "start", mutedColor, "high "+numfmt.Count(hi))
+	s.textP(0, 0, py(lo)+13, valueSize, "start", mutedColor, "low "+numfmt.Count(lo))
 	cur, prev := make([][2]float64, len(pairs)), make([][2]float64, len(pairs))
 	for i, p := range pairs {
 		cur[i], prev[i] = [2]float64{fx(p.Month), fy(p.Cur)}, [2]float64{fx(p.Month), fy(p.Prev)}
@@ -250,7 +252,7 @@ func yearLines(pairs []yearPair) template.HTML {
 	bandW := (x1 - x0) / float64(len(pairs)-1)
 	for i, p := range pairs {
 		s.band(math.Max(0, xp(p.Month)-bandW/2), top-6, bandW, plotH+12, fmt.Sprintf("%s: %s · %s: %s (%s), %s domains",
-			p.Month.Format("Jan 2006"), human(p.Cur), p.Month.AddDate(-1, 0, 0).Format("Jan 2006"), human(p.Prev), signedPct(p.Cur/p.Prev-1), count(p.Domains)))
+			p.Month.Format("Jan 2006"), numfmt.Count(p.Cur), p.Month.AddDate(-1, 0, 0).Format("Jan 2006"), numfmt.Count(p.Prev), numfmt.Change(p.Cur/p.Prev-1), count(p.Domains)))
 		if (len(pairs)-1-i)%2 != 0 { // every other month, ending on the latest
 			continue
 		}
