@@ -46,7 +46,7 @@ func TestAttentionSameOnEverySurface(t *testing.T) {
 		t.Fatal(err)
 	}
 	want, _ := a.Lines(0)
-	if !strings.Contains(strings.Join(want, "\n"), ". tiny.com: fell 30.0 %") {
+	if !strings.Contains(strings.Join(want, "\n"), ". tiny.com: fell 30.0%") {
 		t.Fatalf("the 1,000-visit floor did not list tiny.com:\n%s", strings.Join(want, "\n"))
 	}
 

@@ -14,20 +14,26 @@ import (
 
 // Reason kinds of the needs_attention view (sql/views/needs_attention.sql).
 const (
+	KindVanished       = "vanished" // visits fell to 0: always first, severity high
 	KindVisitsFell     = "visits_fell"
 	KindVisitsRose     = "visits_rose"
-	KindSteepFall      = "steep_fall"
 	KindRankLost       = "rank_lost"
 	KindAIVisitsFell   = "ai_visits_fell"
 	KindTopChannelFell = "top_channel_fell"
 	KindDataMissing    = "data_missing"
 	KindQualityFailed  = "quality_failed"
-	// KindRisingCandidate lists a domain not on the watchlist (discover_candidates).
-	KindRisingCandidate = "rising_candidate"
 )
 
 // AttentionKinds lists every reason kind, in the order the docs and /metrics list them.
-var AttentionKinds = []string{KindVisitsFell, KindVisitsRose, KindSteepFall, KindRankLost, KindAIVisitsFell, KindTopChannelFell, KindDataMissing, KindQualityFailed, KindRisingCandidate}
+var AttentionKinds = []string{KindVanished, KindVisitsFell, KindVisitsRose, KindRankLost, KindAIVisitsFell, KindTopChannelFell, KindDataMissing, KindQualityFailed}
+
+// Severities of a needs-attention row, the same words on every surface: high when |z| is at
+// least twice the threshold (and for vanished, missing data and quality errors), medium from
+// the threshold (and for quality warnings).
+const (
+	SeverityHigh   = "high"
+	SeverityMedium = "medium"
+)
 
 // Defaults of the needs-attention ranking (the view needs_attention uses them; config keys
 // attention.min_visits and attention.threshold override them).
@@ -56,26 +62,37 @@ func (s AttentionSettings) withDefaults() AttentionSettings {
 	return s
 }
 
-// AttentionReason is one row of needs_attention: why a domain is listed.
+// AttentionReason is one row of needs_attention: why a domain is listed, one field per unit.
 type AttentionReason struct {
 	Kind     string   // one of AttentionKinds
-	Text     string   // the reason in words
-	Severity string   // high | medium
-	Score    float64  // what the list is ordered by
-	Change   *float64 // the move as a number (see the view's change column); nil when none
-	Rank     int      // the row's position in the list, 1 = first
+	Metric   string   // visits | global_rank | ai_visits | channel_share; "" for quality_failed
+	Channel  string   // the channel of a channel_share row, else ""
+	Value    *float64 // the metric in the month (whole visits; rank; share in percent); nil when missing
+	Previous *float64 // the metric the month before, same unit; nil when none
+	// ChangePct is value / previous - 1 in percent (-35 = a 35 % fall) for visits, global_rank
+	// and ai_visits; ChangePoints the change in percentage points for channel_share. The other
+	// is nil.
+	ChangePct, ChangePoints *float64
+	Z                       *float64 // the move in usual swings; nil for vanished, data_missing, quality_failed
+	Severity                string   // SeverityHigh | SeverityMedium
+	Text                    string   // the reason in words
+	Score                   float64  // what the list is ordered by after vanished rows
+	Rank                    int      // the row's position in the month's list, 1 = first
 }
 
 // AttentionDomain is one listed domain with its reasons, best-ranked first.
 type AttentionDomain struct {
 	Domain  string
-	Rank    int      // the domain's position, 1 = first (needs_attention.domain_rank)
-	Visits  *float64 // visits in the month, nil when missing
+	Rank    int // the domain's position, 1 = first (needs_attention.domain_rank)
 	Reasons []AttentionReason
 }
 
+// Severity is the severity of the domain's first (loudest) reason.
+func (d AttentionDomain) Severity() string { return d.Reasons[0].Severity }
+
 // Attention is the needs-attention list of one month: the one ranking that `sitewatch
-// changes`, the report's first section, the webhook's complete digest and /metrics lead with.
+// changes`, `sitewatch show`, the report's first section, the webhook and /metrics lead with.
+// A quiet month has no Domains; every surface then says so in one line (Title).
 type Attention struct {
 	Month, PreviousMonth string // PreviousMonth "" when no complete month precedes Month
 	Settings             AttentionSettings
@@ -111,54 +128,83 @@ func (a *Attention) ByKind() map[string]int {
 // month is "", and an error naming the month when month is malformed or the query fails (an
 // older warehouse without the view: run `sitewatch run` or `sitewatch rebuild` once).
 func ReadAttention(ctx context.Context, db *sql.DB, month string, s AttentionSettings) (*Attention, error) {
+	return readAttention(ctx, db, month, "", s)
+}
+
+// ReadDomainAttention is ReadAttention limited to one domain's rows (`sitewatch show`).
+func ReadDomainAttention(ctx context.Context, db *sql.DB, month, domain string, s AttentionSettings) (*Attention, error) {
+	return readAttention(ctx, db, month, domain, s)
+}
+
+// attentionSQL reads one month's rows; the month is resolved first so the macro computes
+// that month only.
+const attentionSQL = `SELECT snapshot_month, coalesce(previous_month, ''), domain, kind, coalesce(metric, ''), coalesce(channel, ''),
+		value, previous_value, change_pct, change_points, z, severity, reason, score, rank, domain_rank
+	FROM needs_attention_in(for_month := ?, min_visits := ?, threshold := ?)
+	WHERE ? = '' OR domain = ?
+	ORDER BY rank`
+
+func readAttention(ctx context.Context, db *sql.DB, month, domain string, s AttentionSettings) (*Attention, error) {
 	if month != "" && !monthRE.MatchString(month) {
 		return nil, fmt.Errorf("needs attention: month %q is not YYYY-MM (e.g. 2026-01)", month)
 	}
 	s = s.withDefaults()
 	a := &Attention{Month: month, Settings: s}
-	var n int
-	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM duckdb_functions() WHERE function_name = 'needs_attention_in'`).Scan(&n); err != nil {
-		return nil, fmt.Errorf("needs attention: read the warehouse catalog: %w", err)
+	if err := requireAttentionView(ctx, db, month); err != nil {
+		return nil, err
 	}
-	if n == 0 {
-		return nil, fmt.Errorf("needs attention of %s: %w", monthOrLatest(month), ErrNoAttentionView)
+	if month == "" {
+		if err := db.QueryRowContext(ctx, `SELECT coalesce(max(snapshot_month), '') FROM complete_months`).Scan(&a.Month); err != nil {
+			return nil, fmt.Errorf("needs attention: read complete_months: %w", err)
+		}
+		if a.Month == "" {
+			return a, nil
+		}
 	}
-	var forMonth any
-	if month != "" {
-		forMonth = month
+	if err := db.QueryRowContext(ctx, `SELECT coalesce(max(previous_month), '') FROM complete_months WHERE snapshot_month = ?`, a.Month).Scan(&a.PreviousMonth); err != nil {
+		return nil, fmt.Errorf("needs attention of %s: read complete_months: %w", a.Month, err)
 	}
-	rows, err := db.QueryContext(ctx, `SELECT snapshot_month, coalesce(previous_month, ''), domain, reason_kind, reason,
-		severity, score, change, rank, domain_rank, visits
-		FROM needs_attention_in(for_month := ?, min_visits := ?, threshold := ?) ORDER BY rank`, forMonth, s.MinVisits, s.Threshold)
+	rows, err := db.QueryContext(ctx, attentionSQL, a.Month, s.MinVisits, s.Threshold, domain, domain)
 	if err != nil {
-		return nil, fmt.Errorf("needs attention of %s: %w", monthOrLatest(month), err)
+		return nil, fmt.Errorf("needs attention of %s: %w", a.Month, err)
 	}
 	defer func() { _ = rows.Close() }()
 	byDomain := map[string]int{}
 	for rows.Next() {
 		var r AttentionReason
-		var domain string
-		var change, visits sql.NullFloat64
+		var name, month, previous string
+		var value, prev, pct, points, z sql.NullFloat64
 		var domainRank int
-		if err := rows.Scan(&a.Month, &a.PreviousMonth, &domain, &r.Kind, &r.Text, &r.Severity, &r.Score, &change, &r.Rank, &domainRank, &visits); err != nil {
-			return nil, fmt.Errorf("needs attention of %s: %w", monthOrLatest(month), err)
+		if err := rows.Scan(&month, &previous, &name, &r.Kind, &r.Metric, &r.Channel, &value, &prev, &pct, &points, &z,
+			&r.Severity, &r.Text, &r.Score, &r.Rank, &domainRank); err != nil {
+			return nil, fmt.Errorf("needs attention of %s: %w", a.Month, err)
 		}
-		r.Change = nullable(change)
-		i, ok := byDomain[domain]
+		r.Value, r.Previous, r.ChangePct, r.ChangePoints, r.Z = nullable(value), nullable(prev), nullable(pct), nullable(points), nullable(z)
+		i, ok := byDomain[name]
 		if !ok {
 			i = len(a.Domains)
-			byDomain[domain] = i
-			a.Domains = append(a.Domains, AttentionDomain{Domain: domain, Rank: domainRank, Visits: nullable(visits)})
+			byDomain[name] = i
+			a.Domains = append(a.Domains, AttentionDomain{Domain: name, Rank: domainRank})
 		}
 		a.Domains[i].Reasons = append(a.Domains[i].Reasons, r)
-		if a.Domains[i].Visits == nil {
-			a.Domains[i].Visits = nullable(visits)
-		}
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("needs attention of %s: %w", monthOrLatest(month), err)
+		return nil, fmt.Errorf("needs attention of %s: %w", a.Month, err)
 	}
 	return a, nil
+}
+
+// requireAttentionView fails with ErrNoAttentionView on a warehouse older than the view.
+func requireAttentionView(ctx context.Context, db *sql.DB, month string) error {
+	var n int
+	if err := db.QueryRowContext(ctx, `SELECT count(DISTINCT function_name) FROM duckdb_functions()
+		WHERE function_name IN ('needs_attention_all', 'needs_attention_in')`).Scan(&n); err != nil {
+		return fmt.Errorf("needs attention: read the warehouse catalog: %w", err)
+	}
+	if n < 2 {
+		return fmt.Errorf("needs attention of %s: %w", monthOrLatest(month), ErrNoAttentionView)
+	}
+	return nil
 }
 
 func nullable(v sql.NullFloat64) *float64 {
@@ -223,13 +269,12 @@ func (a *Attention) Title() string {
 // Rule states the ranking and its settings in one sentence for readers of every surface.
 func (a *Attention) Rule() string {
 	s := a.Settings.withDefaults()
-	return fmt.Sprintf("A domain is listed when this month's visits move at least %s of its usual month-to-month swings "+
-		"(median and 1.4826 × MAD of its earlier monthly changes, at least ±2 %%), or its rank, AI-referred visits or top channel "+
-		"fell that many of the watchlist's swings since %s, and it had at least %s visits; or it is one of the 3 steepest falls (2 %% or more) "+
-		"among the larger half of the watchlist; or its data went missing or failed a quality check. "+
-		"Also up to 3 rising domains not on the watchlist that its similar sites point at (discover_candidates). "+
-		"Most unusual first (view needs_attention; config attention.min_visits and attention.threshold).",
-		strconv.FormatFloat(s.Threshold, 'f', -1, 64), orText(a.PreviousMonth, "the previous complete month"), thousands(float64(s.MinVisits)))
+	return fmt.Sprintf("A watchlist domain is listed when its visits fell to 0 (first, high), when this month's visits move at least %s of its usual "+
+		"month-to-month swings (median and 1.4826 × MAD of its earlier monthly changes, at least ±2%%), or its rank, AI-referred visits or top channel "+
+		"fell that many of the watchlist's swings since %s, and it had at least %s visits; or when its data went missing or failed a quality check. "+
+		"Severity: high from %s swings, medium from %s. Most unusual first (view needs_attention; config attention.min_visits and attention.threshold).",
+		strconv.FormatFloat(s.Threshold, 'f', -1, 64), orText(a.PreviousMonth, "the previous complete month"), thousands(float64(s.MinVisits)),
+		strconv.FormatFloat(2*s.Threshold, 'f', -1, 64), strconv.FormatFloat(s.Threshold, 'f', -1, 64))
 }
 
 func orText(s, alt string) string {

@@ -1,339 +1,372 @@
--- needs_attention: the domains of a month that an analyst should look at first, one row per
--- domain and reason, ranked. Defined once, as the table macro needs_attention_in(); the view
--- needs_attention is that macro with its defaults (the latest complete month, a size floor of
--- 10,000 visits, a threshold of 3). `sitewatch changes`, the report, the webhook digest and
--- /metrics call the macro with the config's attention.min_visits and attention.threshold, so
--- every surface and an analyst's SQL agree:
+-- needs_attention: for every complete month, the watchlist domains whose move is unusual for
+-- them, one row per domain and reason, ranked within the month. Only rows that pass their test
+-- appear: a quiet month has none (every surface then says "nothing unusual" in one line).
+-- Defined once, as the table macro needs_attention_in(); the view needs_attention is that macro
+-- with its defaults (every complete month, a size floor of 10,000 visits, a threshold of 3).
+-- `sitewatch changes`, `show`, the report, the webhook and /metrics call the macro with the
+-- config's attention.min_visits and attention.threshold, so every surface and an analyst's SQL
+-- agree:
 --
 --   SELECT * FROM needs_attention_in(for_month := '2026-10', min_visits := 50000, threshold := 4);
+--   SELECT * FROM needs_attention WHERE snapshot_month = '2026-10';
 --
--- A domain is listed for:
---   visits_fell / visits_rose  its month-over-month log change in visits, measured against its
---       own earlier months: z = (ln(v_m / v_m-1) - median of its earlier monthly log changes)
---       / max(1.4826 × MAD of those changes, 0.02), over the up to 24 monthly changes before
---       the month that the warehouse holds (traffic_history across snapshots, the newest
---       snapshot with a value wins, none newer than the month). Listed when |z| >= threshold,
---       at least 6 earlier changes are known, and the month or the month before had at least
---       min_visits visits. The 0.02 floor (about ±2 %) keeps a giant whose months barely move
---       from being listed for an ordinary percent.
---   steep_fall  one of the 3 largest falls in visits (at least 2 %) among the domains at or above
---       the month's median visits (and the floor), when not already listed as visits_fell:
---       a big domain's large fall is named even when its own months are volatile.
---   rank_lost, ai_visits_fell, top_channel_fell  the global rank, the AI-referred visits, or
---       the share of the channel that brought the domain most visits in the previous
---       complete month, compared with the previous complete month. The warehouse holds only
---       one value a snapshot for these, so "unusual" is measured against the other
---       domains' moves in the same month: z = (move - median move) / max(1.4826 × MAD of
---       moves, floor), with move = ln(new rank / old rank) (floor 0.05), ln(new AI visits /
---       old) (floor 0.10; an AI count that fell to 0 or NULL counts as ln(1/old)), or the
---       change in share (floor 0.02 share points, and at least 5 points lost). Listed when
---       the domain lost (z >= threshold for a rank, z <= -threshold for the others) and had
---       at least min_visits visits (AI: and at least min_visits / 100 AI-referred visits).
---   data_missing  in the previous complete month's data but not in this month's (rejected by
---       the API, a fetch error, or no longer fetched), or loaded without a visits figure for
---       the month when the previous complete month had one.
---   quality_failed  an error or warn finding of quality_checks about the domain in the month.
---   rising_candidate  a domain not on the month's watchlist that the watchlist's similar sites
---       point at more than before (discover_candidates: new this month, more watched domains
---       list it, or its rank improved), among the 10 it points at most, with at least
---       min_visits visits: at most the 3 best such candidates (what `sitewatch discover` lists).
+-- The month is a filter on the months the macro computes (never a value inside its steps), so
+-- the macro may be called per month, through LATERAL too:
+--
+--   SELECT n.* FROM complete_months m, LATERAL needs_attention_in(for_month := m.snapshot_month) n;
+--
+-- A domain is listed (kind, metric) for:
+--   vanished (visits)  its visits fell to 0 from at least min_visits the month before (traffic
+--       history, or sites.total_visits against the previous complete month): always severity
+--       high and first in the list; z is NULL (a fall to nothing has no ratio to measure).
+--   visits_fell / visits_rose (visits)  its month-over-month log change in visits, measured
+--       against its own earlier months: z = (ln(v_m / v_m-1) - median of its earlier monthly log
+--       changes) / max(1.4826 × MAD of those changes, 0.02), over the up to 24 monthly changes
+--       before the month that the warehouse holds (traffic_history across snapshots up to the
+--       month, the newest snapshot with a value wins). Listed when |z| >= threshold, at least 6
+--       earlier changes are known, and the month or the month before had at least min_visits
+--       visits. The 0.02 floor (about ±2 %) keeps a giant whose months barely move from being
+--       listed for an ordinary percent.
+--   rank_lost (global_rank), ai_visits_fell (ai_visits), top_channel_fell (channel_share)
+--       the global rank, the AI-referred visits, or the share of the channel that brought the
+--       domain most visits in the previous complete month, compared with the previous complete
+--       month. The warehouse holds one value a snapshot for these, so "unusual" is measured
+--       against the other domains' moves in the same month: z = (move - median move) /
+--       max(1.4826 × MAD of moves, floor), with move = ln(new rank / old rank) (floor 0.05),
+--       ln(new AI visits / old) (floor 0.10; an AI count that fell to 0 or NULL counts as
+--       ln(1/old)), or the change in share (floor 2 share points, and at least 5 points lost).
+--       Listed when the domain lost (z >= threshold for a rank, z <= -threshold for the others)
+--       and had at least min_visits visits (AI: and at least min_visits / 100 AI-referred visits).
+--   data_missing (visits)  in the previous complete month's data but not in this month's
+--       (rejected by the API, a fetch error, or no longer fetched), or loaded without a visits
+--       figure for the month when the previous complete month had one.
+--   quality_failed (no metric)  an error or warn finding of quality_checks about the domain.
+--
+-- Severity follows |z| in bands of the threshold: high at 2 × threshold or more, medium from the
+-- threshold; vanished, missing data and quality errors are high, quality warnings medium.
+-- Candidates not on the watchlist are never rows here (discover_candidates, "worth tracking"),
+-- and the largest falls of the month are their own ranking (largest_falls_in, sql/views/changes.sql).
 --
 -- score orders the list: |z| for the measured reasons; 2 × threshold for missing data and a
--- quality error, the threshold for a quality warning and a rising candidate. rank 1 is the first row (score, then
--- the larger fall, then the larger domain, then name); domain_rank numbers the domains by their first row, so a
--- surface that groups the reasons of a domain keeps the same order.
---
--- requires: discover_candidates.sql
+-- quality error, the threshold for a quality warning. rank 1 is the first row of its month
+-- (vanished first, then score, then the larger fall, then the larger domain, then name);
+-- domain_rank numbers the month's domains by their first row, so a surface that groups the
+-- reasons of a domain keeps the same order.
 
-CREATE OR REPLACE MACRO needs_attention_in(for_month := NULL, min_visits := NULL, threshold := NULL) AS TABLE
-WITH p0 AS MATERIALIZED (
-    SELECT coalesce(CAST(for_month AS VARCHAR), (SELECT max(snapshot_month) FROM complete_months)) AS snapshot_month,
+CREATE OR REPLACE MACRO needs_attention_all(min_visits, threshold) AS TABLE
+WITH p AS MATERIALIZED (
+    SELECT c.snapshot_month, c.previous_month,
+           CAST(c.snapshot_month || '-01' AS DATE) AS month_start,
+           strftime(CAST(c.snapshot_month || '-01' AS DATE) - INTERVAL 25 MONTH, '%Y-%m') AS oldest_snapshot,
            CAST(coalesce(min_visits, 10000) AS DOUBLE) AS floor_visits,
            CAST(coalesce(threshold, 3) AS DOUBLE) AS z_min
-),
-p AS MATERIALIZED (
-    SELECT p0.*,
-           CAST(p0.snapshot_month || '-01' AS DATE) AS month_start,
-           (SELECT max(c.snapshot_month) FROM complete_months c WHERE c.snapshot_month < p0.snapshot_month) AS previous_month
-    FROM p0
-    WHERE p0.snapshot_month IS NOT NULL
+    FROM complete_months c
 ),
 cur_sites AS MATERIALIZED (
-    SELECT s.* FROM sites s, p WHERE s.snapshot_month = p.snapshot_month
+    SELECT s.snapshot_month, s.domain, s.total_visits, s.global_rank, s.ai_total_visits
+    FROM sites s JOIN p ON s.snapshot_month = p.snapshot_month
 ),
 prev_sites AS MATERIALIZED (
-    SELECT s.* FROM sites s, p WHERE s.snapshot_month = p.previous_month
+    SELECT p.snapshot_month, s.domain, s.total_visits, s.global_rank, s.ai_total_visits
+    FROM sites s JOIN p ON s.snapshot_month = p.previous_month
 ),
--- Monthly visits as traffic_monthly merges them, limited to snapshots up to the month.
+-- Monthly visits as traffic_monthly merges them, limited to snapshots up to the month: one
+-- value per month, domain and calendar month, the newest snapshot holding a value wins.
 hist AS MATERIALIZED (
-    SELECT h.domain, h.month, h.visits
-    FROM traffic_history h, p
-    WHERE h.snapshot_month <= p.snapshot_month AND h.month <= p.month_start
-      AND h.month >= CAST(p.month_start - INTERVAL 25 MONTH AS DATE)
-      AND h.domain IN (SELECT domain FROM cur_sites)
-    QUALIFY row_number() OVER (PARTITION BY h.domain, h.month ORDER BY h.visits IS NULL, h.snapshot_month DESC) = 1
+    SELECT p.snapshot_month, h.domain, h.month,
+           arg_max(h.visits, h.snapshot_month) FILTER (WHERE h.visits IS NOT NULL) AS visits
+    FROM traffic_history h
+    JOIN p ON h.snapshot_month <= p.snapshot_month AND h.snapshot_month >= p.oldest_snapshot
+    SEMI JOIN cur_sites c ON c.snapshot_month = p.snapshot_month AND c.domain = h.domain
+    WHERE h.month <= p.month_start AND h.month >= CAST(p.month_start - INTERVAL 25 MONTH AS DATE)
+    GROUP BY p.snapshot_month, h.domain, h.month
 ),
-steps AS MATERIALIZED (
-    SELECT domain, month, visits, prev_visits, ln(visits / prev_visits) AS r
+pairs AS MATERIALIZED (
+    SELECT snapshot_month, domain, month, visits, prev_visits
     FROM (
-        SELECT domain, month, CAST(visits AS DOUBLE) AS visits,
+        SELECT snapshot_month, domain, month, CAST(visits AS DOUBLE) AS visits,
                CAST(lag(visits) OVER w AS DOUBLE) AS prev_visits, lag(month) OVER w AS prev_month
         FROM hist
-        WINDOW w AS (PARTITION BY domain ORDER BY month)
+        WINDOW w AS (PARTITION BY snapshot_month, domain ORDER BY month)
     )
-    WHERE prev_month = CAST(month - INTERVAL 1 MONTH AS DATE) AND visits > 0 AND prev_visits > 0
+    WHERE prev_month = CAST(month - INTERVAL 1 MONTH AS DATE)
 ),
-past AS (
-    SELECT s.domain, median(s.r) AS center, count(*) AS n
-    FROM steps s, p WHERE s.month < p.month_start
-    GROUP BY s.domain
+steps AS (
+    SELECT *, ln(visits / prev_visits) AS r FROM pairs WHERE visits > 0 AND prev_visits > 0
+),
+past AS MATERIALIZED (
+    SELECT s.snapshot_month, s.domain, s.r
+    FROM steps s JOIN p USING (snapshot_month)
+    WHERE s.month < p.month_start
+),
+center AS (
+    SELECT snapshot_month, domain, median(r) AS center, count(*) AS n FROM past GROUP BY ALL
 ),
 swing AS (
-    SELECT s.domain, a.center, a.n, 1.4826 * median(abs(s.r - a.center)) AS mad
-    FROM steps s JOIN past a USING (domain), p
-    WHERE s.month < p.month_start
-    GROUP BY s.domain, a.center, a.n
+    SELECT s.snapshot_month, s.domain, any_value(a.center) AS center, any_value(a.n) AS n,
+           1.4826 * median(abs(s.r - a.center)) AS mad
+    FROM past s JOIN center a USING (snapshot_month, domain)
+    GROUP BY s.snapshot_month, s.domain
 ),
 visit_z AS MATERIALIZED (
-    SELECT c.domain, c.visits, c.prev_visits, c.r, w.center, w.n,
+    SELECT c.snapshot_month, c.domain, c.visits, c.prev_visits, c.r, w.center, w.n,
            greatest(w.mad, 0.02) AS sd,
            (c.r - w.center) / greatest(w.mad, 0.02) AS z
-    FROM steps c LEFT JOIN swing w USING (domain), p
+    FROM steps c JOIN p USING (snapshot_month) LEFT JOIN swing w USING (snapshot_month, domain)
     WHERE c.month = p.month_start
 ),
-visit_words AS (
-    SELECT v.*,
+visit_rows AS (
+    SELECT v.snapshot_month, v.domain,
+           CASE WHEN v.z < 0 THEN 'visits_fell' ELSE 'visits_rose' END AS kind,
+           'visits' AS metric, CAST(NULL AS VARCHAR) AS channel,
+           round(v.visits) AS value, round(v.prev_visits) AS previous_value,
+           100 * (v.visits / v.prev_visits - 1) AS change_pct, CAST(NULL AS DOUBLE) AS change_points,
+           v.z, abs(v.z) AS score, CASE WHEN abs(v.z) >= 2 * p.z_min THEN 'high' ELSE 'medium' END AS severity,
            CASE
-               WHEN v.r < 0 THEN 'fell ' || printf('%.1f', 100 * (1 - exp(v.r))) || ' %'
-               WHEN v.z < 0 THEN 'rose only ' || printf('%.1f', 100 * (exp(v.r) - 1)) || ' %'
-               ELSE 'rose ' || printf('%.1f', 100 * (exp(v.r) - 1)) || ' %'
+               WHEN v.r < 0 THEN 'fell ' || printf('%.1f', 100 * (1 - exp(v.r))) || '%'
+               WHEN v.z < 0 THEN 'rose only ' || printf('%.1f', 100 * (exp(v.r) - 1)) || '%'
+               ELSE 'rose ' || printf('%.1f', 100 * (exp(v.r) - 1)) || '%'
            END
-           || ' (' || printf('%,d', CAST(round(v.prev_visits) AS BIGINT)) || ' → ' || printf('%,d', CAST(round(v.visits) AS BIGINT)) || ' visits)' AS moved,
-           CASE WHEN v.n >= 6 THEN ' — its months usually move '
-                || CASE WHEN abs(v.center) >= v.sd / 2 THEN printf('%+.1f', 100 * (exp(v.center) - 1)) || ' % ' ELSE '' END
-                || '±' || printf('%.1f', 100 * (exp(v.sd) - 1)) || ' %'
-           ELSE '' END AS usual
-    FROM visit_z v
-),
-visit_rows AS MATERIALIZED (
-    SELECT v.domain,
-           CASE WHEN v.z < 0 THEN 'visits_fell' ELSE 'visits_rose' END AS reason_kind,
-           v.moved || v.usual AS reason,
-           abs(v.z) AS score, v.z,
-           v.visits, v.prev_visits AS previous_visits,
-           v.visits / v.prev_visits - 1 AS change
-    FROM visit_words v, p
+           || ' (' || printf('%,d', CAST(round(v.prev_visits) AS BIGINT)) || ' → ' || printf('%,d', CAST(round(v.visits) AS BIGINT)) || ' visits)'
+           || ' — its months usually move '
+           || CASE WHEN abs(v.center) >= v.sd / 2 THEN replace(printf('%+.1f', 100 * (exp(v.center) - 1)), '-', '−') || '% ' ELSE '' END
+           || '±' || printf('%.1f', 100 * (exp(v.sd) - 1)) || '%' AS reason,
+           0 AS tier, greatest(v.visits, v.prev_visits) AS size
+    FROM visit_z v JOIN p USING (snapshot_month)
     WHERE abs(v.z) >= p.z_min AND v.n >= 6 AND greatest(v.visits, v.prev_visits) >= p.floor_visits
 ),
--- The steepest falls of the larger half: the 3 largest falls (at least 2 %) among the domains
--- at or above the month's median visits, each listed even when its own months make the fall
--- ordinary, so a big domain's large fall is never left out.
-steep AS (
-    SELECT v.*, row_number() OVER (ORDER BY v.r, v.domain) AS fall_rank
-    FROM visit_words v, p
-    WHERE v.visits >= (SELECT median(visits) FROM visit_z) AND v.visits >= p.floor_visits AND v.r <= ln(0.98)
+-- A fall to zero: in the traffic history (the month's value 0 after a positive one), or in
+-- sites.total_visits against the previous complete month.
+zero_falls AS (
+    SELECT snapshot_month, domain, prev_visits FROM pairs
+    JOIN p USING (snapshot_month)
+    WHERE month = p.month_start AND visits = 0 AND prev_visits > 0
+    UNION ALL
+    SELECT c.snapshot_month, c.domain, o.total_visits
+    FROM cur_sites c JOIN prev_sites o USING (snapshot_month, domain)
+    WHERE c.total_visits = 0 AND o.total_visits > 0
 ),
-steep_rows AS (
-    SELECT s.domain, 'steep_fall' AS reason_kind,
-           s.moved || ', ' || CASE s.fall_rank WHEN 1 THEN 'the steepest fall' ELSE 'the ' || CASE s.fall_rank WHEN 2 THEN '2nd' ELSE '3rd' END || ' steepest fall' END
-           || ' among the larger half of the watchlist' || s.usual AS reason,
-           greatest(coalesce(abs(s.z), 0), p.z_min) AS score, s.z,
-           s.visits, s.prev_visits AS previous_visits,
-           s.visits / s.prev_visits - 1 AS change
-    FROM steep s, p
-    WHERE s.fall_rank <= 3 AND s.domain NOT IN (SELECT domain FROM visit_rows)
+vanished_rows AS (
+    SELECT z.snapshot_month, z.domain, 'vanished' AS kind, 'visits' AS metric, CAST(NULL AS VARCHAR) AS channel,
+           0.0 AS value, round(max(z.prev_visits)) AS previous_value,
+           -100.0 AS change_pct, CAST(NULL AS DOUBLE) AS change_points,
+           CAST(NULL AS DOUBLE) AS z, 2 * any_value(p.z_min) AS score, 'high' AS severity,
+           'vanished: 0 visits this month, ' || printf('%,d', CAST(round(max(z.prev_visits)) AS BIGINT)) || ' the month before' AS reason,
+           -1 AS tier, max(z.prev_visits) AS size
+    FROM zero_falls z JOIN p USING (snapshot_month)
+    GROUP BY z.snapshot_month, z.domain
+    HAVING max(z.prev_visits) >= any_value(p.floor_visits)
 ),
 pair AS MATERIALIZED (
-    SELECT c.domain, c.total_visits AS visits, o.total_visits AS prev_visits,
+    SELECT c.snapshot_month, c.domain, c.total_visits AS visits, o.total_visits AS prev_visits,
            c.global_rank, o.global_rank AS prev_rank,
            c.ai_total_visits AS ai, o.ai_total_visits AS prev_ai
-    FROM cur_sites c JOIN prev_sites o USING (domain)
+    FROM cur_sites c JOIN prev_sites o USING (snapshot_month, domain)
 ),
 rank_moves AS MATERIALIZED (
     SELECT *, ln(global_rank::DOUBLE / prev_rank) AS m
     FROM pair WHERE global_rank > 0 AND prev_rank > 0
 ),
-rank_z AS (
-    SELECT r.*, (r.m - s.med) / greatest(s.mad, 0.05) AS z, greatest(s.mad, 0.05) AS sd
-    FROM rank_moves r,
-         (SELECT median(m) AS med, 1.4826 * median(abs(m - (SELECT median(m) FROM rank_moves))) AS mad FROM rank_moves) s
+rank_med AS (
+    SELECT snapshot_month, median(m) AS med FROM rank_moves GROUP BY ALL
+),
+rank_stats AS (
+    SELECT r.snapshot_month, any_value(x.med) AS med, greatest(1.4826 * median(abs(r.m - x.med)), 0.05) AS sd
+    FROM rank_moves r JOIN rank_med x USING (snapshot_month) GROUP BY r.snapshot_month
 ),
 rank_rows AS (
-    SELECT r.domain, 'rank_lost' AS reason_kind,
+    SELECT r.snapshot_month, r.domain, 'rank_lost' AS kind, 'global_rank' AS metric, CAST(NULL AS VARCHAR) AS channel,
+           CAST(r.global_rank AS DOUBLE) AS value, CAST(r.prev_rank AS DOUBLE) AS previous_value,
+           100 * (r.global_rank::DOUBLE / r.prev_rank - 1) AS change_pct, CAST(NULL AS DOUBLE) AS change_points,
+           (r.m - s.med) / s.sd AS z, (r.m - s.med) / s.sd AS score,
+           CASE WHEN (r.m - s.med) / s.sd >= 2 * p.z_min THEN 'high' ELSE 'medium' END AS severity,
            'lost ' || printf('%,d', r.global_rank - r.prev_rank) || ' places in the global rank (#'
            || printf('%,d', r.prev_rank) || ' → #' || printf('%,d', r.global_rank) || ')'
-           || ' — the watchlist''s ranks moved ±' || printf('%.1f', 100 * (exp(r.sd) - 1)) || ' % this month' AS reason,
-           r.z AS score, r.z,
-           r.visits, r.prev_visits AS previous_visits,
-           r.global_rank::DOUBLE / r.prev_rank - 1 AS change
-    FROM rank_z r, p
-    WHERE r.z >= p.z_min AND r.global_rank > r.prev_rank AND coalesce(r.visits, r.prev_visits) >= p.floor_visits
+           || ' — the watchlist''s ranks moved ±' || printf('%.1f', 100 * (exp(s.sd) - 1)) || '% this month' AS reason,
+           0 AS tier, coalesce(r.visits, r.prev_visits) AS size
+    FROM rank_moves r JOIN rank_stats s USING (snapshot_month) JOIN p USING (snapshot_month)
+    WHERE (r.m - s.med) / s.sd >= p.z_min AND r.global_rank > r.prev_rank AND coalesce(r.visits, r.prev_visits) >= p.floor_visits
 ),
 ai_moves AS MATERIALIZED (
     SELECT pr.*, ln(greatest(coalesce(pr.ai, 0), 1)::DOUBLE / pr.prev_ai) AS m
-    FROM pair pr, p WHERE pr.prev_ai > 0
+    FROM pair pr WHERE pr.prev_ai > 0
 ),
-ai_z AS (
-    SELECT a.*, (a.m - s.med) / greatest(s.mad, 0.10) AS z, greatest(s.mad, 0.10) AS sd
-    FROM ai_moves a,
-         (SELECT median(m) AS med, 1.4826 * median(abs(m - (SELECT median(m) FROM ai_moves))) AS mad FROM ai_moves) s
+ai_med AS (
+    SELECT snapshot_month, median(m) AS med FROM ai_moves GROUP BY ALL
+),
+ai_stats AS (
+    SELECT a.snapshot_month, any_value(x.med) AS med, greatest(1.4826 * median(abs(a.m - x.med)), 0.10) AS sd
+    FROM ai_moves a JOIN ai_med x USING (snapshot_month) GROUP BY a.snapshot_month
 ),
 ai_rows AS (
-    SELECT a.domain, 'ai_visits_fell' AS reason_kind,
-           'AI-referred visits fell ' || printf('%.1f', 100 * (1 - coalesce(a.ai, 0)::DOUBLE / a.prev_ai)) || ' % ('
+    SELECT a.snapshot_month, a.domain, 'ai_visits_fell' AS kind, 'ai_visits' AS metric, CAST(NULL AS VARCHAR) AS channel,
+           CAST(coalesce(a.ai, 0) AS DOUBLE) AS value, CAST(a.prev_ai AS DOUBLE) AS previous_value,
+           100 * (coalesce(a.ai, 0)::DOUBLE / a.prev_ai - 1) AS change_pct, CAST(NULL AS DOUBLE) AS change_points,
+           (a.m - s.med) / s.sd AS z, -(a.m - s.med) / s.sd AS score,
+           CASE WHEN -(a.m - s.med) / s.sd >= 2 * p.z_min THEN 'high' ELSE 'medium' END AS severity,
+           'AI-referred visits fell ' || printf('%.1f', 100 * (1 - coalesce(a.ai, 0)::DOUBLE / a.prev_ai)) || '% ('
            || printf('%,d', a.prev_ai) || ' → ' || printf('%,d', coalesce(a.ai, 0)) || ')'
-           || ' — the watchlist''s moved ±' || printf('%.1f', 100 * (exp(a.sd) - 1)) || ' % this month' AS reason,
-           -a.z AS score, a.z,
-           a.visits, a.prev_visits AS previous_visits,
-           coalesce(a.ai, 0)::DOUBLE / a.prev_ai - 1 AS change
-    FROM ai_z a, p
-    WHERE a.z <= -p.z_min AND coalesce(a.visits, a.prev_visits) >= p.floor_visits AND a.prev_ai >= p.floor_visits / 100
+           || ' — the watchlist''s moved ±' || printf('%.1f', 100 * (exp(s.sd) - 1)) || '% this month' AS reason,
+           0 AS tier, coalesce(a.visits, a.prev_visits) AS size
+    FROM ai_moves a JOIN ai_stats s USING (snapshot_month) JOIN p USING (snapshot_month)
+    WHERE (a.m - s.med) / s.sd <= -p.z_min AND coalesce(a.visits, a.prev_visits) >= p.floor_visits AND a.prev_ai >= p.floor_visits / 100
 ),
 top_channel AS (
-    SELECT s.domain, s.channel, s.share AS prev_share
-    FROM sources_share s, p
-    WHERE s.snapshot_month = p.previous_month AND s.share IS NOT NULL
-    QUALIFY row_number() OVER (PARTITION BY s.domain ORDER BY s.share DESC, s.channel) = 1
+    SELECT p.snapshot_month, s.domain, s.channel
+    FROM sources_share s JOIN p ON s.snapshot_month = p.previous_month
+    WHERE s.share IS NOT NULL
+    QUALIFY row_number() OVER (PARTITION BY p.snapshot_month, s.domain ORDER BY s.share DESC, s.channel) = 1
 ),
 channel_moves AS MATERIALIZED (
-    SELECT s.domain, s.channel, o.share AS prev_share, s.share, s.share - o.share AS m
+    SELECT p.snapshot_month, s.domain, s.channel, o.share AS prev_share, s.share, s.share - o.share AS m
     FROM sources_share s
     JOIN p ON s.snapshot_month = p.snapshot_month
     JOIN sources_share o ON o.snapshot_month = p.previous_month AND o.domain = s.domain AND o.channel = s.channel
     WHERE s.share IS NOT NULL AND o.share IS NOT NULL
 ),
+channel_med AS (
+    SELECT snapshot_month, channel, median(m) AS med FROM channel_moves GROUP BY ALL
+),
 channel_stats AS (
-    SELECT c.channel, median(c.m) AS med,
-           1.4826 * median(abs(c.m - x.med)) AS mad
-    FROM channel_moves c JOIN (SELECT channel, median(m) AS med FROM channel_moves GROUP BY channel) x USING (channel)
-    GROUP BY c.channel
+    SELECT c.snapshot_month, c.channel, any_value(x.med) AS med, greatest(1.4826 * median(abs(c.m - x.med)), 0.02) AS sd
+    FROM channel_moves c JOIN channel_med x USING (snapshot_month, channel)
+    GROUP BY c.snapshot_month, c.channel
 ),
 channel_rows AS (
-    SELECT c.domain, 'top_channel_fell' AS reason_kind,
+    SELECT c.snapshot_month, c.domain, 'top_channel_fell' AS kind, 'channel_share' AS metric, c.channel,
+           100 * c.share AS value, 100 * c.prev_share AS previous_value,
+           CAST(NULL AS DOUBLE) AS change_pct, 100 * c.m AS change_points,
+           (c.m - s.med) / s.sd AS z, -(c.m - s.med) / s.sd AS score,
+           CASE WHEN -(c.m - s.med) / s.sd >= 2 * p.z_min THEN 'high' ELSE 'medium' END AS severity,
            CASE c.channel
                WHEN 'organic_search' THEN 'Organic search' WHEN 'paid_search' THEN 'Paid search'
                WHEN 'organic_social' THEN 'Organic social' WHEN 'paid_social' THEN 'Paid social'
                WHEN 'generative_ai' THEN 'Generative AI' WHEN 'display_ads' THEN 'Display ads'
                ELSE upper(c.channel[1]) || c.channel[2:] END
-           || ', its top channel, fell from ' || printf('%.1f', 100 * c.prev_share) || ' % to '
-           || printf('%.1f', 100 * c.share) || ' % of its visits'
-           || ' — the watchlist''s share of it moved ±' || printf('%.1f', 100 * greatest(s.mad, 0.02)) || ' points this month' AS reason,
-           -(c.m - s.med) / greatest(s.mad, 0.02) AS score,
-           (c.m - s.med) / greatest(s.mad, 0.02) AS z,
-           pr.visits, pr.prev_visits AS previous_visits,
-           c.m AS change
+           || ', its top channel, fell from ' || printf('%.1f', 100 * c.prev_share) || '% to '
+           || printf('%.1f', 100 * c.share) || '% of its visits'
+           || ' — the watchlist''s share of it moved ±' || printf('%.1f', 100 * s.sd) || ' points this month' AS reason,
+           0 AS tier, coalesce(pr.visits, pr.prev_visits) AS size
     FROM channel_moves c
-    JOIN top_channel t ON t.domain = c.domain AND t.channel = c.channel
-    JOIN channel_stats s ON s.channel = c.channel
-    JOIN pair pr ON pr.domain = c.domain, p
-    WHERE (c.m - s.med) / greatest(s.mad, 0.02) <= -p.z_min AND c.m <= -0.05
+    JOIN top_channel t USING (snapshot_month, domain, channel)
+    JOIN channel_stats s USING (snapshot_month, channel)
+    JOIN pair pr USING (snapshot_month, domain)
+    JOIN p USING (snapshot_month)
+    WHERE (c.m - s.med) / s.sd <= -p.z_min AND c.m <= -0.05
       AND coalesce(pr.visits, pr.prev_visits) >= p.floor_visits
 ),
 last_error AS (
-    SELECT e.domain, arg_max(e.http_status, e.occurred_at) AS http_status,
+    SELECT e.snapshot_month, e.domain, arg_max(e.http_status, e.occurred_at) AS http_status,
            arg_max(e.endpoint, e.occurred_at) AS endpoint, arg_max(e.code, e.occurred_at) AS code
-    FROM fetch_errors e, p WHERE e.snapshot_month = p.snapshot_month
-    GROUP BY e.domain
+    FROM fetch_errors e SEMI JOIN p USING (snapshot_month)
+    GROUP BY e.snapshot_month, e.domain
 ),
 missing_rows AS (
-    SELECT o.domain, 'data_missing' AS reason_kind,
+    SELECT o.snapshot_month, o.domain, 'data_missing' AS kind, 'visits' AS metric, CAST(NULL AS VARCHAR) AS channel,
+           CAST(NULL AS DOUBLE) AS value, round(o.total_visits) AS previous_value,
+           CAST(NULL AS DOUBLE) AS change_pct, CAST(NULL AS DOUBLE) AS change_points,
+           CAST(NULL AS DOUBLE) AS z, 2 * p.z_min AS score, 'high' AS severity,
            'no data this month: '
            || CASE WHEN e.http_status = 400 THEN 'the API rejected the domain (400' || coalesce(', ' || e.code, '') || ')'
                    WHEN e.domain IS NOT NULL THEN 'fetching its ' || e.endpoint || ' failed'
                         || coalesce(' (HTTP ' || e.http_status || coalesce(', ' || e.code, '') || ')', '')
                    ELSE 'not loaded (no longer on the watchlist, or not fetched)' END
            || ' — it had ' || coalesce(printf('%,d', CAST(round(o.total_visits) AS BIGINT)) || ' visits', 'data') || ' in ' || p.previous_month AS reason,
-           2 * p.z_min AS score, CAST(NULL AS DOUBLE) AS z,
-           CAST(NULL AS DOUBLE) AS visits, o.total_visits AS previous_visits, CAST(NULL AS DOUBLE) AS change
+           0 AS tier, o.total_visits AS size
     FROM prev_sites o
-    CROSS JOIN p
-    LEFT JOIN last_error e ON e.domain = o.domain
-    WHERE o.domain NOT IN (SELECT domain FROM cur_sites)
+    JOIN p USING (snapshot_month)
+    LEFT JOIN last_error e USING (snapshot_month, domain)
+    ANTI JOIN cur_sites c USING (snapshot_month, domain)
     UNION ALL
-    SELECT c.domain, 'data_missing',
+    SELECT c.snapshot_month, c.domain, 'data_missing', 'visits', NULL, NULL, round(o.total_visits), NULL, NULL, NULL,
+           2 * p.z_min, 'high',
            'no visits figure this month — it had ' || printf('%,d', CAST(round(o.total_visits) AS BIGINT)) || ' visits in ' || p.previous_month,
-           2 * p.z_min, NULL, NULL, o.total_visits, NULL
-    FROM cur_sites c JOIN prev_sites o USING (domain), p
+           0, o.total_visits
+    FROM cur_sites c JOIN prev_sites o USING (snapshot_month, domain) JOIN p USING (snapshot_month)
     WHERE c.total_visits IS NULL AND o.total_visits IS NOT NULL
 ),
 quality_rows AS (
-    SELECT q.domain, 'quality_failed' AS reason_kind,
+    SELECT q.snapshot_month, q.domain, 'quality_failed' AS kind, CAST(NULL AS VARCHAR) AS metric, CAST(NULL AS VARCHAR) AS channel,
+           CAST(NULL AS DOUBLE) AS value, CAST(NULL AS DOUBLE) AS previous_value,
+           CAST(NULL AS DOUBLE) AS change_pct, CAST(NULL AS DOUBLE) AS change_points, CAST(NULL AS DOUBLE) AS z,
+           CASE WHEN bool_or(q.severity = 'error') THEN 2 * any_value(p.z_min) ELSE any_value(p.z_min) END AS score,
+           CASE WHEN bool_or(q.severity = 'error') THEN 'high' ELSE 'medium' END AS severity,
            CASE WHEN count(*) = 1 THEN 'failed the quality check ' ELSE 'failed ' || count(*) || ' quality checks: ' END
            || string_agg(q."check" || ' on ' || q.table_name || ' (' || q.severity || ': ' || q.observed || ', expected ' || q.expected || ')', '; '
                          ORDER BY q.severity = 'error' DESC, q."check", q.table_name) AS reason,
-           CASE WHEN bool_or(q.severity = 'error') THEN 2 * any_value(p.z_min) ELSE any_value(p.z_min) END AS score,
-           CAST(NULL AS DOUBLE) AS z,
-           any_value(c.total_visits) AS visits, any_value(o.total_visits) AS previous_visits, CAST(NULL AS DOUBLE) AS change
+           0 AS tier, any_value(coalesce(c.total_visits, o.total_visits)) AS size
     FROM quality_checks q
-    JOIN p ON q.snapshot_month = p.snapshot_month
-    LEFT JOIN cur_sites c ON c.domain = q.domain
-    LEFT JOIN prev_sites o ON o.domain = q.domain
+    JOIN p USING (snapshot_month)
+    LEFT JOIN cur_sites c USING (snapshot_month, domain)
+    LEFT JOIN prev_sites o USING (snapshot_month, domain)
     WHERE q.domain IS NOT NULL AND q.severity IN ('error', 'warn')
-    GROUP BY q.domain
-),
-candidate_rows AS (
-    SELECT d.candidate AS domain, 'rising_candidate' AS reason_kind,
-           'not on the watchlist this month, worth tracking: ' || d.reason
-           || ' (`sitewatch discover --add`)' AS reason,
-           p.z_min AS score, CAST(NULL AS DOUBLE) AS z,
-           CAST(d.total_visits AS DOUBLE) AS visits, CAST(NULL AS DOUBLE) AS previous_visits, CAST(NULL AS DOUBLE) AS change
-    FROM discover_candidates d, p
-    WHERE d.snapshot_month = p.snapshot_month AND d.discover_rank <= 10 AND (d.is_new OR d.is_rising)
-      AND d.total_visits >= p.floor_visits
-    QUALIFY row_number() OVER (ORDER BY d.discover_rank) <= 3
+    GROUP BY q.snapshot_month, q.domain
 ),
 all_rows AS MATERIALIZED (
-    SELECT * FROM visit_rows
-    UNION ALL SELECT * FROM steep_rows
+    SELECT * FROM vanished_rows
+    UNION ALL SELECT * FROM visit_rows
     UNION ALL SELECT * FROM rank_rows
     UNION ALL SELECT * FROM ai_rows
     UNION ALL SELECT * FROM channel_rows
     UNION ALL SELECT * FROM missing_rows
     UNION ALL SELECT * FROM quality_rows
-    UNION ALL SELECT * FROM candidate_rows
 ),
 ranked AS (
     SELECT a.*,
-           row_number() OVER (ORDER BY a.score DESC, a.change ASC NULLS LAST, coalesce(a.visits, a.previous_visits) DESC NULLS LAST, a.domain, a.reason_kind) AS rank
+           row_number() OVER (PARTITION BY a.snapshot_month
+                              ORDER BY a.tier, a.score DESC, coalesce(a.change_pct, a.change_points) ASC NULLS LAST,
+                                       a.size DESC NULLS LAST, a.domain, a.kind) AS rank
     FROM all_rows a
 ),
 firsts AS (
-    SELECT *, min(rank) OVER (PARTITION BY domain) AS domain_first FROM ranked
+    SELECT *, min(rank) OVER (PARTITION BY snapshot_month, domain) AS domain_first FROM ranked
 )
 SELECT
-    p.snapshot_month,
+    r.snapshot_month,
     p.previous_month,
     r.domain,
-    r.reason_kind,
-    r.reason,
-    CASE WHEN r.score >= 2 * p.z_min THEN 'high' ELSE 'medium' END AS severity,
-    r.score,
+    r.kind,
+    r.metric,
+    r.channel,
+    r.value,
+    r.previous_value,
+    r.change_pct,
+    r.change_points,
     r.z,
+    r.severity,
+    r.reason,
+    r.score,
     r.rank,
-    CAST(dense_rank() OVER (ORDER BY r.domain_first) AS BIGINT) AS domain_rank,
-    r.visits,
-    r.previous_visits,
-    r.change,
+    CAST(dense_rank() OVER (PARTITION BY r.snapshot_month ORDER BY r.domain_first) AS BIGINT) AS domain_rank,
     p.floor_visits AS min_visits,
     p.z_min AS threshold
-FROM firsts r, p
-ORDER BY r.rank;
+FROM firsts r JOIN p USING (snapshot_month);
+
+-- needs_attention_in filters needs_attention_all by month: the month never enters the steps,
+-- so a caller may pass a column (LATERAL) as well as a constant.
+CREATE OR REPLACE MACRO needs_attention_in(for_month := NULL, min_visits := NULL, threshold := NULL) AS TABLE
+SELECT * FROM needs_attention_all(min_visits, threshold) n
+WHERE for_month IS NULL OR n.snapshot_month = CAST(for_month AS VARCHAR)
+ORDER BY n.snapshot_month, n.rank;
 
 CREATE OR REPLACE VIEW needs_attention AS SELECT * FROM needs_attention_in();
 
-COMMENT ON VIEW needs_attention IS 'The latest complete month''s domains whose move is unusual for them (visits against their own earlier months; rank, AI-referred visits and top channel against the watchlist''s moves), whose data went missing, or that failed a quality check, and the rising candidates not on the watchlist (at most 3): one row per domain and reason, with the reason in words, ranked (rank 1 first). Defaults: size floor 10,000 visits, threshold 3; the table macro needs_attention_in(for_month, min_visits, threshold) takes other values (sitewatch passes attention.min_visits and attention.threshold from the config).';
-COMMENT ON COLUMN needs_attention.snapshot_month IS 'Snapshot (YYYY-MM) the list is for: the latest complete month.';
-COMMENT ON COLUMN needs_attention.previous_month IS 'The complete snapshot before it (YYYY-MM) that rank, AI, channel and missing-data reasons compare with; NULL when there is none.';
-COMMENT ON COLUMN needs_attention.domain IS 'Normalized watchlist domain (for rising_candidate: the candidate, not on the watchlist).';
-COMMENT ON COLUMN needs_attention.reason_kind IS 'visits_fell, visits_rose (unusual for the domain''s own months), steep_fall (one of the 3 steepest falls of at least 2 % among the domains at or above the median size), rank_lost, ai_visits_fell, top_channel_fell (unusual against the watchlist this month), data_missing, quality_failed, or rising_candidate (a domain not on the watchlist that its similar sites point at more: discover_candidates).';
-COMMENT ON COLUMN needs_attention.reason IS 'Why the domain is listed, in words, e.g. "fell 18.0 % (1,000,000 → 820,000 visits) — its months usually move ±3.0 %".';
-COMMENT ON COLUMN needs_attention.severity IS 'high when score >= 2 × threshold (and always for missing data and quality errors), else medium.';
-COMMENT ON COLUMN needs_attention.score IS 'What the list is ordered by (larger first): |z| for the measured reasons (at least the threshold for steep_fall), 2 × threshold for missing data and quality errors, the threshold for quality warnings and rising candidates.';
-COMMENT ON COLUMN needs_attention.z IS 'The move in units of its usual swing: (move - median move) / max(1.4826 × MAD, floor); negative = down (a rank''s z is positive when it worsened). NULL for data_missing and quality_failed.';
-COMMENT ON COLUMN needs_attention.rank IS 'Position in the list, 1 = first: by score, then the larger fall (change), then the larger domain (visits, else previous visits), then domain and reason_kind.';
-COMMENT ON COLUMN needs_attention.domain_rank IS 'Position of the domain, 1 = first: the domains ordered by their best-ranked row, so a surface that groups a domain''s reasons keeps the list''s order.';
-COMMENT ON COLUMN needs_attention.visits IS 'The domain''s visits in the month (count, estimate): the traffic history''s figure for visits_* rows, sites.total_visits otherwise; NULL when missing.';
-COMMENT ON COLUMN needs_attention.previous_visits IS 'Visits of the month before (visits_* rows: the previous calendar month; other rows: sites.total_visits in previous_month), count.';
-COMMENT ON COLUMN needs_attention.change IS 'The move as a number: visits / previous visits - 1 for visits_* (decimal, -0.18 = -18 %); new rank / old rank - 1 for rank_lost; AI visits new / old - 1 for ai_visits_fell; the change in share (decimal share points) for top_channel_fell; NULL otherwise.';
+COMMENT ON VIEW needs_attention IS 'For every complete month, the watchlist domains whose move is unusual for them (visits against their own earlier months, a fall to zero; rank, AI-referred visits and top channel against the watchlist''s moves), whose data went missing, or that failed a quality check: one row per month, domain and reason, with one column per unit and the reason in words, ranked within the month (rank 1 first). Only rows that pass their test: a quiet month has none. Candidates not on the watchlist are never rows (discover_candidates). Defaults: size floor 10,000 visits, threshold 3; the table macro needs_attention_in(for_month, min_visits, threshold) takes other values (sitewatch passes attention.min_visits and attention.threshold from the config).';
+COMMENT ON COLUMN needs_attention.snapshot_month IS 'Complete snapshot (YYYY-MM) the row is for; filter on it for one month.';
+COMMENT ON COLUMN needs_attention.previous_month IS 'The complete snapshot before it (YYYY-MM) that rank, AI, channel, zero and missing-data reasons compare with; NULL when there is none.';
+COMMENT ON COLUMN needs_attention.domain IS 'Normalized watchlist domain.';
+COMMENT ON COLUMN needs_attention.kind IS 'vanished (visits fell to 0), visits_fell, visits_rose (unusual for the domain''s own months), rank_lost, ai_visits_fell, top_channel_fell (unusual against the watchlist this month), data_missing, or quality_failed.';
+COMMENT ON COLUMN needs_attention.metric IS 'What value and previous_value measure: visits, global_rank, ai_visits or channel_share; NULL for quality_failed.';
+COMMENT ON COLUMN needs_attention.channel IS 'The channel of a channel_share row (a key of sources_share, e.g. organic_search); NULL otherwise.';
+COMMENT ON COLUMN needs_attention.value IS 'The metric in the month, in its unit: visits (whole visits, estimate), global_rank (1 = most visited), ai_visits (whole visits), channel_share (percent 0-100); NULL when missing.';
+COMMENT ON COLUMN needs_attention.previous_value IS 'The metric the month before, same unit (visits: the previous calendar month of the traffic history; the others: the previous complete month).';
+COMMENT ON COLUMN needs_attention.change_pct IS 'For visits, global_rank and ai_visits: value / previous_value - 1 in percent (-35.0 = a 35 % fall; -100 = vanished; for a rank, positive = worse); NULL for other metrics.';
+COMMENT ON COLUMN needs_attention.change_points IS 'For channel_share: value - previous_value in percentage points (-25.0 = 25 points lost); NULL for other metrics.';
+COMMENT ON COLUMN needs_attention.z IS 'The move in units of its usual swing: (move - median move) / max(1.4826 × MAD, floor); negative = down (a rank''s z is positive when it worsened). NULL for vanished, data_missing and quality_failed.';
+COMMENT ON COLUMN needs_attention.severity IS 'high when |z| >= 2 × threshold, and always for vanished, missing data and quality errors; medium when |z| >= threshold and for quality warnings. The same words on every surface.';
+COMMENT ON COLUMN needs_attention.reason IS 'Why the domain is listed, in words, e.g. "fell 35.0% (2,000,000 → 1,300,000 visits) — its months usually move ±3.0%".';
+COMMENT ON COLUMN needs_attention.score IS 'What the list is ordered by after vanished rows (larger first): |z| for the measured reasons, 2 × threshold for vanished, missing data and quality errors, the threshold for quality warnings.';
+COMMENT ON COLUMN needs_attention.rank IS 'Position in the month''s list, 1 = first: vanished first, then by score, then the larger fall, then the larger domain, then domain and kind.';
+COMMENT ON COLUMN needs_attention.domain_rank IS 'Position of the domain in the month''s list, 1 = first: the domains ordered by their best-ranked row, so a surface that groups a domain''s reasons keeps the list''s order.';
 COMMENT ON COLUMN needs_attention.min_visits IS 'The size floor the list was computed with (visits in the month or the month before).';
 COMMENT ON COLUMN needs_attention.threshold IS 'The |z| a move must reach to be listed.';

@@ -1,6 +1,9 @@
 // Package attentiontest loads a fixed warehouse dataset whose needs-attention list is known,
 // so the view (sql/views/needs_attention.sql) and every surface that leads with it (`sitewatch
-// changes`, the report, the webhook digest, /metrics) are tested against the same expectations.
+// changes` in its three formats, `show`, the report, the webhook, /metrics) are tested against
+// the same expectations. Planted: a domain falling to 0 (vanished.com), a 35 % fall
+// (faller.com), a giant moving within its usual ± (giant.com), and a quiet month (Quiet) with
+// nothing unusual.
 package attentiontest
 
 import (
@@ -11,32 +14,39 @@ import (
 	"time"
 )
 
-// Month is the fixture's latest complete month; Previous the complete month before it.
+// Month is the fixture's latest complete month; Previous the complete month before it, and
+// Earlier the one before that. Quiet (= Previous) is a complete month compared with Earlier in
+// which nothing is unusual: its list is empty.
 const (
 	Month    = "2026-10"
 	Previous = "2026-09"
+	Earlier  = "2026-08"
+	Quiet    = Previous
 )
 
 // Expected is the needs-attention list of Month with the default settings: domain and reason
 // kind in list order (the view's rank).
 var Expected = []struct{ Domain, Kind string }{
+	{"vanished.com", "vanished"},     // 800,000 visits -> 0: the loudest row
 	{"aifall.com", "ai_visits_fell"}, // AI-referred visits 100,000 -> 20,000; the others move a few percent
+	{"faller.com", "visits_fell"},    // -35 %, its months usually ±3 %
 	{"ranker.com", "rank_lost"},      // rank #1,000 -> #2,000; the others move a few percent
 	{"chan.com", "top_channel_fell"}, // organic search 60 % -> 35 %; the others move a point
 	{"riser.com", "visits_rose"},     // +25 %, its months usually ±3 %
-	{"faller.com", "visits_fell"},    // -18 %, its months usually ±3 %
 	{"gone.com", "data_missing"},     // in 2026-09, rejected (400) in 2026-10
 	{"novisits.com", "data_missing"}, // loaded in 2026-10 without a visits figure
 	{"failed.com", "quality_failed"}, // an error finding of quality_checks
-	// Not on the watchlist: listed as similar by 1 watched domain in 2026-09, by 3 in 2026-10.
-	{"rising.net", "rising_candidate"},
 }
 
-// RisingReason is the words of rising.net's row.
-const RisingReason = "not on the watchlist this month, worth tracking: similar to 3 of your 14, 2 more than last month; 500 k visits, rank #9000 ↑ (`sitewatch discover --add`)"
+// WorthTracking is the month's candidates not on the watchlist at or above the default size
+// floor (discover_candidates), best first: never rows of needs_attention.
+var WorthTracking = []string{"static.net", "rising.net"}
 
 // FallerReason is the words of faller.com's row.
-const FallerReason = "fell 18.0 % (2,000,000 → 1,640,000 visits) — its months usually move ±3.0 %"
+const FallerReason = "fell 35.0% (2,000,000 → 1,300,000 visits) — its months usually move ±3.0%"
+
+// VanishedReason is the words of vanished.com's row.
+const VanishedReason = "vanished: 0 visits this month, 800,000 the month before"
 
 // Out lists domains that must stay out with the defaults, each with why.
 var Out = map[string]string{
@@ -45,8 +55,9 @@ var Out = map[string]string{
 	"tiny.com":    "−30 % where its months move ±3 %, but 2,000 visits: below the 10,000 floor",
 	"steady1.com": "nothing unusual", "steady2.com": "nothing unusual", "steady3.com": "nothing unusual",
 	"steady4.com":  "nothing unusual",
-	"static.net":   "a candidate listed by 3 watched domains in both months, its rank unchanged: not rising",
-	"smallnew.net": "a candidate new this month, but 2,000 visits: below the 10,000 floor",
+	"static.net":   "a candidate, not on the watchlist: worth tracking, never needs attention",
+	"rising.net":   "a rising candidate, not on the watchlist: worth tracking, never needs attention",
+	"smallnew.net": "a candidate new this month, but 2,000 visits: below the size floor",
 }
 
 // TinyWithFloor1000 is the row tiny.com gets once the floor is 1,000 visits.
@@ -57,8 +68,8 @@ type domain struct {
 	visits  float64   // visits of Previous (the month before Month)
 	past    []float64 // 11 log changes of the months before Previous, oldest first
 	current float64   // log change of Month against Previous
-	rank    [2]int64  // global rank in Previous, Month
-	ai      [2]int64  // AI-referred visits in Previous, Month
+	rank    [2]int64  // global rank in Previous (and Earlier), Month
+	ai      [2]int64  // AI-referred visits in Previous (and Earlier), Month
 	organic [2]float64
 }
 
@@ -73,7 +84,7 @@ func domains() []domain {
 	return []domain{
 		{"giant.com", 1e9, usual(0.005), math.Log(0.985), [2]int64{1, 1}, [2]int64{5e6, 5.1e6}, [2]float64{0.40, 0.405}},
 		{"swingy.com", 50000, usual(0.40), math.Log(0.65), [2]int64{90000, 93000}, [2]int64{500, 480}, [2]float64{0.30, 0.31}},
-		{"faller.com", 2e6, usual(0.03), math.Log(0.82), [2]int64{5000, 5100}, [2]int64{20000, 19800}, [2]float64{0.50, 0.49}},
+		{"faller.com", 2e6, usual(0.03), math.Log(0.65), [2]int64{5000, 5100}, [2]int64{20000, 19800}, [2]float64{0.50, 0.49}},
 		{"riser.com", 500000, usual(0.03), math.Log(1.25), [2]int64{20000, 19500}, [2]int64{4000, 4100}, [2]float64{0.45, 0.46}},
 		{"tiny.com", 2000, usual(0.03), math.Log(0.70), [2]int64{900000, 910000}, [2]int64{0, 0}, [2]float64{0.20, 0.21}},
 		{"ranker.com", 300000, usual(0.03), 0, [2]int64{1000, 2000}, [2]int64{3000, 3050}, [2]float64{0.40, 0.40}},
@@ -84,14 +95,16 @@ func domains() []domain {
 		{"steady2.com", 200000, usual(0.05), -0.015, [2]int64{40000, 41000}, [2]int64{2000, 1950}, [2]float64{0.40, 0.41}},
 		{"steady3.com", 150000, usual(0.05), 0.03, [2]int64{50000, 49000}, [2]int64{1500, 1530}, [2]float64{0.25, 0.26}},
 		{"steady4.com", 120000, usual(0.05), -0.01, [2]int64{55000, 56000}, [2]int64{1200, 1180}, [2]float64{0.33, 0.32}},
+		{"vanished.com", 800000, usual(0.03), math.Inf(-1), [2]int64{8000, 8000}, [2]int64{3000, 0}, [2]float64{0.40, 0.40}},
 	}
 }
 
-// Load inserts the fixture into a migrated, empty warehouse: two complete months, Previous
-// and Month, each snapshot with a 13-month traffic history (Previous's history of faller.com is
-// half of what Month's revision says, so a merge that let the older snapshot win would turn its
-// fall into a rise), plus gone.com (loaded in Previous, rejected in Month), novisits.com
-// (loaded in Month without a visits figure) and failed.com's quality error.
+// Load inserts the fixture into a migrated, empty warehouse: three complete months, Earlier,
+// Previous and Month, each snapshot with the traffic history up to its month (Previous's history
+// of faller.com is half of what Month's revision says, so a merge that let the older snapshot
+// win would turn its fall into a rise), plus gone.com (loaded until Previous, rejected in Month),
+// novisits.com (loaded in Month without a visits figure) and failed.com's quality error.
+// Previous moves nothing against Earlier: the quiet month.
 func Load(t testing.TB, db *sql.DB) {
 	t.Helper()
 	exec := func(q string, args ...any) {
@@ -100,12 +113,17 @@ func Load(t testing.TB, db *sql.DB) {
 			t.Fatalf("attention fixture: %s %v: %v", q, args, err)
 		}
 	}
-	start := time.Date(2026, 9, 2, 6, 0, 0, 0, time.UTC)
-	for i, m := range []string{Previous, Month} {
+	months := []string{Earlier, Previous, Month}
+	start := time.Date(2026, 8, 2, 6, 0, 0, 0, time.UTC)
+	for i, m := range months {
 		at := start.AddDate(0, i, 0)
+		rejected := 0
+		if m == Month {
+			rejected = 1
+		}
 		exec(`INSERT INTO runs (run_id, snapshot_month, started_at, finished_at, status, domains_total, domains_loaded,
-			domains_rejected, requests, credits_spent, rate_limited) VALUES (?, ?, ?, ?, 'complete', 15, ?, ?, 30, 30, 0)`,
-			"att-"+m, m, at, at.Add(time.Hour), 15-i, i)
+			domains_rejected, requests, credits_spent, rate_limited) VALUES (?, ?, ?, ?, 'complete', 16, ?, ?, 32, 32, 0)`,
+			"att-"+m, m, at, at.Add(time.Hour), 16-rejected, rejected)
 	}
 	monthStart := time.Date(2026, 10, 1, 0, 0, 0, 0, time.UTC)
 	for _, d := range domains() {
@@ -113,27 +131,32 @@ func Load(t testing.TB, db *sql.DB) {
 		for i, v := range series { // 2025-10 .. 2026-10
 			month := monthStart.AddDate(0, i-12, 0)
 			exec(`INSERT INTO traffic_history VALUES (?, ?, ?, ?)`, Month, d.name, month, int64(math.Round(v)))
+			old := v
+			if d.name == "faller.com" {
+				old = v / 2
+			}
 			if i < 12 {
-				old := v
-				if d.name == "faller.com" {
-					old = v / 2
-				}
-				exec(`INSERT INTO traffic_history VALUES (?, ?, ?, ?)`, Previous, d.name, month.AddDate(0, 0, 0), int64(math.Round(old)))
+				exec(`INSERT INTO traffic_history VALUES (?, ?, ?, ?)`, Previous, d.name, month, int64(math.Round(old)))
+			}
+			if i < 11 {
+				exec(`INSERT INTO traffic_history VALUES (?, ?, ?, ?)`, Earlier, d.name, month, int64(math.Round(old)))
 			}
 		}
-		for i, m := range []string{Previous, Month} {
+		for k, m := range months {
+			i := max(k-1, 0) // Earlier and Previous share rank, AI visits and channels
 			exec(`INSERT INTO sites (snapshot_month, domain, traffic_period, total_visits, global_rank, ai_total_visits) VALUES (?, ?, ?, ?, ?, ?)`,
-				m, d.name, m, math.Round(series[11+i]), d.rank[i], d.ai[i])
+				m, d.name, m, math.Round(series[10+k]), d.rank[i], d.ai[i])
 			exec(`INSERT INTO sources_share VALUES (?, ?, 'organic_search', ?), (?, ?, 'direct', ?)`,
 				m, d.name, d.organic[i], m, d.name, 1-d.organic[i])
 		}
 	}
-	// gone.com: loaded in Previous, rejected by the API in Month.
-	exec(`INSERT INTO sites (snapshot_month, domain, traffic_period, total_visits, global_rank) VALUES (?, 'gone.com', ?, 300000, 30000)`, Previous, Previous)
-	exec(`INSERT INTO fetch_errors VALUES ('att-2026-10', ?, 'gone.com', 'overview', 400, 'invalid_domain', 'domain not found', ?)`, Month, start.AddDate(0, 1, 0))
-	// novisits.com: loaded in both, Month without a visits figure.
-	exec(`INSERT INTO sites (snapshot_month, domain, traffic_period, total_visits, global_rank) VALUES (?, 'novisits.com', ?, 80000, NULL), (?, 'novisits.com', ?, NULL, NULL)`,
-		Previous, Previous, Month, Month)
+	// gone.com: loaded in Earlier and Previous, rejected by the API in Month.
+	exec(`INSERT INTO sites (snapshot_month, domain, traffic_period, total_visits, global_rank) VALUES (?, 'gone.com', ?, 300000, 30000), (?, 'gone.com', ?, 300000, 30000)`,
+		Earlier, Earlier, Previous, Previous)
+	exec(`INSERT INTO fetch_errors VALUES ('att-2026-10', ?, 'gone.com', 'overview', 400, 'invalid_domain', 'domain not found', ?)`, Month, start.AddDate(0, 2, 0))
+	// novisits.com: loaded in every month, Month without a visits figure.
+	exec(`INSERT INTO sites (snapshot_month, domain, traffic_period, total_visits, global_rank) VALUES (?, 'novisits.com', ?, 80000, NULL), (?, 'novisits.com', ?, 80000, NULL), (?, 'novisits.com', ?, NULL, NULL)`,
+		Earlier, Earlier, Previous, Previous, Month, Month)
 	similar(t, exec)
 	// failed.com: a share out of range in Month.
 	exec(`INSERT INTO quality_checks VALUES (?, 'share_range', 'sources_share', 'failed.com', '1.3', '0-1', 'error', 1.3, ?),
