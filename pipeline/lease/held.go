@@ -276,10 +276,30 @@ func (h *Held) Release() {
 		h.signalMu.Unlock()
 		ctx, stop := releaseContext(h.parent, signalled)
 		defer stop()
-		if err := h.l.b.DeleteConditional(ctx, Key, etag); err != nil && !errors.Is(err, publish.ErrPrecondition) {
+		if err := h.deleteOwn(ctx, etag); err != nil {
 			h.l.opts.Logger.Warn("could not release the bucket lease; it expires by itself", "lease", h.l.b.URL(Key), "expires", expires, "err", err)
 		}
 	})
+}
+
+// deleteOwn deletes the lease at etag, or at the version it holds now when that is still this
+// holder's record: a renewal cut off by the release (or by a deadline) may have landed though
+// its answer never came back, and a release that gave up then left the lease to block every
+// other runner until it expired (lease_ttl: 10 minutes by default). Another holder's lease is
+// left alone.
+func (h *Held) deleteOwn(ctx context.Context, etag string) error {
+	err := h.l.b.DeleteConditional(ctx, Key, etag)
+	if !errors.Is(err, publish.ErrPrecondition) {
+		return err
+	}
+	body, now, found, err := h.l.b.GetSmall(ctx, Key)
+	if err != nil || !found || now == etag || parseRecord(body).Owner != h.owner {
+		return err
+	}
+	if err := h.l.b.DeleteConditional(ctx, Key, now); !errors.Is(err, publish.ErrPrecondition) {
+		return err
+	}
+	return nil // changed again meanwhile: not this holder's to delete
 }
 
 // releaseContext bounds a release: releaseTimeout, and releaseAfterSignal from the moment
