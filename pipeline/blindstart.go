@@ -238,17 +238,10 @@ func (g *blindGate) queue(ctx context.Context, stopped <-chan struct{}, plan *Pl
 	}
 }
 
-// queueFetcher is a Fetcher that can take its calls from a queue (sources.Multi of one source).
-type queueFetcher interface {
-	Queueable() bool
-	FetchFrom(ctx context.Context, next func() (atlas.Request, bool), handle func(atlas.Result)) error
-	Stopped() <-chan struct{}
-}
-
 // fetchCalls fetches calls from a queue when the fetcher takes one (one credit source; no
 // list of Requests is built), through gate unless it is nil; else as a list, in order.
 func (r *runState) fetchCalls(ctx context.Context, gate *blindGate, calls []call, handle func(atlas.Result)) error {
-	qf, ok := r.client.(queueFetcher)
+	qf, ok := r.client.(QueueFetcher)
 	if !ok || !qf.Queueable() {
 		return r.client.FetchAll(ctx, r.plan.requests(calls), handle)
 	}

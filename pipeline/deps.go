@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"sitewatch/pipeline/atlas"
+	"sitewatch/pipeline/sources"
 	"sitewatch/pipeline/warehouse"
 )
 
@@ -20,6 +21,25 @@ type Fetcher interface {
 	// Stop ends the run's fetching: no new call starts; calls in flight finish.
 	Stop(reason error)
 	Stats() atlas.Stats
+}
+
+// QueueFetcher is a Fetcher that can also take its calls from a queue, one at a time (one
+// credit source can; several split their calls up front). A run uses it when Queueable says
+// so: the plan is handed out without a list of Requests, through the blind start's gate.
+type QueueFetcher interface {
+	Fetcher
+	Queueable() bool
+	// FetchFrom is FetchAll over the calls next hands out until it reports none left.
+	FetchFrom(ctx context.Context, next func() (atlas.Request, bool), handle func(atlas.Result)) error
+	// Stopped is closed when the fetcher stops.
+	Stopped() <-chan struct{}
+}
+
+// SourceCounter is a Fetcher that says what each of its credit sources spent and has left,
+// for the summary, the ledger's sources and the reserve (countries.go); a Fetcher without it
+// is taken to know no balance.
+type SourceCounter interface {
+	PerSource() []sources.SourceStats
 }
 
 // Store is what a run needs of the warehouse.
@@ -63,7 +83,9 @@ type Clock interface {
 
 // The adapters implement the interfaces (checked at compile time).
 var (
-	_ Fetcher = (*atlas.Client)(nil)
-	_ Store   = (*warehouse.Warehouse)(nil)
-	_ Clock   = atlas.RealClock{}
+	_ Fetcher       = (*atlas.Client)(nil)
+	_ QueueFetcher  = (*sources.Multi)(nil)
+	_ SourceCounter = (*sources.Multi)(nil)
+	_ Store         = (*warehouse.Warehouse)(nil)
+	_ Clock         = atlas.RealClock{}
 )

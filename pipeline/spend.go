@@ -219,7 +219,7 @@ type SourceSpend struct {
 // spendBySource reads each source's counters from the run's fetcher (nil when the fetcher
 // does not spread calls over sources).
 func spendBySource(f Fetcher) []SourceSpend {
-	m, ok := f.(interface{ PerSource() []sources.SourceStats })
+	m, ok := f.(SourceCounter)
 	if !ok {
 		return nil
 	}
