@@ -534,6 +534,7 @@ func probeOrder(domains []string, state *warehouse.SnapshotState) (lacking, held
 func (r *runState) decide(ctx context.Context, res atlas.Result) error {
 	month := r.months.Overview(res.Domain, overviewOf(res))
 	if month == "" {
+		r.recordCharge(ctx, res, r.monthOrExpected(), OutcomeMonthUnknown) // paid, not stored: on the ledger all the same
 		r.recordFailure(ctx, res.Request, 200, CodeMalformedBody, errors.New("the answer names no data month (traffic.period and meta.snapshot_date missing or invalid)"))
 		return fmt.Errorf("%w: the API's first answer (%s) names no data month", ErrIncomplete, res.Domain)
 	}
