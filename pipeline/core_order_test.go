@@ -148,8 +148,10 @@ func TestBlindStart(t *testing.T) {
 			}
 		},
 	}, {
-		name:       "UndatedFirstOverviewStops",
-		setup:      func(c *core) { c.api.Script(schema.EndpointOverview, "a.com", fetchtest.Answer{Body: undatedOverview(t, "a.com")}) },
+		name: "UndatedFirstOverviewStops",
+		setup: func(c *core) {
+			c.api.Script(schema.EndpointOverview, "a.com", fetchtest.Answer{Body: undatedOverview(t, "a.com")})
+		},
 		wantExit:   1,
 		wantStatus: StatusFailed,
 		wantCalls:  []string{"o:a.com"},

@@ -9,7 +9,9 @@ import (
 	"sitewatch/schema"
 )
 
-func overview(d string) atlas.Request { return atlas.Request{Endpoint: schema.EndpointOverview, Domain: d} }
+func overview(d string) atlas.Request {
+	return atlas.Request{Endpoint: schema.EndpointOverview, Domain: d}
+}
 
 // fetch makes reqs and returns the results handed over and FetchAll's error.
 func fetch(t *testing.T, f *Fetcher, reqs ...atlas.Request) ([]atlas.Result, error) {
