@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"sitewatch/pipeline/atlas"
@@ -99,7 +100,7 @@ func exitOf(err error) int {
 // day returns at once).
 func inBubble(t *testing.T, f func(t *testing.T)) {
 	t.Helper()
-	synctestRun(t, f)
+	synctest.Test(t, f)
 }
 
 // call is a compact name of one call for comparing call logs: "o:a.com", "s:a.com", "c".
