@@ -102,6 +102,19 @@ func TestStopRules(t *testing.T) {
 			wantLoaded(t, c, jun, "a.com", "c.com")
 		},
 	}, {
+		// The example of docs/design.md, "Testing the core".
+		name: "HeldDomainsAreNotFetchedAgain",
+		setup: func(c *core) {
+			c.store.Hold(jun, hoursAgo(48), "a.com", "b.com")
+			c.api.Script(schema.EndpointSimilar, "c.com", fetchtest.Answer{Status: 429})
+		},
+		wantExit:   1,
+		wantStatus: StatusFailed,
+		wantCalls:  []string{"o:c.com", "s:c.com"},
+		check: func(t *testing.T, c *core, o outcome) {
+			wantLoaded(t, c, jun, "a.com", "b.com")
+		},
+	}, {
 		name:       "RejectedDomainCompletesTheMonth",
 		setup:      func(c *core) { c.api.Script(schema.EndpointSimilar, "b.com", fetchtest.Answer{Status: 400}) },
 		wantStatus: StatusComplete,
