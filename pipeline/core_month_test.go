@@ -76,6 +76,15 @@ func TestProbe(t *testing.T) {
 			wantLoaded(t, c, jun, "a.com", "c.com")
 		},
 	}, {
+		name: "CompleteMonthIsNotProbedAtARejectedDomain",
+		setup: func(c *core) {
+			c.store.Hold(jun, hoursAgo(48), "b.com", "c.com")
+			c.store.Reject(jun, "a.com", "INVALID_DOMAIN")
+			c.api.Script(schema.EndpointOverview, "a.com", fetchtest.Answer{Status: 400})
+		},
+		wantStatus: StatusUpToDate,
+		wantCalls:  []string{"o:b.com"},
+	}, {
 		name:       "CompleteMonthProbesOneHeldDomain",
 		setup:      func(c *core) { c.store.Hold(may, hoursAgo(48), "a.com", "b.com", "c.com") },
 		wantStatus: StatusComplete,

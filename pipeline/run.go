@@ -513,21 +513,24 @@ func (r *runState) adoptIfRecent(ctx context.Context, candidate string) (newest 
 
 // probeOrder splits the domains into those the candidate month lacks the overview of (probed
 // first: their answer is wanted anyway) and those it holds. When lacking domains exist but all
-// fail, no held domain is probed: its credit would buy data already held.
+// fail, no held domain is probed: its credit would buy data already held. Domains the API
+// rejected come last among the held: their 400 names no month, so a complete month probed
+// there first was never found up to date (every run failed, exit 1).
 func probeOrder(domains []string, state *warehouse.SnapshotState) (lacking, held []string) {
 	out := make([]string, 0, len(domains))
+	var rejected []string
 	for _, d := range domains {
-		if state.Stored(d).Has(schema.EndpointOverview) || state.Loaded(d) {
+		_, isRejected := state.Rejected[d]
+		switch {
+		case state.Stored(d).Has(schema.EndpointOverview) || state.Loaded(d):
 			held = append(held, d)
-			continue
+		case isRejected:
+			rejected = append(rejected, d)
+		default:
+			out = append(out, d)
 		}
-		if _, rejected := state.Rejected[d]; rejected {
-			held = append(held, d)
-			continue
-		}
-		out = append(out, d)
 	}
-	return out, held
+	return out, append(held, rejected...)
 }
 
 // decide acts on the probe's answer once its month is known.
