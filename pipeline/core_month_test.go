@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -66,9 +67,9 @@ func TestProbe(t *testing.T) {
 			c.api.Script(schema.EndpointOverview, "b.com", fetchtest.Answer{Status: 400}, fetchtest.Answer{Status: 400})
 		},
 		wantStatus: StatusComplete,
-		// Before the month is known the 400 cannot be filed under one: b.com's site-similar
-		// is still fetched, and its closing probe (400 again) gives way to c.com's.
-		wantCalls: []string{"o:b.com", "o:c.com", "s:b.com", "s:c.com", "o:b.com", "o:c.com"},
+		// b.com's 400 is filed once c.com's answer names the month: its site-similar is not
+		// paid for; the closing probe of c.com's site-similar tries b.com first (400 again).
+		wantCalls: []string{"o:b.com", "o:c.com", "s:c.com", "o:b.com", "o:c.com"},
 		check: func(t *testing.T, c *core, o outcome) {
 			if got, want := o.sum.DomainsRejected, 1; got != want {
 				t.Errorf("rejected %d, want %d", got, want)
@@ -84,6 +85,22 @@ func TestProbe(t *testing.T) {
 		},
 		wantStatus: StatusUpToDate,
 		wantCalls:  []string{"o:b.com"},
+	}, {
+		name: "MonthLackingOnlyRejectedDomainsIsCompleted",
+		setup: func(c *core) {
+			c.store.Hold(jun, hoursAgo(48), "a.com", "b.com")
+			c.api.Script(schema.EndpointOverview, "c.com", fetchtest.Answer{Status: 400}, fetchtest.Answer{Status: 400})
+		},
+		wantStatus: StatusComplete,
+		// c.com's 400 names no month: a held domain's answer does, and the 400 is filed under it.
+		wantCalls: []string{"o:c.com", "o:a.com"},
+		check: func(t *testing.T, c *core, o outcome) {
+			wantFetchErrors(t, c, "o:c.com 400")
+			c.useAPI(fetchtest.Options{Month: jun, Balance: 10})
+			if o := c.run(); o.sum.Status != StatusUpToDate || !slices.Equal(c.callNames(), []string{"o:a.com"}) {
+				t.Errorf("rerun: %s with calls %v, want up_to_date with [o:a.com]", o.sum.Status, c.callNames())
+			}
+		},
 	}, {
 		name:       "CompleteMonthProbesOneHeldDomain",
 		setup:      func(c *core) { c.store.Hold(may, hoursAgo(48), "a.com", "b.com", "c.com") },

@@ -449,31 +449,58 @@ func (r *runState) probe(ctx context.Context, candidate string, state *warehouse
 		}
 		lacking = held[:1] // all held: one answer tells whether the month is still served
 	}
-	for _, domain := range lacking {
-		req := atlas.Request{Endpoint: schema.EndpointOverview, Domain: domain}
-		r.probed = append(r.probed, req)
-		var answer *atlas.Result
-		err := r.client.FetchAll(ctx, []atlas.Request{req}, func(res atlas.Result) {
-			r.progress.finished(res)
-			answer = &res
-		})
-		if answer != nil && answer.Err != nil {
+	var rejected []atlas.Result // 400s answered before the month was known: filed once it is
+	fellBack := false
+	for i := 0; i < len(lacking); i++ {
+		answer, err := r.probeOne(ctx, lacking[i])
+		switch {
+		case answer == nil || answer.Err == nil:
+		case isRejection(answer.Err) && r.monthOrExpected() == "":
+			rejected = append(rejected, *answer)
+		default:
 			r.handleFailure(ctx, *answer) // a stop's own answer too: its credit is on the ledger
 		}
 		if err != nil {
 			return err
 		}
-		if answer == nil {
-			continue
-		}
-		if answer.Err == nil {
-			return r.decide(ctx, *answer)
+		if answer != nil && answer.Err == nil {
+			err := r.decide(ctx, *answer)
+			r.fileRejections(ctx, rejected)
+			return err
 		}
 		if r.stopCause != nil {
 			return r.stopCause
 		}
+		if len(rejected) == len(lacking) && len(held) > 0 && !fellBack {
+			// Every domain the month lacks is one the API rejects, which only a month can
+			// record: without a held domain's answer (1 credit, as for a complete month) every
+			// rerun would ask them again and never complete the month.
+			fellBack, lacking = true, append(lacking, held[0])
+		}
 	}
+	r.fileRejections(ctx, rejected)
 	return fmt.Errorf("%w: no site-overview answer told the API's month (the domains the snapshot lacks failed; see fetch_errors)", ErrIncomplete)
+}
+
+// probeOne makes the site-overview call of domain alone; the answer is nil when the call
+// was not made (the fetcher stopped).
+func (r *runState) probeOne(ctx context.Context, domain string) (*atlas.Result, error) {
+	req := atlas.Request{Endpoint: schema.EndpointOverview, Domain: domain}
+	r.probed = append(r.probed, req)
+	var answer *atlas.Result
+	err := r.client.FetchAll(ctx, []atlas.Request{req}, func(res atlas.Result) {
+		r.progress.finished(res)
+		answer = &res
+	})
+	return answer, err
+}
+
+// fileRejections records the probe's 400s now that an answer named the month (if none did,
+// they are only logged: no month can hold them).
+func (r *runState) fileRejections(ctx context.Context, rejected []atlas.Result) {
+	for _, res := range rejected {
+		r.handleFailure(ctx, res)
+	}
 }
 
 // dateTrust is how long after its newest site-overview answer a month that lacks only
