@@ -126,6 +126,13 @@ func (f *Fetcher) Calls() []atlas.Request {
 	return append([]atlas.Request(nil), f.calls...)
 }
 
+// Month is the month served now (after any turn).
+func (f *Fetcher) Month() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.month
+}
+
 // Balance is the credits left (-1 unknown).
 func (f *Fetcher) Balance() int64 {
 	f.mu.Lock()

@@ -52,6 +52,17 @@ func (s *Store) Stored(m, domain string) warehouse.Endpoints {
 	return set
 }
 
+// Body returns the bytes of domain's body of ep stored under month m (nil: none, or seeded
+// by Hold).
+func (s *Store) Body(m, domain string, ep schema.Endpoint) []byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if mo, ok := s.months[m]; ok {
+		return mo.bodies[domain][ep].bytes
+	}
+	return nil
+}
+
 // Loaded returns the domains loaded in month m, sorted.
 func (s *Store) Loaded(m string) []string {
 	s.mu.Lock()

@@ -40,6 +40,7 @@ type LedgerRow struct {
 type body struct {
 	runID     string
 	fetchedAt time.Time
+	bytes     []byte // nil for a body seeded by Hold
 }
 
 // month is what the store holds of one month.
@@ -223,7 +224,7 @@ func (s *Store) Store(_ context.Context, m string, raw warehouse.Raw) error {
 	if err != nil {
 		return err
 	}
-	s.putLocked(s.monthLocked(m), raw.Domain, raw.Endpoint, body{runID: raw.RunID, fetchedAt: raw.FetchedAt}, raw.Refresh)
+	s.putLocked(s.monthLocked(m), raw.Domain, raw.Endpoint, body{runID: raw.RunID, fetchedAt: raw.FetchedAt, bytes: raw.Body}, raw.Refresh)
 	return nil
 }
 
