@@ -217,8 +217,10 @@ func TestMonthTurn(t *testing.T) {
 		},
 		wantExit:   1,
 		wantStatus: StatusMonthTurned,
-		// b.com's site-similar answer follows its overview of this run (jun): no overview
-		// can tell it is jul's; c.com's overview names jul and stops the run.
+		// b.com's site-similar answer, made after the turn, is filed under jun, the month of
+		// b.com's overview in this run: it carries no date and no overview after it showed the
+		// turn before it landed (the known gap of docs/design.md, "The month turns mid-run");
+		// c.com's overview names jul and stops the run.
 		wantCalls: []string{"o:b.com", "s:b.com", "o:c.com"},
 		check: func(t *testing.T, c *core, o outcome) {
 			wantLoaded(t, c, jun, "a.com", "b.com")
