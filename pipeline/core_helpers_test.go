@@ -259,3 +259,11 @@ func requestOf(e warehouse.FetchError) atlas.Request {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// TestFakesNameTheCoreStatuses keeps storetest's copy of the complete status (it cannot
+// import the core) equal to the core's.
+func TestFakesNameTheCoreStatuses(t *testing.T) {
+	if got, want := storetest.StatusComplete, StatusComplete; got != want {
+		t.Errorf("storetest.StatusComplete %q, want %q", got, want)
+	}
+}
