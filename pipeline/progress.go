@@ -110,7 +110,10 @@ func (p *progress) stop() {
 
 // start reports until the returned function is called; that function draws the last line.
 func (p *progress) start(ctx context.Context) (stop func()) {
+	// Under the lock: the live-status keeper (observe.go) may already read the progress.
+	p.mu.Lock()
 	p.begun = p.env.Now()
+	p.mu.Unlock()
 	every := p.env.ProgressEvery
 	if p.env.IsTerminal {
 		every = time.Second
@@ -143,8 +146,9 @@ func (p *progress) snapshot() Progress {
 	p.mu.Lock()
 	pr := Progress{Month: p.month, DomainsDone: p.domainsOK, DomainsTotal: p.domains, CallsDone: p.finishedN,
 		CallsTotal: p.calls, Stopping: p.stopping, ETA: -1, Loaded: p.loadedBase + p.domainsOK}
+	begun := p.begun
 	p.mu.Unlock()
-	pr.Elapsed = p.env.Now().Sub(p.begun)
+	pr.Elapsed = p.env.Now().Sub(begun)
 	if pr.Elapsed > 0 {
 		pr.RatePerSecond = float64(p.client.Stats().Requests) / pr.Elapsed.Seconds()
 	}
