@@ -69,6 +69,11 @@ type Options struct {
 	// warehouse never took in (a *StaleError). AfterRun, SaveAfterStop and `sitewatch
 	// publish` set it.
 	GuardRuns bool
+	// FoldLogs deletes, once a month's manifest (or its restore copy's) holds the warehouse's
+	// rows, the answer log's segments of that month this warehouse holds (merged by a pull,
+	// or written by its runs: SyncState.Logs), and no other. Set it only under the lease: a
+	// holder's pull may be reading them.
+	FoldLogs bool
 	// ReadData makes Verify and a publish download and hash every published object instead
 	// of trusting its size and checksum metadata (restic's check --read-data): bytes changed
 	// in the store under the same metadata are found, and a publish uploads them again.
