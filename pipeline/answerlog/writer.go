@@ -29,7 +29,7 @@ type Options struct {
 	Attempt time.Duration
 	// Flush commits the warehouse's pending batch, so a cut holds every answer the run
 	// received before it (the batch window does not add to the bound).
-	Flush func(ctx context.Context) error
+	Flush  func(ctx context.Context) error
 	Fence  Fence
 	Logger *slog.Logger
 	// Now is the clock of the cuts: the lease's monotonic clock (default time.Now).

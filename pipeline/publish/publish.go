@@ -64,6 +64,9 @@ type Options struct {
 	MaxBackoff time.Duration
 	// Deadlines bound each request (zero fields: DefaultDeadlines).
 	Deadlines Deadlines
+	// Small makes a Publisher of small objects (the lease, the answer log): SmallDeadlines
+	// unless Deadlines are set, and no connection reused after a failed request.
+	Small bool
 	// GuardRuns refuses to overwrite a month's manifest (or restore copy's) that names a run
 	// the local tree's runs partition of that month does not hold: another machine's run this
 	// warehouse never took in (a *StaleError). AfterRun, SaveAfterStop and `sitewatch
@@ -98,6 +101,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxBackoff <= 0 {
 		o.MaxBackoff = 5 * time.Second
+	}
+	if o.Small && o.Deadlines == (Deadlines{}) {
+		o.Deadlines = SmallDeadlines
 	}
 	o.Deadlines = o.Deadlines.withDefaults()
 	return o

@@ -55,9 +55,26 @@ func (d Deadlines) withDefaults() Deadlines {
 // httpClient is one client for every request of a Publisher, so Concurrency bounds the
 // connections to the endpoint, with every deadline of d.
 func httpClient(d Deadlines, conns int) *awshttp.BuildableClient {
+	return buildableClient(d, conns, nil)
+}
+
+// clientFor is httpClient, or for a Publisher of small objects (Options.Small) one whose
+// connections are all dropped after a failed request.
+func clientFor(opts Options) aws.HTTPClient {
+	if !opts.Small {
+		return httpClient(opts.Deadlines, opts.Concurrency)
+	}
+	set := newConnSet(&net.Dialer{Timeout: opts.Deadlines.Connect, KeepAlive: 30 * time.Second})
+	return freshAfterFailure{inner: buildableClient(opts.Deadlines, opts.Concurrency, set.dial), conns: set}
+}
+
+func buildableClient(d Deadlines, conns int, dial func(ctx context.Context, network, addr string) (net.Conn, error)) *awshttp.BuildableClient {
 	return awshttp.NewBuildableClient().
 		WithDialerOptions(func(dl *net.Dialer) { dl.Timeout = d.Connect }).
 		WithTransportOptions(func(tr *http.Transport) {
+			if dial != nil {
+				tr.DialContext = dial
+			}
 			tr.MaxConnsPerHost = conns
 			tr.MaxIdleConnsPerHost = conns
 			tr.TLSHandshakeTimeout = d.Connect
@@ -74,7 +91,7 @@ func httpClient(d Deadlines, conns int) *awshttp.BuildableClient {
 // metadata service is never consulted.
 func loadAWSConfig(ctx context.Context, cfg config.PublishConfig, opts Options) (aws.Config, error) {
 	loaders := []func(*awsconfig.LoadOptions) error{
-		awsconfig.WithHTTPClient(httpClient(opts.Deadlines, opts.Concurrency)),
+		awsconfig.WithHTTPClient(clientFor(opts)),
 		awsconfig.WithRetryer(func() aws.Retryer {
 			return retry.NewStandard(func(o *retry.StandardOptions) {
 				o.MaxAttempts = opts.MaxAttempts
