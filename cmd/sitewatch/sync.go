@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"sitewatch/pipeline"
@@ -50,6 +51,11 @@ func (p *printingSync) Pull(ctx context.Context, wh *warehouse.Warehouse) error 
 			what += " (restore copy of an incomplete month)"
 		}
 		fmt.Fprintf(p.env.Stdout, "took %s from %s (run %s, paid on another machine): 0 credits\n", what, p.url, m.RunID)
+	}
+	for _, l := range res.Logged {
+		if l.Answers > 0 {
+			fmt.Fprintf(p.env.Stdout, "took %d answers of %s from the answer log of %s (runs %s, paid on another machine or before this warehouse was lost): 0 credits\n", l.Answers, l.Month, p.url, strings.Join(l.Runs, ", "))
+		}
 	}
 	switch {
 	case err != nil && p.required:

@@ -265,3 +265,22 @@ func (w *Warehouse) LogRowsOf(ctx context.Context, month string, runs []string) 
 	}
 	return out, nil
 }
+
+// AddToState adds to st what rows hold of month: their answers as stored, their 400s as
+// rejected (what a pull of them would leave; `run --dry-run` and `check` count it as held).
+func (r LogRows) AddToState(st *SnapshotState, month string) {
+	for _, x := range r.Raws {
+		switch {
+		case x.SnapshotMonth != month:
+		case x.Endpoint == schema.EndpointCountries:
+			st.CountriesLoaded = true
+		default:
+			st.AddStored(x.Domain, endpointBit(x.Endpoint))
+		}
+	}
+	for _, e := range r.Failures {
+		if e.SnapshotMonth == month && e.HTTPStatus == 400 {
+			st.Rejected[e.Domain] = e.Code
+		}
+	}
+}
