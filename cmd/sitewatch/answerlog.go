@@ -27,7 +27,7 @@ func bucketAnswerLog(ctx context.Context, cfg *config.Config, env pipeline.Env) 
 	}
 	margin := lease.TimingFor(cfg.Publish.LeaseDuration(), cfg.API.Timeout.Duration).Margin
 	return runAnswerLog{&answerlog.Starter{Bucket: p, URL: cfg.Publish.URL, ParquetRoot: cfg.Warehouse.Parquet,
-		Interval: cfg.Publish.LogEvery(), Attempt: margin, Logger: env.Logger}}, nil
+		Interval: cfg.Publish.LogEvery(), Attempt: margin, CloseBound: pipeline.AutoPublishBound, Logger: env.Logger}}, nil
 }
 
 // runAnswerLog adapts *answerlog.Starter to the core's interface.

@@ -9,9 +9,11 @@ import (
 	"strings"
 
 	"sitewatch/pipeline"
+	"sitewatch/pipeline/bucketsync"
 	"sitewatch/pipeline/config"
 	"sitewatch/pipeline/publish"
 	"sitewatch/pipeline/restore"
+	"sitewatch/pipeline/warehouse"
 )
 
 var restoreHelp = help{
@@ -84,6 +86,9 @@ func restoreWarehouse(ctx context.Context, cfg *config.Config, env pipeline.Env,
 	if err != nil {
 		return err
 	}
+	if err := takeAnswerLog(ctx, cfg, env, src); err != nil {
+		return err
+	}
 	fmt.Fprintf(env.Stdout, "restored %s and %s from %s: %d %s (%s … %s), %d objects verified, %d downloaded (%.1f MB), %s; 0 credits\n",
 		cfg.Warehouse.DuckDB, cfg.Warehouse.Parquet, cfg.Publish.URL, len(res.Months), monthsWord(len(res.Months)),
 		res.Months[0], res.Months[len(res.Months)-1], res.Objects, res.Downloaded, float64(res.Bytes)/1e6, res.Duration.Round(1e6))
@@ -141,4 +146,24 @@ func monthsWord(n int) string {
 		return "month"
 	}
 	return "months"
+}
+
+// takeAnswerLog merges into the restored warehouse the answer log's segments of every run
+// (answers paid since their month's last publish), as a run's pull would: a restore holds
+// every answer the bucket holds.
+func takeAnswerLog(ctx context.Context, cfg *config.Config, env pipeline.Env, src *publish.Publisher) error {
+	wh, err := warehouse.Open(ctx, warehouse.Options{DuckDBPath: cfg.Warehouse.DuckDB, ParquetDir: cfg.Warehouse.Parquet, Logger: env.Logger,
+		LoadMemoryLimit: cfg.Warehouse.MemoryLimit})
+	if err != nil {
+		return err
+	}
+	res, err := bucketsync.New(src, cfg.Publish.URL, cfg.Warehouse.DuckDB, cfg.Warehouse.Parquet, env.Logger).Pull(ctx, wh)
+	if cerr := wh.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("restore: take in the answer log of %s: %w", cfg.Publish.URL, err)
+	}
+	printLogged(env, cfg.Publish.URL, res.Logged)
+	return nil
 }

@@ -23,7 +23,10 @@ type Starter struct {
 	ParquetRoot string // where the sync state records the segments written
 	Interval    time.Duration
 	Attempt     time.Duration // the lease's margin
-	Logger      *slog.Logger
+	// CloseBound bounds the last cut at the end of a run (default 3 × Attempt): a run cut
+	// from the bucket keeps trying until it heals or the bound passes, and a signal ends it.
+	CloseBound time.Duration
+	Logger     *slog.Logger
 }
 
 // Start logs what wh commits for runID under fence until the returned stop, which makes a
@@ -37,7 +40,11 @@ func (s *Starter) Start(ctx context.Context, runID string, wh *warehouse.Warehou
 	go w.Run(lctx)
 	return func() {
 		defer cancel()
-		acked := w.Close(ctx, 3*w.opts.Attempt)
+		bound := s.CloseBound
+		if bound <= 0 {
+			bound = 3 * w.opts.Attempt
+		}
+		acked := w.Close(ctx, bound)
 		wh.OnCommit(nil)
 		if err := publish.AddLogs(s.ParquetRoot, s.URL, acked); err != nil {
 			s.Logger.Warn("could not record the answer log's segments: the month's publish leaves them for a later one", "err", err)

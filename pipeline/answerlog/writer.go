@@ -59,6 +59,8 @@ type Writer struct {
 
 type cutSegment struct {
 	key, month string
+	seq        int
+	cut        time.Time
 	body       []byte
 	answers    int
 }
@@ -134,6 +136,10 @@ func (w *Writer) Close(ctx context.Context, bound time.Duration) map[string]publ
 		if len(w.unacked) == 0 && empty {
 			break
 		}
+		select { // a failed write: try again after an interval, on a fresh connection
+		case <-cctx.Done():
+		case <-time.After(w.opts.Interval):
+		}
 	}
 	if len(w.unacked) > 0 {
 		w.opts.Logger.Warn("answer log: the last answers could not be written to the bucket; the run's publish saves them (or the next publish on this machine)",
@@ -190,7 +196,7 @@ func (w *Writer) cut(ctx context.Context) bool {
 			w.opts.Logger.Error("answer log: could not encode a segment", "err", err)
 			continue
 		}
-		w.unacked = append(w.unacked, cutSegment{key: publish.LogKey(m, w.opts.RunID, w.seq), month: m, body: body, answers: len(mr.Raws)})
+		w.unacked = append(w.unacked, cutSegment{key: publish.LogKey(m, w.opts.RunID, w.seq), month: m, seq: w.seq, cut: at, body: body, answers: len(mr.Raws)})
 	}
 	w.cutAt = at
 	return len(w.unacked) > 0
@@ -221,6 +227,9 @@ func (w *Writer) write(ctx context.Context, s cutSegment) bool {
 	w.acked[s.key] = publish.SeenLog{Month: s.month, ETag: etag}
 	w.segments++
 	w.answers += s.answers
-	w.opts.Logger.Debug("answer log: segment acknowledged", "segment", w.seq, "run", w.opts.RunID, "answers", s.answers, "key", s.key)
+	// Tests (and the soak) read when a run's answers were in the bucket from this line: every
+	// answer committed before cut is.
+	w.opts.Logger.Debug("answer log: segment acknowledged", "segment", s.seq, "run", w.opts.RunID, "answers", s.answers,
+		"cut", s.cut.UTC().Format(time.RFC3339Nano), "key", s.key)
 	return true
 }
