@@ -58,14 +58,15 @@ func httpClient(d Deadlines, conns int) *awshttp.BuildableClient {
 	return buildableClient(d, conns, nil)
 }
 
-// clientFor is httpClient, or for a Publisher of small objects (Options.Small) one whose
-// connections are all dropped after a failed request.
-func clientFor(opts Options) aws.HTTPClient {
+// clientFor is httpClient, with for a Publisher of small objects (Options.Small) the set of
+// connections it dials (set nil otherwise): wrapped by freshAfterFailure once the AWS
+// configuration is loaded (which needs the buildable client itself, e.g. for a CA bundle).
+func clientFor(opts Options) (*awshttp.BuildableClient, *connSet) {
 	if !opts.Small {
-		return httpClient(opts.Deadlines, opts.Concurrency)
+		return httpClient(opts.Deadlines, opts.Concurrency), nil
 	}
 	set := newConnSet(&net.Dialer{Timeout: opts.Deadlines.Connect, KeepAlive: 30 * time.Second})
-	return freshAfterFailure{inner: buildableClient(opts.Deadlines, opts.Concurrency, set.dial), conns: set}
+	return buildableClient(opts.Deadlines, opts.Concurrency, set.dial), set
 }
 
 func buildableClient(d Deadlines, conns int, dial func(ctx context.Context, network, addr string) (net.Conn, error)) *awshttp.BuildableClient {
@@ -90,8 +91,9 @@ func buildableClient(d Deadlines, conns int, dial func(ctx context.Context, netw
 // set (MinIO, Ceph, R2, a gateway) there is no instance role to ask: the EC2 instance
 // metadata service is never consulted.
 func loadAWSConfig(ctx context.Context, cfg config.PublishConfig, opts Options) (aws.Config, error) {
+	client, conns := clientFor(opts)
 	loaders := []func(*awsconfig.LoadOptions) error{
-		awsconfig.WithHTTPClient(clientFor(opts)),
+		awsconfig.WithHTTPClient(client),
 		awsconfig.WithRetryer(func() aws.Retryer {
 			return retry.NewStandard(func(o *retry.StandardOptions) {
 				o.MaxAttempts = opts.MaxAttempts
@@ -110,6 +112,9 @@ func loadAWSConfig(ctx context.Context, cfg config.PublishConfig, opts Options) 
 	awsCfg, err := awsconfig.LoadDefaultConfig(ctx, loaders...)
 	if err != nil {
 		return aws.Config{}, fmt.Errorf("publish to %s: load the AWS configuration (environment, shared config files): %w", cfg.URL, err)
+	}
+	if conns != nil {
+		awsCfg.HTTPClient = freshAfterFailure{inner: awsCfg.HTTPClient, conns: conns}
 	}
 	if awsCfg.Region == "" {
 		awsCfg.Region = "us-east-1" // S3-compatible services mostly ignore it; AWS needs one to sign
