@@ -9,10 +9,12 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -173,6 +175,7 @@ func ledgerRows(t *testing.T, gw *s3test.Server) int {
 // segment (at most logTestBound), the two never pay at once, and the bucket's ledger holds
 // every charge of both once the cut heals.
 func TestCutOffPayerCostsTheTakerOnlyItsLastSegment(t *testing.T) {
+	t.Parallel() // mostly waiting: the cut, the takeover
 	gw := bucketGateway(t)
 	px := leasetest.NewProxy(t, gw.Endpoint)
 	a, aCalls := logMachine(t, px.URL)
@@ -229,5 +232,56 @@ func TestCutOffPayerCostsTheTakerOnlyItsLastSegment(t *testing.T) {
 	}
 	if got, want := ledgerRows(t, gw), len(ac)+len(bc); got != want {
 		t.Errorf("the bucket's ledger holds %d charged calls, the simulators charged %d", got, want)
+	}
+}
+
+// TestKilledAndWipedPayerCostsOnlyItsLastSegment (issue 42): a payer killed with kill -9 in the
+// middle of its month and its warehouse deleted (a pod rescheduled); another machine runs the
+// month with --restore-if-missing: the bucket holds only the dead run's answer log, which the
+// new run takes in, paying again only what the dead one paid after its last acknowledged
+// segment (at most logTestBound). Before the log, it paid the whole dead run again.
+func TestKilledAndWipedPayerCostsOnlyItsLastSegment(t *testing.T) {
+	t.Parallel() // mostly waiting: the dead run's lease
+	gw := bucketGateway(t)
+	a, aCalls := logMachine(t, gw.Endpoint)
+	runA, outA := a.command("run", "--verbose")
+	if err := runA.Start(); err != nil {
+		t.Fatal(err)
+	}
+	aCalls.waitFor(t, 18, 60*time.Second, outA)
+	if err := runA.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = runA.Wait()
+	if err := os.RemoveAll(filepath.Join(a.dir, "data")); err != nil {
+		t.Fatal(err)
+	}
+
+	b, bCalls := logMachine(t, gw.Endpoint)
+	waitLeaseExpiry(t, gw)
+	if code := b.run("run", "--restore-if-missing"); code != ExitOK {
+		t.Fatalf("runner B: exit %d\n%s%s", code, b.stdout, b.stderr)
+	}
+	if !strings.Contains(b.stdout.String(), "from the answer log") {
+		t.Errorf("B took nothing from the answer log:\n%s", b.stdout)
+	}
+	cuts := ackedCuts(t, outA.String())
+	if len(cuts) == 0 {
+		t.Fatalf("A acknowledged no segment:\n%s", outA)
+	}
+	ac := aCalls.all()
+	after := 0
+	for _, c := range ac {
+		if c.After(cuts[len(cuts)-1]) {
+			after++
+		}
+	}
+	n := repaid(a, b)
+	t.Logf("A paid %d (%d after its last acknowledged cut) and was killed; B paid %d, %d of them A's", len(ac), after, len(bCalls.all()), n)
+	if n > after || n > logTestBound {
+		t.Errorf("B paid again %d of A's calls, want at most the %d A paid after its last segment and at most %d", n, after, logTestBound)
+	}
+	if got, least := ledgerRows(t, gw), len(ac)-after+len(bCalls.all()); got < least {
+		t.Errorf("the bucket's ledger holds %d charged calls, want at least the %d acknowledged or paid by B", got, least)
 	}
 }
