@@ -99,6 +99,7 @@ func (l *callLog) waitFor(t *testing.T, n int, limit time.Duration, out fmt.Stri
 func logMachine(t *testing.T, endpoint string) (*harness, *callLog) {
 	t.Helper()
 	h := newHarness(t, logTestSim, atlastest.Domains(logTestDomains), fmt.Sprintf("  rate_limit: %d\n", logTestRate))
+	h.setConfig("timeout: 5s", "timeout: 2s") // a taker waits lease_ttl + margin + api.timeout
 	calls := newCallLog(t, h.srv.URL)
 	h.setConfig("base_url: "+h.srv.URL, "base_url: "+calls.URL)
 	withPublish(t, h, endpoint, "  lease_ttl: 6s\n")
@@ -175,7 +176,6 @@ func ledgerRows(t *testing.T, gw *s3test.Server) int {
 // segment (at most logTestBound), the two never pay at once, and the bucket's ledger holds
 // every charge of both once the cut heals.
 func TestCutOffPayerCostsTheTakerOnlyItsLastSegment(t *testing.T) {
-	t.Parallel() // mostly waiting: the cut, the takeover
 	gw := bucketGateway(t)
 	px := leasetest.NewProxy(t, gw.Endpoint)
 	a, aCalls := logMachine(t, px.URL)
@@ -241,7 +241,6 @@ func TestCutOffPayerCostsTheTakerOnlyItsLastSegment(t *testing.T) {
 // new run takes in, paying again only what the dead one paid after its last acknowledged
 // segment (at most logTestBound). Before the log, it paid the whole dead run again.
 func TestKilledAndWipedPayerCostsOnlyItsLastSegment(t *testing.T) {
-	t.Parallel() // mostly waiting: the dead run's lease
 	gw := bucketGateway(t)
 	a, aCalls := logMachine(t, gw.Endpoint)
 	runA, outA := a.command("run", "--verbose")
@@ -258,13 +257,16 @@ func TestKilledAndWipedPayerCostsOnlyItsLastSegment(t *testing.T) {
 	}
 
 	b, bCalls := logMachine(t, gw.Endpoint)
+	killed := time.Now()
 	waitLeaseExpiry(t, gw)
+	t.Logf("lease expired %v after the kill", time.Since(killed).Round(time.Millisecond))
 	if code := b.run("run", "--restore-if-missing"); code != ExitOK {
 		t.Fatalf("runner B: exit %d\n%s%s", code, b.stdout, b.stderr)
 	}
 	if !strings.Contains(b.stdout.String(), "from the answer log") {
 		t.Errorf("B took nothing from the answer log:\n%s", b.stdout)
 	}
+	t.Logf("B done %v after the kill", time.Since(killed).Round(time.Millisecond))
 	cuts := ackedCuts(t, outA.String())
 	if len(cuts) == 0 {
 		t.Fatalf("A acknowledged no segment:\n%s", outA)
@@ -281,7 +283,8 @@ func TestKilledAndWipedPayerCostsOnlyItsLastSegment(t *testing.T) {
 	if n > after || n > logTestBound {
 		t.Errorf("B paid again %d of A's calls, want at most the %d A paid after its last segment and at most %d", n, after, logTestBound)
 	}
-	if got, least := ledgerRows(t, gw), len(ac)-after+len(bCalls.all()); got < least {
+	got := ledgerRows(t, gw)
+	if least := len(ac) - after + len(bCalls.all()); got < least {
 		t.Errorf("the bucket's ledger holds %d charged calls, want at least the %d acknowledged or paid by B", got, least)
 	}
 }
