@@ -63,7 +63,7 @@ type fence struct {
 	cuts []time.Time
 }
 
-func (f *fence) Logged(cut time.Time) { f.mu.Lock(); f.cuts = append(f.cuts, cut); f.mu.Unlock() }
+func (f *fence) Logged(cut time.Time)      { f.mu.Lock(); f.cuts = append(f.cuts, cut); f.mu.Unlock() }
 func (f *fence) Renewals() <-chan struct{} { return nil }
 func (f *fence) last() time.Time {
 	f.mu.Lock()
