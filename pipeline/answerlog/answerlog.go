@@ -117,3 +117,23 @@ func (s segment) check(o publish.LogObject) error {
 	}
 	return nil
 }
+
+// Save writes rows to the log as segments of their own (one per month) named by id, a name
+// of its own (not a run's: the rows keep their runs), and returns the keys written.
+// `restore --force` saves so the charged calls the bucket lacks before it replaces a
+// warehouse.
+func Save(ctx context.Context, b Bucket, id string, rows warehouse.LogRows) ([]string, error) {
+	var keys []string
+	for i, m := range rows.Months() {
+		body, err := encode(segment{Version: segmentVersion, RunID: id, Seq: i + 1, Month: m, Rows: rows.Month(m)})
+		if err != nil {
+			return keys, err
+		}
+		key := publish.LogKey(m, id, i+1)
+		if _, err := b.PutConditional(ctx, key, body, ""); err != nil {
+			return keys, fmt.Errorf("save %d charged calls of %s to the answer log %s: %w", len(rows.Month(m).Charges), m, b.URL(key), err)
+		}
+		keys = append(keys, key)
+	}
+	return keys, nil
+}

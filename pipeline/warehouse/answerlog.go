@@ -209,61 +209,83 @@ var mergeLogStatements = []string{
 	`DROP TABLE ` + logRaw, `DROP TABLE ` + logCalls, `DROP TABLE ` + logFailures,
 }
 
-// LogRowsOf reads the ledger rows, answers and rejections of runs in month that are not in
-// held (rows a restore is about to replace the warehouse without): what `restore --force`
-// saves to the bucket before it moves this warehouse aside.
-func (w *Warehouse) LogRowsOf(ctx context.Context, month string, runs []string) (LogRows, error) {
+// LackingFrom reads, from the warehouse file other (attached read-only), the charged calls
+// (run_calls rows) this warehouse lacks, with their answers and the rejections it lacks:
+// what `restore --force` must not discard when it replaces other by this warehouse.
+func (w *Warehouse) LackingFrom(ctx context.Context, other string) (LogRows, error) {
 	var out LogRows
-	if len(runs) == 0 {
-		return out, nil
+	if err := w.Flush(ctx); err != nil {
+		return out, err
 	}
-	args := append([]any{month}, anySlice(runs)...)
-	in := `run_id IN (` + placeholders(len(runs)) + `)`
-	err := QueryEach(ctx, w.db, `SELECT run_id, domain, endpoint, http_status, credits, fetched_at, outcome, source FROM run_calls
-		WHERE snapshot_month = ? AND `+in, args, func(r *sql.Rows) error {
-		c := Charge{SnapshotMonth: month}
-		var ep string
-		var src *string
-		if err := r.Scan(&c.RunID, &c.Domain, &ep, &c.HTTPStatus, &c.Credits, &c.FetchedAt, &c.Outcome, &src); err != nil {
-			return err
-		}
-		c.Endpoint = schema.Endpoint(ep)
-		if src != nil {
-			c.Source = *src
-		}
-		out.Charges = append(out.Charges, c)
-		return nil
-	})
+	w.mu.Lock() // the load connection: no write meanwhile
+	defer w.mu.Unlock()
+	_, err := w.load.ExecContext(ctx, `ATTACH `+sqlString(other)+` AS lacking_prev (READ_ONLY)`)
 	if err == nil {
-		err = QueryEach(ctx, w.db, `SELECT domain, endpoint, fetched_at, body, body_encoding, run_id FROM raw_responses
-			WHERE snapshot_month = ? AND `+in, args, func(r *sql.Rows) error {
-			x := LogRaw{SnapshotMonth: month}
-			var ep string
-			if err := r.Scan(&x.Domain, &ep, &x.FetchedAt, &x.Body, &x.Encoding, &x.RunID); err != nil {
-				return err
-			}
-			x.Endpoint = schema.Endpoint(ep)
-			out.Raws = append(out.Raws, x)
-			return nil
-		})
-	}
-	if err == nil {
-		err = QueryEach(ctx, w.db, `SELECT run_id, domain, endpoint, coalesce(http_status, 0), coalesce(code, ''), coalesce(message, ''), occurred_at
-			FROM fetch_errors WHERE snapshot_month = ? AND `+in, args, func(r *sql.Rows) error {
-			e := FetchError{SnapshotMonth: month}
-			var ep string
-			if err := r.Scan(&e.RunID, &e.Domain, &ep, &e.HTTPStatus, &e.Code, &e.Message, &e.OccurredAt); err != nil {
-				return err
-			}
-			e.Endpoint = schema.Endpoint(ep)
-			out.Failures = append(out.Failures, e)
-			return nil
-		})
+		err = w.scanLacking(ctx, &out)
+		if _, derr := w.load.ExecContext(context.WithoutCancel(ctx), `DETACH lacking_prev`); err == nil {
+			err = derr
+		}
 	}
 	if err != nil {
-		return LogRows{}, fmt.Errorf("read the rows of runs %v of %s from %s: %w", runs, month, w.opts.DuckDBPath, err)
+		return LogRows{}, fmt.Errorf("compare %s with %s: %w", other, w.opts.DuckDBPath, err)
 	}
 	return out, nil
+}
+
+// The rows of lacking_prev this warehouse lacks (see LackingFrom).
+const (
+	lackingCalls = `SELECT * FROM lacking_prev.run_calls c WHERE NOT EXISTS (SELECT 1 FROM run_calls t WHERE t.run_id = c.run_id
+		AND t.snapshot_month = c.snapshot_month AND t.domain = c.domain AND t.endpoint = c.endpoint AND t.fetched_at = c.fetched_at)`
+	lackingRaws = `SELECT r.snapshot_month, r.domain, r.endpoint, r.fetched_at, r.body, r.body_encoding, coalesce(r.run_id, '')
+		FROM lacking_prev.raw_responses r WHERE EXISTS (SELECT 1 FROM (` + lackingCalls + `) c WHERE c.run_id = r.run_id
+		AND c.snapshot_month = r.snapshot_month AND c.domain = r.domain AND c.endpoint = r.endpoint)
+		AND NOT EXISTS (SELECT 1 FROM raw_responses t WHERE t.snapshot_month = r.snapshot_month AND t.domain = r.domain
+		AND t.endpoint = r.endpoint AND t.fetched_at >= r.fetched_at)`
+	lackingFailures = `SELECT run_id, snapshot_month, domain, endpoint, coalesce(http_status, 0), coalesce(code, ''), coalesce(message, ''),
+		coalesce(occurred_at, TIMESTAMP '1970-01-01') FROM lacking_prev.fetch_errors e WHERE NOT EXISTS (SELECT 1 FROM fetch_errors t
+		WHERE t.run_id = e.run_id AND t.snapshot_month = e.snapshot_month AND t.domain = e.domain AND t.endpoint = e.endpoint
+		AND t.occurred_at IS NOT DISTINCT FROM e.occurred_at)`
+)
+
+func (w *Warehouse) scanLacking(ctx context.Context, out *LogRows) error {
+	err := QueryEach(ctx, w.load, `SELECT run_id, snapshot_month, domain, endpoint, http_status, credits, fetched_at, outcome, source FROM (`+lackingCalls+`)`, nil,
+		func(r *sql.Rows) error {
+			var c Charge
+			var ep string
+			var src sql.NullString
+			if err := r.Scan(&c.RunID, &c.SnapshotMonth, &c.Domain, &ep, &c.HTTPStatus, &c.Credits, &c.FetchedAt, &c.Outcome, &src); err != nil {
+				return err
+			}
+			c.Endpoint, c.Source = schema.Endpoint(ep), src.String
+			out.Charges = append(out.Charges, c)
+			return nil
+		})
+	if err != nil || len(out.Charges) == 0 {
+		return err
+	}
+	err = QueryEach(ctx, w.load, lackingRaws, nil, func(r *sql.Rows) error {
+		var x LogRaw
+		var ep string
+		if err := r.Scan(&x.SnapshotMonth, &x.Domain, &ep, &x.FetchedAt, &x.Body, &x.Encoding, &x.RunID); err != nil {
+			return err
+		}
+		x.Endpoint = schema.Endpoint(ep)
+		out.Raws = append(out.Raws, x)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return QueryEach(ctx, w.load, lackingFailures, nil, func(r *sql.Rows) error {
+		var e FetchError
+		var ep string
+		if err := r.Scan(&e.RunID, &e.SnapshotMonth, &e.Domain, &ep, &e.HTTPStatus, &e.Code, &e.Message, &e.OccurredAt); err != nil {
+			return err
+		}
+		e.Endpoint = schema.Endpoint(ep)
+		out.Failures = append(out.Failures, e)
+		return nil
+	})
 }
 
 // AddToState adds to st what rows hold of month: their answers as stored, their 400s as
