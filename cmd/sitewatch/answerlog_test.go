@@ -288,3 +288,39 @@ func TestKilledAndWipedPayerCostsOnlyItsLastSegment(t *testing.T) {
 		t.Errorf("the bucket's ledger holds %d charged calls, want at least the %d acknowledged or paid by B", got, least)
 	}
 }
+
+// TestRestoreForceKeepsChargedCallsTheBucketLacks (issue 42): a warehouse holding a charged
+// call the bucket lacks (an up-to-date run's probe, paid with the answer log off and never
+// published) replaced with `restore --force`: the call is named, saved to the bucket's answer
+// log first, and both the restored warehouse and a fresh restore elsewhere hold every charge.
+func TestRestoreForceKeepsChargedCallsTheBucketLacks(t *testing.T) {
+	gw := bucketGateway(t)
+	domains := atlastest.Domains(4)
+	a := publishedMachine(t, gw, atlastest.Options{}, domains, "")
+	a.extraEnv = map[string]string{NoAnswerLogEnv: "1"}
+	if code := a.run("run"); code != ExitOK || !strings.Contains(a.stdout.String(), "up to date") {
+		t.Fatalf("the probe run: exit %d\n%s%s", code, a.stdout, a.stderr)
+	}
+	paid := int(a.srv.Stats().Charged)
+	if code := a.run("restore", "--force"); code != ExitOK {
+		t.Fatalf("restore --force: exit %d\n%s%s", code, a.stdout, a.stderr)
+	}
+	if !strings.Contains(a.stdout.String(), "held 1 charged calls the bucket lacked (run ") {
+		t.Errorf("restore --force does not name the charged call the bucket lacked:\n%s", a.stdout)
+	}
+	withDB(t, a, func(db *sql.DB) {
+		if n := count(t, db, `SELECT count(*) FROM run_calls`); n != paid {
+			t.Errorf("the restored warehouse holds %d charged calls, the simulator charged %d", n, paid)
+		}
+	})
+	c := newHarness(t, atlastest.Options{}, domains, "")
+	withPublish(t, c, gw.Endpoint, "")
+	if code := c.run("restore"); code != ExitOK {
+		t.Fatalf("restore elsewhere: exit %d\n%s%s", code, c.stdout, c.stderr)
+	}
+	withDB(t, c, func(db *sql.DB) {
+		if n := count(t, db, `SELECT count(*) FROM run_calls`); n != paid {
+			t.Errorf("a fresh restore holds %d charged calls, the simulator charged %d", n, paid)
+		}
+	})
+}

@@ -244,11 +244,12 @@ func mergeRebuilt(ctx context.Context, wh *warehouse.Warehouse, rows warehouse.L
 
 // describeCalls names charged calls, by run, the first few of each.
 func describeCalls(cs []warehouse.Charge) string {
-	byRun := map[string][]string{}
+	byRun, month := map[string][]string{}, map[string]string{}
 	var runs []string
 	for _, c := range cs {
 		if byRun[c.RunID] == nil {
 			runs = append(runs, c.RunID)
+			month[c.RunID] = c.SnapshotMonth
 		}
 		byRun[c.RunID] = append(byRun[c.RunID], fmt.Sprintf("%s %s", c.Endpoint, warehouse.DisplayDomain(c.Domain)))
 	}
@@ -259,7 +260,7 @@ func describeCalls(cs []warehouse.Charge) string {
 		if len(calls) > 5 {
 			calls, more = calls[:5], fmt.Sprintf(" and %d more", len(byRun[r])-5)
 		}
-		parts = append(parts, fmt.Sprintf("run %s of %s: %s%s", r, cs[0].SnapshotMonth, strings.Join(calls, ", "), more))
+		parts = append(parts, fmt.Sprintf("run %s of %s: %s%s", r, month[r], strings.Join(calls, ", "), more))
 	}
 	return strings.Join(parts, "; ")
 }
