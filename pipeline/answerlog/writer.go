@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -224,7 +225,7 @@ func (w *Writer) write(ctx context.Context, s cutSegment) bool {
 		w.failing = false
 		w.opts.Logger.Info("answer log: writing to the bucket again", "segment", w.b.URL(s.key))
 	}
-	w.acked[s.key] = publish.SeenLog{Month: s.month, ETag: etag}
+	w.acked[s.key] = publish.SeenLog{Month: s.month, ETag: strings.Trim(etag, `"`)}
 	w.segments++
 	w.answers += s.answers
 	// Tests (and the soak) read when a run's answers were in the bucket from this line: every
