@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"database/sql"
 	"encoding/json"
 	"fmt"
@@ -18,9 +19,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
 	"sitewatch/pipeline/atlas/atlastest"
 	"sitewatch/pipeline/lease"
 	"sitewatch/pipeline/lease/leasetest"
+	"sitewatch/pipeline/publish"
 	"sitewatch/pipeline/publish/s3test"
 )
 
@@ -233,6 +238,37 @@ func TestCutOffPayerCostsTheTakerOnlyItsLastSegment(t *testing.T) {
 	if got, want := ledgerRows(t, gw), len(ac)+len(bc); got != want {
 		t.Errorf("the bucket's ledger holds %d charged calls, the simulators charged %d", got, want)
 	}
+	// B's publish folded what it read (A's segments before the cut, its own); A's last
+	// segment, written after B's pull, stays for the next pull.
+	for _, key := range logSegments(t, gw) {
+		if !strings.Contains(key, "/"+runIDOf(t, outA.String())+"/") {
+			t.Errorf("segment %s was not folded by B's publish", key)
+		}
+	}
+}
+
+// logSegments lists the answer log's segments in gw's bucket.
+func logSegments(t *testing.T, gw *s3test.Server) []string {
+	t.Helper()
+	out, err := gw.Client().ListObjectsV2(context.Background(), &s3.ListObjectsV2Input{Bucket: aws.String("team-bucket"), Prefix: aws.String("team/" + publish.LogDir + "/")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for _, o := range out.Contents {
+		keys = append(keys, aws.ToString(o.Key))
+	}
+	return keys
+}
+
+// runIDOf is the run ID a --verbose run's answer log names.
+func runIDOf(t *testing.T, log string) string {
+	t.Helper()
+	m := regexp.MustCompile(`msg="answer log: segment acknowledged".* run=(\S+)`).FindStringSubmatch(log)
+	if m == nil {
+		t.Fatalf("no acknowledged segment in the log:\n%s", log)
+	}
+	return m[1]
 }
 
 // TestKilledAndWipedPayerCostsOnlyItsLastSegment (issue 42): a payer killed with kill -9 in the
@@ -260,6 +296,9 @@ func TestKilledAndWipedPayerCostsOnlyItsLastSegment(t *testing.T) {
 	killed := time.Now()
 	waitLeaseExpiry(t, gw)
 	t.Logf("lease expired %v after the kill", time.Since(killed).Round(time.Millisecond))
+	if code := b.run("run", "--dry-run"); code != ExitOK || !strings.Contains(b.stdout.String(), "note: the bucket holds") {
+		t.Errorf("B's dry run does not count the dead run's answer log as held: exit %d\n%s%s", code, b.stdout, b.stderr)
+	}
 	if code := b.run("run", "--restore-if-missing"); code != ExitOK {
 		t.Fatalf("runner B: exit %d\n%s%s", code, b.stdout, b.stderr)
 	}
