@@ -29,15 +29,11 @@ type HeldLease interface {
 
 // takeLease takes l when there is one; without it the run is the bucket's only writer by
 // configuration (no publish.url, or publish.lease: off) and nothing fences its calls.
-func takeLease(ctx context.Context, l Lease) (context.Context, func(context.Context) error, func(), error) {
+func takeLease(ctx context.Context, l Lease) (HeldLease, error) {
 	if l == nil {
-		return ctx, nil, func() {}, nil
+		return nil, nil
 	}
-	h, err := l.Hold(ctx)
-	if err != nil {
-		return ctx, nil, nil, err
-	}
-	return h.Context(), h.Admit, h.Release, nil
+	return l.Hold(ctx)
 }
 
 // fenceCalls makes every credit source's client pass the lease's fence before each call.

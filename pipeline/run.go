@@ -46,6 +46,9 @@ type Env struct {
 	ProgressEvery time.Duration
 	// Lease, when set, is taken before a run's first credit (lease.go).
 	Lease Lease
+	// AnswerLog, when set, writes what a run commits to the bucket while it holds the lease
+	// (answerlog_hook.go).
+	AnswerLog AnswerLog
 	// Sync, when set, pulls the bucket's newer months into the warehouse once the lease is
 	// held, before the run plans (bucketsync_hook.go).
 	Sync BucketSync
@@ -159,6 +162,7 @@ type runState struct {
 	failStreak int
 	progress   *progress
 	obs        observers
+	foldLogs   bool // the run's publish may fold the answer log (it still held the lease)
 }
 
 // Run fetches and loads the snapshot of the month the API serves now, resuming where an
@@ -172,13 +176,16 @@ func Run(ctx context.Context, cfg *config.Config, opts RunOptions, env Env) (*Su
 	}
 	notifier := notify.New(cfg.Notify.WebhookURL, env.Logger).Only(cfg.Notify.On)
 	signalCtx := ctx
-	ctx, client, wh, release, err := openRun(ctx, cfg, opts, env, notifier) // runopen.go: probes beside the warehouse
+	ctx, client, wh, release, held, err := openRun(ctx, cfg, opts, env, notifier) // runopen.go: probes beside the warehouse
 	if err != nil {
 		return nil, err
 	}
 	defer release() // after publishAfter: the lease is held until the run's answers are in the bucket
 	r := newRunState(cfg, opts, env, wh, client, wl)
+	stopLog := startAnswerLog(signalCtx, env.AnswerLog, r.sum.RunID, wh, held) // answerlog_hook.go
 	runErr := r.execute(ctx)
+	stopLog()                     // no paid call after this: the last answers go to the bucket before the warehouse closes
+	r.foldLogs = ctx.Err() == nil // under the lease: its publish may remove the segments it holds
 	r.recordAttention(ctx, wh.DB())
 	r.growWatchlist(ctx, wh.DB(), runErr) // grow.go: after the month, before the digest
 	notifyOutcome(ctx, notifier, wh.DB(), r.sum, AttentionSettings(cfg), runErr)

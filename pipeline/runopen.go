@@ -15,29 +15,33 @@ import (
 // of the two instead of their sum (~0.4 s of a two-source run at 200–800 ms of latency). A
 // failure of either returns its error with nothing held; runs the warehouse closed as
 // abandoned on the way are still notified. ctx is the run's context (the lease's).
-func openRun(ctx context.Context, cfg *config.Config, opts RunOptions, env Env, notifier *notify.Notifier) (context.Context, Fetcher, *warehouse.Warehouse, func(), error) {
+func openRun(ctx context.Context, cfg *config.Config, opts RunOptions, env Env, notifier *notify.Notifier) (context.Context, Fetcher, *warehouse.Warehouse, func(), HeldLease, error) {
 	type probed struct {
 		srcs *probedSources
 		err  error
 	}
 	writer, err := lockForRun(cfg.Warehouse.DuckDB) // lockwait.go: no restore replaces the file under this run
 	if err != nil {
-		return ctx, nil, nil, nil, err
+		return ctx, nil, nil, nil, nil, err
 	}
 	done := make(chan probed, 1)
 	go func() {
 		srcs, err := probeFetcher(ctx, cfg, env) // spend.go: one client per credit source
 		done <- probed{srcs, err}
 	}()
-	runCtx, admit, releaseLease, err := takeLease(ctx, env.Lease)
+	held, err := takeLease(ctx, env.Lease)
 	if err != nil {
 		writer.Release()
 		if p := <-done; p.err != nil {
-			return ctx, nil, nil, nil, p.err // what the keys or sources say comes first, as before
+			return ctx, nil, nil, nil, nil, p.err // what the keys or sources say comes first, as before
 		}
-		return ctx, nil, nil, nil, err // names the holder; nothing was spent
+		return ctx, nil, nil, nil, nil, err // names the holder; nothing was spent
 	}
-	release := func() { releaseLease(); writer.Release() }
+	runCtx, admit, release := ctx, (func(context.Context) error)(nil), writer.Release
+	if held != nil {
+		runCtx, admit = held.Context(), held.Admit
+		release = func() { held.Release(); writer.Release() }
+	}
 	wh, err := openWaiting(runCtx, warehouse.Options{DuckDBPath: cfg.Warehouse.DuckDB, ParquetDir: cfg.Warehouse.Parquet, Logger: env.Logger, LoadMemoryLimit: cfg.Warehouse.MemoryLimit},
 		LockWait, env.Logger)
 	p := <-done
@@ -50,26 +54,26 @@ func openRun(ctx context.Context, cfg *config.Config, opts RunOptions, env Env, 
 			_ = wh.Close() // nothing of this run was written
 		}
 		release()
-		return ctx, nil, nil, nil, p.err
+		return ctx, nil, nil, nil, nil, p.err
 	case err != nil:
 		release()
-		return ctx, nil, nil, nil, err // the warehouse names the file and the holder
+		return ctx, nil, nil, nil, nil, err // the warehouse names the file and the holder
 	}
 	// Under the lease, before the plan: what the bucket holds is not paid for again.
 	if err := syncBucket(runCtx, env.Sync, wh); err != nil {
 		_ = wh.Close() // nothing of this run was written; what was pulled is committed
 		release()
-		return ctx, nil, nil, nil, err
+		return ctx, nil, nil, nil, nil, err
 	}
 	// Planned only now: what the bucket held is no longer counted as to be paid for.
 	client, err := planFetcher(runCtx, cfg, opts, env, wh, p.srcs)
 	if err != nil {
 		_ = wh.Close() // nothing of this run was written
 		release()
-		return ctx, nil, nil, nil, err
+		return ctx, nil, nil, nil, nil, err
 	}
 	fenceCalls(client, admit) // lease.go: no paid call starts unless the lease is confirmed
-	return runCtx, client, wh, release, nil
+	return runCtx, client, wh, release, held, nil
 }
 
 // planFetcher gives the run's credit sources their shares of what the run is about to pay

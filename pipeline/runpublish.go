@@ -58,7 +58,7 @@ func (r *runState) saveRestoreCopies(ctx context.Context) {
 	defer cancel()
 	var saved, failed []string
 	for _, month := range r.paidMonths() {
-		res, err := publish.SaveAfterStop(ctx, r.cfg.Publish, r.cfg.Warehouse.Parquet, month, r.sum.RunID, publish.Options{Logger: r.env.Logger})
+		res, err := publish.SaveAfterStop(ctx, r.cfg.Publish, r.cfg.Warehouse.Parquet, month, r.sum.RunID, r.publishOptions())
 		if err != nil {
 			err = explainPublishStop(ctx, bound, err)
 			r.env.Logger.Warn("could not save the restore copy of the incomplete month", "snapshot", month, "err", err)
@@ -88,8 +88,7 @@ func (r *runState) publish(ctx context.Context) error {
 	defer cancel()
 	r.env.Metrics.Phase("publish", bound+time.Minute)
 	defer r.env.Metrics.Phase("", 0)
-	res, err := publish.AfterRun(ctx, r.cfg.Publish, r.cfg.Warehouse.Parquet, r.sum.Snapshot, r.sum.RunID,
-		publish.Options{Logger: r.env.Logger})
+	res, err := publish.AfterRun(ctx, r.cfg.Publish, r.cfg.Warehouse.Parquet, r.sum.Snapshot, r.sum.RunID, r.publishOptions())
 	if err != nil {
 		err = explainPublishStop(ctx, bound, err)
 		r.sum.PublishError = err.Error()
@@ -99,6 +98,12 @@ func (r *runState) publish(ctx context.Context) error {
 		r.sum.Published = fmt.Sprintf("%s: %d files uploaded, %d unchanged", res.ManifestURL, res.Uploaded, res.Unchanged)
 	}
 	return nil
+}
+
+// publishOptions are the options of the run's own publish: it folds the answer log's
+// segments its warehouse holds only if the run still held the lease when it stopped paying.
+func (r *runState) publishOptions() publish.Options {
+	return publish.Options{Logger: r.env.Logger, FoldLogs: r.foldLogs}
 }
 
 // explainPublishStop names why an upload ended early when its context did: a signal or the

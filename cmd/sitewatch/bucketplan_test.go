@@ -263,7 +263,8 @@ func TestRunAfterRestoreSyncsForOneListing(t *testing.T) {
 	if code := e.run("run", "--snapshot", older); code != ExitWrongMonth {
 		t.Fatalf("E's run: exit %d, want %d\n%s%s", code, ExitWrongMonth, e.stdout, e.stderr)
 	}
-	if synced := syncState(t, e); !reflect.DeepEqual(synced, restored) {
+	// The manifests: the answer log grew since the restore (the probes of D's and E's runs).
+	if synced := syncState(t, e); !reflect.DeepEqual(synced.Manifests, restored.Manifests) {
 		t.Errorf("the restore recorded\n%+v\na sync records\n%+v", restored, synced)
 	}
 }

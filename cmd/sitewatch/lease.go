@@ -16,7 +16,7 @@ func bucketLease(ctx context.Context, cfg *config.Config, env pipeline.Env, comm
 	if cfg.Publish.URL == "" || !cfg.Publish.LeaseOn() {
 		return nil, nil
 	}
-	p, err := publish.New(ctx, cfg.Publish, publish.Options{Logger: env.Logger})
+	p, err := publish.New(ctx, cfg.Publish, publish.Options{Logger: env.Logger, Small: true}) // heals within seconds of a cut
 	if err != nil {
 		return nil, err
 	}

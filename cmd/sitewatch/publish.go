@@ -59,7 +59,9 @@ func cmdPublish(ctx context.Context, args []string, env pipeline.Env) error {
 		return verifyBucket(ctx, cfg, env, *readData)
 	}
 	// GuardRuns: never over a month another machine ran after this warehouse last synced.
-	p, err := publish.New(ctx, cfg.Publish, publish.Options{Logger: env.Logger, GuardRuns: true, ReadData: *readData})
+	// FoldLogs: under the lease, the answer log's segments this warehouse holds are removed once
+	// their month's manifest holds their rows.
+	p, err := publish.New(ctx, cfg.Publish, publish.Options{Logger: env.Logger, GuardRuns: true, ReadData: *readData, FoldLogs: cfg.Publish.LeaseOn()})
 	if err != nil {
 		return err
 	}

@@ -7,11 +7,15 @@ import (
 	"io/fs"
 	"os"
 	"strings"
+	"time"
 
 	"sitewatch/pipeline"
+	"sitewatch/pipeline/answerlog"
+	"sitewatch/pipeline/bucketsync"
 	"sitewatch/pipeline/config"
 	"sitewatch/pipeline/publish"
 	"sitewatch/pipeline/restore"
+	"sitewatch/pipeline/warehouse"
 )
 
 var restoreHelp = help{
@@ -79,9 +83,16 @@ func restoreWarehouse(ctx context.Context, cfg *config.Config, env pipeline.Env,
 	if _, serr := os.Stat(cfg.Warehouse.DuckDB); serr != nil || force { // else restore.Run refuses: nothing is restored
 		fmt.Fprintf(env.Stdout, "restoring %s from %s …\n", cfg.Warehouse.DuckDB, cfg.Publish.URL)
 	}
-	res, err := restore.Run(ctx, src, restore.Options{DuckDB: cfg.Warehouse.DuckDB, Parquet: cfg.Warehouse.Parquet, Copies: src.RestoreCopies(),
-		Force: force, MemoryLimit: cfg.Warehouse.MemoryLimit, Logger: env.Logger, URL: cfg.Publish.URL})
+	opts := restore.Options{DuckDB: cfg.Warehouse.DuckDB, Parquet: cfg.Warehouse.Parquet, Copies: src.RestoreCopies(),
+		Force: force, MemoryLimit: cfg.Warehouse.MemoryLimit, Logger: env.Logger, URL: cfg.Publish.URL}
+	if force { // never discards a paid answer the bucket lacks
+		opts.BeforeReplace = func(ctx context.Context, built string) error { return keepLacking(ctx, cfg, env, src, built) }
+	}
+	res, err := restore.Run(ctx, src, opts)
 	if err != nil {
+		return err
+	}
+	if err := takeAnswerLog(ctx, cfg, env, src); err != nil {
 		return err
 	}
 	fmt.Fprintf(env.Stdout, "restored %s and %s from %s: %d %s (%s … %s), %d objects verified, %d downloaded (%.1f MB), %s; 0 credits\n",
@@ -141,4 +152,115 @@ func monthsWord(n int) string {
 		return "month"
 	}
 	return "months"
+}
+
+// takeAnswerLog merges into the restored warehouse the answer log's segments of every run
+// (answers paid since their month's last publish), as a run's pull would: a restore holds
+// every answer the bucket holds.
+func takeAnswerLog(ctx context.Context, cfg *config.Config, env pipeline.Env, src *publish.Publisher) error {
+	wh, err := warehouse.Open(ctx, warehouse.Options{DuckDBPath: cfg.Warehouse.DuckDB, ParquetDir: cfg.Warehouse.Parquet, Logger: env.Logger,
+		LoadMemoryLimit: cfg.Warehouse.MemoryLimit})
+	if err != nil {
+		return err
+	}
+	res, err := bucketsync.New(src, cfg.Publish.URL, cfg.Warehouse.DuckDB, cfg.Warehouse.Parquet, env.Logger).Pull(ctx, wh)
+	if cerr := wh.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("restore: take in the answer log of %s: %w", cfg.Publish.URL, err)
+	}
+	printLogged(env, cfg.Publish.URL, res.Logged)
+	return nil
+}
+
+// keepLacking runs before `restore --force` replaces the warehouse: the charged calls of the
+// warehouse being replaced that the bucket lacks (its months, copies and answer log, all in
+// the warehouse just built) are named and saved to the answer log, then taken into the
+// built warehouse. If they cannot be saved, nothing is replaced.
+func keepLacking(ctx context.Context, cfg *config.Config, env pipeline.Env, src *publish.Publisher, built string) error {
+	wh, err := warehouse.Open(ctx, warehouse.Options{DuckDBPath: built, ParquetDir: cfg.Warehouse.Parquet, Logger: env.Logger,
+		LoadMemoryLimit: cfg.Warehouse.MemoryLimit})
+	if err != nil {
+		return err
+	}
+	err = keepLackingIn(ctx, cfg, env, src, wh)
+	if cerr := wh.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+func keepLackingIn(ctx context.Context, cfg *config.Config, env pipeline.Env, src *publish.Publisher, wh *warehouse.Warehouse) error {
+	_, logs, err := src.Listing(ctx)
+	if err != nil {
+		return err
+	}
+	held, _, err := answerlog.Read(ctx, src, logs)
+	if err == nil {
+		err = mergeRebuilt(ctx, wh, held)
+	}
+	if err != nil {
+		return err
+	}
+	lacking, err := wh.LackingFrom(ctx, cfg.Warehouse.DuckDB)
+	if err != nil || len(lacking.Charges) == 0 {
+		return err
+	}
+	what := describeCalls(lacking.Charges)
+	id := "restore-force-" + time.Now().UTC().Format("20060102T150405.000Z")
+	keys, err := answerlog.Save(ctx, src, id, lacking)
+	if err != nil {
+		return fmt.Errorf("%s holds %d charged calls the bucket lacks (%s), and they could not be saved to it: %w; nothing was replaced: "+
+			"run `sitewatch publish` to save them first, or move %s away to discard them, then restore again",
+			cfg.Warehouse.DuckDB, len(lacking.Charges), what, err, cfg.Warehouse.DuckDB)
+	}
+	if err := mergeRebuilt(ctx, wh, lacking); err != nil {
+		return err
+	}
+	fmt.Fprintf(env.Stdout, "the warehouse being replaced held %d charged calls the bucket lacked (%s): saved to the answer log (%s) and kept in the restored warehouse\n",
+		len(lacking.Charges), what, src.URL(keys[0]))
+	return nil
+}
+
+// mergeRebuilt merges rows into wh and rebuilds the months that gained answers.
+func mergeRebuilt(ctx context.Context, wh *warehouse.Warehouse, rows warehouse.LogRows) error {
+	if rows.Len() == 0 {
+		return nil
+	}
+	added, err := wh.MergeLog(ctx, rows)
+	if err != nil {
+		return err
+	}
+	for _, m := range rows.Months() {
+		if added[m] > 0 {
+			if _, err := wh.RebuildRestored(ctx, m); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// describeCalls names charged calls, by run, the first few of each.
+func describeCalls(cs []warehouse.Charge) string {
+	byRun, month := map[string][]string{}, map[string]string{}
+	var runs []string
+	for _, c := range cs {
+		if byRun[c.RunID] == nil {
+			runs = append(runs, c.RunID)
+			month[c.RunID] = c.SnapshotMonth
+		}
+		byRun[c.RunID] = append(byRun[c.RunID], fmt.Sprintf("%s %s", c.Endpoint, warehouse.DisplayDomain(c.Domain)))
+	}
+	var parts []string
+	for _, r := range runs {
+		calls := byRun[r]
+		more := ""
+		if len(calls) > 5 {
+			calls, more = calls[:5], fmt.Sprintf(" and %d more", len(byRun[r])-5)
+		}
+		parts = append(parts, fmt.Sprintf("run %s of %s: %s%s", r, month[r], strings.Join(calls, ", "), more))
+	}
+	return strings.Join(parts, "; ")
 }

@@ -46,6 +46,9 @@ func cmdRun(ctx context.Context, args []string, env pipeline.Env) error {
 		if env.Lease, err = bucketLease(ctx, cfg, env, "run"); err != nil {
 			return err
 		}
+		if env.AnswerLog, err = bucketAnswerLog(ctx, cfg, env); err != nil { // answerlog.go
+			return err
+		}
 	}
 	if env.Sync, err = bucketSync(ctx, cfg, env); err != nil { // sync.go; a dry run only reads the bucket
 		if !*dry {
@@ -148,6 +151,9 @@ func cmdSchedule(ctx context.Context, args []string, env pipeline.Env) error {
 		}
 	}
 	if env.Lease, err = bucketLease(ctx, cfg, env, "schedule"); err != nil {
+		return err
+	}
+	if env.AnswerLog, err = bucketAnswerLog(ctx, cfg, env); err != nil { // answerlog.go
 		return err
 	}
 	if env.Sync, err = bucketSync(ctx, cfg, env); err != nil { // sync.go: before each run

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"sitewatch/pipeline"
@@ -51,6 +52,7 @@ func (p *printingSync) Pull(ctx context.Context, wh *warehouse.Warehouse) error 
 		}
 		fmt.Fprintf(p.env.Stdout, "took %s from %s (run %s, paid on another machine): 0 credits\n", what, p.url, m.RunID)
 	}
+	printLogged(p.env, p.url, res.Logged)
 	switch {
 	case err != nil && p.required:
 		return fmt.Errorf("%w; nothing was paid (`sitewatch check` tells whether the bucket is reachable)", err)
@@ -63,4 +65,14 @@ func (p *printingSync) Pull(ctx context.Context, wh *warehouse.Warehouse) error 
 func (p *printingSync) Peek(ctx context.Context, month string) (pipeline.BucketPeek, error) {
 	pk, err := p.s.Peek(ctx, month)
 	return pipeline.BucketPeek{URL: p.url, Month: pk.Month, Complete: pk.Complete, State: pk.State, Answers: pk.Answers}, err
+}
+
+// printLogged prints what a pull took from the answer log.
+func printLogged(env pipeline.Env, url string, logged []bucketsync.Logged) {
+	for _, l := range logged {
+		if l.Answers > 0 {
+			fmt.Fprintf(env.Stdout, "took %d answers of %s from the answer log of %s (runs %s, paid on another machine or before this warehouse was lost): 0 credits\n",
+				l.Answers, l.Month, url, strings.Join(l.Runs, ", "))
+		}
+	}
 }

@@ -16,6 +16,7 @@ import (
 	"database/sql"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -23,6 +24,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"sitewatch/pipeline/answerlog"
 	"sitewatch/pipeline/publish"
 	"sitewatch/pipeline/warehouse"
 )
@@ -46,6 +48,15 @@ func New(p *publish.Publisher, url, duckdb, parquet string, log *slog.Logger) *S
 type Result struct {
 	Pulled []Pulled // what was taken in, oldest month first
 	Read   int      // manifests read (those whose listed version was not recorded)
+	Logged []Logged // what was taken from the answer log, per month
+}
+
+// Logged is what a pull took from the answer log's segments of one month.
+type Logged struct {
+	Month    string
+	Runs     []string // the runs whose segments were read
+	Segments int
+	Answers  int // answers the warehouse lacked
 }
 
 // Pulled is one manifest taken into the warehouse.
@@ -61,7 +72,7 @@ type Pulled struct {
 // is merged: the merge is one transaction).
 func (s *Syncer) Pull(ctx context.Context, wh *warehouse.Warehouse) (Result, error) {
 	var res Result
-	versions, err := s.bucket.ManifestVersions(ctx)
+	versions, logs, err := s.bucket.Listing(ctx)
 	if err != nil {
 		return res, fmt.Errorf("read what %s holds before paying for anything: %w", s.url, err)
 	}
@@ -90,6 +101,16 @@ func (s *Syncer) Pull(ctx context.Context, wh *warehouse.Warehouse) (Result, err
 			res.Pulled = append(res.Pulled, Pulled{Month: v.Month, Copy: v.Copy, RunID: m.RunID})
 		}
 		st.Manifests[v.Key] = publish.SeenVersion{ETag: m.ETag, RunID: m.RunID, Runs: m.Runs}
+		changed = true
+	}
+	// After the manifests: the answer log holds what runs paid since their month's last
+	// publish, on top of it.
+	logged, err := s.takeLog(ctx, wh, unseen(st, logs), &st)
+	res.Logged = logged
+	if err != nil {
+		return res, err
+	}
+	if len(logged) > 0 {
 		changed = true
 	}
 	if changed {
@@ -246,10 +267,62 @@ type Peek struct {
 // temporary folder, read and removed. Nothing to take in: a zero Peek. `run --dry-run` and
 // `check` count what it holds as held: a run pulls it first.
 func (s *Syncer) Peek(ctx context.Context, month string) (Peek, error) {
-	versions, err := s.bucket.ManifestVersions(ctx)
+	versions, logs, err := s.bucket.Listing(ctx)
 	if err != nil {
 		return Peek{}, fmt.Errorf("read what %s holds: %w", s.url, err)
 	}
+	p, err := s.peekManifests(ctx, month, versions)
+	if err != nil {
+		return p, err
+	}
+	return s.peekLog(ctx, p, month, unseen(publish.LoadSyncState(s.parquet, s.url, s.log), logs))
+}
+
+// peekLog adds to p what the answer log's segments logs hold of its month (the month asked
+// for, else the newest month of p and the segments): a pull takes them in too. A month held
+// complete needs none.
+func (s *Syncer) peekLog(ctx context.Context, p Peek, month string, logs []publish.LogObject) (Peek, error) {
+	target := p.Month
+	if month == "" {
+		for _, l := range logs {
+			target = max(target, l.Month)
+		}
+	} else if target == "" {
+		target = month
+	}
+	var segs []publish.LogObject
+	for _, l := range logs {
+		if l.Month == target {
+			segs = append(segs, l)
+		}
+	}
+	if target == "" || len(segs) == 0 {
+		return p, nil
+	}
+	if target != p.Month {
+		p = Peek{Month: target} // the log is of a newer month than any manifest the warehouse lacks
+	}
+	if p.Complete {
+		return p, nil
+	}
+	rows, _, err := answerlog.Read(ctx, s.bucket, segs)
+	if err != nil {
+		return p, err
+	}
+	if p.State == nil {
+		p.State = warehouse.NewSnapshotState()
+	}
+	rows.AddToState(p.State, target)
+	p.Answers += int64(len(rows.Month(target).Raws))
+	if p.RunID == "" && len(segs) > 0 {
+		p.RunID = segs[len(segs)-1].RunID
+	}
+	return p, nil
+}
+
+// peekManifests is Peek's reading of the manifests: the version of month ("" = the newest
+// month) the bucket holds that the warehouse lacks.
+func (s *Syncer) peekManifests(ctx context.Context, month string, versions []publish.ManifestVersion) (Peek, error) {
 	held := map[string]map[string]bool{}
 	if _, err := os.Stat(s.duckdb); err == nil {
 		wh, err := warehouse.Open(ctx, warehouse.Options{DuckDBPath: s.duckdb, Logger: s.log, ReadOnly: true})
@@ -306,4 +379,60 @@ func (s *Syncer) peekState(ctx context.Context, v publish.ManifestVersion, m *pu
 		return nil, err
 	}
 	return warehouse.StateFromParquet(ctx, v.Month, files)
+}
+
+// unseen are the segments of logs the state does not record as held.
+func unseen(st publish.SyncState, logs []publish.LogObject) []publish.LogObject {
+	var out []publish.LogObject
+	for _, l := range logs {
+		if _, ok := st.Logs[l.Key]; !ok {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// takeLog merges the segments logs (every run's: another machine's, or this one's from
+// before its warehouse was lost) into wh, rebuilds the months that gained answers, and
+// records the segments read in st (a publish of their month folds them).
+func (s *Syncer) takeLog(ctx context.Context, wh *warehouse.Warehouse, logs []publish.LogObject, st *publish.SyncState) ([]Logged, error) {
+	if len(logs) == 0 {
+		return nil, nil
+	}
+	rows, read, err := answerlog.Read(ctx, s.bucket, logs)
+	if err != nil {
+		return nil, err
+	}
+	added, err := wh.MergeLog(ctx, rows)
+	if err != nil {
+		return nil, err
+	}
+	var out []Logged
+	byMonth := map[string]*Logged{}
+	if st.Logs == nil {
+		st.Logs = map[string]publish.SeenLog{}
+	}
+	for _, o := range read {
+		st.Logs[o.Key] = publish.SeenLog{Month: o.Month, ETag: o.ETag}
+		l := byMonth[o.Month]
+		if l == nil {
+			l = &Logged{Month: o.Month, Answers: added[o.Month]}
+			byMonth[o.Month] = l
+		}
+		l.Segments++
+		if !slices.Contains(l.Runs, o.RunID) {
+			l.Runs = append(l.Runs, o.RunID)
+		}
+	}
+	for _, m := range slices.Sorted(maps.Keys(byMonth)) {
+		if added[m] > 0 {
+			if _, err := wh.RebuildRestored(ctx, m); err != nil {
+				return out, fmt.Errorf("rebuild %s from the answers of the answer log of %s: %w", m, s.url, err)
+			}
+			s.log.Info("took in the answer log (0 credits): answers paid by runs whose month was not published since", "month", m,
+				"answers", added[m], "segments", byMonth[m].Segments, "runs", byMonth[m].Runs, "bucket", s.url)
+		}
+		out = append(out, *byMonth[m])
+	}
+	return out, nil
 }

@@ -100,6 +100,9 @@ type PublishConfig struct {
 	// per bucket across machines (pipeline/lease; see lease.go here).
 	Lease    string
 	LeaseTTL Duration
+	// LogInterval (publish.log_interval): how often a run holding the lease writes its new
+	// answers to the bucket's answer log (pipeline/answerlog).
+	LogInterval Duration
 
 	// Iceberg (docs/iceberg.md): the table format(s) written and the catalog that holds them.
 	Format        string // hive | iceberg | both
@@ -167,7 +170,7 @@ var keys = map[string][]string{
 	"warehouse":   {"duckdb", "parquet", "memory_limit"},
 	"notify":      {"webhook_url", "on"},
 	"attention":   {"min_visits", "threshold"},
-	"publish":     {"url", "endpoint", "region", "path_style", "lease", "lease_ttl", "format", "catalog", "namespace", "keep_snapshots"},
+	"publish":     {"url", "endpoint", "region", "path_style", "lease", "lease_ttl", "log_interval", "format", "catalog", "namespace", "keep_snapshots"},
 }
 
 // targets maps each dotted key to the field it fills.
@@ -185,7 +188,7 @@ func (c *Config) targets() map[string]any {
 		"notify.webhook_url":     &c.Notify.WebhookURL,
 		"publish.url":            &c.Publish.URL, "publish.endpoint": &c.Publish.Endpoint,
 		"publish.region": &c.Publish.Region, "publish.path_style": &c.Publish.PathStyle,
-		"publish.lease": &c.Publish.Lease, "publish.lease_ttl": &c.Publish.LeaseTTL,
+		"publish.lease": &c.Publish.Lease, "publish.lease_ttl": &c.Publish.LeaseTTL, "publish.log_interval": &c.Publish.LogInterval,
 		"publish.format": &c.Publish.Format, "publish.catalog": &c.Publish.Catalog,
 		"publish.namespace": &c.Publish.Namespace, "publish.keep_snapshots": &c.Publish.KeepSnapshots,
 		"attention.min_visits": &c.Attention.MinVisits, "attention.threshold": &c.Attention.Threshold,

@@ -24,7 +24,30 @@ func (p PublishConfig) LeaseDuration() time.Duration {
 	return p.LeaseTTL.Duration
 }
 
+// DefaultLogInterval is publish.log_interval's default: a run holding the lease writes its new
+// answers to the bucket at least this often. Short, because it bounds what a takeover may pay
+// again (rate × (log_interval + margin + api.timeout)); it costs at most 2 PUTs a second while
+// answers arrive, none while none do.
+const DefaultLogInterval = 500 * time.Millisecond
+
+// minLogInterval and maxLogInterval bound publish.log_interval.
+const (
+	minLogInterval = 100 * time.Millisecond
+	maxLogInterval = time.Minute
+)
+
+// LogEvery is publish.log_interval, or DefaultLogInterval.
+func (p PublishConfig) LogEvery() time.Duration {
+	if p.LogInterval.Duration <= 0 {
+		return DefaultLogInterval
+	}
+	return p.LogInterval.Duration
+}
+
 func (c *Config) validateLease(bad func(key, format string, args ...any)) {
+	if d := c.Publish.LogInterval.Duration; c.present["publish.log_interval"] && (d < minLogInterval || d > maxLogInterval) {
+		bad("publish.log_interval", "%v is out of range: use %v to %v (default %v); it bounds what a takeover may pay again", d, minLogInterval, maxLogInterval, DefaultLogInterval)
+	}
 	switch c.Publish.Lease {
 	case "", "on", "off", "true", "false":
 	default:

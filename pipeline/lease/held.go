@@ -32,6 +32,13 @@ type Held struct {
 	paused      bool          // paid calls are paused (logged once per pause)
 	failing     bool          // the last confirmation failed (logged once per streak)
 	changed     chan struct{} // closed and replaced at every change of the fence
+	// logWindow, when set (WatchLog), is the second reason of the fence: a paid call is
+	// admitted only while the answer log's last acknowledged cut was sent less than
+	// logWindow (publish.log_interval + margin) ago.
+	logWindow  time.Duration
+	logCovered time.Time // when the last cut the bucket acknowledged was made
+	logPaused  bool      // paid calls are paused for the answer log (logged once per pause)
+	renewals   chan struct{}
 
 	done chan struct{}
 	once sync.Once
@@ -45,7 +52,7 @@ func (l *Lease) hold(ctx context.Context, rec Record, etag string, sent time.Tim
 	hctx, cancel := context.WithCancelCause(ctx)
 	loopCtx, loopCancel := context.WithCancel(hctx)
 	h := &Held{l: l, parent: ctx, ctx: hctx, cancel: cancel, loopCancel: loopCancel, owner: rec.Owner, rec: rec, etag: etag,
-		renewSent: sent, confirmSent: sent, changed: make(chan struct{}), done: make(chan struct{})}
+		renewSent: sent, confirmSent: sent, changed: make(chan struct{}), done: make(chan struct{}), renewals: make(chan struct{}, 1)}
 	h.stopWatch = context.AfterFunc(ctx, func() {
 		h.signalMu.Lock()
 		h.signalledAt = time.Now()
@@ -76,17 +83,18 @@ func (h *Held) Admit(ctx context.Context) error {
 			return fmt.Errorf("lease %s: %w", h.l.b.URL(Key), ErrReleased)
 		}
 		now := h.l.opts.Clock.Now()
-		switch t.fenceAt(now, h.renewSent, h.confirmSent) {
-		case fenceOpen:
+		switch f := t.fenceAt(now, h.renewSent, h.confirmSent); {
+		case f == fenceOpen && h.logOpenLocked(now):
 			h.mu.Unlock()
 			return nil
-		case fenceLost:
+		case f == fenceLost:
 			h.loseLocked(h.expiredErr())
 			err := h.lostErr
 			h.mu.Unlock()
 			return err
-		}
-		if !h.paused {
+		case f == fenceOpen:
+			// paused for the answer log: logOpenLocked said so
+		case !h.paused:
 			h.paused = true
 			h.l.opts.Logger.Warn("paid calls paused: the bucket lease could not be confirmed within its margin; they resume when it is, and stop for good if it is not by the deadline",
 				"lease", h.l.b.URL(Key), "margin", t.Margin.String(), "deadline_in", t.lostAt(h.renewSent).Sub(now).Round(time.Millisecond).String())
@@ -205,6 +213,10 @@ func (h *Held) confirmed(sent time.Time, renewed bool, etag string, rec Record) 
 	defer h.mu.Unlock()
 	if renewed {
 		h.renewSent, h.etag, h.rec = sent, etag, rec
+		select {
+		case h.renewals <- struct{}{}:
+		default: // one pending is enough
+		}
 	}
 	if sent.After(h.confirmSent) {
 		h.confirmSent = sent
@@ -315,4 +327,50 @@ func releaseContext(parent context.Context, signalled time.Time) (context.Contex
 	ctx, cancel := context.WithDeadline(context.WithoutCancel(parent), deadline)
 	stop := context.AfterFunc(parent, func() { time.AfterFunc(releaseAfterSignal, cancel) })
 	return ctx, func() { stop(); cancel() }
+}
+
+// WatchLog makes the answer log (pipeline/answerlog) the fence's second reason: from now on a
+// paid call is admitted only while the log's last cut the bucket acknowledged (Logged) was
+// made less than interval + margin ago, exactly as it is only while the lease's last
+// confirmation was sent less than the margin ago. Calls pause while the log cannot write and
+// resume when a write succeeds; the lease's own deadline still decides when it is lost.
+func (h *Held) WatchLog(interval time.Duration) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.logWindow = interval + h.l.timing.Margin
+	h.logCovered = h.l.opts.Clock.Now()
+	h.broadcastLocked()
+}
+
+// Renewals receives after each renewal of the lease: the answer log cuts a segment then too.
+func (h *Held) Renewals() <-chan struct{} { return h.renewals }
+
+// Logged moves the log's side of the fence: everything committed before cut (on this
+// clock) is in the bucket, acknowledged.
+func (h *Held) Logged(cut time.Time) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !cut.After(h.logCovered) {
+		return
+	}
+	h.logCovered = cut
+	if h.logPaused {
+		h.logPaused = false
+		h.l.opts.Logger.Info("the answer log wrote to the bucket again: paid calls resume", "lease", h.l.b.URL(Key))
+	}
+	h.broadcastLocked()
+}
+
+// logOpenLocked says whether the answer log admits a paid call at now (always without a
+// log); it logs the start of a pause once. The caller holds h.mu.
+func (h *Held) logOpenLocked(now time.Time) bool {
+	if h.logWindow <= 0 || now.Before(h.logCovered.Add(h.logWindow)) {
+		return true
+	}
+	if !h.logPaused {
+		h.logPaused = true
+		h.l.opts.Logger.Warn("paid calls paused: the answer log could not write its new answers to the bucket within publish.log_interval plus the lease's margin; they resume when it does",
+			"lease", h.l.b.URL(Key), "window", h.logWindow.String())
+	}
+	return false
 }

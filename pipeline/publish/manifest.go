@@ -277,17 +277,29 @@ type ManifestVersion struct {
 // named in a warning and left out; the shared tables' manifest is left out (their rows come
 // with every month's raw answers).
 func (p *Publisher) ManifestVersions(ctx context.Context) ([]ManifestVersion, error) {
+	out, _, err := p.Listing(ctx)
+	return out, err
+}
+
+// Listing is ManifestVersions with, from the same listing, the answer log's segments
+// (LogDir): a pull that finds nothing new still costs one listing.
+func (p *Publisher) Listing(ctx context.Context) ([]ManifestVersion, []LogObject, error) {
 	prefix := p.loc.key("_")
 	var out []ManifestVersion
+	var logs []LogObject
 	pages := s3.NewListObjectsV2Paginator(p.s3, &s3.ListObjectsV2Input{Bucket: &p.loc.Bucket, Prefix: &prefix})
 	for pages.HasMorePages() {
 		page, err := pages.NextPage(ctx)
 		if err != nil {
-			return nil, p.fail("list", manifestDir+"/", err)
+			return nil, nil, p.fail("list", manifestDir+"/", err)
 		}
 		for _, o := range page.Contents {
 			rel := p.loc.relOf(aws.ToString(o.Key))
 			v := ManifestVersion{Key: rel, ETag: strings.Trim(aws.ToString(o.ETag), `"`)}
+			if lo, ok := logObject(rel, v.ETag); ok {
+				logs = append(logs, lo)
+				continue
+			}
 			inCopies, isCopy := strings.CutPrefix(rel, RestoreCopyDir+"/")
 			if isCopy {
 				rel, v.Copy = inCopies, true
@@ -302,7 +314,7 @@ func (p *Publisher) ManifestVersions(ctx context.Context) ([]ManifestVersion, er
 			}
 		}
 	}
-	return out, nil
+	return out, logs, nil
 }
 
 // ReadManifest reads and validates the manifest v lists; its Key is then relative to the

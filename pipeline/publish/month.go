@@ -113,6 +113,7 @@ func (p *Publisher) publishSet(ctx context.Context, s set, res *Result) error {
 	}
 	if next.sameContent(old) {
 		p.recordVersion(s.root, s.rel, old)
+		p.foldLogs(ctx, s.root, s.month)
 		return nil
 	}
 	next.PublishedAt = time.Now().UTC()
@@ -121,6 +122,7 @@ func (p *Publisher) publishSet(ctx context.Context, s set, res *Result) error {
 	}
 	res.ManifestWritten = true
 	p.recordVersion(s.root, s.rel, next) // this warehouse holds what it just wrote
+	p.foldLogs(ctx, s.root, s.month)
 	return nil
 }
 

@@ -64,11 +64,19 @@ type Options struct {
 	MaxBackoff time.Duration
 	// Deadlines bound each request (zero fields: DefaultDeadlines).
 	Deadlines Deadlines
+	// Small makes a Publisher of small objects (the lease, the answer log): SmallDeadlines
+	// unless Deadlines are set, and no connection reused after a failed request.
+	Small bool
 	// GuardRuns refuses to overwrite a month's manifest (or restore copy's) that names a run
 	// the local tree's runs partition of that month does not hold: another machine's run this
 	// warehouse never took in (a *StaleError). AfterRun, SaveAfterStop and `sitewatch
 	// publish` set it.
 	GuardRuns bool
+	// FoldLogs deletes, once a month's manifest (or its restore copy's) holds the warehouse's
+	// rows, the answer log's segments of that month this warehouse holds (merged by a pull,
+	// or written by its runs: SyncState.Logs), and no other. Set it only under the lease: a
+	// holder's pull may be reading them.
+	FoldLogs bool
 	// ReadData makes Verify and a publish download and hash every published object instead
 	// of trusting its size and checksum metadata (restic's check --read-data): bytes changed
 	// in the store under the same metadata are found, and a publish uploads them again.
@@ -93,6 +101,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxBackoff <= 0 {
 		o.MaxBackoff = 5 * time.Second
+	}
+	if o.Small && o.Deadlines == (Deadlines{}) {
+		o.Deadlines = SmallDeadlines
 	}
 	o.Deadlines = o.Deadlines.withDefaults()
 	return o

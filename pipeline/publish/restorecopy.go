@@ -148,7 +148,9 @@ func (p *Publisher) HoldsOtherThanLeases(ctx context.Context) (bool, error) {
 			return false, p.fail("list", "", err)
 		}
 		for _, o := range page.Contents {
-			if !strings.HasPrefix(p.loc.relOf(aws.ToString(o.Key)), "_sitewatch/") {
+			// The lease, and the answer log of runs that published nothing yet: a run's pull
+			// takes the log in.
+			if rel := p.loc.relOf(aws.ToString(o.Key)); !strings.HasPrefix(rel, "_sitewatch/") && !strings.HasPrefix(rel, LogDir+"/") {
 				return true, nil
 			}
 		}

@@ -23,6 +23,43 @@ const SyncStateFile = ".sitewatch-bucket.json"
 type SyncState struct {
 	URL       string                 `json:"url"`       // publish.url it describes
 	Manifests map[string]SeenVersion `json:"manifests"` // manifest key (relative to the prefix) -> version
+	// Logs are the answer log's segments the warehouse holds (it merged or wrote them). A
+	// pull skips them; a publish of their month folds them in and deletes them.
+	Logs map[string]SeenLog `json:"logs,omitempty"`
+}
+
+// SeenLog is a segment of the answer log the warehouse holds.
+type SeenLog struct {
+	Month string `json:"month"`
+	ETag  string `json:"etag"`
+}
+
+// AddLogs records segments the warehouse holds (by key), in the state of the tree at root
+// for url.
+func AddLogs(root, url string, logs map[string]SeenLog) error {
+	if len(logs) == 0 {
+		return nil
+	}
+	st := LoadSyncState(root, url, nil)
+	if st.Logs == nil {
+		st.Logs = map[string]SeenLog{}
+	}
+	for k, m := range logs {
+		st.Logs[k] = m
+	}
+	return st.Save(root)
+}
+
+// DropLogs forgets segments deleted from the bucket.
+func DropLogs(root, url string, keys []string) error {
+	st := LoadSyncState(root, url, nil)
+	if len(st.Logs) == 0 {
+		return nil
+	}
+	for _, k := range keys {
+		delete(st.Logs, k)
+	}
+	return st.Save(root)
 }
 
 // SeenVersion is a manifest version the warehouse holds: its ETag and the runs it names.

@@ -55,9 +55,27 @@ func (d Deadlines) withDefaults() Deadlines {
 // httpClient is one client for every request of a Publisher, so Concurrency bounds the
 // connections to the endpoint, with every deadline of d.
 func httpClient(d Deadlines, conns int) *awshttp.BuildableClient {
+	return buildableClient(d, conns, nil)
+}
+
+// clientFor is httpClient, with for a Publisher of small objects (Options.Small) the set of
+// connections it dials (set nil otherwise): wrapped by freshAfterFailure once the AWS
+// configuration is loaded (which needs the buildable client itself, e.g. for a CA bundle).
+func clientFor(opts Options) (*awshttp.BuildableClient, *connSet) {
+	if !opts.Small {
+		return httpClient(opts.Deadlines, opts.Concurrency), nil
+	}
+	set := newConnSet(&net.Dialer{Timeout: opts.Deadlines.Connect, KeepAlive: 30 * time.Second})
+	return buildableClient(opts.Deadlines, opts.Concurrency, set.dial), set
+}
+
+func buildableClient(d Deadlines, conns int, dial func(ctx context.Context, network, addr string) (net.Conn, error)) *awshttp.BuildableClient {
 	return awshttp.NewBuildableClient().
 		WithDialerOptions(func(dl *net.Dialer) { dl.Timeout = d.Connect }).
 		WithTransportOptions(func(tr *http.Transport) {
+			if dial != nil {
+				tr.DialContext = dial
+			}
 			tr.MaxConnsPerHost = conns
 			tr.MaxIdleConnsPerHost = conns
 			tr.TLSHandshakeTimeout = d.Connect
@@ -73,8 +91,9 @@ func httpClient(d Deadlines, conns int) *awshttp.BuildableClient {
 // set (MinIO, Ceph, R2, a gateway) there is no instance role to ask: the EC2 instance
 // metadata service is never consulted.
 func loadAWSConfig(ctx context.Context, cfg config.PublishConfig, opts Options) (aws.Config, error) {
+	client, conns := clientFor(opts)
 	loaders := []func(*awsconfig.LoadOptions) error{
-		awsconfig.WithHTTPClient(httpClient(opts.Deadlines, opts.Concurrency)),
+		awsconfig.WithHTTPClient(client),
 		awsconfig.WithRetryer(func() aws.Retryer {
 			return retry.NewStandard(func(o *retry.StandardOptions) {
 				o.MaxAttempts = opts.MaxAttempts
@@ -93,6 +112,9 @@ func loadAWSConfig(ctx context.Context, cfg config.PublishConfig, opts Options) 
 	awsCfg, err := awsconfig.LoadDefaultConfig(ctx, loaders...)
 	if err != nil {
 		return aws.Config{}, fmt.Errorf("publish to %s: load the AWS configuration (environment, shared config files): %w", cfg.URL, err)
+	}
+	if conns != nil {
+		awsCfg.HTTPClient = freshAfterFailure{inner: awsCfg.HTTPClient, conns: conns}
 	}
 	if awsCfg.Region == "" {
 		awsCfg.Region = "us-east-1" // S3-compatible services mostly ignore it; AWS needs one to sign

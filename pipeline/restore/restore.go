@@ -65,6 +65,10 @@ type Options struct {
 	MemoryLimit string
 	Logger      *slog.Logger
 	Now         func() time.Time
+	// BeforeReplace, when set, is called with the path of the warehouse just built, before an
+	// existing warehouse (Force) is moved aside: an error stops the restore with nothing
+	// replaced. `restore --force` saves there the charged calls the bucket lacks.
+	BeforeReplace func(ctx context.Context, built string) error
 }
 
 // Result is what a restore did.
@@ -271,6 +275,9 @@ func build(ctx context.Context, files map[string][]string, opts Options, res *Re
 	err := warehouse.BuildFromParquet(ctx, tmp, files, opts.MemoryLimit)
 	if err == nil {
 		err = rebuildCopies(ctx, tmp, opts, res.FromCopies)
+	}
+	if err == nil && opts.BeforeReplace != nil && exists(opts.DuckDB) {
+		err = opts.BeforeReplace(ctx, tmp)
 	}
 	if err != nil {
 		_ = os.Remove(tmp) // best effort: the next restore removes leftovers too

@@ -303,6 +303,7 @@ func (w *Warehouse) flushLocked(ctx context.Context) error {
 		return fmt.Errorf("write %d answers (%d domains' rows, %d ledger rows) to %s: %w; those answers are not stored and a rerun fetches them again",
 			len(b.raws), b.rowDomains, len(b.charges), w.opts.DuckDBPath, diskError(w.opts.DuckDBPath, err))
 	}
+	w.committed(b) // answerlog.go: the answer log takes what this commit wrote
 	return nil
 }
 
@@ -410,6 +411,11 @@ var (
 func timestampOf(t time.Time) arrow.Timestamp { return arrow.Timestamp(t.UTC().UnixMicro()) }
 
 func (w *Warehouse) insertRaws(ctx context.Context, raws []rawRow) error {
+	return w.insertRawsInto(ctx, rawRecordTable.Name, raws)
+}
+
+// insertRawsInto inserts raws into table, raw_responses or a table of its columns.
+func (w *Warehouse) insertRawsInto(ctx context.Context, table string, raws []rawRow) error {
 	if len(raws) == 0 {
 		return nil
 	}
@@ -430,10 +436,15 @@ func (w *Warehouse) insertRaws(ctx context.Context, raws []rawRow) error {
 	}
 	rec := rb.NewRecord()
 	defer rec.Release()
-	return w.insertRecord(ctx, rawRecordTable, rec)
+	return w.insertRecord(ctx, flatten.Table{Name: table, Schema: rawRecordTable.Schema}, rec)
 }
 
 func (w *Warehouse) insertCharges(ctx context.Context, charges []Charge) error {
+	return w.insertChargesInto(ctx, callsTable.Name, charges)
+}
+
+// insertChargesInto inserts charges into table, run_calls or a table of its columns.
+func (w *Warehouse) insertChargesInto(ctx context.Context, table string, charges []Charge) error {
 	if len(charges) == 0 {
 		return nil
 	}
@@ -456,12 +467,17 @@ func (w *Warehouse) insertCharges(ctx context.Context, charges []Charge) error {
 	}
 	rec := rb.NewRecord()
 	defer rec.Release()
-	return w.insertRecord(ctx, callsTable, rec)
+	return w.insertRecord(ctx, flatten.Table{Name: table, Schema: callsTable.Schema}, rec)
 }
 
 func (w *Warehouse) insertFailures(ctx context.Context, failures []FetchError) error {
+	return w.insertFailuresInto(ctx, "fetch_errors", failures)
+}
+
+// insertFailuresInto inserts failures into table, fetch_errors or a table of its columns.
+func (w *Warehouse) insertFailuresInto(ctx context.Context, table string, failures []FetchError) error {
 	for _, e := range failures {
-		_, err := w.load.ExecContext(ctx, `INSERT INTO fetch_errors (run_id, snapshot_month, domain, endpoint, http_status, code, message, occurred_at)
+		_, err := w.load.ExecContext(ctx, `INSERT INTO `+table+` (run_id, snapshot_month, domain, endpoint, http_status, code, message, occurred_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
 			e.RunID, e.SnapshotMonth, e.Domain, string(e.Endpoint), e.HTTPStatus, e.Code, e.Message, e.OccurredAt.UTC())
 		if err != nil {

@@ -111,6 +111,7 @@ type Warehouse struct {
 	halves    int                             // decoded bodies held in waiting
 	maxHalves int                             // bound of halves (defaultMaxHalves)
 	runRefs   runRefs                         // the run_ids of index
+	onCommit  func(LogRows)                   // told what each commit wrote (answerlog.go)
 
 	wake, full, stop chan struct{}
 	flusherDone      chan struct{}
