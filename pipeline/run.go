@@ -11,6 +11,7 @@ import (
 	"math"
 	"os"
 	"runtime/debug"
+	"sitewatch/pipeline/publish"
 	"strings"
 	"time"
 
@@ -52,6 +53,9 @@ type Env struct {
 	// Sync, when set, pulls the bucket's newer months into the warehouse once the lease is
 	// held, before the run plans (bucketsync_hook.go).
 	Sync BucketSync
+	// AfterPublish are the formats a run's publish writes after the Hive layout (the wiring
+	// passes the Iceberg adapter's); nil: none.
+	AfterPublish []publish.MonthHook
 	// PublishBound bounds the upload a run makes of the month it completed (0:
 	// AutoPublishBound); tests shorten it.
 	PublishBound time.Duration

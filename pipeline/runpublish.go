@@ -103,7 +103,7 @@ func (r *runState) publish(ctx context.Context) error {
 // publishOptions are the options of the run's own publish: it folds the answer log's
 // segments its warehouse holds only if the run still held the lease when it stopped paying.
 func (r *runState) publishOptions() publish.Options {
-	return publish.Options{Logger: r.env.Logger, FoldLogs: r.foldLogs}
+	return publish.Options{Logger: r.env.Logger, FoldLogs: r.foldLogs, After: r.env.AfterPublish}
 }
 
 // explainPublishStop names why an upload ended early when its context did: a signal or the

@@ -7,10 +7,16 @@ import (
 
 	"sitewatch/pipeline"
 	"sitewatch/pipeline/config"
+	"sitewatch/pipeline/publish"
 	"sitewatch/pipeline/publish/iceberg"
 )
 
 // openIceberg connects to publish.catalog when publish.format writes Iceberg; nil otherwise.
+// publishFormats are the formats a run's own publish writes after the Hive layout: the Iceberg
+// tables (each skips itself unless publish.format names it). The run learns them here, from the
+// wiring, not from a registry an import would fill.
+func publishFormats() []publish.MonthHook { return []publish.MonthHook{iceberg.AfterRun} }
+
 func openIceberg(ctx context.Context, cfg *config.Config, env pipeline.Env) (*iceberg.Publisher, error) {
 	if !cfg.Publish.WritesIceberg() {
 		return nil, nil

@@ -49,6 +49,7 @@ func cmdRun(ctx context.Context, args []string, env pipeline.Env) error {
 		if env.AnswerLog, err = bucketAnswerLog(ctx, cfg, env); err != nil { // answerlog.go
 			return err
 		}
+		env.AfterPublish = publishFormats() // publish_iceberg.go
 	}
 	if env.Sync, err = bucketSync(ctx, cfg, env); err != nil { // sync.go; a dry run only reads the bucket
 		if !*dry {
@@ -159,6 +160,7 @@ func cmdSchedule(ctx context.Context, args []string, env pipeline.Env) error {
 	if env.Sync, err = bucketSync(ctx, cfg, env); err != nil { // sync.go: before each run
 		return err
 	}
+	env.AfterPublish = publishFormats() // publish_iceberg.go
 	if *listen != "" {
 		env.Metrics = metrics.New(metrics.Options{HealthGrace: cfg.HealthGrace.Duration, Logger: env.Logger, StallBound: stallBound(cfg)})
 		seedLastComplete(ctx, cfg, env)

@@ -401,8 +401,8 @@ func publishedAsIs(files []localFile, m *Manifest) bool {
 }
 
 // AfterRun publishes month after a run that loaded it, when cfg.URL is set: the Hive layout,
-// or without it (publish.format iceberg) the month's restore copy, then the after-run hooks
-// (Iceberg). It returns a nil
+// or without it (publish.format iceberg) the month's restore copy, then the formats of
+// opts.After (Iceberg). It returns a nil
 // Result and error when publishing is not configured, and a *FailedError for any failure: the
 // run's local load stands, and the caller reports the publish failure apart (exit 1).
 func AfterRun(ctx context.Context, cfg config.PublishConfig, parquetRoot, month, runID string, opts Options) (*Result, error) {
@@ -423,7 +423,7 @@ func AfterRun(ctx context.Context, cfg config.PublishConfig, parquetRoot, month,
 	if err != nil {
 		return &res, &FailedError{Month: month, Err: err}
 	}
-	if err := runAfterRunHooks(ctx, cfg, parquetRoot, month, opts.Logger); err != nil {
+	if err := runAfterRunHooks(ctx, opts.After, cfg, parquetRoot, month, opts.Logger); err != nil {
 		return &res, &FailedError{Month: month, Err: err}
 	}
 	return &res, nil

@@ -81,6 +81,9 @@ type Options struct {
 	// of trusting its size and checksum metadata (restic's check --read-data): bytes changed
 	// in the store under the same metadata are found, and a publish uploads them again.
 	ReadData bool
+	// After are the formats AfterRun writes after the Hive layout or the restore copy, in
+	// order (the wiring passes iceberg.AfterRun); nil writes no other.
+	After []MonthHook
 }
 
 func (o Options) withDefaults() Options {

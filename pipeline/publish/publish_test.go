@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -334,6 +335,30 @@ func TestFailures(t *testing.T) {
 		res, err := publish.AfterRun(ctx, config.PublishConfig{}, fx.Parquet(), monthB, "run-1", publish.Options{})
 		if res != nil || err != nil {
 			t.Errorf("AfterRun without publish.url = %v, %v; want nil, nil", res, err)
+		}
+	})
+	t.Run("AfterRunWritesTheFormatsItIsGiven", func(t *testing.T) {
+		var wrote []string
+		format := func(_ context.Context, _ config.PublishConfig, root, month string, _ *slog.Logger) error {
+			wrote = append(wrote, month+" from "+root)
+			return nil
+		}
+		_, err := publish.AfterRun(ctx, g.config(g.Endpoint, "after"), fx.Parquet(), monthB, "run-1",
+			publish.Options{After: []publish.MonthHook{format, format}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := monthB + " from " + fx.Parquet(); len(wrote) != 2 || wrote[0] != want || wrote[1] != want {
+			t.Errorf("the formats wrote %q, want %q twice (each given format, after the Hive layout)", wrote, want)
+		}
+		failing := func(context.Context, config.PublishConfig, string, string, *slog.Logger) error {
+			return errors.New("catalog down")
+		}
+		_, err = publish.AfterRun(ctx, g.config(g.Endpoint, "after"), fx.Parquet(), monthB, "run-1",
+			publish.Options{After: []publish.MonthHook{failing}})
+		var failed *publish.FailedError
+		if !errors.As(err, &failed) || !strings.Contains(err.Error(), "catalog down") {
+			t.Errorf("err = %v, want a *FailedError naming the format's failure", err)
 		}
 	})
 }

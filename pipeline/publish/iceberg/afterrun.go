@@ -8,11 +8,11 @@ import (
 	"sitewatch/pipeline/publish"
 )
 
-// The run's automatic publish (publish.AfterRun) writes the Iceberg tables too when
-// publish.format is iceberg or both.
-func init() { publish.RegisterAfterRun(afterRun) }
+var _ publish.MonthHook = AfterRun
 
-func afterRun(ctx context.Context, cfg config.PublishConfig, parquetRoot, month string, log *slog.Logger) error {
+// AfterRun writes month's Iceberg tables when publish.format is iceberg or both: the wiring
+// passes it to the run's automatic publish (publish.Options.After).
+func AfterRun(ctx context.Context, cfg config.PublishConfig, parquetRoot, month string, log *slog.Logger) error {
 	if !cfg.WritesIceberg() {
 		return nil
 	}
