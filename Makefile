@@ -30,14 +30,16 @@ test: tools
 	@test -z "$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))" || { echo "gofmt needed:"; gofmt -l .; exit 1; }
 	$(GO) test -race -timeout 40m $(PKGS)
 	$(GO) test -count=1 -timeout 10m -run 'TestLayoutBudgets' ./pipeline/report/
-	SITEWATCH_FAULT_SEED=$(FAULT_SEEDS) $(GO) test -count=1 -tags faultsoak -timeout 10m -run TestFaultSchedules ./cmd/sitewatch/
+	SITEWATCH_FAULT_SEED=$(FAULT_SEEDS) $(GO) test -count=1 -tags faultsoak -timeout 15m -run 'TestFaultSchedules|TestAnswerLogBoundsWhatATakeoverRepays' ./cmd/sitewatch/
 
-# Three fault schedules (machines sharing a bucket, partitions, kill -9, restore --force, lease
-# deletions) in every `make test`, fixed so a red run replays; `make soak` draws 21 new ones.
-FAULT_SEEDS ?= 748585222,311208841,902117530
+# Three fault schedules (machines sharing a bucket: kill -9, kill -9 with the warehouse wiped,
+# cuts shorter and longer than a takeover, restore --force; each seed's drawn faults replay), and
+# the answer log's kill-and-wipe scenario with the log on and off (the checker must fail without
+# it), in every `make test`; `make soak` draws 21 new schedules (SITEWATCH_FAULT_SCHEDULES=N).
+FAULT_SEEDS ?= 19,42,43
 
 soak:
-	$(GO) test -count=1 -tags faultsoak -timeout 30m -run TestFaultSchedules ./cmd/sitewatch/
+	$(GO) test -count=1 -tags faultsoak -timeout 90m -run TestFaultSchedules ./cmd/sitewatch/
 
 test-short:
 	$(GO) test -short $(PKGS)

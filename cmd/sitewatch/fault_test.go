@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -28,26 +29,28 @@ import (
 	"sitewatch/pipeline/publish/s3test"
 )
 
-// TestFaultSchedules (issue 32, "Done when"): two or three runners share one bucket (one
+// TestFaultSchedules (issues 32 and 42): two or three runners share one bucket (one
 // versitygw, each runner its own directory, simulator and key, so every charge is
 // attributable, stamped on the server's side) while a seeded random schedule kills runs
-// (SIGKILL), partitions one runner from the bucket (a TCP proxy that hangs) and runs `restore
-// --force` under a run (the fault model: drawFaults). Every runner follows the recipe
+// (SIGKILL, some with their warehouse deleted after), cuts one runner from the bucket (a TCP
+// proxy that hangs) for shorter or longer than a takeover, and runs `restore --force` under a
+// run (the fault model: drawFaults). Every runner follows the recipe
 // `run --restore-if-missing; publish` until its run exits 0. Then, for each schedule:
 //
 //  1. no two machines were charged in overlapping time windows (a partitioned run's charges
 //     after the cut are counted apart and bounded by rate × (margin + api.timeout));
-//  2. no (endpoint, domain) of the month was charged twice, except those partitioned charges,
-//     the probe of an up-to-date run, and answers a kill -9 caught uncommitted;
-//  3. the ledger the bucket holds for the month is what was charged, less only those lost
-//     uncommitted answers;
+//  2. every (endpoint, domain) charged again was lost by the run that paid it before — paid
+//     after its answer log's last acknowledged segment — or is a probe by design, and no run
+//     lost more than rate × (log_interval + margin + api.timeout) (faultRepayBound); no run
+//     paid a call twice itself;
+//  3. the ledger the bucket holds for the month is what was charged, less only those lost calls;
 //  4. no manifest version ever dropped a run an earlier version of it held (no stale writer
 //     overwrote another's month or ledger).
 //
-// SITEWATCH_FAULT_SEED replays one schedule, or several (comma-separated; a seed is printed
-// on failure with its drawn faults; every actor draws from its own stream of the seed, so the
-// same faults come at the same offsets; `make test` runs three fixed ones);
-// SITEWATCH_FAULT_SCHEDULES sets how many run (default 21).
+// Nothing is excused by time alone. SITEWATCH_FAULT_SEED replays one schedule, or several
+// (comma-separated; a seed is printed on failure with its drawn faults; every actor draws from
+// its own stream of the seed, so the same faults come at the same offsets; `make test` runs
+// three fixed ones); SITEWATCH_FAULT_SCHEDULES sets how many run (default 21).
 func TestFaultSchedules(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs 21 randomized fault schedules (~3 minutes); runs without -short")
@@ -70,6 +73,71 @@ func TestFaultSchedules(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestAnswerLogBoundsWhatATakeoverRepays (issue 42): runner 0 pays the month alone; once it
+// has paid faultRepayBound+2 of its 25 calls (its simulator holds the next answers) it is killed with kill -9 and its warehouse is
+// deleted, and the other runners start. With the answer log, the next payer pulls every
+// segment runner 0's run had acknowledged and repays at most faultRepayBound calls: the checker
+// passes. With the log switched off (SITEWATCH_TEST_NO_ANSWER_LOG=1, test-only) every answer of
+// the killed run is gone with its disk and paid again, and the checker must say so: it can fail.
+func TestAnswerLogBoundsWhatATakeoverRepays(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end to end; runs without -short")
+	}
+	gw := bucketGateway(t)
+	bin := sitewatchBinary(t)
+	for i, logOff := range []bool{false, true} {
+		t.Run(map[bool]string{false: "log on", true: "log off"}[logOff], func(t *testing.T) {
+			t.Parallel()
+			s := newFaultSchedule(t, gw, bin, uint64(4242+i))
+			var found []string
+			if logOff {
+				s.env = []string{"SITEWATCH_TEST_NO_ANSWER_LOG=1"}
+				var mu sync.Mutex
+				s.report = func(format string, args ...any) {
+					mu.Lock()
+					defer mu.Unlock()
+					found = append(found, fmt.Sprintf(format, args...))
+				}
+			}
+			s.runKillWipe(faultRepayBound + 2)
+			s.check()
+			if logOff && !slices.ContainsFunc(found, func(v string) bool { return strings.Contains(v, "lost") }) {
+				t.Errorf("with the answer log off the checker found no run that lost more than %d calls; it found:\n%s",
+					faultRepayBound, strings.Join(found, "\n"))
+			}
+			if t.Failed() {
+				t.Logf("events:\n%s", strings.Join(s.eventLog(), "\n"))
+				s.logPayingRuns()
+			}
+		})
+	}
+}
+
+// runKillWipe drives runner 0 alone until its simulator has charged paid calls, kills its run
+// and wipes its warehouse, then drives every runner to the month's end.
+func (s *faultSchedule) runKillWipe(paid int) {
+	ctx, stopWatch := context.WithCancel(context.Background())
+	watched := make(chan struct{})
+	go func() { defer close(watched); s.seen.poll(ctx) }()
+	deadline := time.Now().Add(faultConverge)
+	first := s.runners[0]
+	first.log.holdAfter(paid) // its simulator answers nothing more until the kill
+	var wg sync.WaitGroup
+	wg.Go(func() { s.drive(first, deadline) })
+	for len(first.log.all()) < paid && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond) // polls the simulator's charge log: the event itself
+	}
+	s.event("runner 0 has paid %d calls", len(first.log.all()))
+	s.kill(first, true)
+	first.log.release()
+	for _, r := range s.runners[1:] {
+		wg.Go(func() { s.drive(r, deadline) })
+	}
+	wg.Wait()
+	stopWatch()
+	<-watched
 }
 
 // faultSeeds are the schedules' seeds: those of SITEWATCH_FAULT_SEED, else a run of seeds from
@@ -110,6 +178,8 @@ type faultRunner struct {
 	live  *exec.Cmd // its run in progress, if any
 	proc  *process
 	rng   *rand.Rand // this runner's own stream (its pauses between commands), from the seed
+	cuts  int        // cuts in force (the proxy heals when the last ends)
+	wipe  bool       // delete the warehouse once the killed run has ended (faultKillWipe)
 }
 
 type faultSchedule struct {
@@ -122,6 +192,11 @@ type faultSchedule struct {
 	runners []*faultRunner
 
 	plan []fault // the chaos drawn up front from the seed (drawFaults), logged before it starts
+	// report records a violation of the checked bounds (t.Errorf; a test of the checker itself
+	// collects them instead).
+	report func(format string, args ...any)
+	env    []string       // extra environment of every command (a test-only switch)
+	healed sync.WaitGroup // one per cut until it heals
 
 	mu     sync.Mutex
 	procs  []*process
@@ -132,7 +207,7 @@ type faultSchedule struct {
 
 func newFaultSchedule(t *testing.T, gw *s3test.Server, bin string, seed uint64) *faultSchedule {
 	s := &faultSchedule{t: t, seed: seed, gw: gw, bin: bin, prefix: fmt.Sprintf("fault-%d", seed),
-		domains: atlastest.Domains(faultDomains)}
+		domains: atlastest.Domains(faultDomains), report: t.Errorf}
 	n := 2 + stream(seed, streamSetup).IntN(2)
 	for i := range n {
 		s.runners = append(s.runners, s.newRunner(i))
@@ -153,8 +228,8 @@ func (s *faultSchedule) newRunner(i int) *faultRunner {
 	var b strings.Builder
 	fmt.Fprintf(&b, "schedule: \"0 6 2 * *\"\napi:\n  base_url: %s\n  timeout: %s\n  rate_limit: %d\n", url, faultTimeout, faultRate)
 	b.WriteString("warehouse:\n  duckdb: data/w.duckdb\n  parquet: data/parquet\n")
-	fmt.Fprintf(&b, "publish:\n  url: s3://team-bucket/%s\n  endpoint: %s\n  region: us-east-1\n  path_style: true\n  lease_ttl: %s\n",
-		s.prefix, r.proxy.URL, faultTTL)
+	fmt.Fprintf(&b, "publish:\n  url: s3://team-bucket/%s\n  endpoint: %s\n  region: us-east-1\n  path_style: true\n  lease_ttl: %s\n  log_interval: %s\n",
+		s.prefix, r.proxy.URL, faultTTL, faultLogInterval)
 	b.WriteString("domains:\n")
 	for _, d := range s.domains {
 		fmt.Fprintf(&b, "  - %q\n", d)
@@ -207,7 +282,7 @@ func (r *faultRunner) pause(lo, hi time.Duration) {
 }
 
 // run drives every runner through its recipe while the chaos goroutine injects faults, then
-// heals every partition and waits for every runner to complete the month.
+// waits for every cut to heal and every runner to complete the month.
 func (s *faultSchedule) run() {
 	ctx, stopWatch := context.WithCancel(context.Background())
 	watched := make(chan struct{})
@@ -219,10 +294,8 @@ func (s *faultSchedule) run() {
 	}
 	s.event("drawn faults: %s", describeFaults(s.plan))
 	s.chaos(time.Now())
-	for _, r := range s.runners {
-		r.proxy.Heal()
-	}
-	s.event("chaos over: every partition healed")
+	s.event("chaos over (cuts heal at their own end)")
+	s.healed.Wait()
 	wg.Wait()
 	stopWatch()
 	<-watched
@@ -256,7 +329,7 @@ func (s *faultSchedule) drive(r *faultRunner, deadline time.Time) {
 // exec runs one sitewatch command of r to its end (a run may be killed meanwhile).
 func (s *faultSchedule) exec(r *faultRunner, command string, args ...string) *process {
 	cmd := exec.Command(s.bin, append([]string{command, "--config", r.cfg}, args...)...)
-	cmd.Env = append(os.Environ(), config.EnvAPIKey+"="+r.key)
+	cmd.Env = append(append(os.Environ(), config.EnvAPIKey+"="+r.key), s.env...)
 	var out syncBuffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	p := &process{runner: r.idx, command: command, start: time.Now()}
@@ -278,6 +351,13 @@ func (s *faultSchedule) exec(r *faultRunner, command string, args ...string) *pr
 	if command == "run" {
 		r.live, r.proc = nil, nil
 	}
+	if r.wipe {
+		// The machine is gone with its disk (a pod rescheduled, a runner without one): its
+		// next command starts from an empty directory.
+		r.wipe = false
+		err := os.RemoveAll(filepath.Join(r.dir, "data"))
+		s.events = append(s.events, fmt.Sprintf("%s wiped runner %d's warehouse (err %v)", time.Now().Format("15:04:05.000"), r.idx, err))
+	}
 	var ee *exec.ExitError
 	switch {
 	case err == nil:
@@ -298,7 +378,9 @@ func (s *faultSchedule) chaos(start time.Time) {
 		r := s.runners[f.runner]
 		switch f.kind {
 		case faultKill:
-			s.kill(r)
+			s.kill(r, false)
+		case faultKillWipe:
+			s.kill(r, true)
 		case faultCut:
 			s.partition(r, f.length)
 		case faultRestore:
@@ -307,33 +389,46 @@ func (s *faultSchedule) chaos(start time.Time) {
 	}
 }
 
-func (s *faultSchedule) kill(r *faultRunner) {
+// kill sends SIGKILL to r's run in progress, if any; with wipe, r's warehouse is deleted
+// once the run has ended (exec), before r's next command.
+func (s *faultSchedule) kill(r *faultRunner, wipe bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if r.live == nil {
 		return
 	}
 	r.proc.killedAt = time.Now()
+	r.wipe = wipe
 	_ = r.live.Process.Signal(syscall.SIGKILL)
-	s.events = append(s.events, fmt.Sprintf("%s kill -9 runner %d's run", r.proc.killedAt.Format("15:04:05.000"), r.idx))
+	s.events = append(s.events, fmt.Sprintf("%s kill -9 runner %d's run (wipe its warehouse: %v)", r.proc.killedAt.Format("15:04:05.000"), r.idx, wipe))
 }
 
-// partition cuts r from the bucket for d (the proxy hangs every byte), then heals it.
+// partition cuts r from the bucket for d (the proxy hangs every byte), then heals it unless
+// another cut of r is still in force.
 func (s *faultSchedule) partition(r *faultRunner, d time.Duration) {
 	from := time.Now()
-	r.proxy.Cut()
-	s.event("partition runner %d from the bucket for %s", r.idx, d.Round(time.Millisecond))
 	s.mu.Lock()
+	r.cuts++
+	r.proxy.Cut()
 	i := len(s.cuts)
 	s.cuts = append(s.cuts, cut{runner: r.idx, from: from, to: from.Add(time.Hour)})
 	s.mu.Unlock()
+	s.event("partition runner %d from the bucket for %s", r.idx, d.Round(time.Millisecond))
+	s.healed.Add(1)
 	go func() {
-		time.Sleep(d)
+		defer s.healed.Done()
+		time.Sleep(d) // the drawn length of the cut: the fault itself, not a wait for an event
 		s.mu.Lock()
 		s.cuts[i].to = time.Now()
+		r.cuts--
+		heal := r.cuts == 0
+		if heal {
+			r.proxy.Heal()
+		}
 		s.mu.Unlock()
-		r.proxy.Heal()
-		s.event("healed runner %d", r.idx)
+		if heal {
+			s.event("healed runner %d", r.idx)
+		}
 	}()
 }
 

@@ -29,6 +29,41 @@ func (c faultCharge) key() string { return c.endpoint + " " + c.domain }
 type faultChargeLog struct {
 	mu      sync.Mutex
 	charges []faultCharge
+	// holdAt, when set, holds every request that arrives once holdAt calls were charged until
+	// held is closed: a test's fault then lands between two known charges, whatever the load.
+	holdAt int
+	held   chan struct{}
+}
+
+// holdAfter holds the requests after the n-th charge until release.
+func (l *faultChargeLog) holdAfter(n int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.holdAt, l.held = n, make(chan struct{})
+}
+
+// release lets the held requests through.
+func (l *faultChargeLog) release() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.held != nil {
+		close(l.held)
+		l.holdAt, l.held = 0, nil
+	}
+}
+
+// wait holds r while a hold is set and reached.
+func (l *faultChargeLog) wait(r *http.Request) {
+	l.mu.Lock()
+	held := l.held
+	hold := held != nil && len(l.charges) >= l.holdAt
+	l.mu.Unlock()
+	if hold {
+		select {
+		case <-held:
+		case <-r.Context().Done():
+		}
+	}
 }
 
 func (l *faultChargeLog) all() []faultCharge {
@@ -63,6 +98,7 @@ func loggedSimulator(t *testing.T, runner int, opts atlastest.Options) (string, 
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		endpoint := strings.TrimPrefix(r.URL.Path, "/atlas/")
 		domain, _ := atlastest.NormalizeDomain(r.URL.Query().Get("url"))
+		log.wait(r)
 		sim.ServeHTTP(&okWriter{ResponseWriter: w, onOK: func() {
 			log.mu.Lock()
 			log.charges = append(log.charges, faultCharge{at: time.Now(), runner: runner, endpoint: endpoint, domain: domain})
