@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"sitewatch/internal/testenv"
 	"sitewatch/pipeline/livestatus"
 	"strings"
 	"sync"
@@ -374,7 +375,7 @@ func TestRunWaitsForAPublishHoldingTheWarehouse(t *testing.T) {
 // what was committed too.
 func TestDiskFullRecordsTheRealOutcome(t *testing.T) {
 	if runtime.GOOS != "linux" {
-		t.Skip("uses ulimit -f (RLIMIT_FSIZE) semantics of Linux")
+		testenv.Missing(t, "uses ulimit -f (RLIMIT_FSIZE) semantics of Linux")
 	}
 	domains := atlastest.Domains(80)
 	h, _, _ := grownWatchlist(t, 3, domains, 4)
