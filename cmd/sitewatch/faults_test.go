@@ -127,8 +127,7 @@ func TestHungBucketEndsOnSignal(t *testing.T) {
 		for n := hang.count.Load(); hang.count.Load() == n; {
 			time.Sleep(10 * time.Millisecond)
 		}
-		time.Sleep(200 * time.Millisecond)
-		cancel() // SIGTERM
+		cancel() // SIGTERM: the upload's connection is accepted and never answered
 	}()
 	start := time.Now()
 	if code := h.runCtx(ctx, 60*time.Second, "run", "--snapshot", testMonth); code != ExitFailed {
@@ -158,8 +157,7 @@ func TestHungBucketLeaseEndsOnSignal(t *testing.T) {
 	defer cancel()
 	signalled := make(chan time.Time, 1)
 	go func() {
-		<-hang.accepted // the lease request is waiting on the bucket
-		time.Sleep(200 * time.Millisecond)
+		<-hang.accepted // the lease request is waiting on the bucket, which never answers
 		signalled <- time.Now()
 		cancel() // SIGTERM
 	}()
