@@ -2,7 +2,7 @@
 # test-shards.sh SHARDS PACKAGE [go test build flags…] — runs one package's tests as SHARDS
 # processes side by side, each a share of its test list, and fails if any shard fails.
 #
-# Why: cmd/sitewatch's end-to-end tests mostly wait (a lease expiring, a catalog's lock
+# Why: many of cmd/sitewatch's end-to-end tests wait (a lease expiring, a catalog's lock
 # timeout, a cron tick, rate limits, retry pauses), one after another, in one process. They
 # cannot simply call t.Parallel(): the AWS SDK and the Iceberg catalog read their credentials
 # from the process environment, which the tests set with t.Setenv. Separate processes each
@@ -24,7 +24,7 @@ trap 'rm -rf "$work"' EXIT
 dir=$($go list -f '{{.Dir}}' "$pkg")
 $go test -c -o "$work/pkg.test" "$@" "$pkg"
 if [[ $dir == */cmd/sitewatch ]]; then
-  $go build -o "$work/sitewatch" ./cmd/sitewatch
+  (cd "$dir" && $go build -o "$work/sitewatch" .)
   export SITEWATCH_TEST_BINARY=$work/sitewatch
 fi
 mapfile -t tests < <(cd "$dir" && "$work/pkg.test" -test.list "${TEST_RUN:-.}" | grep -E '^(Test|Example)')
