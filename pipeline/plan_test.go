@@ -58,18 +58,21 @@ func TestPlanIsCompact(t *testing.T) {
 	for i := range domains {
 		domains[i] = "domain-" + strconv.Itoa(i) + ".example"
 	}
-	var plan *Plan
+	var calls int
 	grown := heapgrowth.Of(func() any {
-		plan = BuildPlan("2026-10", domains, emptyState(), false)
+		plan := BuildPlan("2026-10", domains, emptyState(), false)
+		calls = plan.Credits()
 		return plan
 	})
-	perCall := float64(grown) / float64(plan.Credits())
+	perCall := float64(grown) / float64(calls)
 	runtime.KeepAlive(domains)
-	if plan.Credits() != 2*n+1 {
-		t.Fatalf("%d calls, want %d", plan.Credits(), 2*n+1)
+	if calls != 2*n+1 {
+		t.Fatalf("%d calls, want %d", calls, 2*n+1)
 	}
-	if perCall > 6 {
-		t.Errorf("the plan holds %.1f bytes a call, want at most 6", perCall)
+	// A call names one of 200,000 domains and an endpoint (19 bits): below 2 bytes the
+	// measurement missed the plan.
+	if perCall < 2 || perCall > 6 {
+		t.Errorf("the plan holds %.1f bytes a call, want 2 to 6", perCall)
 	}
 	t.Logf("plan: %.1f bytes a call", perCall)
 }

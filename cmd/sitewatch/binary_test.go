@@ -31,6 +31,11 @@ func sitewatchBinary(t *testing.T) string {
 		t.Skip("builds and runs the sitewatch binary; skipped in -short")
 	}
 	buildOnce.Do(func() {
+		// scripts/test-shards.sh builds it once for the processes it runs side by side.
+		if p := os.Getenv("SITEWATCH_TEST_BINARY"); p != "" {
+			binPath = p
+			return
+		}
 		dir, err := os.MkdirTemp("", "sitewatch-bin-")
 		if err != nil {
 			buildErr = err

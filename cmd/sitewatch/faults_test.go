@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"sitewatch/internal/testenv"
 	"sitewatch/pipeline/livestatus"
 	"strings"
 	"sync"
@@ -126,8 +127,7 @@ func TestHungBucketEndsOnSignal(t *testing.T) {
 		for n := hang.count.Load(); hang.count.Load() == n; {
 			time.Sleep(10 * time.Millisecond)
 		}
-		time.Sleep(200 * time.Millisecond)
-		cancel() // SIGTERM
+		cancel() // SIGTERM: the upload's connection is accepted and never answered
 	}()
 	start := time.Now()
 	if code := h.runCtx(ctx, 60*time.Second, "run", "--snapshot", testMonth); code != ExitFailed {
@@ -157,8 +157,7 @@ func TestHungBucketLeaseEndsOnSignal(t *testing.T) {
 	defer cancel()
 	signalled := make(chan time.Time, 1)
 	go func() {
-		<-hang.accepted // the lease request is waiting on the bucket
-		time.Sleep(200 * time.Millisecond)
+		<-hang.accepted // the lease request is waiting on the bucket, which never answers
 		signalled <- time.Now()
 		cancel() // SIGTERM
 	}()
@@ -374,7 +373,7 @@ func TestRunWaitsForAPublishHoldingTheWarehouse(t *testing.T) {
 // what was committed too.
 func TestDiskFullRecordsTheRealOutcome(t *testing.T) {
 	if runtime.GOOS != "linux" {
-		t.Skip("uses ulimit -f (RLIMIT_FSIZE) semantics of Linux")
+		testenv.Missing(t, "uses ulimit -f (RLIMIT_FSIZE) semantics of Linux")
 	}
 	domains := atlastest.Domains(80)
 	h, _, _ := grownWatchlist(t, 3, domains, 4)

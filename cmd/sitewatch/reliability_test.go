@@ -27,6 +27,7 @@ import (
 	"testing"
 	"time"
 
+	"sitewatch/internal/testenv"
 	"sitewatch/pipeline/atlas"
 	"sitewatch/pipeline/atlas/atlastest"
 	"sitewatch/pipeline/config"
@@ -1052,7 +1053,7 @@ func dumpTablesClosed(t *testing.T, h *harness) string {
 // without the limit completes and equals an uninterrupted run.
 func TestDiskFull(t *testing.T) {
 	if runtime.GOOS != "linux" {
-		t.Skip("uses ulimit -f (RLIMIT_FSIZE) semantics of Linux")
+		testenv.Missing(t, "uses ulimit -f (RLIMIT_FSIZE) semantics of Linux")
 	}
 	domains := atlastest.Domains(80)
 	// Now the full watchlist, with the warehouse file unable to grow.
@@ -1142,7 +1143,7 @@ func runFileSizeLimited(t *testing.T, h *harness, blocks int64, args ...string) 
 // again) replays it and is up to date without paying for the answers again.
 func TestDiskFullAtClose(t *testing.T) {
 	if runtime.GOOS != "linux" {
-		t.Skip("uses ulimit -f (RLIMIT_FSIZE) semantics of Linux")
+		testenv.Missing(t, "uses ulimit -f (RLIMIT_FSIZE) semantics of Linux")
 	}
 	domains := atlastest.Domains(12)
 	h, want, size := grownWatchlist(t, 5, domains, 10)
@@ -1188,7 +1189,7 @@ func TestDiskFullAtClose(t *testing.T) {
 // the next run, with room, migrates it, pays nothing for what was stored, and completes.
 func TestDiskFullDuringUpgrade(t *testing.T) {
 	if runtime.GOOS != "linux" {
-		t.Skip("uses ulimit -f (RLIMIT_FSIZE) semantics of Linux")
+		testenv.Missing(t, "uses ulimit -f (RLIMIT_FSIZE) semantics of Linux")
 	}
 	domains := atlastest.Domains(6)
 	h := newHarness(t, atlastest.Options{Seed: 11}, domains, "")
@@ -1276,7 +1277,7 @@ func queryText(t *testing.T, db *sql.DB, query string) string {
 // as the unprivileged user nobody (uid 65534) then.
 func TestReadOnlyDataDirectory(t *testing.T) {
 	if runtime.GOOS != "linux" {
-		t.Skip("needs Unix permissions and, as root, setuid to nobody")
+		testenv.Missing(t, "needs Linux permissions and, as root, setuid to nobody")
 	}
 	domains := atlastest.Domains(3)
 	h := newHarness(t, atlastest.Options{}, domains, "")

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"sitewatch/internal/testenv"
 	"sitewatch/pipeline/atlas/atlastest"
 )
 
@@ -56,7 +57,7 @@ func TestReportNeverOverwritesData(t *testing.T) {
 // (report-YYYY-MM.html) is ignored, so following the README leaves no untracked file.
 func TestDefaultReportFileIsGitIgnored(t *testing.T) {
 	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("git not installed")
+		testenv.Missing(t, "git not installed")
 	}
 	for _, name := range []string{"report-2026-11.html", "report.html"} {
 		if err := exec.Command("git", "-C", "../..", "check-ignore", "-q", "--no-index", name).Run(); err != nil {

@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -142,8 +144,8 @@ func TestKilledRunResumesOnAnotherMachine(t *testing.T) {
 	var passed atomic.Int32
 	held := holdAPI(t, a, func(*http.Request) bool { return passed.Add(1) > 6 })
 	withPublish(t, a, gw.Endpoint, "  lease_ttl: 2s\n")
-	c, _ := startHeld(t, a, held, "run")
-	time.Sleep(time.Second) // the answers before the held request are committed (batch window 250ms)
+	c, out := startHeld(t, a, held, "run", "--log-level", "debug")
+	waitCommitted(t, a, out, 6)
 	if err := c.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -265,3 +267,30 @@ func TestRestoreIfMissingWaitsForTheWriter(t *testing.T) {
 		t.Errorf("%d credits spent, want 0", got)
 	}
 }
+
+// waitCommitted waits until the simulator has answered the passed requests the hold proxy let
+// through (it holds the next) and the run's log ("answers committed", --log-level debug) counts
+// a committed ledger row for every credit charged: a kill then loses no paid answer.
+func waitCommitted(t *testing.T, h *harness, out *syncBuffer, passed int) {
+	t.Helper()
+	committed := func() int64 {
+		var n int64
+		for _, m := range committedRE.FindAllStringSubmatch(out.String(), -1) {
+			c, _ := strconv.ParseInt(m[1], 10, 64)
+			n += c
+		}
+		return n
+	}
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		st := h.srv.Stats()
+		if st.Requests >= passed && h.srv.InFlight() == 0 && committed() == st.Charged {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after 60 s the simulator answered %d of %d requests and charged %d credits; the run committed %d charges:\n%s",
+				st.Requests, passed, st.Charged, committed(), tail(out.String(), 3000))
+		}
+	}
+}
+
+var committedRE = regexp.MustCompile(`msg="answers committed" answers=\d+ charges=(\d+)`)

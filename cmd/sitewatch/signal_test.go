@@ -117,7 +117,8 @@ func TestScheduleEndsOnSignal(t *testing.T) {
 			// the next cron time (the 2nd of next month).
 			// (h.stdout is the command's to set: the bucket tells instead.)
 			waitFor(t, 60*time.Second, func() bool { return getObject(t, gw, "team/_manifests/snapshot_month="+testMonth+".json") != "" })
-			time.Sleep(time.Second) // the run releases its lease and the schedule goes idle
+			// The run's last act is releasing its lease; the schedule then waits for the next tick.
+			waitFor(t, 60*time.Second, func() bool { return getObject(t, gw, "team/_sitewatch/lease.json") == "" })
 		}, "schedule")
 		if code != ExitOK {
 			t.Errorf("schedule idle: exit %d after a signal, want 0\n%s%s", code, h.stdout, tail(h.stderr.String(), 2000))

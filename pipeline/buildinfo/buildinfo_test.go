@@ -5,6 +5,8 @@ import (
 	"runtime/debug"
 	"strings"
 	"testing"
+
+	"sitewatch/internal/testenv"
 )
 
 func TestFromBuildInfo(t *testing.T) {
@@ -49,7 +51,7 @@ func TestStampedVersionWins(t *testing.T) {
 // linker as buildinfo.stamped, so a build without VCS data (-buildvcs=false) still names itself.
 func TestMakeBuildStampsTheVersion(t *testing.T) {
 	if _, err := exec.LookPath("make"); err != nil {
-		t.Skip("make not installed")
+		testenv.Missing(t, "make not installed")
 	}
 	out, err := exec.Command("make", "-n", "-C", "../..", "build", "VERSION=v9.9.9-test").CombinedOutput()
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"sitewatch/internal/testenv"
 	"sitewatch/pipeline/config"
 )
 
@@ -231,7 +232,7 @@ func makeUnwritable(t *testing.T, path string) {
 		return
 	}
 	if out, err := exec.Command("chattr", "+i", path).CombinedOutput(); err != nil {
-		t.Skipf("running as root and chattr +i failed (%v: %s): no way to make a file unwritable here", err, out)
+		testenv.Missing(t, "running as root and chattr +i failed (%v: %s): no way to make a file unwritable here", err, out)
 	}
 	t.Cleanup(func() { _ = exec.Command("chattr", "-i", path).Run() })
 }

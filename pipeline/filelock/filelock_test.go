@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"sitewatch/internal/testenv"
 	"sitewatch/pipeline/filelock"
 )
 
@@ -46,7 +47,7 @@ func TestModes(t *testing.T) {
 func TestOtherProcess(t *testing.T) {
 	bin, err := exec.LookPath("flock")
 	if err != nil {
-		t.Skip("flock(1) is not installed")
+		testenv.Missing(t, "flock(1) is not installed (Debian package util-linux)")
 	}
 	path := filepath.Join(t.TempDir(), "w.duckdb.lock")
 	cmd := exec.Command(bin, "--exclusive", path, "sleep", "60")

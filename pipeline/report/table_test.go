@@ -2,9 +2,7 @@ package report
 
 import (
 	"fmt"
-	"os"
 	"regexp"
-	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -152,22 +150,14 @@ func checkTable(t *testing.T, html string, n, width int) {
 	}
 }
 
-// sortBudget is maxSort, or on a contended machine (see contended) maxSort scaled by the
-// load per core: the browser's sort is timed by the wall clock, which the neighbours stretch,
-// and a page's script has no CPU clock to time it by instead. The message says which.
+// sortBudget is maxSort, or on a contended machine (see loadStretch) maxSort stretched by the
+// load per core up to maxStretch: the browser's sort is timed by the wall clock, which the
+// neighbours stretch, and a page's script has no CPU clock to time it by instead. The message
+// says which.
 func sortBudget() (time.Duration, string) {
-	busy, why := contended()
-	if !busy {
+	stretch, why := loadStretch()
+	if stretch == 1 {
 		return maxSort, ""
 	}
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return maxSort, ""
-	}
-	load, err := strconv.ParseFloat(strings.Fields(string(b))[0], 64)
-	if err != nil {
-		return maxSort, ""
-	}
-	perCore := load / float64(runtime.NumCPU())
-	return time.Duration(float64(maxSort) * perCore), fmt.Sprintf(" (%v × %.1f: %s)", maxSort, perCore, why)
+	return time.Duration(float64(maxSort) * stretch), fmt.Sprintf(" (%v × %.1f: %s)", maxSort, stretch, why)
 }

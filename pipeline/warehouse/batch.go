@@ -304,6 +304,8 @@ func (w *Warehouse) flushLocked(ctx context.Context) error {
 			len(b.raws), b.rowDomains, len(b.charges), w.opts.DuckDBPath, diskError(w.opts.DuckDBPath, err))
 	}
 	w.committed(b) // answerlog.go: the answer log takes what this commit wrote
+	// The event a kill test waits for before it kills (the charges it must not pay again).
+	w.log.Debug("answers committed", "answers", len(b.raws), "charges", len(b.charges))
 	return nil
 }
 

@@ -55,8 +55,10 @@ func TestPairIndexEntrySize(t *testing.T) {
 	})
 	perEntry := float64(grown) / n
 	runtime.KeepAlive(domains)
-	if perEntry > 48 {
-		t.Errorf("the pair index takes %.0f bytes a domain, want at most 48", perEntry)
+	// A map slot holds the domain's 16-byte string header and the 8-byte state: below 24
+	// bytes the measurement missed the index.
+	if perEntry < 24 || perEntry > 48 {
+		t.Errorf("the pair index takes %.0f bytes a domain, want 24 to 48", perEntry)
 	}
 	t.Logf("pair index: %.1f bytes a domain", perEntry)
 }

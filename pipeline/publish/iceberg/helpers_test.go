@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	_ "github.com/marcboeker/go-duckdb"
 
+	"sitewatch/internal/testenv"
 	"sitewatch/pipeline/config"
 	"sitewatch/pipeline/publish/iceberg/pgtest"
 	"sitewatch/pipeline/publish/publishtest"
@@ -110,11 +111,7 @@ func (e *env) icebirdAll(t *testing.T, snaps [][2]string) [][]map[string]any {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "node_modules", "icebird")); err != nil {
-		msg := "icebird is not installed: run `npm ci` in " + dir
-		if os.Getenv("CI") == "" {
-			t.Skip(msg)
-		}
-		t.Fatal(msg)
+		testenv.Missing(t, "icebird is not installed: run `npm ci` in %s", dir)
 	}
 	args := []string{"read.mjs"}
 	for _, s := range snaps {

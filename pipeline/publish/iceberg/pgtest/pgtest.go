@@ -19,6 +19,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"sitewatch/internal/testenv"
 )
 
 // Server is a running PostgreSQL. URL has no password (postgres://sitewatch@127.0.0.1:PORT/
@@ -39,10 +41,7 @@ func Start(t testing.TB) *Server {
 	t.Helper()
 	bin, err := binDir()
 	if err != nil {
-		if os.Getenv("CI") == "" {
-			t.Skipf("pgtest: %v", err)
-		}
-		t.Fatalf("pgtest: %v (CI installs the Debian package postgresql: see .ci/run)", err)
+		testenv.Missing(t, "pgtest: %v (install the Debian package postgresql)", err)
 	}
 	s, err := start(bin)
 	if err != nil {
