@@ -6,6 +6,8 @@ import (
 	"io"
 	"strings"
 	"unicode/utf8"
+
+	"sitewatch/pipeline/textout"
 )
 
 // formatter writes one query result in one output format.
@@ -44,7 +46,7 @@ func (t *tableFormatter) header(cols []column) error {
 	t.cols = cols
 	names := make([]string, len(cols))
 	for i, c := range cols {
-		names[i] = c.name
+		names[i] = textout.Escape(c.name)
 	}
 	t.cells = append(t.cells, names)
 	return nil
@@ -60,9 +62,10 @@ func (t *tableFormatter) row(vals []any) error {
 	return nil
 }
 
-// cell makes a value fit on one line of a table cell.
+// cell makes a value fit on one line of a table cell, its control characters escaped
+// (textout.Escape: the data never drives the terminal).
 func (t *tableFormatter) cell(s string) string {
-	s = strings.NewReplacer("\r\n", `\n`, "\n", `\n`, "\r", `\r`, "\t", `\t`).Replace(s)
+	s = textout.Escape(strings.ReplaceAll(s, "\r\n", "\n"))
 	if !t.raw && utf8.RuneCountInString(s) > maxCell {
 		s = string([]rune(s)[:maxCell-1]) + "…"
 	}
@@ -210,5 +213,17 @@ func (j *jsonFormatter) end() error {
 		end = "]\n"
 	}
 	_, err := io.WriteString(j.w, end)
+	return err
+}
+
+// toTerminal runs write on a writer that escapes control characters from the data
+// (textout.Terminal) before they reach w: every text surface (changes, show, discover, status)
+// writes through it; CSV and JSON go to w unchanged.
+func toTerminal(w io.Writer, write func(io.Writer) error) error {
+	t := textout.NewTerminal(w)
+	err := write(t)
+	if ferr := t.Flush(); err == nil {
+		err = ferr
+	}
 	return err
 }

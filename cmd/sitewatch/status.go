@@ -173,7 +173,7 @@ func cmdStatus(ctx context.Context, args []string, env pipeline.Env) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(rep)
 	}
-	return printStatus(env.Stdout, rep, env.Now())
+	return toTerminal(env.Stdout, func(w io.Writer) error { return printStatus(w, rep, env.Now()) })
 }
 
 // collectStatus reads the progress file and, when it can be opened read-only, the warehouse.
