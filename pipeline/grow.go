@@ -22,7 +22,7 @@ func (r *runState) growWatchlist(ctx context.Context, db *sql.DB, runErr error) 
 	}
 	g, err := discover.Grow(ctx, db, discover.GrowOptions{
 		ConfigPath: r.cfg.Path, Watchlist: r.wl.Domains, Month: r.sum.Snapshot,
-		AddPerMonth: int(d.AddPerMonth), MonthlyBudget: d.MonthlyBudget, Now: r.env.Now(), Getenv: r.env.Getenv,
+		AddPerMonth: int(d.AddPerMonth), MonthlyBudget: d.MonthlyBudget, MinVisits: d.MinVisits, Now: r.env.Now(), Getenv: r.env.Getenv,
 	})
 	if err != nil {
 		r.env.Logger.Error("discover: could not grow the watchlist; the next complete month tries again", "err", err)

@@ -4,18 +4,23 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
+	"strconv"
 
 	"sitewatch/pipeline"
 	"sitewatch/pipeline/config"
 	"sitewatch/pipeline/discover"
+	"sitewatch/pipeline/numfmt"
 	"sitewatch/pipeline/textout"
 )
 
 var discoverHelp = help{
-	summary: "the competitors your watchlist points at but does not track, new and rising first (0 credits); --add appends them",
-	usage:   "[--config F] [--snapshot YYYY-MM] [--top N] [--format table|csv|json] [--add N [--budget CREDITS] [--dry-run]]",
+	summary: "the competitors your watchlist points at but does not track, at or above the size floor (discover.min_visits, default 5,000 visits a month), new and rising first (0 credits); " +
+		"--add appends them (at most 25 unless --budget says more; exit 3 when the budget allows none, 1 when no candidate is left)",
+	usage: "[--config F] [--snapshot YYYY-MM] [--top N] [--min-visits V] [--format table|csv|json] [--add N [--budget CREDITS] [--dry-run]]",
 	examples: []string{
 		"sitewatch discover",
+		"sitewatch discover --min-visits 0   # every size, the floor off",
 		"sitewatch discover --top 50 --format csv > candidates.csv",
 		"sitewatch discover --add 5 --budget 10 --dry-run   # the diff of domains.yaml, nothing written",
 		"sitewatch discover --add 5 --budget 10             # at most 5 domains, 10 credits a month",
@@ -24,11 +29,12 @@ var discoverHelp = help{
 
 // discoverFlags are the command's own flags.
 type discoverFlags struct {
-	top    int
-	format string
-	add    int
-	budget int64
-	dryRun bool
+	top       int
+	minVisits int64
+	format    string
+	add       int
+	budget    int64
+	dryRun    bool
 }
 
 func cmdDiscover(ctx context.Context, args []string, env pipeline.Env) error {
@@ -36,8 +42,9 @@ func cmdDiscover(ctx context.Context, args []string, env pipeline.Env) error {
 	f.fs.Lookup("snapshot").Usage = "the `month` whose similar sites are counted, YYYY-MM (default: the latest complete month)"
 	var d discoverFlags
 	f.fs.IntVar(&d.top, "top", 20, "list the best `N` candidates (0: all)")
+	f.fs.Int64Var(&d.minVisits, "min-visits", -1, "the size floor: leave out candidates with fewer `visits` a month (default: discover.min_visits, else 5000; 0: no floor)")
 	f.fs.StringVar(&d.format, "format", "table", "output `format`: table, csv or json")
-	f.fs.IntVar(&d.add, "add", 0, "append the best `N` candidates to the config's domains list")
+	f.fs.IntVar(&d.add, "add", 0, fmt.Sprintf("append the best `N` candidates to the config's domains list (at most %d without --budget)", defaultAddCap))
 	f.fs.Int64Var(&d.budget, "budget", -1, "with --add: the monthly `credits` the added domains may cost, 2 each (-1: no limit)")
 	f.fs.BoolVar(&d.dryRun, "dry-run", false, "with --add: print the diff of the config file, write nothing")
 	f.check = func() error { return d.check(f) }
@@ -59,19 +66,19 @@ func cmdDiscover(ctx context.Context, args []string, env pipeline.Env) error {
 	}
 	top := d.top
 	if d.add > 0 {
-		top = discover.Affordable(d.add, d.budget)
+		top = d.addable()
 		if top == 0 {
-			return writeNothingAffordable(env.Stdout, d)
+			return nothingAffordable(d)
 		}
 	}
-	month, cands, err := readCandidates(ctx, cfg, env, f.snapshot, top)
+	month, cands, err := readCandidates(ctx, cfg, env, f.snapshot, top, d.floor(cfg))
 	if err != nil {
 		return err
 	}
 	if d.add > 0 {
-		return addCandidates(env.Stdout, wf, month, cands, d, env)
+		return toTerminal(env.Stdout, func(w io.Writer) error { return addCandidates(w, wf, month, cands, d, env) })
 	}
-	return writeCandidates(env.Stdout, d.format, month, cands)
+	return writeCandidates(env.Stdout, d.format, month, cands, discover.Query{MinVisits: d.floor(cfg)}.Floor())
 }
 
 func (d *discoverFlags) check(f *commandFlags) error {
@@ -86,6 +93,9 @@ func (d *discoverFlags) check(f *commandFlags) error {
 			return err
 		}
 	}
+	if f.set("min-visits") && d.minVisits < 0 {
+		return &UsageError{Msg: fmt.Sprintf("--min-visits %d is out of range: use 0 (no floor) or more visits a month", d.minVisits)}
+	}
 	if f.set("budget") && d.budget < 0 {
 		return &UsageError{Msg: fmt.Sprintf("--budget %d is out of range: use 0 or more credits a month", d.budget)}
 	}
@@ -99,20 +109,20 @@ func (d *discoverFlags) check(f *commandFlags) error {
 
 // readCandidates opens the warehouse read-only (a run may hold it: DuckDB then says so) and
 // reads the month's best candidates.
-func readCandidates(ctx context.Context, cfg *config.Config, env pipeline.Env, month string, top int) (_ string, _ []discover.Candidate, err error) {
+func readCandidates(ctx context.Context, cfg *config.Config, env pipeline.Env, month string, top int, floor int64) (_ string, _ []discover.Candidate, err error) {
 	wh, err := openWarehouse(ctx, cfg, env, true)
 	if err != nil {
 		return "", nil, err
 	}
 	defer closeInto(&err, wh)
 	wl := config.NewWatchlist(cfg)
-	return discover.Candidates(ctx, wh.DB(), discover.Query{Snapshot: month, Top: top, Watchlist: wl.Domains})
+	return discover.Candidates(ctx, wh.DB(), discover.Query{Snapshot: month, Top: top, Watchlist: wl.Domains, MinVisits: floor})
 }
 
 // discoverColumns are the columns of the output, in every format.
 var discoverColumns = []column{
 	{"rank", parseType("BIGINT")}, {"domain", parseType("VARCHAR")}, {"reason", parseType("VARCHAR")},
-	{"watched_by", parseType("BIGINT")}, {"total_visits", parseType("DOUBLE")}, {"global_rank", parseType("BIGINT")},
+	{"watched_by", parseType("BIGINT")}, {"total_visits", parseType("BIGINT")}, {"global_rank", parseType("BIGINT")},
 	{"category", parseType("VARCHAR")}, {"is_new", parseType("BOOLEAN")}, {"is_rising", parseType("BOOLEAN")},
 	{"score", parseType("DOUBLE")}, {"listed_by", parseType("VARCHAR")},
 }
@@ -120,7 +130,7 @@ var discoverColumns = []column{
 func candidateRow(c discover.Candidate) []any {
 	var visits, rank, category any
 	if c.TotalVisits >= 0 {
-		visits = c.TotalVisits
+		visits = int64(math.Round(c.TotalVisits)) // whole visits
 	}
 	if c.GlobalRank > 0 {
 		rank = c.GlobalRank
@@ -131,17 +141,13 @@ func candidateRow(c discover.Candidate) []any {
 	return []any{int64(c.Rank), c.Domain, c.Reason, int64(c.WatchedBy), visits, rank, category, c.New, c.Rising, c.Score, c.ListedBy}
 }
 
-func writeCandidates(w io.Writer, format, month string, cands []discover.Candidate) error {
+func writeCandidates(w io.Writer, format, month string, cands []discover.Candidate, floor int64) error {
+	if format == "table" {
+		return toTerminal(w, func(w io.Writer) error { return writeCandidateTable(w, month, cands, floor) })
+	}
 	out, err := newFormatter(format, w, false)
 	if err != nil {
 		return err
-	}
-	if format == "table" {
-		o := textout.New(w)
-		o.Printf("discover %s: domains your watchlist's similar sites point at that it does not track (0 credits)\n", month)
-		if err := o.Err(); err != nil {
-			return err
-		}
 	}
 	if err := out.header(discoverColumns); err != nil {
 		return err
@@ -154,10 +160,87 @@ func writeCandidates(w io.Writer, format, month string, cands []discover.Candida
 	return out.end()
 }
 
-func writeNothingAffordable(w io.Writer, d discoverFlags) error {
+// writeCandidateTable is the terminal's form: figures in the report's number style (visits
+// 21.5k, ranks #314,815), a dash for what the API did not return, never NULL.
+func writeCandidateTable(w io.Writer, month string, cands []discover.Candidate, floor int64) error {
 	o := textout.New(w)
-	o.Printf("--budget %d credits a month allows no domain (each costs %d credits a month): nothing added\n", d.budget, discover.CreditsPerDomain)
-	return o.Err()
+	o.Printf("discover %s: domains your watchlist's similar sites point at that it does not track, %s (0 credits)\n",
+		month, floorText(floor))
+	if len(cands) == 0 {
+		o.Printf("no candidate: `sitewatch discover --min-visits 0` lists every size\n")
+		return o.Err()
+	}
+	tab := textout.Table{Header: []string{"rank", "domain", "visits", "global rank", "category", "watched by", "reason"},
+		Right: []bool{true, false, true, true, false, true}}
+	for _, c := range cands {
+		visits, rank, category := numfmt.Dash, numfmt.Dash, numfmt.Dash
+		if c.TotalVisits >= 0 {
+			visits = numfmt.Count(c.TotalVisits)
+		}
+		if c.GlobalRank > 0 {
+			rank = numfmt.Rank(c.GlobalRank)
+		}
+		if c.Category != "" {
+			category = c.Category
+		}
+		tab.Add(strconv.Itoa(c.Rank), c.Domain, visits, rank, category, strconv.Itoa(c.WatchedBy), c.Reason)
+	}
+	if err := o.Err(); err != nil {
+		return err
+	}
+	return tab.Write(w, "")
+}
+
+func floorText(floor int64) string {
+	if floor <= 0 {
+		return "every size"
+	}
+	return "with at least " + numfmt.Thousands(floor) + " visits a month"
+}
+
+// defaultAddCap bounds --add without --budget: a typo (--add 1000) never appends hundreds of
+// domains; a budget is the user's own cap and replaces it.
+const defaultAddCap = 25
+
+// addable is how many domains --add may append: N within the budget, at most defaultAddCap
+// when no budget is given.
+func (d discoverFlags) addable() int {
+	if d.budget < 0 {
+		return min(d.add, defaultAddCap)
+	}
+	return discover.Affordable(d.add, d.budget)
+}
+
+// floor is the size floor of the candidates: --min-visits (0: none), else the config's.
+func (d discoverFlags) floor(cfg *config.Config) int64 {
+	switch {
+	case d.minVisits == 0:
+		return discover.NoFloor
+	case d.minVisits > 0:
+		return d.minVisits
+	}
+	return cfg.Discover.MinVisits // 0: the default
+}
+
+// NothingAddedError is `discover --add` that appended nothing: exit 3 when the budget allows
+// no domain (as a run stopped for credits), 1 when no candidate is left; a cron job can tell.
+type NothingAddedError struct {
+	Msg    string
+	Budget bool
+}
+
+func (e *NothingAddedError) Error() string { return e.Msg }
+
+func (e *NothingAddedError) exitCode() int {
+	if e.Budget {
+		return ExitCredits
+	}
+	return ExitFailed
+}
+
+func nothingAffordable(d discoverFlags) error {
+	return &NothingAddedError{Budget: true, Msg: fmt.Sprintf("discover: --budget %d credits a month allows no domain (each costs %d credits a month): nothing added",
+		d.budget, discover.CreditsPerDomain)}
 }
 
 // addCandidates appends the candidates to the config file (or prints the diff with --dry-run).
@@ -165,8 +248,8 @@ func writeNothingAffordable(w io.Writer, d discoverFlags) error {
 func addCandidates(w io.Writer, wf *discover.Watchfile, month string, cands []discover.Candidate, d discoverFlags, env pipeline.Env) error {
 	o := textout.New(w)
 	if len(cands) == 0 {
-		o.Printf("no candidate outside the watchlist in %s: nothing added\n", month)
-		return o.Err()
+		return &NothingAddedError{Msg: fmt.Sprintf("discover: no candidate outside the watchlist in %s at or above the size floor: nothing added "+
+			"(`sitewatch discover --min-visits 0` lists every size)", month)}
 	}
 	domains := make([]string, len(cands))
 	for i, c := range cands {
@@ -194,8 +277,11 @@ func addCandidates(w io.Writer, wf *discover.Watchfile, month string, cands []di
 		int64(len(cands))*discover.CreditsPerDomain, discover.YearlyCost(len(cands)))
 	if d.add > len(cands) {
 		o.Printf(" (%d asked", d.add)
-		if d.budget >= 0 {
+		switch {
+		case d.budget >= 0:
 			o.Printf(", --budget %d", d.budget)
+		case d.add > defaultAddCap:
+			o.Printf("; at most %d without --budget", defaultAddCap)
 		}
 		o.Printf(")")
 	}

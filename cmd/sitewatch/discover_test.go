@@ -97,12 +97,13 @@ func TestDiscoverTableCSVJSON(t *testing.T) {
 		if !slices.Equal(order, wantOrder) {
 			t.Errorf("table rows in order %v, want %v:\n%s", order, wantOrder, out)
 		}
-		for _, want := range []string{"discover 2026-10:", "similar to 6 of your 7, as many as last month; 41 M visits, rank #812", "similar to 2 of your 7, new this month"} {
+		for _, want := range []string{"discover 2026-10:", "similar to 6 of your 7, as many as last month; 41.0M visits, rank #812", "similar to 2 of your 7, new this month",
+			"41.0M  ", "#812  ", "with at least 5,000 visits a month"} {
 			if !strings.Contains(out, want) {
 				t.Errorf("table lacks %q:\n%s", want, out)
 			}
 		}
-		for _, gone := range []string{"rejected.com", "192.168.1.1", "not a host", "w1.com "} {
+		for _, gone := range []string{"rejected.com", "192.168.1.1", "not a host", "w1.com ", "tinyhigh.com", "NULL", "41000000"} {
 			if strings.Contains(out, gone) {
 				t.Errorf("table lists %q, which cannot be added:\n%s", gone, out)
 			}
@@ -188,10 +189,10 @@ func TestDiscoverAdd(t *testing.T) {
 			t.Error("--dry-run changed the file")
 		}
 	})
-	t.Run("budget 0 adds nothing", func(t *testing.T) {
-		code, out, _ := discoverRun("--config", cfg, "--add", "3", "--budget", "0")
-		if got, _ := os.ReadFile(cfg); code != ExitOK || string(got) != discoverConfig || !strings.Contains(out, "nothing added") {
-			t.Errorf("exit %d, file changed %v, out %q", code, string(got) != discoverConfig, out)
+	t.Run("budget 0 adds nothing and exits 3", func(t *testing.T) {
+		code, _, errOut := discoverRun("--config", cfg, "--add", "3", "--budget", "0")
+		if got, _ := os.ReadFile(cfg); code != ExitCredits || string(got) != discoverConfig || !strings.Contains(errOut, "nothing added") {
+			t.Errorf("exit %d (want 3), file changed %v, stderr %q", code, string(got) != discoverConfig, errOut)
 		}
 	})
 	t.Run("adds within the budget keeping every byte", func(t *testing.T) {
@@ -225,6 +226,30 @@ func TestDiscoverAdd(t *testing.T) {
 	})
 }
 
+// TestDiscoverFloorOffAndNoCandidate: --min-visits 0 lists tinyhigh.com (147 visits, no
+// category) first, its visits a whole number and its category a dash, never NULL; --add with a
+// floor no candidate reaches adds nothing and exits 1.
+func TestDiscoverFloorOffAndNoCandidate(t *testing.T) {
+	cfg := discoverProject(t)
+	code, out, errOut := discoverRun("--config", cfg, "--min-visits", "0")
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	first := ""
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(l), "1 ") {
+			first = l
+		}
+	}
+	if !strings.Contains(first, "tinyhigh.com") || !strings.Contains(first, " 147 ") || !strings.Contains(first, "—") || strings.Contains(out, "NULL") {
+		t.Errorf("--min-visits 0: first row %q, want tinyhigh.com with 147 visits and a dash for its category:\n%s", first, out)
+	}
+	code, _, errOut = discoverRun("--config", cfg, "--add", "2", "--min-visits", "999000000")
+	if got, _ := os.ReadFile(cfg); code != ExitFailed || string(got) != discoverConfig || !strings.Contains(errOut, "nothing added") {
+		t.Errorf("--add above every candidate: exit %d (want 1), file changed %v, stderr %q", code, string(got) != discoverConfig, errOut)
+	}
+}
+
 func TestDiscoverAddRefusesReadOnlyFile(t *testing.T) {
 	cfg := discoverProject(t)
 	makeUnwritable(t, cfg)
@@ -235,7 +260,7 @@ func TestDiscoverAddRefusesReadOnlyFile(t *testing.T) {
 }
 
 func TestDiscoverUsage(t *testing.T) {
-	for _, args := range [][]string{{"--budget", "4"}, {"--dry-run"}, {"--add", "0"}, {"--add", "1", "--budget", "-3"}, {"--format", "xml"}, {"--top", "-1"}} {
+	for _, args := range [][]string{{"--budget", "4"}, {"--dry-run"}, {"--add", "0"}, {"--add", "1", "--budget", "-3"}, {"--format", "xml"}, {"--top", "-1"}, {"--min-visits", "-5"}} {
 		if code, _, _ := discoverRun(args...); code != ExitUsage {
 			t.Errorf("discover %v: exit %d, want 2", args, code)
 		}

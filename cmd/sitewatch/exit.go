@@ -38,6 +38,7 @@ func (e *UsageError) Error() string { return e.Msg }
 func ExitCode(err error) int {
 	var ce *config.Error
 	var ue *UsageError
+	var na *NothingAddedError
 	switch {
 	case err == nil:
 		return ExitOK
@@ -49,6 +50,8 @@ func ExitCode(err error) int {
 		return ExitUnauthorized
 	case errors.As(err, new(*pipeline.MonthMismatchError)):
 		return ExitWrongMonth
+	case errors.As(err, &na):
+		return na.exitCode()
 	default:
 		return ExitFailed
 	}
@@ -56,6 +59,9 @@ func ExitCode(err error) int {
 
 // advice says what the user does next, per outcome.
 func advice(err error, snapshot string) string {
+	if errors.As(err, new(*NothingAddedError)) {
+		return "" // its message says what to change
+	}
 	switch ExitCode(err) {
 	case ExitCredits:
 		return "stopped for credits: top up the wallet (or raise max_credits_per_run / lower min_credits), then rerun `sitewatch run`; loaded domains are not fetched again"

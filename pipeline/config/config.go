@@ -178,7 +178,8 @@ func (c *Config) targets() map[string]any {
 	return map[string]any{
 		"schedule": &c.Schedule, "retry_every": &c.RetryEvery, "health_grace": &c.HealthGrace,
 		"discover.add_per_month": &c.Discover.AddPerMonth, "discover.monthly_budget": &c.Discover.MonthlyBudget,
-		"api.base_url": &c.API.BaseURL, "api.mode": &c.API.Mode, "api.marketplace_host": &c.API.MarketplaceHost,
+		"discover.min_visits": &c.Discover.MinVisits,
+		"api.base_url":        &c.API.BaseURL, "api.mode": &c.API.Mode, "api.marketplace_host": &c.API.MarketplaceHost,
 		"api.rate_limit": &c.API.RateLimit, "api.min_credits": &c.API.MinCredits,
 		"api.max_credits_per_run": &c.API.MaxCreditsPerRun, "api.timeout": &c.API.Timeout,
 		"api.allow_insecure_http": &c.API.AllowInsecureHTTP, "api.max_wasted_credits": &c.API.MaxWastedCredits,

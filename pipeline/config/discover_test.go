@@ -28,7 +28,7 @@ func TestDiscoverSection(t *testing.T) {
 	for name, c := range map[string]struct{ yaml, want string }{
 		"negative budget": {"discover:\n  add_per_month: 3\n  monthly_budget: -2\n", "d.yaml:7: discover.monthly_budget: -2 is out of range"},
 		"too many":        {"discover:\n  add_per_month: 500\n", "d.yaml:6: discover.add_per_month: 500 is out of range"},
-		"typo":            {"discover:\n  add_per_mnth: 3\n", `unknown key "add_per_mnth" under discover (known keys: add_per_month, monthly_budget)`},
+		"typo":            {"discover:\n  add_per_mnth: 3\n", `unknown key "add_per_mnth" under discover (known keys: add_per_month, monthly_budget, min_visits)`},
 		"not a number":    {"discover:\n  add_per_month: 1.5\n", "discover.add_per_month: `1.5` is not a whole number"},
 	} {
 		t.Run(name, func(t *testing.T) {

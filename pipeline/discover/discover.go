@@ -42,6 +42,28 @@ type Query struct {
 	// Watchlist holds the normalized domains of the config's watchlist. Candidates on it are
 	// left out, so a domain added but not fetched yet is not proposed again.
 	Watchlist []string
+	// MinVisits is the size floor in visits a month: 0 takes DefaultMinVisits, NoFloor lists
+	// candidates of every size (and those without a visits figure).
+	MinVisits int64
+}
+
+// DefaultMinVisits is the size floor of a candidate when the config sets none (discover.min_visits):
+// a watched domain costs 24 credits a year, and below a few thousand visits a month its estimate
+// is coarse and its moves stay under needs attention's 10,000-visit floor.
+const DefaultMinVisits = 5000
+
+// NoFloor as Query.MinVisits lists candidates of every size (`discover --min-visits 0`).
+const NoFloor = -1
+
+// Floor is the floor q reads with: MinVisits, its default, or 0 for NoFloor.
+func (q Query) Floor() int64 {
+	switch {
+	case q.MinVisits == 0:
+		return DefaultMinVisits
+	case q.MinVisits < 0:
+		return 0
+	}
+	return q.MinVisits
 }
 
 // ErrNoData is returned when the warehouse holds no similar sites for the month asked.
@@ -83,7 +105,7 @@ func Candidates(ctx context.Context, db *sql.DB, q Query) (string, []Candidate, 
 		watched[d] = true
 	}
 	var out []Candidate
-	err := eachCandidate(ctx, db, month, func(c Candidate) bool {
+	err := eachCandidate(ctx, db, month, q.Floor(), func(c Candidate) bool {
 		domain, err := config.NormalizeDomain(c.Domain)
 		if err != nil || watched[domain] {
 			return true
@@ -113,11 +135,12 @@ func checkMonthHeld(ctx context.Context, db *sql.DB, month string) error {
 const candidatesSQL = `SELECT candidate, coalesce(title, ''), coalesce(category_slug, ''), coalesce(global_rank, 0),
 	coalesce(total_visits, -1), coalesce(country_code, ''), watched_by, coalesce(watched_total, 0), previous_watched_by,
 	listed_by, reach, score, is_new, is_rising, reason
-FROM discover_candidates WHERE snapshot_month = ? ORDER BY discover_rank`
+FROM discover_candidates_in(min_visits := ?) WHERE snapshot_month = ? ORDER BY discover_rank`
 
-// eachCandidate calls fn for each candidate of month in rank order until fn returns false.
-func eachCandidate(ctx context.Context, db *sql.DB, month string, fn func(Candidate) bool) error {
-	rows, err := db.QueryContext(ctx, candidatesSQL, month)
+// eachCandidate calls fn for each candidate of month at or above floor visits, in rank order,
+// until fn returns false.
+func eachCandidate(ctx context.Context, db *sql.DB, month string, floor int64, fn func(Candidate) bool) error {
+	rows, err := db.QueryContext(ctx, candidatesSQL, floor, month)
 	if err != nil {
 		return err
 	}

@@ -62,9 +62,9 @@ func TestCandidatesRanking(t *testing.T) {
 		t.Errorf("newrise %+v vs static %+v: want the same reach, only newrise new and rising", rise, static)
 	}
 	for want, c := range map[string]Candidate{
-		"similar to 6 of your 7, as many as last month; 41 M visits, rank #812": six,
-		"similar to 2 of your 7, new this month; 2 M visits, rank #5000":        rise,
-		"similar to 1 of your 7, as many as last month; 90 M visits, rank #300": got[3],
+		"similar to 6 of your 7, as many as last month; 41.0M visits, rank #812": six,
+		"similar to 2 of your 7, new this month; 2.00M visits, rank #5,000":      rise,
+		"similar to 1 of your 7, as many as last month; 90.0M visits, rank #300": got[3],
 	} {
 		if c.Reason != want {
 			t.Errorf("%s reason = %q, want %q", c.Domain, c.Reason, want)
@@ -104,5 +104,29 @@ func TestCandidatesMonthNotHeld(t *testing.T) {
 	_, _, err := Candidates(context.Background(), db, Query{Snapshot: "2025-01"})
 	if !errors.Is(err, ErrNoData) {
 		t.Errorf("err = %v, want ErrNoData", err)
+	}
+}
+
+// TestCandidatesSizeFloor: tinyhigh.com (147 visits a month) has the best reach of all but is
+// below the default floor, so the default list leaves it out; a floor of 0 (NoFloor) puts it
+// first, and a floor above static.com's 2 M visits leaves only the larger candidates.
+func TestCandidatesSizeFloor(t *testing.T) {
+	db := openFixture(t)
+	ctx := context.Background()
+	for _, c := range []struct {
+		floor int64
+		want  []string
+	}{
+		{0, []string{"six.com", "newrise.com", "static.com", "solo.com"}},
+		{NoFloor, []string{"tinyhigh.com", "six.com", "newrise.com", "static.com", "solo.com"}},
+		{5_000_000, []string{"six.com", "solo.com"}},
+	} {
+		_, got, err := Candidates(ctx, db, Query{Snapshot: "2026-10", MinVisits: c.floor})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(domainsOf(got), c.want) {
+			t.Errorf("floor %d: candidates = %v, want %v", c.floor, domainsOf(got), c.want)
+		}
 	}
 }

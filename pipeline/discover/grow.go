@@ -24,6 +24,7 @@ type GrowOptions struct {
 	Month         string   // the month just completed
 	AddPerMonth   int
 	MonthlyBudget int64
+	MinVisits     int64 // discover.min_visits (0: DefaultMinVisits)
 	Now           time.Time
 	Getenv        func(string) string // for parsing the config file as read
 }
@@ -60,12 +61,12 @@ func Grow(ctx context.Context, db *sql.DB, o GrowOptions) (*Growth, error) {
 		g.Why = fmt.Sprintf("the %d domains discover added already cost %d of the %d credits of discover.monthly_budget", len(before), g.Monthly, o.MonthlyBudget)
 		return g, nil
 	}
-	_, cands, err := Candidates(ctx, db, Query{Snapshot: o.Month, Top: room, Watchlist: watchlist})
+	_, cands, err := Candidates(ctx, db, Query{Snapshot: o.Month, Top: room, Watchlist: watchlist, MinVisits: o.MinVisits})
 	if err != nil {
 		return nil, err
 	}
 	if len(cands) == 0 {
-		g.Why = "no candidate outside the watchlist"
+		g.Why = fmt.Sprintf("no candidate outside the watchlist with at least %d visits a month (discover.min_visits)", Query{MinVisits: o.MinVisits}.Floor())
 		return g, nil
 	}
 	domains := make([]string, len(cands))

@@ -49,3 +49,20 @@ func TestTerminalHoldsASplitRune(t *testing.T) {
 		t.Errorf("wrote %q, want %q", b.String(), want)
 	}
 }
+
+// TestTableEscapesAndAligns: a title holding ESC [2J lands escaped in its cell, and the
+// figures column is right-aligned.
+func TestTableEscapesAndAligns(t *testing.T) {
+	tab := Table{Header: []string{"domain", "visits", "title"}, Right: []bool{false, true}}
+	tab.Add("a.com", "1.20M", "evil\x1b[2J\x1b]0;pwned\a")
+	tab.Add("bb.com", "950", "fine")
+	var b strings.Builder
+	if err := tab.Write(&b, "  "); err != nil {
+		t.Fatal(err)
+	}
+	want := "  domain  visits  title\n  ------  ------  -------------------------\n" +
+		"  a.com    1.20M  evil\\x1b[2J\\x1b]0;pwned\\a\n  bb.com     950  fine\n"
+	if b.String() != want {
+		t.Errorf("table\n%s\nwant\n%s", b.String(), want)
+	}
+}

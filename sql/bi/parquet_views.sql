@@ -55,6 +55,32 @@ FROM read_parquet('@PARQUET_ROOT@/quality_checks/*/*.parquet', hive_partitioning
 -- countries has no partition: one file for the whole table.
 CREATE OR REPLACE VIEW countries AS SELECT * FROM read_parquet('@PARQUET_ROOT@/countries/*.parquet');
 
+-- ---- sql/views/_format.sql ----
+-- Number style of the words the views write (reasons), the same rules as pipeline/numfmt
+-- (docs/report.md, "Number style"), so a reason reads like the report and the terminal:
+--   fmt_count(n)  a count with 3 significant digits and a suffix: 950, 12.3k, 4.56M, 1.00B;
+--                 whole below 1,000; the typographic minus for a negative count; '—' for NULL.
+--   fmt_rank(r)   '#' and thousands separators: #314,815; '—' for NULL.
+
+CREATE OR REPLACE MACRO fmt_sig3(v) AS
+    CASE WHEN v < 9.995 THEN printf('%.2f', v) WHEN v < 99.95 THEN printf('%.1f', v) ELSE printf('%.0f', v) END;
+
+CREATE OR REPLACE MACRO fmt_count(n) AS
+    CASE
+        WHEN n IS NULL THEN '—'
+        ELSE CASE WHEN round(n) < 0 THEN '−' ELSE '' END
+             || CASE
+                    WHEN abs(n) < 999.5 THEN printf('%d', CAST(abs(round(n)) AS BIGINT))
+                    WHEN abs(n) < 999.5e3 THEN fmt_sig3(abs(n) / 1e3) || 'k'
+                    WHEN abs(n) < 999.5e6 THEN fmt_sig3(abs(n) / 1e6) || 'M'
+                    WHEN abs(n) < 999.5e9 THEN fmt_sig3(abs(n) / 1e9) || 'B'
+                    ELSE fmt_sig3(abs(n) / 1e12) || 'T'
+                END
+    END;
+
+CREATE OR REPLACE MACRO fmt_rank(r) AS
+    CASE WHEN r IS NULL THEN '—' ELSE '#' || printf('%,d', CAST(r AS BIGINT)) END;
+
 -- ---- sql/views/ai_platform_trend.sql ----
 -- ai_platform_trend: per domain, AI platform and month, the platform's share of the domain's
 -- AI-referred visits (0-100 as returned) and an estimate of the visits it sent. Rows come from
@@ -501,9 +527,21 @@ COMMENT ON COLUMN competitors.competitor_on_watchlist IS 'true when the competit
 --   rank improved since then. score = reach * (1 + trend): a new or rising candidate goes
 --   ahead of a static one of the same reach.
 -- Left out: candidates loaded as watchlist domains in the month, names that are not host
--- names (a conservative pattern; `discover` applies the watchlist normalizer on top), and
--- domains the API rejected with 400 in any run (fetch_errors).
-CREATE OR REPLACE VIEW discover_candidates AS
+-- names (a conservative pattern; `discover` applies the watchlist normalizer on top), domains
+-- the API rejected with 400 in any run (fetch_errors), and candidates below the size floor:
+-- fewer than min_visits visits a month (default 5,000; config discover.min_visits, `discover
+-- --min-visits`). A watched domain costs 2 credits a month, 24 a year; below a few thousand
+-- visits a month the estimate of a site is coarse and its moves stay under the
+-- 10,000-visit floor of needs_attention, so those credits would buy numbers nobody acts on. A candidate without
+-- a visits figure passes only a floor of 0.
+--
+-- One list behind `sitewatch discover`, `discover --add`, the discover: block of `schedule`, the
+-- "worth tracking" list of `changes` and "Worth tracking next" in the report: the table macro
+-- discover_candidates_in(min_visits) with the floor of the config; the view discover_candidates is
+-- the macro with the default floor.
+--
+-- requires: _format.sql
+CREATE OR REPLACE MACRO discover_candidates_in(min_visits := NULL) AS TABLE
 WITH months AS (
     SELECT snapshot_month, lag(snapshot_month) OVER (ORDER BY snapshot_month) AS previous_month
     FROM (SELECT DISTINCT snapshot_month FROM similar_sites)
@@ -558,6 +596,7 @@ trended AS (
     LEFT JOIN per_month p ON p.snapshot_month = m.previous_month AND p.candidate = c.candidate
     JOIN first_seen f ON f.candidate = c.candidate
     WHERE NOT EXISTS (SELECT 1 FROM sites s WHERE s.snapshot_month = c.snapshot_month AND s.domain = c.candidate)
+      AND coalesce(c.total_visits, 0) >= coalesce(min_visits, 5000)
       AND c.candidate NOT IN (SELECT domain FROM rejected)
       AND regexp_full_match(c.candidate, '([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?')
       AND regexp_matches(c.candidate, '[a-z]')
@@ -600,28 +639,27 @@ SELECT
          END
       || CASE
              WHEN total_visits IS NULL THEN ''
-             WHEN total_visits >= 1e9 THEN '; ' || round(total_visits / 1e9, 1) || ' B visits'
-             WHEN total_visits >= 1e6 THEN '; ' || CAST(round(total_visits / 1e6) AS BIGINT) || ' M visits'
-             WHEN total_visits >= 1e3 THEN '; ' || CAST(round(total_visits / 1e3) AS BIGINT) || ' k visits'
-             ELSE '; ' || CAST(round(total_visits) AS BIGINT) || ' visits'
+             ELSE '; ' || fmt_count(total_visits) || ' visits'
          END
       || CASE
              WHEN global_rank IS NULL THEN ''
-             ELSE CASE WHEN total_visits IS NULL THEN '; ' ELSE ', ' END || 'rank #' || global_rank
+             ELSE CASE WHEN total_visits IS NULL THEN '; ' ELSE ', ' END || 'rank ' || fmt_rank(global_rank)
                   || CASE WHEN global_rank < previous_global_rank THEN ' ↑'
                           WHEN global_rank > previous_global_rank THEN ' ↓'
                           ELSE '' END
          END AS reason
 FROM scored;
 
-COMMENT ON VIEW discover_candidates IS 'Domains the watchlist''s similar sites point at that are not on the watchlist, per snapshot, ranked by reach (watched domains listing them, weighted by their size and the position) times a bonus for new or rising ones, with the reason in words. Host names only; domains the API rejected (400) left out. What `sitewatch discover` lists (docs/discover.md).';
+CREATE OR REPLACE VIEW discover_candidates AS SELECT * FROM discover_candidates_in();
+
+COMMENT ON VIEW discover_candidates IS 'Domains the watchlist''s similar sites point at that are not on the watchlist, with at least 5,000 visits a month (the default size floor; the macro discover_candidates_in(min_visits) takes the config''s discover.min_visits), per snapshot, ranked by reach (watched domains listing them, weighted by their size and the position) times a bonus for new or rising ones, with the reason in words. Host names only; domains the API rejected (400) left out. What `sitewatch discover` lists (docs/discover.md).';
 COMMENT ON COLUMN discover_candidates.snapshot_month IS 'Snapshot (YYYY-MM) whose similar sites are counted.';
 COMMENT ON COLUMN discover_candidates.discover_rank IS 'Rank of the candidate in the snapshot, 1 = the one the watchlist points at most (score, then watched_by, visits, global rank, name).';
 COMMENT ON COLUMN discover_candidates.candidate IS 'Candidate domain: the similar domain lower-cased, trailing dot and a leading www. removed.';
 COMMENT ON COLUMN discover_candidates.title IS 'Candidate''s site title (from the list that ranks it highest).';
 COMMENT ON COLUMN discover_candidates.category_slug IS 'Candidate''s category path as returned (may be mixed case or NULL).';
 COMMENT ON COLUMN discover_candidates.global_rank IS 'Candidate''s worldwide rank in the snapshot, 1 = most visited; NULL when not ranked.';
-COMMENT ON COLUMN discover_candidates.total_visits IS 'Candidate''s visits in the period (count, estimate).';
+COMMENT ON COLUMN discover_candidates.total_visits IS 'Candidate''s visits in the period (count, estimate); at least the size floor.';
 COMMENT ON COLUMN discover_candidates.country_code IS 'ISO alpha-2 country of the candidate''s country rank.';
 COMMENT ON COLUMN discover_candidates.watched_by IS 'Watchlist domains that list the candidate as similar in the snapshot (count).';
 COMMENT ON COLUMN discover_candidates.watched_total IS 'Watchlist domains loaded in the snapshot (count): the "of your N" of the reason.';
@@ -635,7 +673,7 @@ COMMENT ON COLUMN discover_candidates.previous_month IS 'The snapshot held befor
 COMMENT ON COLUMN discover_candidates.previous_watched_by IS 'Watchlist domains that listed it in previous_month (count; 0 when none or no previous month).';
 COMMENT ON COLUMN discover_candidates.previous_global_rank IS 'Its worldwide rank in previous_month; NULL when not listed then.';
 COMMENT ON COLUMN discover_candidates.first_month IS 'First snapshot held (YYYY-MM) in which a watchlist domain listed it.';
-COMMENT ON COLUMN discover_candidates.reason IS 'Why it is listed, in words, e.g. "similar to 6 of your 28, 3 more than last month; 41 M visits, rank #812 ↑".';
+COMMENT ON COLUMN discover_candidates.reason IS 'Why it is listed, in words, e.g. "similar to 6 of your 28, 3 more than last month; 41.0M visits, rank #812 ↑" (the report''s number style).';
 
 -- ---- sql/views/keyword_overlap.sql ----
 -- keyword_overlap: for two watchlist domains that list each other as similar in the same
@@ -774,6 +812,8 @@ COMMENT ON COLUMN latest_sites.fetched_at IS 'As sites.fetched_at (TIMESTAMP, UT
 -- (vanished first, then score, then the larger fall, then the larger domain, then name);
 -- domain_rank numbers the month's domains by their first row, so a surface that groups the
 -- reasons of a domain keeps the same order.
+--
+-- requires: _format.sql
 
 CREATE OR REPLACE MACRO needs_attention_all(min_visits, threshold) AS TABLE
 WITH p AS MATERIALIZED (
@@ -849,7 +889,7 @@ visit_rows AS (
                WHEN v.z < 0 THEN 'rose only ' || printf('%.1f', 100 * (exp(v.r) - 1)) || '%'
                ELSE 'rose ' || printf('%.1f', 100 * (exp(v.r) - 1)) || '%'
            END
-           || ' (' || printf('%,d', CAST(round(v.prev_visits) AS BIGINT)) || ' → ' || printf('%,d', CAST(round(v.visits) AS BIGINT)) || ' visits)'
+           || ' (' || fmt_count(v.prev_visits) || ' → ' || fmt_count(v.visits) || ' visits)'
            || ' — its months usually move '
            || CASE WHEN abs(v.center) >= v.sd / 2 THEN replace(printf('%+.1f', 100 * (exp(v.center) - 1)), '-', '−') || '% ' ELSE '' END
            || '±' || printf('%.1f', 100 * (exp(v.sd) - 1)) || '%' AS reason,
@@ -873,7 +913,7 @@ vanished_rows AS (
            0.0 AS value, round(max(z.prev_visits)) AS previous_value,
            -100.0 AS change_pct, CAST(NULL AS DOUBLE) AS change_points,
            CAST(NULL AS DOUBLE) AS z, 2 * any_value(p.z_min) AS score, 'high' AS severity,
-           'vanished: 0 visits this month, ' || printf('%,d', CAST(round(max(z.prev_visits)) AS BIGINT)) || ' the month before' AS reason,
+           'vanished: 0 visits this month, ' || fmt_count(max(z.prev_visits)) || ' the month before' AS reason,
            -1 AS tier, max(z.prev_visits) AS size
     FROM zero_falls z JOIN p USING (snapshot_month)
     GROUP BY z.snapshot_month, z.domain
@@ -902,8 +942,8 @@ rank_rows AS (
            100 * (r.global_rank::DOUBLE / r.prev_rank - 1) AS change_pct, CAST(NULL AS DOUBLE) AS change_points,
            (r.m - s.med) / s.sd AS z, (r.m - s.med) / s.sd AS score,
            CASE WHEN (r.m - s.med) / s.sd >= 2 * p.z_min THEN 'high' ELSE 'medium' END AS severity,
-           'lost ' || printf('%,d', r.global_rank - r.prev_rank) || ' places in the global rank (#'
-           || printf('%,d', r.prev_rank) || ' → #' || printf('%,d', r.global_rank) || ')'
+           'lost ' || printf('%,d', r.global_rank - r.prev_rank) || ' places in the global rank ('
+           || fmt_rank(r.prev_rank) || ' → ' || fmt_rank(r.global_rank) || ')'
            || ' — the watchlist''s ranks moved ±' || printf('%.1f', 100 * (exp(s.sd) - 1)) || '% this month' AS reason,
            0 AS tier, coalesce(r.visits, r.prev_visits) AS size
     FROM rank_moves r JOIN rank_stats s USING (snapshot_month) JOIN p USING (snapshot_month)
@@ -927,7 +967,7 @@ ai_rows AS (
            (a.m - s.med) / s.sd AS z, -(a.m - s.med) / s.sd AS score,
            CASE WHEN -(a.m - s.med) / s.sd >= 2 * p.z_min THEN 'high' ELSE 'medium' END AS severity,
            'AI-referred visits fell ' || printf('%.1f', 100 * (1 - coalesce(a.ai, 0)::DOUBLE / a.prev_ai)) || '% ('
-           || printf('%,d', a.prev_ai) || ' → ' || printf('%,d', coalesce(a.ai, 0)) || ')'
+           || fmt_count(a.prev_ai) || ' → ' || fmt_count(coalesce(a.ai, 0)) || ')'
            || ' — the watchlist''s moved ±' || printf('%.1f', 100 * (exp(s.sd) - 1)) || '% this month' AS reason,
            0 AS tier, coalesce(a.visits, a.prev_visits) AS size
     FROM ai_moves a JOIN ai_stats s USING (snapshot_month) JOIN p USING (snapshot_month)
@@ -993,7 +1033,7 @@ missing_rows AS (
                    WHEN e.domain IS NOT NULL THEN 'fetching its ' || e.endpoint || ' failed'
                         || coalesce(' (HTTP ' || e.http_status || coalesce(', ' || e.code, '') || ')', '')
                    ELSE 'not loaded (no longer on the watchlist, or not fetched)' END
-           || ' — it had ' || coalesce(printf('%,d', CAST(round(o.total_visits) AS BIGINT)) || ' visits', 'data') || ' in ' || p.previous_month AS reason,
+           || ' — it had ' || coalesce(fmt_count(o.total_visits) || ' visits', 'data') || ' in ' || p.previous_month AS reason,
            0 AS tier, o.total_visits AS size
     FROM prev_sites o
     JOIN p USING (snapshot_month)
@@ -1002,7 +1042,7 @@ missing_rows AS (
     UNION ALL
     SELECT c.snapshot_month, c.domain, 'data_missing', 'visits', NULL, NULL, round(o.total_visits), NULL, NULL, NULL,
            2 * p.z_min, 'high',
-           'no visits figure this month — it had ' || printf('%,d', CAST(round(o.total_visits) AS BIGINT)) || ' visits in ' || p.previous_month,
+           'no visits figure this month — it had ' || fmt_count(o.total_visits) || ' visits in ' || p.previous_month,
            0, o.total_visits
     FROM cur_sites c JOIN prev_sites o USING (snapshot_month, domain) JOIN p USING (snapshot_month)
     WHERE c.total_visits IS NULL AND o.total_visits IS NOT NULL
@@ -1086,7 +1126,7 @@ COMMENT ON COLUMN needs_attention.change_pct IS 'For visits, global_rank and ai_
 COMMENT ON COLUMN needs_attention.change_points IS 'For channel_share: value - previous_value in percentage points (-25.0 = 25 points lost); NULL for other metrics.';
 COMMENT ON COLUMN needs_attention.z IS 'The move in units of its usual swing: (move - median move) / max(1.4826 × MAD, floor); negative = down (a rank''s z is positive when it worsened). NULL for vanished, data_missing and quality_failed.';
 COMMENT ON COLUMN needs_attention.severity IS 'high when |z| >= 2 × threshold, and always for vanished, missing data and quality errors; medium when |z| >= threshold and for quality warnings. The same words on every surface.';
-COMMENT ON COLUMN needs_attention.reason IS 'Why the domain is listed, in words, e.g. "fell 35.0% (2,000,000 → 1,300,000 visits) — its months usually move ±3.0%".';
+COMMENT ON COLUMN needs_attention.reason IS 'Why the domain is listed, in words, e.g. "fell 35.0% (2.00M → 1.30M visits) — its months usually move ±3.0%"; figures in the number style of the report.';
 COMMENT ON COLUMN needs_attention.score IS 'What the list is ordered by after vanished rows (larger first): |z| for the measured reasons, 2 × threshold for vanished, missing data and quality errors, the threshold for quality warnings.';
 COMMENT ON COLUMN needs_attention.rank IS 'Position in the month''s list, 1 = first: vanished first, then by score, then the larger fall, then the larger domain, then domain and kind.';
 COMMENT ON COLUMN needs_attention.domain_rank IS 'Position of the domain in the month''s list, 1 = first: the domains ordered by their best-ranked row, so a surface that groups a domain''s reasons keeps the list''s order.';

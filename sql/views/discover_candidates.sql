@@ -11,9 +11,21 @@
 --   rank improved since then. score = reach * (1 + trend): a new or rising candidate goes
 --   ahead of a static one of the same reach.
 -- Left out: candidates loaded as watchlist domains in the month, names that are not host
--- names (a conservative pattern; `discover` applies the watchlist normalizer on top), and
--- domains the API rejected with 400 in any run (fetch_errors).
-CREATE OR REPLACE VIEW discover_candidates AS
+-- names (a conservative pattern; `discover` applies the watchlist normalizer on top), domains
+-- the API rejected with 400 in any run (fetch_errors), and candidates below the size floor:
+-- fewer than min_visits visits a month (default 5,000; config discover.min_visits, `discover
+-- --min-visits`). A watched domain costs 2 credits a month, 24 a year; below a few thousand
+-- visits a month the estimate of a site is coarse and its moves stay under the
+-- 10,000-visit floor of needs_attention, so those credits would buy numbers nobody acts on. A candidate without
+-- a visits figure passes only a floor of 0.
+--
+-- One list behind `sitewatch discover`, `discover --add`, the discover: block of `schedule`, the
+-- "worth tracking" list of `changes` and "Worth tracking next" in the report: the table macro
+-- discover_candidates_in(min_visits) with the floor of the config; the view discover_candidates is
+-- the macro with the default floor.
+--
+-- requires: _format.sql
+CREATE OR REPLACE MACRO discover_candidates_in(min_visits := NULL) AS TABLE
 WITH months AS (
     SELECT snapshot_month, lag(snapshot_month) OVER (ORDER BY snapshot_month) AS previous_month
     FROM (SELECT DISTINCT snapshot_month FROM similar_sites)
@@ -68,6 +80,7 @@ trended AS (
     LEFT JOIN per_month p ON p.snapshot_month = m.previous_month AND p.candidate = c.candidate
     JOIN first_seen f ON f.candidate = c.candidate
     WHERE NOT EXISTS (SELECT 1 FROM sites s WHERE s.snapshot_month = c.snapshot_month AND s.domain = c.candidate)
+      AND coalesce(c.total_visits, 0) >= coalesce(min_visits, 5000)
       AND c.candidate NOT IN (SELECT domain FROM rejected)
       AND regexp_full_match(c.candidate, '([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?')
       AND regexp_matches(c.candidate, '[a-z]')
@@ -110,28 +123,27 @@ SELECT
          END
       || CASE
              WHEN total_visits IS NULL THEN ''
-             WHEN total_visits >= 1e9 THEN '; ' || round(total_visits / 1e9, 1) || ' B visits'
-             WHEN total_visits >= 1e6 THEN '; ' || CAST(round(total_visits / 1e6) AS BIGINT) || ' M visits'
-             WHEN total_visits >= 1e3 THEN '; ' || CAST(round(total_visits / 1e3) AS BIGINT) || ' k visits'
-             ELSE '; ' || CAST(round(total_visits) AS BIGINT) || ' visits'
+             ELSE '; ' || fmt_count(total_visits) || ' visits'
          END
       || CASE
              WHEN global_rank IS NULL THEN ''
-             ELSE CASE WHEN total_visits IS NULL THEN '; ' ELSE ', ' END || 'rank #' || global_rank
+             ELSE CASE WHEN total_visits IS NULL THEN '; ' ELSE ', ' END || 'rank ' || fmt_rank(global_rank)
                   || CASE WHEN global_rank < previous_global_rank THEN ' ↑'
                           WHEN global_rank > previous_global_rank THEN ' ↓'
                           ELSE '' END
          END AS reason
 FROM scored;
 
-COMMENT ON VIEW discover_candidates IS 'Domains the watchlist''s similar sites point at that are not on the watchlist, per snapshot, ranked by reach (watched domains listing them, weighted by their size and the position) times a bonus for new or rising ones, with the reason in words. Host names only; domains the API rejected (400) left out. What `sitewatch discover` lists (docs/discover.md).';
+CREATE OR REPLACE VIEW discover_candidates AS SELECT * FROM discover_candidates_in();
+
+COMMENT ON VIEW discover_candidates IS 'Domains the watchlist''s similar sites point at that are not on the watchlist, with at least 5,000 visits a month (the default size floor; the macro discover_candidates_in(min_visits) takes the config''s discover.min_visits), per snapshot, ranked by reach (watched domains listing them, weighted by their size and the position) times a bonus for new or rising ones, with the reason in words. Host names only; domains the API rejected (400) left out. What `sitewatch discover` lists (docs/discover.md).';
 COMMENT ON COLUMN discover_candidates.snapshot_month IS 'Snapshot (YYYY-MM) whose similar sites are counted.';
 COMMENT ON COLUMN discover_candidates.discover_rank IS 'Rank of the candidate in the snapshot, 1 = the one the watchlist points at most (score, then watched_by, visits, global rank, name).';
 COMMENT ON COLUMN discover_candidates.candidate IS 'Candidate domain: the similar domain lower-cased, trailing dot and a leading www. removed.';
 COMMENT ON COLUMN discover_candidates.title IS 'Candidate''s site title (from the list that ranks it highest).';
 COMMENT ON COLUMN discover_candidates.category_slug IS 'Candidate''s category path as returned (may be mixed case or NULL).';
 COMMENT ON COLUMN discover_candidates.global_rank IS 'Candidate''s worldwide rank in the snapshot, 1 = most visited; NULL when not ranked.';
-COMMENT ON COLUMN discover_candidates.total_visits IS 'Candidate''s visits in the period (count, estimate).';
+COMMENT ON COLUMN discover_candidates.total_visits IS 'Candidate''s visits in the period (count, estimate); at least the size floor.';
 COMMENT ON COLUMN discover_candidates.country_code IS 'ISO alpha-2 country of the candidate''s country rank.';
 COMMENT ON COLUMN discover_candidates.watched_by IS 'Watchlist domains that list the candidate as similar in the snapshot (count).';
 COMMENT ON COLUMN discover_candidates.watched_total IS 'Watchlist domains loaded in the snapshot (count): the "of your N" of the reason.';
@@ -145,4 +157,4 @@ COMMENT ON COLUMN discover_candidates.previous_month IS 'The snapshot held befor
 COMMENT ON COLUMN discover_candidates.previous_watched_by IS 'Watchlist domains that listed it in previous_month (count; 0 when none or no previous month).';
 COMMENT ON COLUMN discover_candidates.previous_global_rank IS 'Its worldwide rank in previous_month; NULL when not listed then.';
 COMMENT ON COLUMN discover_candidates.first_month IS 'First snapshot held (YYYY-MM) in which a watchlist domain listed it.';
-COMMENT ON COLUMN discover_candidates.reason IS 'Why it is listed, in words, e.g. "similar to 6 of your 28, 3 more than last month; 41 M visits, rank #812 ↑".';
+COMMENT ON COLUMN discover_candidates.reason IS 'Why it is listed, in words, e.g. "similar to 6 of your 28, 3 more than last month; 41.0M visits, rank #812 ↑" (the report''s number style).';

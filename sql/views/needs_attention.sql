@@ -52,6 +52,8 @@
 -- (vanished first, then score, then the larger fall, then the larger domain, then name);
 -- domain_rank numbers the month's domains by their first row, so a surface that groups the
 -- reasons of a domain keeps the same order.
+--
+-- requires: _format.sql
 
 CREATE OR REPLACE MACRO needs_attention_all(min_visits, threshold) AS TABLE
 WITH p AS MATERIALIZED (
@@ -127,7 +129,7 @@ visit_rows AS (
                WHEN v.z < 0 THEN 'rose only ' || printf('%.1f', 100 * (exp(v.r) - 1)) || '%'
                ELSE 'rose ' || printf('%.1f', 100 * (exp(v.r) - 1)) || '%'
            END
-           || ' (' || printf('%,d', CAST(round(v.prev_visits) AS BIGINT)) || ' → ' || printf('%,d', CAST(round(v.visits) AS BIGINT)) || ' visits)'
+           || ' (' || fmt_count(v.prev_visits) || ' → ' || fmt_count(v.visits) || ' visits)'
            || ' — its months usually move '
            || CASE WHEN abs(v.center) >= v.sd / 2 THEN replace(printf('%+.1f', 100 * (exp(v.center) - 1)), '-', '−') || '% ' ELSE '' END
            || '±' || printf('%.1f', 100 * (exp(v.sd) - 1)) || '%' AS reason,
@@ -151,7 +153,7 @@ vanished_rows AS (
            0.0 AS value, round(max(z.prev_visits)) AS previous_value,
            -100.0 AS change_pct, CAST(NULL AS DOUBLE) AS change_points,
            CAST(NULL AS DOUBLE) AS z, 2 * any_value(p.z_min) AS score, 'high' AS severity,
-           'vanished: 0 visits this month, ' || printf('%,d', CAST(round(max(z.prev_visits)) AS BIGINT)) || ' the month before' AS reason,
+           'vanished: 0 visits this month, ' || fmt_count(max(z.prev_visits)) || ' the month before' AS reason,
            -1 AS tier, max(z.prev_visits) AS size
     FROM zero_falls z JOIN p USING (snapshot_month)
     GROUP BY z.snapshot_month, z.domain
@@ -180,8 +182,8 @@ rank_rows AS (
            100 * (r.global_rank::DOUBLE / r.prev_rank - 1) AS change_pct, CAST(NULL AS DOUBLE) AS change_points,
            (r.m - s.med) / s.sd AS z, (r.m - s.med) / s.sd AS score,
            CASE WHEN (r.m - s.med) / s.sd >= 2 * p.z_min THEN 'high' ELSE 'medium' END AS severity,
-           'lost ' || printf('%,d', r.global_rank - r.prev_rank) || ' places in the global rank (#'
-           || printf('%,d', r.prev_rank) || ' → #' || printf('%,d', r.global_rank) || ')'
+           'lost ' || printf('%,d', r.global_rank - r.prev_rank) || ' places in the global rank ('
+           || fmt_rank(r.prev_rank) || ' → ' || fmt_rank(r.global_rank) || ')'
            || ' — the watchlist''s ranks moved ±' || printf('%.1f', 100 * (exp(s.sd) - 1)) || '% this month' AS reason,
            0 AS tier, coalesce(r.visits, r.prev_visits) AS size
     FROM rank_moves r JOIN rank_stats s USING (snapshot_month) JOIN p USING (snapshot_month)
@@ -205,7 +207,7 @@ ai_rows AS (
            (a.m - s.med) / s.sd AS z, -(a.m - s.med) / s.sd AS score,
            CASE WHEN -(a.m - s.med) / s.sd >= 2 * p.z_min THEN 'high' ELSE 'medium' END AS severity,
            'AI-referred visits fell ' || printf('%.1f', 100 * (1 - coalesce(a.ai, 0)::DOUBLE / a.prev_ai)) || '% ('
-           || printf('%,d', a.prev_ai) || ' → ' || printf('%,d', coalesce(a.ai, 0)) || ')'
+           || fmt_count(a.prev_ai) || ' → ' || fmt_count(coalesce(a.ai, 0)) || ')'
            || ' — the watchlist''s moved ±' || printf('%.1f', 100 * (exp(s.sd) - 1)) || '% this month' AS reason,
            0 AS tier, coalesce(a.visits, a.prev_visits) AS size
     FROM ai_moves a JOIN ai_stats s USING (snapshot_month) JOIN p USING (snapshot_month)
@@ -271,7 +273,7 @@ missing_rows AS (
                    WHEN e.domain IS NOT NULL THEN 'fetching its ' || e.endpoint || ' failed'
                         || coalesce(' (HTTP ' || e.http_status || coalesce(', ' || e.code, '') || ')', '')
                    ELSE 'not loaded (no longer on the watchlist, or not fetched)' END
-           || ' — it had ' || coalesce(printf('%,d', CAST(round(o.total_visits) AS BIGINT)) || ' visits', 'data') || ' in ' || p.previous_month AS reason,
+           || ' — it had ' || coalesce(fmt_count(o.total_visits) || ' visits', 'data') || ' in ' || p.previous_month AS reason,
            0 AS tier, o.total_visits AS size
     FROM prev_sites o
     JOIN p USING (snapshot_month)
@@ -280,7 +282,7 @@ missing_rows AS (
     UNION ALL
     SELECT c.snapshot_month, c.domain, 'data_missing', 'visits', NULL, NULL, round(o.total_visits), NULL, NULL, NULL,
            2 * p.z_min, 'high',
-           'no visits figure this month — it had ' || printf('%,d', CAST(round(o.total_visits) AS BIGINT)) || ' visits in ' || p.previous_month,
+           'no visits figure this month — it had ' || fmt_count(o.total_visits) || ' visits in ' || p.previous_month,
            0, o.total_visits
     FROM cur_sites c JOIN prev_sites o USING (snapshot_month, domain) JOIN p USING (snapshot_month)
     WHERE c.total_visits IS NULL AND o.total_visits IS NOT NULL
@@ -364,7 +366,7 @@ COMMENT ON COLUMN needs_attention.change_pct IS 'For visits, global_rank and ai_
 COMMENT ON COLUMN needs_attention.change_points IS 'For channel_share: value - previous_value in percentage points (-25.0 = 25 points lost); NULL for other metrics.';
 COMMENT ON COLUMN needs_attention.z IS 'The move in units of its usual swing: (move - median move) / max(1.4826 × MAD, floor); negative = down (a rank''s z is positive when it worsened). NULL for vanished, data_missing and quality_failed.';
 COMMENT ON COLUMN needs_attention.severity IS 'high when |z| >= 2 × threshold, and always for vanished, missing data and quality errors; medium when |z| >= threshold and for quality warnings. The same words on every surface.';
-COMMENT ON COLUMN needs_attention.reason IS 'Why the domain is listed, in words, e.g. "fell 35.0% (2,000,000 → 1,300,000 visits) — its months usually move ±3.0%".';
+COMMENT ON COLUMN needs_attention.reason IS 'Why the domain is listed, in words, e.g. "fell 35.0% (2.00M → 1.30M visits) — its months usually move ±3.0%"; figures in the number style of the report.';
 COMMENT ON COLUMN needs_attention.score IS 'What the list is ordered by after vanished rows (larger first): |z| for the measured reasons, 2 × threshold for vanished, missing data and quality errors, the threshold for quality warnings.';
 COMMENT ON COLUMN needs_attention.rank IS 'Position in the month''s list, 1 = first: vanished first, then by score, then the larger fall, then the larger domain, then domain and kind.';
 COMMENT ON COLUMN needs_attention.domain_rank IS 'Position of the domain in the month''s list, 1 = first: the domains ordered by their best-ranked row, so a surface that groups a domain''s reasons keeps the list''s order.';

@@ -43,10 +43,10 @@ var Expected = []struct{ Domain, Kind string }{
 var WorthTracking = []string{"static.net", "rising.net"}
 
 // FallerReason is the words of faller.com's row.
-const FallerReason = "fell 35.0% (2,000,000 → 1,300,000 visits) — its months usually move ±3.0%"
+const FallerReason = "fell 35.0% (2.00M → 1.30M visits) — its months usually move ±3.0%"
 
 // VanishedReason is the words of vanished.com's row.
-const VanishedReason = "vanished: 0 visits this month, 800,000 the month before"
+const VanishedReason = "vanished: 0 visits this month, 800k the month before"
 
 // Out lists domains that must stay out with the defaults, each with why.
 var Out = map[string]string{
