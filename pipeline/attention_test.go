@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"html"
 	"io"
 	"log/slog"
@@ -90,9 +91,8 @@ func TestAttentionSameOnEverySurface(t *testing.T) {
 	notifyOutcome(ctx, notify.New(srv.URL, slog.New(slog.DiscardHandler)), db, sum, settings, nil)
 	p := <-posted
 	lead, _ := a.Lines(changes.AttentionLeadLines)
-	digest, _ := p["needs_attention"].(string)
-	if got := numbered(digest, len(lead)); !equalLines(got, lead) {
-		t.Errorf("the webhook's needs_attention lists\n  %s\nwant\n  %s", strings.Join(got, "\n  "), strings.Join(lead, "\n  "))
+	if got, want := webhookRows(t, p), viewRows(a); !equalLines(got, want) {
+		t.Errorf("the webhook's needs_attention lists\n  %s\nwant\n  %s", strings.Join(got, "\n  "), strings.Join(want, "\n  "))
 	}
 	msg, _ := p["text"].(string)
 	if i, j := strings.Index(msg, lead[0]), strings.Index(msg, "\nchanges: "); i < 0 || j < 0 || i > j {
@@ -124,6 +124,43 @@ func TestAttentionSameOnEverySurface(t *testing.T) {
 			t.Errorf("sitewatch_needs_attention_reasons{kind=%q} = %v (%v), want %d", kind, v, ok, n)
 		}
 	}
+}
+
+// webhookRows is the payload's needs_attention objects as "domain kind metric value previous z
+// severity | reason" lines.
+func webhookRows(t *testing.T, p map[string]any) []string {
+	t.Helper()
+	list, ok := p["needs_attention"].([]any)
+	if !ok {
+		t.Fatalf("needs_attention is %T, want a list of objects", p["needs_attention"])
+	}
+	var out []string
+	for _, item := range list {
+		o := item.(map[string]any)
+		out = append(out, fmt.Sprintf("%v %v %v %v %v %v %v | %v", o["domain"], o["kind"], o["metric"], o["value"], o["previous"], o["z"], o["severity"], o["reason"]))
+	}
+	return out
+}
+
+// viewRows is a's rows as webhookRows writes them (JSON numbers, null as <nil>).
+func viewRows(a *changes.Attention) []string {
+	num := func(f *float64) any {
+		if f == nil {
+			return nil
+		}
+		return *f
+	}
+	var out []string
+	for _, d := range a.Domains {
+		for _, r := range d.Reasons {
+			var metric any
+			if r.Metric != "" {
+				metric = r.Metric
+			}
+			out = append(out, fmt.Sprintf("%v %v %v %v %v %v %v | %v", d.Domain, r.Kind, metric, num(r.Value), num(r.Previous), num(r.Z), r.Severity, r.Text))
+		}
+	}
+	return out
 }
 
 var numberedRE = regexp.MustCompile(`^\s*(\d+\. .*)$`)
@@ -158,4 +195,61 @@ func reportItems(page string) []string {
 
 func equalLines(a, b []string) bool {
 	return strings.Join(a, "\n") == strings.Join(b, "\n") && len(a) == len(b)
+}
+
+// TestAttentionQuietMonthOnEverySurface: the fixture's quiet month has no row, and `changes`,
+// the webhook (an empty list of objects, the text one line) and /metrics (0 domains) say so.
+func TestAttentionQuietMonthOnEverySurface(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	w, err := warehouse.Open(ctx, warehouse.Options{DuckDBPath: filepath.Join(dir, "sitewatch.duckdb"), ParquetDir: filepath.Join(dir, "parquet")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	db := w.DB()
+	attentiontest.Load(t, db)
+	quiet := "Needs attention in " + attentiontest.Quiet + ": nothing unusual"
+	d, err := changes.BuildWith(ctx, db, attentiontest.Quiet, changes.AttentionSettings{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text bytes.Buffer
+	if err := d.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(text.String(), quiet+"\n") {
+		t.Errorf("changes of the quiet month does not lead with %q:\n%s", quiet, text.String())
+	}
+	posted := make(chan map[string]any, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		var p map[string]any
+		if err := json.NewDecoder(r.Body).Decode(&p); err != nil {
+			t.Errorf("webhook body: %v", err)
+		}
+		posted <- p
+	}))
+	defer srv.Close()
+	sum := &Summary{RunID: "att-q", Snapshot: attentiontest.Quiet, Status: StatusComplete, DomainsLoaded: 16, DomainsTotal: 16}
+	notifyOutcome(ctx, notify.New(srv.URL, slog.New(slog.DiscardHandler)), db, sum, changes.AttentionSettings{}, nil)
+	p := <-posted
+	if list, ok := p["needs_attention"].([]any); !ok || len(list) != 0 || p["needs_attention_total"] != 0.0 {
+		t.Errorf("needs_attention = %v, total %v; want [] and 0", p["needs_attention"], p["needs_attention_total"])
+	}
+	if msg, _ := p["text"].(string); !strings.Contains(msg, "\n"+quiet+"\n") {
+		t.Errorf("the webhook's text lacks %q:\n%s", quiet, msg)
+	}
+	rec := metrics.New(metrics.Options{})
+	r := &runState{cfg: &config.Config{}, sum: sum, env: Env{}.WithDefaults()}
+	r.obs.metrics = rec
+	r.recordAttention(ctx, db)
+	ms := httptest.NewServer(rec.Handler())
+	defer ms.Close()
+	fams, err := metrics.Scrape(ctx, ms.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := fams.Value("sitewatch_needs_attention_domains", "month", attentiontest.Quiet); !ok || v != 0 {
+		t.Errorf("sitewatch_needs_attention_domains = %v (%v), want 0", v, ok)
+	}
 }

@@ -99,6 +99,7 @@ func notifyOutcome(ctx context.Context, n *notify.Notifier, db *sql.DB, sum *Sum
 		if d, err := changes.BuildWith(ctx, db, sum.Snapshot, attention); err == nil {
 			if d.Attention != nil {
 				ev.Attention = d.Attention.Text(changes.AttentionLeadLines)
+				ev.AttentionRows, ev.AttentionTotal = attentionRows(d.Attention)
 			}
 			ev.Changes = d.Headline()
 		}
@@ -121,6 +122,19 @@ func notifyAbandoned(ctx context.Context, n *notify.Notifier, runs []warehouse.R
 		}
 		_ = n.Send(context.WithoutCancel(ctx), ev) // Send logs a failure
 	}
+}
+
+// attentionRows is a's rows as the webhook sends them (all of them: the payload bounds them)
+// and their number.
+func attentionRows(a *changes.Attention) ([]notify.AttentionRow, int) {
+	rows := []notify.AttentionRow{} // a quiet month: [], not null
+	for _, d := range a.Domains {
+		for _, r := range d.Reasons {
+			rows = append(rows, notify.AttentionRow{Domain: d.Domain, Kind: r.Kind, Metric: r.Metric, Channel: r.Channel,
+				Value: r.Value, Previous: r.Previous, Z: r.Z, Severity: r.Severity, Reason: r.Text})
+		}
+	}
+	return rows, len(rows)
 }
 
 // AttentionSettings are the config's knobs of the needs-attention ranking (attention.*).

@@ -54,7 +54,12 @@ type Event struct {
 	// Attention is the month's needs-attention list as lines (changes.Attention.Text): the
 	// complete digest leads with it, before Changes.
 	Attention string
-	Host      string // optional: the machine the run ran on
+	// AttentionRows is the same list as objects for receivers that parse (the payload's
+	// needs_attention); nil when the event has no list, empty for a quiet month.
+	AttentionRows []AttentionRow
+	// AttentionTotal is the number of rows of the whole list (AttentionRows may hold fewer).
+	AttentionTotal int
+	Host           string // optional: the machine the run ran on
 	// MonthState says, for an outcome that did not complete its month, what the month holds
 	// now ("2026-11 stays complete", "2026-11 incomplete: 3 of 6 domains loaded"), so a failure
 	// never reads as data lost.

@@ -25,11 +25,15 @@ type payload struct {
 	PaidBy          string  `json:"paid_by,omitempty"`
 	DurationSeconds float64 `json:"duration_seconds"`
 	FirstError      string  `json:"first_error,omitempty"`
-	NeedsAttention  string  `json:"needs_attention,omitempty"`
-	Changes         string  `json:"changes,omitempty"`
-	Skipped         string  `json:"skipped,omitempty"`
-	Host            string  `json:"host,omitempty"`
-	Version         string  `json:"sitewatch_version"` // buildinfo.Version, as manifests and --version
+	// NeedsAttention is the month's needs-attention list as objects (MaxAttentionRows at
+	// most; NeedsAttentionTotal counts them all): [] for a quiet month, absent when the
+	// outcome carries no list.
+	NeedsAttention      *[]AttentionRow `json:"needs_attention,omitempty"`
+	NeedsAttentionTotal *int            `json:"needs_attention_total,omitempty"`
+	Changes             string          `json:"changes,omitempty"`
+	Skipped             string          `json:"skipped,omitempty"`
+	Host                string          `json:"host,omitempty"`
+	Version             string          `json:"sitewatch_version"` // buildinfo.Version, as manifests and --version
 
 	Added []string `json:"added,omitempty"` // domains `schedule` appended to the watchlist (discover:)
 }
@@ -38,15 +42,39 @@ func newPayload(e Event) payload {
 	p := payload{
 		Text: slackEscape.Replace(Text(e)), RunID: e.RunID, Month: e.Month, Outcome: e.Outcome, MonthState: e.MonthState, Loaded: e.Loaded, Total: e.Total,
 		CreditsSpent: e.CreditsSpent, DurationSeconds: math.Round(e.Duration.Seconds()*1000) / 1000,
-		FirstError: e.FirstError, NeedsAttention: e.Attention, Changes: e.Changes, Skipped: e.Skipped, Host: e.Host, Version: buildinfo.Version(), PaidBy: e.PaidBy,
+		FirstError: e.FirstError, Changes: e.Changes, Skipped: e.Skipped, Host: e.Host, Version: buildinfo.Version(), PaidBy: e.PaidBy,
 	}
 	if e.CreditsLeft >= 0 {
 		left := e.CreditsLeft
 		p.CreditsLeft = &left
 	}
 	p.Added = e.Added
+	if e.AttentionRows != nil {
+		rows := e.AttentionRows[:min(len(e.AttentionRows), MaxAttentionRows)]
+		total := e.AttentionTotal
+		p.NeedsAttention, p.NeedsAttentionTotal = &rows, &total
+	}
 	return p
 }
+
+// AttentionRow is one row of the needs_attention view as the webhook sends it: the same
+// fields, units and words as the view (value and previous in the metric's unit: whole visits,
+// a rank, percent of visits for a channel share).
+type AttentionRow struct {
+	Domain   string   `json:"domain"`
+	Kind     string   `json:"kind"`
+	Metric   string   `json:"metric,omitempty"`  // visits | global_rank | ai_visits | channel_share
+	Channel  string   `json:"channel,omitempty"` // channel_share only
+	Value    *float64 `json:"value"`             // null when missing
+	Previous *float64 `json:"previous"`
+	Z        *float64 `json:"z"` // null for vanished, data_missing, quality_failed
+	Severity string   `json:"severity"`
+	Reason   string   `json:"reason"`
+}
+
+// MaxAttentionRows bounds the rows a payload carries, so a month of 100,000 domains posts a
+// bounded body; needs_attention_total says how many the list holds.
+const MaxAttentionRows = 50
 
 // slackEscape escapes what Slack's message format treats as markup (a rejected watchlist entry
 // such as "<b>x</b>" in first_error would otherwise turn into a link or vanish); Mattermost

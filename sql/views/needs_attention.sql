@@ -334,7 +334,7 @@ SELECT
     r.previous_value,
     r.change_pct,
     r.change_points,
-    r.z,
+    round(r.z, 2) AS z,
     r.severity,
     r.reason,
     r.score,
