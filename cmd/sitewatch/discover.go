@@ -15,15 +15,16 @@ import (
 )
 
 var discoverHelp = help{
-	summary: "the competitors your watchlist points at but does not track, at or above the size floor (discover.min_visits, default 5,000 visits a month), new and rising first (0 credits); " +
-		"--add appends them (at most 25 unless --budget says more; exit 3 when the budget allows none, 1 when no candidate is left)",
-	usage: "[--config F] [--snapshot YYYY-MM] [--top N] [--min-visits V] [--format table|csv|json] [--add N [--budget CREDITS] [--dry-run]]",
+	summary: "the competitors your watchlist points at but does not track, above a size floor, new and rising first (0 credits); --add appends them",
+	usage:   "[--config F] [--snapshot YYYY-MM] [--top N] [--min-visits V] [--format table|csv|json] [--add N [--budget CREDITS] [--dry-run]]",
 	examples: []string{
 		"sitewatch discover",
 		"sitewatch discover --min-visits 0   # every size, the floor off",
 		"sitewatch discover --top 50 --format csv > candidates.csv",
 		"sitewatch discover --add 5 --budget 10 --dry-run   # the diff of domains.yaml, nothing written",
 		"sitewatch discover --add 5 --budget 10             # at most 5 domains, 10 credits a month",
+		"# the floor: discover.min_visits, default 5,000 visits a month (a domain costs 24 credits a year)",
+		"# --add adds at most 25 without --budget; it exits 3 when the budget allows none, 1 when no candidate is left",
 	},
 }
 

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"sitewatch/pipeline/discover"
 	"sitewatch/pipeline/months"
 	"sitewatch/pipeline/warehouse"
 )
@@ -113,6 +114,24 @@ type Digest struct {
 	Attention *Attention
 	// AttentionNote says why Attention is nil ("" when it is not).
 	AttentionNote string
+	// LargestFalls ranks the month's falls in visits, steepest first: its own section, not
+	// rows of the needs-attention list.
+	LargestFalls []Fall
+	// WorthTracking is the short list of candidates not on the watchlist (discover_candidates
+	// at or above discover.min_visits), never counted as domains needing attention.
+	WorthTracking []discover.Candidate
+	// Top bounds each list WriteText shows (0: MaxLinesPerSection).
+	Top int
+}
+
+// Options are what a digest is built with beyond its month.
+type Options struct {
+	Attention AttentionSettings
+	// Top bounds the largest falls and the worth-tracking list (0: MaxLinesPerSection falls,
+	// WorthTrackingLines candidates).
+	Top int
+	// DiscoverMinVisits is the size floor of the worth-tracking list (0: discover's default).
+	DiscoverMinVisits int64
 }
 
 var monthRE = regexp.MustCompile(`^[0-9]{4}-(0[1-9]|1[0-2])$`)
@@ -128,6 +147,13 @@ func Build(ctx context.Context, db *sql.DB, month string) (*Digest, error) {
 // BuildWith is Build with the needs-attention settings of the config (attention.min_visits,
 // attention.threshold; zero fields are the defaults).
 func BuildWith(ctx context.Context, db *sql.DB, month string, s AttentionSettings) (*Digest, error) {
+	return BuildOptions(ctx, db, month, Options{Attention: s})
+}
+
+// BuildOptions is Build with o: the config's attention settings and discover floor, and how
+// many falls and candidates to keep.
+func BuildOptions(ctx context.Context, db *sql.DB, month string, o Options) (*Digest, error) {
+	s := o.Attention
 	if month != "" && !monthRE.MatchString(month) {
 		return nil, fmt.Errorf("changes: month %q is not YYYY-MM (e.g. 2026-01)", month)
 	}
@@ -156,7 +182,25 @@ func BuildWith(ctx context.Context, db *sql.DB, month string, s AttentionSetting
 	default:
 		d.Attention = a
 	}
+	d.Top = o.Top
+	if err := d.readRankings(ctx, db, o); err != nil {
+		return nil, fmt.Errorf("changes of %s: %w", d.Month, err)
+	}
 	return d, nil
+}
+
+// readRankings reads the largest falls and the worth-tracking list.
+func (d *Digest) readRankings(ctx context.Context, db *sql.DB, o Options) error {
+	falls, cands := MaxLinesPerSection, WorthTrackingLines
+	if o.Top > 0 {
+		falls, cands = o.Top, o.Top
+	}
+	var err error
+	if d.LargestFalls, err = ReadLargestFalls(ctx, db, d.Month, o.Attention.withDefaults().MinVisits, falls); err != nil {
+		return err
+	}
+	d.WorthTracking, err = ReadWorthTracking(ctx, db, d.Month, o.DiscoverMinVisits, cands)
+	return err
 }
 
 // requireViews fails with a way out when the warehouse predates the changes views (they are

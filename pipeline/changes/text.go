@@ -8,6 +8,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"sitewatch/pipeline/numfmt"
 	"sitewatch/pipeline/textout"
 )
 
@@ -27,8 +28,10 @@ var metricTitles = map[string]string{
 // bounded by MaxLinesPerSection and names the view holding the rest. It returns the first
 // write error.
 func (d *Digest) WriteText(w io.Writer) error {
-	p := printer{textout.New(w)}
+	p := printer{Writer: textout.New(w), max: d.lines()}
 	d.writeAttention(p)
+	d.writeFalls(p)
+	d.writeWorthTracking(p)
 	p.Printf("What changed in %s\n", d.Month)
 	if d.PreviousMonth == "" {
 		p.Printf("  %s is the first complete month: nothing to compare yet.\n", d.Month)
@@ -61,7 +64,7 @@ func (d *Digest) writeAttention(p printer) {
 	}
 	a := d.Attention
 	p.Printf("%s\n", a.Title())
-	lines, more := a.Lines(MaxLinesPerSection)
+	lines, more := a.Lines(p.max)
 	for _, l := range lines {
 		p.Printf("  %s\n", l)
 	}
@@ -69,6 +72,51 @@ func (d *Digest) writeAttention(p printer) {
 		p.Printf("  … and %d more: %s\n", more, a.Query())
 	}
 	p.Printf("  %s\n\n", a.Rule())
+}
+
+// lines is how many lines each list of WriteText shows: Top, else MaxLinesPerSection.
+func (d *Digest) lines() int {
+	if d.Top > 0 {
+		return d.Top
+	}
+	return MaxLinesPerSection
+}
+
+// writeFalls is the month's largest falls in visits, steepest first, in the report's number
+// style: its own ranking, apart from the needs-attention list.
+func (d *Digest) writeFalls(p printer) {
+	p.Printf("Largest falls in visits in %s (at least %s visits the month before)\n", d.Month, numfmt.Count(float64(d.attentionFloor())))
+	if len(d.LargestFalls) == 0 {
+		p.Printf("  no domain lost visits\n\n")
+		return
+	}
+	tab := textout.Table{Header: []string{"#", "domain", "change", "visits", "before", "lost"}, Right: []bool{true, false, true, true, true, true}}
+	for _, f := range d.LargestFalls {
+		tab.Add(strconv.Itoa(f.Rank), f.Domain, numfmt.Change(f.ChangePct/100), numfmt.Count(f.Visits), numfmt.Count(f.Previous), numfmt.Count(f.Lost))
+	}
+	p.Keep(tab.Write(p, "  "))
+	p.Printf("\n")
+}
+
+func (d *Digest) attentionFloor() int64 {
+	if d.Attention != nil {
+		return d.Attention.Settings.MinVisits
+	}
+	return DefaultAttentionMinVisits
+}
+
+// writeWorthTracking is the short list of candidates not on the watchlist: never counted as
+// domains needing attention.
+func (d *Digest) writeWorthTracking(p printer) {
+	p.Printf("Worth tracking: not on the watchlist, pointed at by its similar sites (sitewatch discover --add)\n")
+	if len(d.WorthTracking) == 0 {
+		p.Printf("  no candidate at or above the size floor (discover.min_visits)\n\n")
+		return
+	}
+	for _, c := range d.WorthTracking {
+		p.Printf("  %d. %s: %s\n", c.Rank, c.Domain, c.Reason)
+	}
+	p.Printf("\n")
 }
 
 // Headline is one or two lines for a chat message or webhook: the months compared, the
@@ -246,7 +294,10 @@ func (d *Digest) writeQuality(p printer) {
 }
 
 // printer is the digest's text writer: a textout.Writer with the sections' helpers.
-type printer struct{ *textout.Writer }
+type printer struct {
+	*textout.Writer
+	max int // lines a list shows
+}
 
 func (p printer) table() *tabwriter.Writer { return tabwriter.NewWriter(p, 0, 0, 2, ' ', 0) }
 
@@ -261,13 +312,13 @@ func (p printer) list(lines []string, view, month string) {
 	}
 	tw := p.table()
 	for i, l := range lines {
-		if i == MaxLinesPerSection {
+		if i == p.max {
 			break
 		}
 		_, _ = fmt.Fprintln(tw, l)
 	}
 	p.flush(tw)
-	if more := len(lines) - MaxLinesPerSection; more > 0 {
+	if more := len(lines) - p.max; more > 0 {
 		p.Printf("  … and %d more: sitewatch query \"SELECT * FROM %s WHERE snapshot_month = '%s'\"\n", more, view, month)
 	}
 }

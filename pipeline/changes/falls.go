@@ -1,0 +1,75 @@
+package changes
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+
+	"sitewatch/pipeline/discover"
+	"sitewatch/pipeline/warehouse"
+)
+
+// Fall is one of the month's largest falls in visits (LargestFalls): its own ranking, apart
+// from the needs-attention list, which names only what is unusual for a domain.
+type Fall struct {
+	Rank      int     `json:"rank"` // 1 = the steepest fall
+	Domain    string  `json:"domain"`
+	Visits    float64 `json:"visits"`          // whole visits in the month
+	Previous  float64 `json:"previous_visits"` // the calendar month before
+	ChangePct float64 `json:"change_pct"`      // percent, -100 = vanished
+	Lost      float64 `json:"visits_lost"`     // Previous - Visits
+}
+
+// largestFallsSQL ranks the month's falls by percent, then by the visits lost, among the
+// month's watchlist domains that had at least the size floor the month before (the merged
+// history of traffic_monthly, as needs_attention reads it).
+const largestFallsSQL = `SELECT t.domain, round(t.visits), round(t.prev_month_visits),
+		100 * (t.visits / t.prev_month_visits - 1), round(t.prev_month_visits - t.visits)
+	FROM traffic_monthly t
+	SEMI JOIN sites s ON s.snapshot_month = ? AND s.domain = t.domain
+	WHERE t.month = CAST(? || '-01' AS DATE) AND t.prev_month_visits >= ? AND t.visits < t.prev_month_visits
+	ORDER BY t.visits / t.prev_month_visits, t.prev_month_visits - t.visits DESC, t.domain
+	LIMIT ?`
+
+// ReadLargestFalls returns the n largest falls in visits of month (YYYY-MM) among the
+// watchlist domains with at least minVisits visits the month before (0: the needs-attention
+// default), steepest first: a fall to zero leads. It returns the warehouse's error.
+func ReadLargestFalls(ctx context.Context, db *sql.DB, month string, minVisits int64, n int) ([]Fall, error) {
+	if minVisits <= 0 {
+		minVisits = DefaultAttentionMinVisits
+	}
+	var out []Fall
+	err := warehouse.QueryEach(ctx, db, largestFallsSQL, []any{month, month, minVisits, n}, func(rows *sql.Rows) error {
+		f := Fall{Rank: len(out) + 1}
+		if err := rows.Scan(&f.Domain, &f.Visits, &f.Previous, &f.ChangePct, &f.Lost); err != nil {
+			return err
+		}
+		out = append(out, f)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("largest falls of %s: %w", month, err)
+	}
+	return out, nil
+}
+
+// WorthTrackingLines is how many candidates the "worth tracking" list names by default.
+const WorthTrackingLines = 3
+
+// ReadWorthTracking returns the month's best n candidates not on the watchlist at or above the
+// size floor (discover.min_visits; 0: its default): the list `sitewatch discover` leads with,
+// never counted as domains needing attention. A month without similar sites has none.
+func ReadWorthTracking(ctx context.Context, db *sql.DB, month string, minVisits int64, n int) ([]discover.Candidate, error) {
+	var held int
+	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM similar_sites WHERE snapshot_month = ?`, month).Scan(&held); err != nil {
+		return nil, fmt.Errorf("worth tracking in %s: %w", month, err)
+	}
+	if held == 0 {
+		return nil, nil
+	}
+	_, cands, err := discover.Candidates(ctx, db, discover.Query{Snapshot: month, Top: n, MinVisits: minVisits})
+	if err != nil {
+		return nil, fmt.Errorf("worth tracking in %s: %w", month, err)
+	}
+	return cands, nil
+}
