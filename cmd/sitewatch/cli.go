@@ -49,6 +49,7 @@ var commands = []command{
 	{"status", cmdStatus, statusHelp},
 	{"query", cmdQuery, queryHelp},
 	{"changes", cmdChanges, changesHelp},
+	{"show", cmdShow, showHelp},
 	{"report", cmdReport, reportHelp},
 	{"discover", cmdDiscover, discoverHelp},
 	{"publish", cmdPublish, publishHelp},
