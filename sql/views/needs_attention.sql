@@ -83,23 +83,20 @@ hist AS MATERIALIZED (
     WHERE h.month <= p.month_start AND h.month >= CAST(p.month_start - INTERVAL 25 MONTH AS DATE)
     GROUP BY p.snapshot_month, h.domain, h.month
 ),
+-- Consecutive calendar months as a self-join (a hash join: no sort of every history, as a
+-- window would need).
 pairs AS MATERIALIZED (
-    SELECT snapshot_month, domain, month, visits, prev_visits
-    FROM (
-        SELECT snapshot_month, domain, month, CAST(visits AS DOUBLE) AS visits,
-               CAST(lag(visits) OVER w AS DOUBLE) AS prev_visits, lag(month) OVER w AS prev_month
-        FROM hist
-        WINDOW w AS (PARTITION BY snapshot_month, domain ORDER BY month)
-    )
-    WHERE prev_month = CAST(month - INTERVAL 1 MONTH AS DATE)
+    SELECT c.snapshot_month, c.domain, c.month, CAST(c.visits AS DOUBLE) AS visits, CAST(o.visits AS DOUBLE) AS prev_visits
+    FROM hist c
+    JOIN hist o ON o.snapshot_month = c.snapshot_month AND o.domain = c.domain AND o.month = CAST(c.month - INTERVAL 1 MONTH AS DATE)
 ),
 steps AS (
     SELECT *, ln(visits / prev_visits) AS r FROM pairs WHERE visits > 0 AND prev_visits > 0
 ),
 past AS MATERIALIZED (
-    SELECT s.snapshot_month, s.domain, s.r
-    FROM steps s JOIN p USING (snapshot_month)
-    WHERE s.month < p.month_start
+    SELECT snapshot_month, domain, r
+    FROM steps
+    WHERE month < CAST(snapshot_month || '-01' AS DATE)
 ),
 center AS (
     SELECT snapshot_month, domain, median(r) AS center, count(*) AS n FROM past GROUP BY ALL
@@ -214,10 +211,10 @@ ai_rows AS (
     WHERE (a.m - s.med) / s.sd <= -p.z_min AND coalesce(a.visits, a.prev_visits) >= p.floor_visits AND a.prev_ai >= p.floor_visits / 100
 ),
 top_channel AS (
-    SELECT p.snapshot_month, s.domain, s.channel
+    SELECT p.snapshot_month, s.domain, arg_min(s.channel, struct_pack(s := -s.share, c := s.channel)) AS channel
     FROM sources_share s JOIN p ON s.snapshot_month = p.previous_month
     WHERE s.share IS NOT NULL
-    QUALIFY row_number() OVER (PARTITION BY p.snapshot_month, s.domain ORDER BY s.share DESC, s.channel) = 1
+    GROUP BY p.snapshot_month, s.domain
 ),
 channel_moves AS MATERIALIZED (
     SELECT p.snapshot_month, s.domain, s.channel, o.share AS prev_share, s.share, s.share - o.share AS m

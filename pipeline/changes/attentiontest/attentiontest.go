@@ -40,7 +40,7 @@ var Expected = []struct{ Domain, Kind string }{
 
 // WorthTracking is the month's candidates not on the watchlist at or above the default size
 // floor (discover_candidates), best first: never rows of needs_attention.
-var WorthTracking = []string{"static.net", "rising.net"}
+var WorthTracking = []string{"rising.net", "static.net"}
 
 // FallerReason is the words of faller.com's row.
 const FallerReason = "fell 35.0% (2.00M → 1.30M visits) — its months usually move ±3.0%"
