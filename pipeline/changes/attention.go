@@ -136,11 +136,11 @@ func ReadDomainAttention(ctx context.Context, db *sql.DB, month, domain string, 
 	return readAttention(ctx, db, month, domain, s)
 }
 
-// attentionSQL reads one month's rows; the month is resolved first so the macro computes
-// that month only.
+// attentionSQL reads one month's rows through needs_attention_all's only_month, so only that
+// month is computed (needs_attention_in filters every month's rows, which LATERAL needs).
 const attentionSQL = `SELECT snapshot_month, coalesce(previous_month, ''), domain, kind, coalesce(metric, ''), coalesce(channel, ''),
 		value, previous_value, change_pct, change_points, z, severity, reason, score, rank, domain_rank
-	FROM needs_attention_in(for_month := ?, min_visits := ?, threshold := ?)
+	FROM needs_attention_all(?, ?, only_month := ?)
 	WHERE ? = '' OR domain = ?
 	ORDER BY rank`
 
@@ -164,7 +164,7 @@ func readAttention(ctx context.Context, db *sql.DB, month, domain string, s Atte
 	if err := db.QueryRowContext(ctx, `SELECT coalesce(max(previous_month), '') FROM complete_months WHERE snapshot_month = ?`, a.Month).Scan(&a.PreviousMonth); err != nil {
 		return nil, fmt.Errorf("needs attention of %s: read complete_months: %w", a.Month, err)
 	}
-	rows, err := db.QueryContext(ctx, attentionSQL, a.Month, s.MinVisits, s.Threshold, domain, domain)
+	rows, err := db.QueryContext(ctx, attentionSQL, s.MinVisits, s.Threshold, a.Month, domain, domain)
 	if err != nil {
 		return nil, fmt.Errorf("needs attention of %s: %w", a.Month, err)
 	}

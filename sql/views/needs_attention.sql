@@ -55,7 +55,9 @@
 --
 -- requires: _format.sql
 
-CREATE OR REPLACE MACRO needs_attention_all(min_visits, threshold) AS TABLE
+-- needs_attention_all(min_visits, threshold, only_month): every complete month, or only_month
+-- alone when given (a constant: sitewatch reads one month this way at half the cost of two).
+CREATE OR REPLACE MACRO needs_attention_all(min_visits, threshold, only_month := NULL) AS TABLE
 WITH p AS MATERIALIZED (
     SELECT c.snapshot_month, c.previous_month,
            CAST(c.snapshot_month || '-01' AS DATE) AS month_start,
@@ -63,6 +65,7 @@ WITH p AS MATERIALIZED (
            CAST(coalesce(min_visits, 10000) AS DOUBLE) AS floor_visits,
            CAST(coalesce(threshold, 3) AS DOUBLE) AS z_min
     FROM complete_months c
+    WHERE only_month IS NULL OR c.snapshot_month = CAST(only_month AS VARCHAR)
 ),
 cur_sites AS MATERIALIZED (
     SELECT s.snapshot_month, s.domain, s.total_visits, s.global_rank, s.ai_total_visits
