@@ -15,10 +15,11 @@ import (
 
 var changesHelp = help{
 	summary: "the domains that need attention, the largest falls, the candidates worth tracking, then what changed between the two latest complete months: movers, competitors, AI platforms, keywords, countries, quality",
-	usage:   "[--config F] [--snapshot YYYY-MM] [--top N] [--format table|json|csv]",
+	usage:   "[--config F] [--snapshot YYYY-MM] [--against YYYY-MM] [--top N] [--format table|json|csv]",
 	examples: []string{
 		"sitewatch changes",
 		"sitewatch changes --snapshot 2026-10   # that month against the complete month before it",
+		"sitewatch changes --against 2025-11    # the latest complete month against a year before (needs attention keeps its own test)",
 		"sitewatch changes --top 50 --format csv > changes.csv",
 		"sitewatch changes --format json | jq '.needs_attention[] | select(.severity == \"high\")'",
 	},
@@ -29,6 +30,7 @@ func cmdChanges(ctx context.Context, args []string, env pipeline.Env) error {
 	// --month was this command's flag before --snapshot named the month everywhere.
 	f.fs.StringVar(&f.snapshot, "month", "", "alias of --snapshot: the complete `month` to describe")
 	f.fs.Lookup("snapshot").Usage = "the complete `month` to describe, YYYY-MM (default: the latest complete month)"
+	against := f.fs.String("against", "", "compare with this complete `month`, YYYY-MM, instead of the complete month before")
 	top := f.fs.Int("top", 0, fmt.Sprintf("show `N` lines of each list (default %d; the worth-tracking list %d)", changes.MaxLinesPerSection, changes.WorthTrackingLines))
 	format := f.fs.String("format", "table", "output `format`: table, json or csv (json and csv carry every row the lists hold)")
 	f.check = func() error {
@@ -46,7 +48,7 @@ func cmdChanges(ctx context.Context, args []string, env pipeline.Env) error {
 	}
 	defer func() { _ = wh.Close() }() // read-only
 	d, err := changes.BuildOptions(ctx, wh.DB(), f.snapshot, changes.Options{Attention: pipeline.AttentionSettings(cfg), Top: *top,
-		DiscoverMinVisits: cfg.Discover.MinVisits})
+		DiscoverMinVisits: cfg.Discover.MinVisits, Against: *against})
 	if err != nil {
 		return err
 	}

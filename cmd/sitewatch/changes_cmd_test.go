@@ -128,3 +128,26 @@ func TestChangesListsThePlantedRowsInEveryFormat(t *testing.T) {
 		}
 	})
 }
+
+// TestChangesAgainst: --against compares the month with the month asked for (the movers of
+// 2026-10 against 2026-08), in JSON too; the month itself or an incomplete month is refused.
+func TestChangesAgainst(t *testing.T) {
+	cfg := attentionProject(t, "")
+	code, out, errOut := mainOut("", "changes", "--config", cfg, "--against", attentiontest.Earlier)
+	if code != ExitOK || !strings.Contains(out, "compared with "+attentiontest.Earlier+", as asked (--against)") || !strings.Contains(out, "ranker.com  #1,000") {
+		t.Errorf("exit %d: %s\n%s", code, errOut, out)
+	}
+	code, out, _ = mainOut("", "changes", "--config", cfg, "--against", attentiontest.Earlier, "--format", "json")
+	var d struct {
+		Previous string `json:"previous_month"`
+		Movers   []struct{ Domain string }
+	}
+	if err := json.Unmarshal([]byte(out), &d); code != ExitOK || err != nil || d.Previous != attentiontest.Earlier || len(d.Movers) == 0 {
+		t.Errorf("json: exit %d, %v, previous %q, %d movers", code, err, d.Previous, len(d.Movers))
+	}
+	for _, bad := range []string{attentiontest.Month, "2025-01", "2026-13"} {
+		if code, _, errOut := mainOut("", "changes", "--config", cfg, "--against", bad); code == ExitOK || !strings.Contains(errOut, bad) {
+			t.Errorf("--against %s: exit %d, %s", bad, code, errOut)
+		}
+	}
+}

@@ -122,6 +122,17 @@ type Digest struct {
 	WorthTracking []discover.Candidate
 	// Top bounds each list WriteText shows (0: MaxLinesPerSection).
 	Top int
+	// Against is the month compared with when the caller chose it (--against), "" for the
+	// complete month before Month.
+	Against string
+}
+
+// against is the changes_* macros' argument: nil for the complete month before.
+func (d *Digest) against() any {
+	if d.Against == "" {
+		return nil
+	}
+	return d.Against
 }
 
 // Options are what a digest is built with beyond its month.
@@ -132,6 +143,9 @@ type Options struct {
 	Top int
 	// DiscoverMinVisits is the size floor of the worth-tracking list (0: discover's default).
 	DiscoverMinVisits int64
+	// Against compares the month with this complete month (YYYY-MM) instead of the complete
+	// month before it; "" for that one.
+	Against string
 }
 
 var monthRE = regexp.MustCompile(`^[0-9]{4}-(0[1-9]|1[0-2])$`)
@@ -162,6 +176,9 @@ func BuildOptions(ctx context.Context, db *sql.DB, month string, o Options) (*Di
 	}
 	d, err := pickMonths(ctx, db, month)
 	if err != nil {
+		return nil, err
+	}
+	if err := d.setAgainst(ctx, db, o.Against); err != nil {
 		return nil, err
 	}
 	steps := []func(context.Context, *sql.DB) error{d.readIncomplete, d.readQuality}
@@ -201,6 +218,28 @@ func (d *Digest) readRankings(ctx context.Context, db *sql.DB, o Options) error 
 	}
 	d.WorthTracking, err = ReadWorthTracking(ctx, db, d.Month, o.DiscoverMinVisits, cands)
 	return err
+}
+
+// setAgainst makes the digest compare with against, a complete month other than d.Month.
+func (d *Digest) setAgainst(ctx context.Context, db *sql.DB, against string) error {
+	if against == "" {
+		return nil
+	}
+	if !monthRE.MatchString(against) {
+		return fmt.Errorf("changes: --against %q is not YYYY-MM (e.g. 2026-01)", against)
+	}
+	if against == d.Month {
+		return fmt.Errorf("changes: --against %s is the month described; give another complete month (%s)", against, completeList(ctx, db))
+	}
+	var n int
+	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM complete_months WHERE snapshot_month = ?`, against).Scan(&n); err != nil {
+		return fmt.Errorf("changes: read complete_months: %w", err)
+	}
+	if n == 0 {
+		return fmt.Errorf("changes: --against %w: %s; complete months: %s", ErrMonthNotComplete, against, completeList(ctx, db))
+	}
+	d.PreviousMonth, d.Against = against, against
+	return nil
 }
 
 // requireViews fails with a way out when the warehouse predates the changes views (they are
@@ -319,11 +358,11 @@ func (d *Digest) readMovers(ctx context.Context, db *sql.DB) error {
 	err := warehouse.QueryEach(ctx, db, `SELECT domain, metric, coalesce(channel, ''), previous_value, current_value, change,
 			change_ratio, improved,
 			CAST(row_number() OVER (PARTITION BY metric ORDER BY mover_rank) AS BIGINT) AS r
-		FROM changes_movers
+		FROM changes_movers_in(against := ?)
 		WHERE snapshot_month = ? AND change <> 0
 		QUALIFY r <= ?
 		ORDER BY metric, r`,
-		[]any{d.Month, MoversPerMetric}, func(rows *sql.Rows) error {
+		[]any{d.against(), d.Month, MoversPerMetric}, func(rows *sql.Rows) error {
 			var m Mover
 			var ratio sql.NullFloat64
 			var improved sql.NullBool
@@ -355,8 +394,8 @@ const bySize = ` LEFT JOIN (SELECT snapshot_month AS size_month, domain AS size_
 func (d *Digest) readCompetitors(ctx context.Context, db *sql.DB) error {
 	return warehouse.QueryEach(ctx, db, `SELECT domain, change, competitor, competitor_position, competitor_global_rank,
 			competitor_total_visits, competitor_on_watchlist
-		FROM changes_competitors c`+bySize+` WHERE snapshot_month = ?
-		ORDER BY size_visits DESC NULLS LAST, domain, change DESC, competitor_position, competitor`, []any{d.Month}, func(rows *sql.Rows) error {
+		FROM changes_competitors_in(against := ?) c`+bySize+` WHERE snapshot_month = ?
+		ORDER BY size_visits DESC NULLS LAST, domain, change DESC, competitor_position, competitor`, []any{d.against(), d.Month}, func(rows *sql.Rows) error {
 		var c CompetitorChange
 		var rank sql.NullInt64
 		var visits sql.NullFloat64
@@ -371,8 +410,8 @@ func (d *Digest) readCompetitors(ctx context.Context, db *sql.DB) error {
 
 func (d *Digest) readPlatforms(ctx context.Context, db *sql.DB) error {
 	return warehouse.QueryEach(ctx, db, `SELECT domain, change, platform, rank, share_pct
-		FROM changes_ai_platforms c`+bySize+` WHERE snapshot_month = ?
-		ORDER BY size_visits DESC NULLS LAST, domain, change DESC, rank NULLS LAST, platform`, []any{d.Month}, func(rows *sql.Rows) error {
+		FROM changes_ai_platforms_in(against := ?) c`+bySize+` WHERE snapshot_month = ?
+		ORDER BY size_visits DESC NULLS LAST, domain, change DESC, rank NULLS LAST, platform`, []any{d.against(), d.Month}, func(rows *sql.Rows) error {
 		var p PlatformChange
 		var rank sql.NullInt64
 		var share sql.NullFloat64
@@ -387,8 +426,8 @@ func (d *Digest) readPlatforms(ctx context.Context, db *sql.DB) error {
 
 func (d *Digest) readKeywords(ctx context.Context, db *sql.DB) error {
 	return warehouse.QueryEach(ctx, db, `SELECT domain, change, keyword, position, search_volume, estimated_value_usd
-		FROM changes_keywords c`+bySize+` WHERE snapshot_month = ?
-		ORDER BY size_visits DESC NULLS LAST, domain, change DESC, position, keyword`, []any{d.Month}, func(rows *sql.Rows) error {
+		FROM changes_keywords_in(against := ?) c`+bySize+` WHERE snapshot_month = ?
+		ORDER BY size_visits DESC NULLS LAST, domain, change DESC, position, keyword`, []any{d.against(), d.Month}, func(rows *sql.Rows) error {
 		var k KeywordChange
 		var volume sql.NullInt64
 		var value sql.NullFloat64
@@ -404,8 +443,8 @@ func (d *Digest) readKeywords(ctx context.Context, db *sql.DB) error {
 func (d *Digest) readCountries(ctx context.Context, db *sql.DB) error {
 	return warehouse.QueryEach(ctx, db, `SELECT domain, change, country_code, coalesce(country_name, ''), position, previous_position,
 			share, previous_share
-		FROM changes_top_countries c`+bySize+` WHERE snapshot_month = ?
-		ORDER BY size_visits DESC NULLS LAST, domain, change, coalesce(position, previous_position), country_code`, []any{d.Month}, func(rows *sql.Rows) error {
+		FROM changes_top_countries_in(against := ?) c`+bySize+` WHERE snapshot_month = ?
+		ORDER BY size_visits DESC NULLS LAST, domain, change, coalesce(position, previous_position), country_code`, []any{d.against(), d.Month}, func(rows *sql.Rows) error {
 		var c CountryChange
 		var pos, prevPos sql.NullInt64
 		var share, prevShare sql.NullFloat64

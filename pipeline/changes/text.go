@@ -36,8 +36,12 @@ func (d *Digest) WriteText(w io.Writer) error {
 	if d.PreviousMonth == "" {
 		p.Printf("  %s is the first complete month: nothing to compare yet.\n", d.Month)
 	} else {
-		p.Printf("  compared with %s, the complete month before; %s loaded in both. Traffic figures are estimates.\n",
-			d.PreviousMonth, textout.Plural(d.Domains, "domain", "domains"))
+		which := "the complete month before"
+		if d.Against != "" {
+			which = "as asked (--against)"
+		}
+		p.Printf("  compared with %s, %s; %s loaded in both. Traffic figures are estimates.\n",
+			d.PreviousMonth, which, textout.Plural(d.Domains, "domain", "domains"))
 	}
 	if len(d.Incomplete) > 0 {
 		p.Printf("  Not complete yet (not compared): %s.\n", strings.Join(d.Incomplete, ", "))

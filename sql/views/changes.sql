@@ -44,12 +44,20 @@ COMMENT ON COLUMN complete_months.domains_loaded IS 'Domains of the snapshot loa
 COMMENT ON COLUMN complete_months.domains_rejected IS 'Domains the API rejected with 400 in the snapshot (count).';
 COMMENT ON COLUMN complete_months.domains_in_warehouse IS 'Rows of sites for the snapshot (count): every domain ever loaded for it, also ones since dropped from the watchlist.';
 
+-- change_pairs(against): the months each changes_* macro compares: every complete month with
+-- the complete month before it (against NULL: what the changes_* views show), or every complete
+-- month with the month against (`sitewatch changes --against MONTH`).
+CREATE OR REPLACE MACRO change_pairs(against) AS TABLE
+SELECT snapshot_month, CASE WHEN against IS NULL THEN previous_month ELSE CAST(against AS VARCHAR) END AS previous_month
+FROM complete_months
+WHERE CASE WHEN against IS NULL THEN previous_month IS NOT NULL ELSE snapshot_month <> CAST(against AS VARCHAR) END;
+
 -- changes_movers: per pair of consecutive complete months, each domain's change in visits,
 -- global rank, AI-referred visits and share, and every channel share, with a mover rank per
 -- metric. Domains must have the metric in both months.
-CREATE OR REPLACE VIEW changes_movers AS
+CREATE OR REPLACE MACRO changes_movers_in(against := NULL) AS TABLE
 WITH pairs AS (
-    SELECT snapshot_month, previous_month FROM complete_months WHERE previous_month IS NOT NULL
+    SELECT snapshot_month, previous_month FROM change_pairs(against)
 ),
 metrics AS (
     SELECT snapshot_month, domain, 'visits' AS metric, CAST(NULL AS VARCHAR) AS channel, total_visits AS value FROM sites
@@ -112,6 +120,9 @@ SELECT
         ORDER BY importance DESC NULLS LAST, abs(change) DESC, domain, channel) AS mover_rank
 FROM scored;
 
+CREATE OR REPLACE VIEW changes_movers AS SELECT * FROM changes_movers_in();
+
+
 COMMENT ON VIEW changes_movers IS 'Change of each domain''s visits, global rank, AI-referred visits, AI traffic share and channel shares between a complete month and the complete month before it, ranked per metric (mover_rank 1 = biggest move). Only domains with the metric in both months.';
 COMMENT ON COLUMN changes_movers.snapshot_month IS 'Complete snapshot (YYYY-MM) compared.';
 COMMENT ON COLUMN changes_movers.previous_month IS 'Complete snapshot (YYYY-MM) it is compared with (complete_months.previous_month).';
@@ -129,9 +140,9 @@ COMMENT ON COLUMN changes_movers.mover_rank IS 'Rank of the move within snapshot
 -- changes_competitors: similar sites that appeared in or dropped out of a domain's list
 -- between consecutive complete months (domains loaded in both months; competitors compared
 -- lower-cased without www., so a repeated or re-cased entry is one competitor).
-CREATE OR REPLACE VIEW changes_competitors AS
+CREATE OR REPLACE MACRO changes_competitors_in(against := NULL) AS TABLE
 WITH pairs AS (
-    SELECT snapshot_month, previous_month FROM complete_months WHERE previous_month IS NOT NULL
+    SELECT snapshot_month, previous_month FROM change_pairs(against)
 ),
 both_months AS (
     SELECT p.snapshot_month, p.previous_month, s.domain
@@ -172,6 +183,9 @@ SELECT
 FROM diff d
 LEFT JOIN sites w ON w.snapshot_month = d.snapshot_month AND w.domain = d.competitor;
 
+CREATE OR REPLACE VIEW changes_competitors AS SELECT * FROM changes_competitors_in();
+
+
 COMMENT ON VIEW changes_competitors IS 'Competitors (similar sites) that appeared in (new) or dropped out of (dropped) a domain''s list between a complete month and the complete month before it; domains loaded in both months only.';
 COMMENT ON COLUMN changes_competitors.snapshot_month IS 'Complete snapshot (YYYY-MM) compared.';
 COMMENT ON COLUMN changes_competitors.previous_month IS 'Complete snapshot (YYYY-MM) it is compared with.';
@@ -185,9 +199,9 @@ COMMENT ON COLUMN changes_competitors.competitor_on_watchlist IS 'true when the 
 
 -- changes_ai_platforms: AI platforms that started (new) or stopped (dropped) referring visits
 -- to a domain between consecutive complete months (platforms compared lower-cased).
-CREATE OR REPLACE VIEW changes_ai_platforms AS
+CREATE OR REPLACE MACRO changes_ai_platforms_in(against := NULL) AS TABLE
 WITH pairs AS (
-    SELECT snapshot_month, previous_month FROM complete_months WHERE previous_month IS NOT NULL
+    SELECT snapshot_month, previous_month FROM change_pairs(against)
 ),
 both_months AS (
     SELECT p.snapshot_month, p.previous_month, s.domain
@@ -211,6 +225,9 @@ FROM both_months b
 JOIN plat o ON o.snapshot_month = b.previous_month AND o.domain = b.domain
 WHERE NOT EXISTS (SELECT 1 FROM plat c WHERE c.snapshot_month = b.snapshot_month AND c.domain = b.domain AND c.platform = o.platform);
 
+CREATE OR REPLACE VIEW changes_ai_platforms AS SELECT * FROM changes_ai_platforms_in();
+
+
 COMMENT ON VIEW changes_ai_platforms IS 'AI platforms that began (new) or stopped (dropped) referring visits to a domain between a complete month and the complete month before it; domains loaded in both months only.';
 COMMENT ON COLUMN changes_ai_platforms.snapshot_month IS 'Complete snapshot (YYYY-MM) compared.';
 COMMENT ON COLUMN changes_ai_platforms.previous_month IS 'Complete snapshot (YYYY-MM) it is compared with.';
@@ -222,9 +239,9 @@ COMMENT ON COLUMN changes_ai_platforms.share_pct IS 'Percent 0-100 as returned: 
 
 -- changes_keywords: top keywords new to or gone from a domain's list between consecutive
 -- complete months (compared case-insensitively, trimmed).
-CREATE OR REPLACE VIEW changes_keywords AS
+CREATE OR REPLACE MACRO changes_keywords_in(against := NULL) AS TABLE
 WITH pairs AS (
-    SELECT snapshot_month, previous_month FROM complete_months WHERE previous_month IS NOT NULL
+    SELECT snapshot_month, previous_month FROM change_pairs(against)
 ),
 both_months AS (
     SELECT p.snapshot_month, p.previous_month, s.domain
@@ -250,6 +267,9 @@ FROM both_months b
 JOIN kw o ON o.snapshot_month = b.previous_month AND o.domain = b.domain
 WHERE NOT EXISTS (SELECT 1 FROM kw c WHERE c.snapshot_month = b.snapshot_month AND c.domain = b.domain AND c.key = o.key);
 
+CREATE OR REPLACE VIEW changes_keywords AS SELECT * FROM changes_keywords_in();
+
+
 COMMENT ON VIEW changes_keywords IS 'Top SEO keywords new to (new) or gone from (dropped) a domain''s list between a complete month and the complete month before it; domains loaded in both months only.';
 COMMENT ON COLUMN changes_keywords.snapshot_month IS 'Complete snapshot (YYYY-MM) compared.';
 COMMENT ON COLUMN changes_keywords.previous_month IS 'Complete snapshot (YYYY-MM) it is compared with.';
@@ -262,9 +282,9 @@ COMMENT ON COLUMN changes_keywords.estimated_value_usd IS 'Estimated value of th
 
 -- changes_top_countries: visitor countries entering or leaving a domain's top 5 by share
 -- between consecutive complete months (ranking as in top_countries: share, then code).
-CREATE OR REPLACE VIEW changes_top_countries AS
+CREATE OR REPLACE MACRO changes_top_countries_in(against := NULL) AS TABLE
 WITH pairs AS (
-    SELECT snapshot_month, previous_month FROM complete_months WHERE previous_month IS NOT NULL
+    SELECT snapshot_month, previous_month FROM change_pairs(against)
 ),
 both_months AS (
     SELECT p.snapshot_month, p.previous_month, s.domain
@@ -297,6 +317,9 @@ SELECT m.snapshot_month, m.previous_month, m.domain, m.change, m.country_code, n
        m.position, m.previous_position, m.share, m.previous_share
 FROM moves m
 LEFT JOIN countries n ON n.alpha2 = m.country_code;
+
+CREATE OR REPLACE VIEW changes_top_countries AS SELECT * FROM changes_top_countries_in();
+
 
 COMMENT ON VIEW changes_top_countries IS 'Visitor countries that entered (entered) or left (left) a domain''s top 5 by share between a complete month and the complete month before it; domains loaded in both months only.';
 COMMENT ON COLUMN changes_top_countries.snapshot_month IS 'Complete snapshot (YYYY-MM) compared.';
