@@ -35,7 +35,7 @@ func TestCompetitorsShowDiscoverCandidates(t *testing.T) {
 		}
 		last = i
 	}
-	for _, want := range []string{"similar to 6 of your 7, as many as last month; 41 M visits, rank #812", `newrise.com <span class="badge">new</span>`} {
+	for _, want := range []string{"similar to 6 of your 7, as many as last month; 41.0M visits, rank #812", `newrise.com <span class="badge">new</span>`} {
 		if !strings.Contains(list, want) {
 			t.Errorf("the list lacks %q:\n%s", want, list)
 		}
