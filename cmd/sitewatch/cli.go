@@ -201,7 +201,9 @@ func writeFlags(w io.Writer, fs *flag.FlagSet) {
 			arg = " " + strings.ToUpper(arg)
 		}
 		line := "  --" + f.Name + arg
-		if f.DefValue != "" && f.DefValue != "false" {
+		// A usage that says its default in words (--top: "default 15 …") is not followed by
+		// the flag's zero value too.
+		if f.DefValue != "" && f.DefValue != "false" && !strings.Contains(usage, "(default") {
 			usage += fmt.Sprintf(" (default %s)", f.DefValue)
 		}
 		say(w, "%s\n      %s\n", line, usage)
