@@ -97,6 +97,7 @@ func build(d *data) (*page, error) {
 	p.SnapshotDates, p.Periods = span(dates), span(periods)
 	p.Warning = completeness(d)
 	p.Headline = headline(d)
+	p.Attention = attentionOf(d)
 	p.Changes = buildChanges(d)
 	p.Traffic = buildTraffic(d)
 	p.Size = buildSize(d)
