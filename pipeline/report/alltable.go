@@ -26,8 +26,9 @@ type allRow struct {
 }
 
 func buildSites(d *data) []allRow {
-	rows := make([]allRow, 0, len(d.Sites))
-	for _, s := range d.Sites {
+	sites := pageSites(d)
+	rows := make([]allRow, 0, len(sites))
+	for _, s := range sites {
 		r := allRow{Domain: s.Domain, Title: orDash(s.Title), Category: orDash(s.Category), Visits: humanNull(s.TotalVisits), Rank: rank(s.GlobalRank),
 			RankChange: "—", AIVisits: humanInt(s.AITotal), Bounce: "—", Pages: "—", Duration: "—", MoM: "—", Source: "estimate"}
 		if s.FromGA {

@@ -36,6 +36,11 @@ func WriteWith(ctx context.Context, db *sql.DB, snapshot string, s changes.Atten
 	if err != nil {
 		return err
 	}
+	return writePage(d, w)
+}
+
+// writePage builds the page of d and writes it to w whole, or nothing on an error.
+func writePage(d *data, w io.Writer) error {
 	p, err := build(d)
 	if err != nil {
 		return err

@@ -123,6 +123,7 @@ type data struct {
 	Quality         []warehouse.QualityFinding      // error and warn findings, errors first
 	Digest          *changes.Digest                 // nil when DigestNote says why
 	DigestNote      string
+	CSVName         string             // the file beside the page holding every domain's row, "" when none is written
 	Attention       *changes.Attention // nil when AttentionNote says why
 	AttentionNote   string
 

@@ -61,6 +61,7 @@ type page struct {
 	Categories    []category   // the All domains filter's choices
 	AllColumns    template.CSS // the All domains grid's column widths
 	AllLimit      int          // rows the All domains script shows of those matching (all without script)
+	AllNote       string       // which domains the table holds, and where the rest are when it is cut
 	TopNote       string       // which domains the per-domain sections show, "" when all
 	Rule          string       // the ranking rule, stated in the footnote
 	TopN          int
@@ -117,7 +118,7 @@ func build(d *data) (*page, error) {
 	p.Sites = buildSites(d)
 	p.Categories = categories(d)
 	p.AllColumns = allColumns(p.Sites)
-	p.AllLimit = allLimit
+	p.AllLimit, p.AllNote = allLimit, allNote(d, len(p.Sites))
 	p.TopNote = cutNote(d, "the most visited domains")
 	p.Rule, p.TopN = changes.RankingRule, topN
 	p.Contents = contents(p)
