@@ -45,8 +45,12 @@ func writePage(d *data, w io.Writer) error {
 	if err != nil {
 		return err
 	}
+	t, err := pageFor(d)
+	if err != nil {
+		return err
+	}
 	var buf bytes.Buffer
-	if err := pageTmpl.Execute(&buf, p); err != nil {
+	if err := t.Execute(&buf, p); err != nil {
 		return fmt.Errorf("render html: %w", err)
 	}
 	if _, err := w.Write(buf.Bytes()); err != nil {

@@ -115,8 +115,10 @@ type data struct {
 	Overlaps      []overlap
 	AI            map[string][]aiShare // of the shown domains, by share, descending
 	Competitors   *competitorTotals    // competitors.go: aggregated in DuckDB
-	Runs          []runRow             // oldest first
-	FetchErrors   []fetchError
+	// PanelCompetitors are each flagged domain's first competitors, "name (visits)" (panels.go).
+	PanelCompetitors map[string][]string
+	Runs             []runRow // oldest first
+	FetchErrors      []fetchError
 	// QualityRecorded is false when the warehouse has no quality_checks table (an older schema).
 	QualityRecorded bool
 	QualitySummary  []warehouse.QualityCheckSummary // one per check run on the snapshot
@@ -153,7 +155,7 @@ func load(ctx context.Context, db *sql.DB, snapshot string, settings changes.Att
 	}
 	d.Shown = shownDomains(d)
 	for _, step := range []func(context.Context, *sql.DB) error{d.loadHistory, d.loadYearPairs, d.loadChannels,
-		d.loadCountries, d.loadCountryWeights, d.loadKeywords, d.loadOverlaps, d.loadAI, d.loadAITotals, d.loadCompetitors,
+		d.loadCountries, d.loadCountryWeights, d.loadKeywords, d.loadOverlaps, d.loadAI, d.loadAITotals, d.loadCompetitors, d.loadPanelCompetitors,
 		d.loadCandidates, d.loadRuns, d.loadFetchErrors} {
 		if err := step(ctx, db); err != nil {
 			return nil, err

@@ -26,7 +26,24 @@ import (
 //go:embed page.html.tmpl
 var pageSource string
 
-var pageTmpl = template.Must(template.New("report").Parse(pageSource))
+// pageTmpl is the page; panelLink is replaced on each render by the page's own (pageFor).
+var pageTmpl = template.Must(template.New("report").Funcs(template.FuncMap{"panelLink": func(string) string { return "" }}).Parse(pageSource))
+
+// pageFor is the page template whose panelLink gives the id of a flagged domain's panel, ""
+// for any other text: every mention of a flagged domain then links to its panel.
+func pageFor(d *data) (*template.Template, error) {
+	t, err := pageTmpl.Clone()
+	if err != nil {
+		return nil, fmt.Errorf("clone the page template: %w", err)
+	}
+	flagged := attentionRanks(d)
+	return t.Funcs(template.FuncMap{"panelLink": func(s string) string {
+		if flagged[s] > 0 {
+			return panelID(s)
+		}
+		return ""
+	}}), nil
+}
 
 // Write renders the report of snapshot (YYYY-MM) from the warehouse db to w. It returns an
 // error when snapshot is malformed, when the warehouse holds no sites rows for it (the message
@@ -47,6 +64,7 @@ type page struct {
 	Contents      []tocEntry
 	Headline      []card
 	Attention     *attentionSection // attention.go: the first section after the headline
+	Panels        []panel           // panels.go: each flagged domain's own place
 	Changes       *changesSection
 	Traffic       []sparkCard
 	Size          *chart
@@ -99,6 +117,7 @@ func build(d *data) (*page, error) {
 	p.Warning = completeness(d)
 	p.Headline = headline(d)
 	p.Attention = attentionOf(d)
+	p.Panels = buildPanels(d)
 	p.Changes = buildChanges(d)
 	p.Traffic = buildTraffic(d)
 	p.Size = buildSize(d)
@@ -150,6 +169,9 @@ func contents(p *page) []tocEntry {
 	toc := []tocEntry{{"summary", "Headline numbers"}}
 	if p.Attention != nil {
 		toc = append(toc, tocEntry{"attention", "Needs attention"})
+	}
+	if len(p.Panels) > 0 {
+		toc = append(toc, tocEntry{"flagged", "Flagged domains"})
 	}
 	toc = append(toc, tocEntry{"changes", "What changed"})
 	add := func(present bool, id, title string) {

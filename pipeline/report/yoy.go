@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"html/template"
 	"math"
-	"strings"
 	"time"
 
 	"sitewatch/pipeline/numfmt"
@@ -56,21 +55,16 @@ const bestHistory = `
 	    QUALIFY row_number() OVER (PARTITION BY domain, month ORDER BY snapshot_month DESC) = 1
 	)`
 
-// loadHistory reads the whole history of the domains the trend charts show, up to each
-// domain's latest month in this snapshot.
+// loadHistory reads the whole history of the shown domains (the trend charts' and the flagged
+// domains' panels), up to each domain's latest month in this snapshot.
 func (d *data) loadHistory(ctx context.Context, db *sql.DB) error {
 	d.History = map[string][]point{}
-	top := topSites(d)
-	if len(top) == 0 {
+	if len(d.Shown) == 0 {
 		return nil
 	}
-	args := []any{d.Snapshot}
-	marks := make([]string, len(top))
-	for i, s := range top {
-		args, marks[i] = append(args, s.Domain), "?"
-	}
+	in, args := d.shownIn()
 	err := each(ctx, db, bestHistory+`
-		SELECT domain, month, visits FROM best WHERE domain IN (`+strings.Join(marks, ", ")+`)
+		SELECT domain, month, visits FROM best WHERE domain IN (`+in+`)
 		ORDER BY domain, month`, args, func(r *sql.Rows) error {
 		var dom string
 		var p point
@@ -85,12 +79,18 @@ func (d *data) loadHistory(ctx context.Context, db *sql.DB) error {
 	if err != nil {
 		return fmt.Errorf("read the whole traffic history (snapshots up to %s): %w", d.Snapshot, err)
 	}
-	for _, s := range top {
-		pts := d.History[s.Domain]
-		for len(pts) > 0 && !s.LastMonth.IsZero() && pts[len(pts)-1].Month.After(s.LastMonth) {
+	last := map[string]time.Time{}
+	for _, s := range d.Sites {
+		if _, ok := d.History[s.Domain]; ok {
+			last[s.Domain] = s.LastMonth
+		}
+	}
+	for dom, pts := range d.History {
+		lm := last[dom]
+		for len(pts) > 0 && !lm.IsZero() && pts[len(pts)-1].Month.After(lm) {
 			pts = pts[:len(pts)-1]
 		}
-		d.History[s.Domain] = pts
+		d.History[dom] = pts
 	}
 	return nil
 }
