@@ -27,7 +27,7 @@ import (
 var pageSource string
 
 // pageTmpl is the page; panelLink is replaced on each render by the page's own (pageFor).
-var pageTmpl = template.Must(template.New("report").Funcs(template.FuncMap{"panelLink": func(string) string { return "" }}).Parse(pageSource))
+var pageTmpl = template.Must(template.New("report").Funcs(template.FuncMap{"panelLink": func(string) string { return "" }, "prose": prose}).Parse(pageSource))
 
 // pageFor is the page template whose panelLink gives the id of a flagged domain's panel, ""
 // for any other text: every mention of a flagged domain then links to its panel.
