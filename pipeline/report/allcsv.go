@@ -43,8 +43,8 @@ func WriteFiles(ctx context.Context, db *sql.DB, snapshot string, s changes.Atte
 	return writePage(d, f.Page)
 }
 
-// csvHeads are the CSV's columns: the table's, then the domain's needs-attention rank.
-var csvHeads = append(append([]string{}, allHeads...), "Needs attention")
+// csvHeads are the CSV's columns: the table's.
+var csvHeads = allHeads
 
 // writeCSV writes every loaded domain, most visited first, one row each.
 func writeCSV(d *data, w io.Writer) error {

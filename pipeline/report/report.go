@@ -78,6 +78,7 @@ type page struct {
 	Sites         []allRow
 	Categories    []category   // the All domains filter's choices
 	AllColumns    template.CSS // the All domains grid's column widths
+	PhoneColumns  template.CSS // the same in phoneOrder
 	AllLimit      int          // rows the All domains script shows of those matching (all without script)
 	AllNote       string       // which domains the table holds, and where the rest are when it is cut
 	TopNote       string       // which domains the per-domain sections show, "" when all
@@ -136,7 +137,7 @@ func build(d *data) (*page, error) {
 	p.Runs = buildRuns(d)
 	p.Sites = buildSites(d)
 	p.Categories = categories(d)
-	p.AllColumns = allColumns(p.Sites)
+	p.AllColumns, p.PhoneColumns = allColumns(p.Sites)
 	p.AllLimit, p.AllNote = allLimit, allNote(d, len(p.Sites))
 	p.TopNote = cutNote(d, "the most visited domains")
 	p.Rule, p.TopN = changes.RankingRule, topN
