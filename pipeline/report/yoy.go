@@ -147,7 +147,16 @@ func (d *data) loadYearPairs(ctx context.Context, db *sql.DB) error {
 type yearVsYear struct {
 	SVG              template.HTML
 	ThisYear, Before string // legend colours
+	Shown, YearAgo   string // the months the lines draw, "Nov 2025 – Oct 2026", and a year earlier
 	Note             string
+}
+
+// monthSpan names the months from first to last: "Nov 2025 – Oct 2026", "Oct 2026".
+func monthSpan(first, last time.Time) string {
+	if first.Equal(last) {
+		return last.Format("Jan 2006")
+	}
+	return first.Format("Jan 2006") + " – " + last.Format("Jan 2006")
 }
 
 func buildYearVsYear(d *data) *yearVsYear {
@@ -171,6 +180,7 @@ func buildYearVsYear(d *data) *yearVsYear {
 	last := pairs[len(pairs)-1].Month
 	return &yearVsYear{
 		SVG: yearLines(pairs), ThisYear: barColor, Before: mutedColor,
+		Shown: monthSpan(pairs[0].Month, last), YearAgo: monthSpan(pairs[0].Month.AddDate(-1, 0, 0), last.AddDate(-1, 0, 0)),
 		Note: fmt.Sprintf("The watchlist's visits per month, %s to %s, against the same months a year earlier, summed over the %s; scaled from the lowest to the highest month (both labelled). Point at or tap a month for both figures.",
 			pairs[0].Month.Format("Jan 2006"), last.Format("Jan 2006"), over),
 	}
