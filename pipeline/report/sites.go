@@ -29,6 +29,10 @@ const sitesQuery = bestHistory + `,
 	    QUALIFY row_number() OVER (PARTITION BY o.domain ORDER BY o.month DESC) = 1
 	),
 	first AS (SELECT domain, min(month) AS month FROM best GROUP BY domain),
+	year_ago AS (
+	    SELECT l.domain, b.visits FROM latest l
+	    JOIN best b ON b.domain = l.domain AND b.month = CAST(l.month - INTERVAL 12 MONTH AS DATE)
+	),
 	prev AS (
 	    SELECT domain, global_rank FROM sites
 	    WHERE snapshot_month = (SELECT max(snapshot_month) FROM sites WHERE snapshot_month < ?)
@@ -42,7 +46,7 @@ const sitesQuery = bestHistory + `,
 	LEFT JOIN prev p ON p.domain = s.domain
 	LEFT JOIN latest l ON l.domain = s.domain
 	LEFT JOIN first f ON f.domain = s.domain AND l.domain IS NOT NULL
-	LEFT JOIN best y ON y.domain = s.domain AND y.month = CAST(l.month - INTERVAL 12 MONTH AS DATE)
+	LEFT JOIN year_ago y ON y.domain = s.domain
 	WHERE s.snapshot_month = ?
 	ORDER BY s.total_visits DESC NULLS LAST, s.domain`
 

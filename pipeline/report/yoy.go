@@ -113,11 +113,21 @@ func (d *data) loadYearPairs(ctx context.Context, db *sql.DB) error {
 	}
 	first := last.AddDate(0, -11, 0)
 	got := map[time.Time]yearPair{}
-	err := each(ctx, db, bestHistory+`
-		SELECT c.month, sum(c.visits)::DOUBLE, sum(p.visits)::DOUBLE, count(*)
-		FROM best c JOIN best p ON p.domain = c.domain AND p.month = CAST(c.month - INTERVAL 12 MONTH AS DATE)
-		WHERE c.month BETWEEN ? AND ?
-		GROUP BY c.month`, []any{d.Snapshot, first, last}, func(r *sql.Rows) error {
+	// Each month of the window and the month a year before it meet on one key (the later
+	// month), grouped rather than joined: one pass over the history, not a self-join.
+	err := each(ctx, db, bestHistory+`,
+		paired AS (
+		    SELECT domain, month AS m, visits AS cur, NULL::BIGINT AS prev FROM best WHERE month BETWEEN ? AND ?
+		    UNION ALL
+		    SELECT domain, CAST(month + INTERVAL 12 MONTH AS DATE), NULL, visits FROM best
+		    WHERE month BETWEEN CAST(?::DATE - INTERVAL 12 MONTH AS DATE) AND CAST(?::DATE - INTERVAL 12 MONTH AS DATE)
+		),
+		both_months AS (
+		    SELECT m, max(cur) AS cur, max(prev) AS prev FROM paired GROUP BY domain, m
+		    HAVING max(cur) IS NOT NULL AND max(prev) IS NOT NULL
+		)
+		SELECT m, sum(cur)::DOUBLE, sum(prev)::DOUBLE, count(*) FROM both_months GROUP BY m`,
+		[]any{d.Snapshot, first, last, first, last}, func(r *sql.Rows) error {
 		var y yearPair
 		if err := r.Scan(&y.Month, &y.Cur, &y.Prev, &y.Domains); err != nil {
 			return err
