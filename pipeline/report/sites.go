@@ -16,22 +16,30 @@ import (
 //     and the calendar month before's;
 //   - from every snapshot's history up to this one (one snapshot holds only 12 months): the
 //     visits a year before the newest month, and the first month year on year exists
-//     (bestHistory's rule: the newest snapshot with a value wins).
-const sitesQuery = bestHistory + `,
-	own AS (
+//     (bestHistory's rule: the newest snapshot with a value wins, here arg_max over the one
+//     month needed instead of a window over the whole history, which took minutes at 100,000
+//     domains on a busy machine).
+const sitesQuery = `
+	WITH own AS (
 	    SELECT domain, month, visits FROM traffic_history
 	    WHERE snapshot_month = ? AND visits IS NOT NULL
 	),
+	last_month AS (SELECT domain, max(month) AS month FROM own GROUP BY domain),
 	latest AS (
-	    SELECT o.domain, o.month, o.visits, b.visits AS prev_visits
-	    FROM own o
-	    LEFT JOIN own b ON b.domain = o.domain AND b.month = CAST(o.month - INTERVAL 1 MONTH AS DATE)
-	    QUALIFY row_number() OVER (PARTITION BY o.domain ORDER BY o.month DESC) = 1
+	    SELECT l.domain, l.month, o.visits, b.visits AS prev_visits
+	    FROM last_month l
+	    JOIN own o ON o.domain = l.domain AND o.month = l.month
+	    LEFT JOIN own b ON b.domain = l.domain AND b.month = CAST(l.month - INTERVAL 1 MONTH AS DATE)
 	),
-	first AS (SELECT domain, min(month) AS month FROM best GROUP BY domain),
+	held AS (
+	    SELECT domain, month, visits, snapshot_month FROM traffic_history
+	    WHERE snapshot_month <= ? AND visits IS NOT NULL
+	),
+	first AS (SELECT domain, min(month) AS month FROM held GROUP BY domain),
 	year_ago AS (
-	    SELECT l.domain, b.visits FROM latest l
-	    JOIN best b ON b.domain = l.domain AND b.month = CAST(l.month - INTERVAL 12 MONTH AS DATE)
+	    SELECT l.domain, arg_max(h.visits, h.snapshot_month) AS visits
+	    FROM latest l JOIN held h ON h.domain = l.domain AND h.month = CAST(l.month - INTERVAL 12 MONTH AS DATE)
+	    GROUP BY l.domain
 	),
 	prev AS (
 	    SELECT domain, global_rank FROM sites
