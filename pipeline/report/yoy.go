@@ -128,14 +128,14 @@ func (d *data) loadYearPairs(ctx context.Context, db *sql.DB) error {
 		)
 		SELECT m, sum(cur)::DOUBLE, sum(prev)::DOUBLE, count(*) FROM both_months GROUP BY m`,
 		[]any{d.Snapshot, first, last, first, last}, func(r *sql.Rows) error {
-		var y yearPair
-		if err := r.Scan(&y.Month, &y.Cur, &y.Prev, &y.Domains); err != nil {
-			return err
-		}
-		y.Comparable = true
-		got[y.Month] = y
-		return nil
-	})
+			var y yearPair
+			if err := r.Scan(&y.Month, &y.Cur, &y.Prev, &y.Domains); err != nil {
+				return err
+			}
+			y.Comparable = true
+			got[y.Month] = y
+			return nil
+		})
 	if err != nil {
 		return fmt.Errorf("read this year against last year (snapshots up to %s): %w", d.Snapshot, err)
 	}
