@@ -15,11 +15,9 @@ import (
 	"time"
 
 	"sitewatch/pipeline"
-	"sitewatch/pipeline/atomicfile"
 	"sitewatch/pipeline/buildinfo"
 	"sitewatch/pipeline/config"
 	"sitewatch/pipeline/dictionary"
-	"sitewatch/pipeline/report"
 	"sitewatch/pipeline/textout"
 	"sitewatch/pipeline/warehouse"
 )
@@ -498,17 +496,15 @@ func cmdReport(ctx context.Context, args []string, env pipeline.Env) (err error)
 	if *out == "" {
 		*out = "report-" + f.snapshot + ".html"
 	}
-	if err := checkReportTarget(*out, cfg, *force); err != nil {
+	csvPath, err := checkReportTargets(*out, cfg, *force) // reportout.go
+	if err != nil {
 		return err
 	}
-	err = atomicfile.Write(*out, 0o644, func(w io.Writer) error {
-		return report.WriteWith(ctx, wh.DB(), f.snapshot, pipeline.AttentionSettings(cfg), w)
-	})
-	if err != nil {
+	if err := writeReport(ctx, wh.DB(), f.snapshot, pipeline.AttentionSettings(cfg), *out, csvPath); err != nil {
 		return err // report names the snapshot; file errors name the file
 	}
 	o := textout.New(env.Stdout)
-	o.Printf("wrote %s\n", *out)
+	o.Printf("wrote %s and %s\n", *out, csvPath)
 	return o.Err()
 }
 

@@ -21,17 +21,23 @@ import (
 type allRow struct {
 	Domain, Title, Category, Visits, MoM, MoMTone, YoY, YoYTone, Rank, RankChange, RankTone string
 	AIVisits, Bounce, Pages, Duration, Source                                               string
+	Attention, KeyAttention                                                                 string // "#3" and 3 when needs attention names it
 
 	KeyVisits, KeyMoM, KeyYoY, KeyRank, KeyRankChange, KeyAI, KeyBounce, KeyPages, KeyDuration string
 }
 
 func buildSites(d *data) []allRow {
-	rows := make([]allRow, 0, len(d.Sites))
-	for _, s := range d.Sites {
+	sites := pageSites(d)
+	flagged := attentionRanks(d)
+	rows := make([]allRow, 0, len(sites))
+	for _, s := range sites {
 		r := allRow{Domain: s.Domain, Title: orDash(s.Title), Category: orDash(s.Category), Visits: humanNull(s.TotalVisits), Rank: rank(s.GlobalRank),
 			RankChange: "—", AIVisits: humanInt(s.AITotal), Bounce: "—", Pages: "—", Duration: "—", MoM: "—", Source: "estimate"}
 		if s.FromGA {
 			r.Source = "analytics"
+		}
+		if n := flagged[s.Domain]; n > 0 {
+			r.Attention, r.KeyAttention = "#"+strconv.Itoa(n), strconv.Itoa(n)
 		}
 		if s.TotalVisits.Valid {
 			r.KeyVisits = strconv.FormatFloat(s.TotalVisits.Float64, 'f', -1, 64) // unrounded: the CSV carries it
@@ -109,7 +115,12 @@ func categories(d *data) []category {
 
 // allHeads are the All domains table's column headings, in order.
 var allHeads = []string{"Domain", "Title", "Category", "Visits", "MoM", "YoY", "Global rank", "Rank change", "AI visits",
-	"Bounce rate", "Pages / visit", "Avg. visit", "Traffic data"}
+	"Bounce rate", "Pages / visit", "Avg. visit", "Traffic data", "Needs attention"}
+
+// phoneOrder is the columns' order on a phone (DOM indexes): the domain, its needs-attention
+// place and the figures first, title and category last, so Visits and MoM are on the first
+// screen (the cells keep their DOM order; CSS order moves them).
+var phoneOrder = []int{0, 13, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 1, 2}
 
 // Cell geometry of the All domains table, in CSS px: 13 px text, 6 px padding each side, a
 // 1 px border, the sort arrow a heading gets, and a title or category's widest before it is
@@ -128,7 +139,7 @@ var boldFont = font.Font{Typeface: "Liberation", Variant: "Sans", Weight: 3}
 // allColumns measures each column of the All domains table with the page's font and returns
 // the grid template every row shares: the widest cell or heading, so no cell is clipped
 // (titles and categories stop at maxTextCol, cut short with an ellipsis).
-func allColumns(rows []allRow) template.CSS {
+func allColumns(rows []allRow) (wide, phone template.CSS) {
 	widths := make([]float64, len(allHeads))
 	bold := fonts.Lookup(boldFont, vg.Length(tableText))
 	for i, h := range allHeads {
@@ -155,12 +166,17 @@ func allColumns(rows []allRow) template.CSS {
 		}
 		cols[i] = fmt.Sprintf("%.0fpx", math.Ceil(w+cellExtra))
 	}
-	return template.CSS(strings.Join(cols, " ")) // #nosec G203 -- numbers and "px" only
+	onPhone := make([]string, len(cols))
+	for i, c := range phoneOrder {
+		onPhone[i] = cols[c]
+	}
+	// #nosec G203 -- numbers and "px" only
+	return template.CSS(strings.Join(cols, " ")), template.CSS(strings.Join(onPhone, " "))
 }
 
 // cells are a row's texts in column order.
 func (r allRow) cells() []string {
-	return []string{r.Domain, r.Title, r.Category, r.Visits, r.MoM, r.YoY, r.Rank, r.RankChange, r.AIVisits, r.Bounce, r.Pages, r.Duration, r.Source}
+	return []string{r.Domain, r.Title, r.Category, r.Visits, r.MoM, r.YoY, r.Rank, r.RankChange, r.AIVisits, r.Bounce, r.Pages, r.Duration, r.Source, r.Attention}
 }
 
 // allLimit is how many matching rows the All domains script shows before "Show all": a sort

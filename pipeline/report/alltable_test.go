@@ -25,9 +25,15 @@ func TestBoldFontMeasured(t *testing.T) {
 func TestAllColumns(t *testing.T) {
 	rows := []allRow{{Domain: "hotel-booking-comparison-site.com", Title: strings.Repeat("A long title ", 10), Category: "x", Visits: "1.00B",
 		MoM: "+1,234.5%", YoY: "from Feb 2027", Rank: "#1,496,235", RankChange: "▲ 1,234", AIVisits: "—", Bounce: "—", Pages: "—", Duration: "—", Source: "analytics"}}
-	cols := strings.Fields(string(allColumns(rows)))
-	if len(cols) != len(allHeads) {
-		t.Fatalf("%d columns, want %d", len(cols), len(allHeads))
+	wide, phone := allColumns(rows)
+	cols, onPhone := strings.Fields(string(wide)), strings.Fields(string(phone))
+	if len(cols) != len(allHeads) || len(onPhone) != len(allHeads) || len(phoneOrder) != len(allHeads) {
+		t.Fatalf("%d columns, %d on a phone, phoneOrder %d, want %d", len(cols), len(onPhone), len(phoneOrder), len(allHeads))
+	}
+	for i, c := range phoneOrder {
+		if onPhone[i] != cols[c] {
+			t.Errorf("phone column %d (%s) is %s, want %s", i, allHeads[c], onPhone[i], cols[c])
+		}
 	}
 	want := map[int]string{0: px(textWidth(rows[0].Domain, 13) + cellExtra), 1: px(maxTextCol + cellExtra), 5: px(textWidth("from Feb 2027", 13) + cellExtra)}
 	for i, w := range want {

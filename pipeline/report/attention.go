@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"io"
 
@@ -33,26 +32,25 @@ type attentionRow struct {
 // attention.threshold; zero fields are the defaults). Its errors are Write's, and a failed
 // read of the needs_attention view.
 func WriteWith(ctx context.Context, db *sql.DB, snapshot string, s changes.AttentionSettings, w io.Writer) error {
-	d, err := load(ctx, db, snapshot)
+	d, err := load(ctx, db, snapshot, s)
 	if err != nil {
 		return err
 	}
+	return writePage(d, w)
+}
+
+// writePage builds the page of d and writes it to w whole, or nothing on an error.
+func writePage(d *data, w io.Writer) error {
 	p, err := build(d)
 	if err != nil {
 		return err
 	}
-	a, err := readAttention(ctx, db, d, s)
-	switch {
-	case errors.Is(err, changes.ErrNoAttentionView):
-		p.Attention = &attentionSection{Title: "Needs attention: not available", Rule: err.Error()}
-	case err != nil:
+	t, err := pageFor(d)
+	if err != nil {
 		return err
-	default:
-		p.Attention = buildAttention(a)
 	}
-	p.Contents = contents(p)
 	var buf bytes.Buffer
-	if err := pageTmpl.Execute(&buf, p); err != nil {
+	if err := t.Execute(&buf, p); err != nil {
 		return fmt.Errorf("render html: %w", err)
 	}
 	if _, err := w.Write(buf.Bytes()); err != nil {
@@ -61,13 +59,12 @@ func WriteWith(ctx context.Context, db *sql.DB, snapshot string, s changes.Atten
 	return nil
 }
 
-// readAttention reuses the list the digest already read with the same settings (the view
-// costs seconds at 5,000 domains), else reads it.
-func readAttention(ctx context.Context, db *sql.DB, d *data, s changes.AttentionSettings) (*changes.Attention, error) {
-	if dg := d.Digest; dg != nil && dg.Attention != nil && dg.Attention.Month == d.Snapshot && dg.Attention.Settings == s.Resolved() {
-		return dg.Attention, nil
+// attentionOf is the page's needs-attention section, or the note saying why there is none.
+func attentionOf(d *data) *attentionSection {
+	if d.Attention == nil {
+		return &attentionSection{Title: "Needs attention: not available", Rule: d.AttentionNote}
 	}
-	return changes.ReadAttention(ctx, db, d.Snapshot, s)
+	return buildAttention(d.Attention)
 }
 
 func buildAttention(a *changes.Attention) *attentionSection {

@@ -99,7 +99,7 @@ func sparkline(domain string, pts []point, yearAgo time.Time) template.HTML {
 	s.lineP(0, py(hi), 100, py(hi), gridColor, 1)
 	s.lineP(0, py(lo), 100, py(lo), gridColor, 1)
 	s.textP(0, 0, py(hi)-4, valueSize, "start", mutedColor, "high "+numfmt.Count(hi))
-	s.textP(0, 0, py(lo)+13, valueSize, "start", mutedColor, "low "+numfmt.Count(lo))
+	s.textP(0, 0, py(lo)+13, valueSize, "start", mutedColor, lowLabel(lo, hi))
 	line := make([][2]float64, len(pts))
 	for i, p := range pts {
 		line[i] = [2]float64{fx(p.Month), fy(p.Visits)}
@@ -121,6 +121,16 @@ func sparkline(domain string, pts []point, yearAgo time.Time) template.HTML {
 	s.circleP(xp(lp.Month), py(lp.Visits), 3.2, barColor, barColor, "latest, "+lp.Month.Format("Jan 2006")+": "+numfmt.Count(lp.Visits))
 	sparkAxis(s, h-4, pts[0].Month, lp.Month, yearAgo, xp)
 	return s.fluidHTML()
+}
+
+// lowLabel marks a chart scaled from its own low to its own high with how far apart they are,
+// "low 1.10M (−7.4% of the high)", so a box a ±7 % domain fills does not read as a collapse.
+func lowLabel(lo, hi float64) string {
+	l := "low " + numfmt.Count(lo)
+	if hi > 0 && lo < hi {
+		l += " (" + numfmt.Change(lo/hi-1) + " of the high)"
+	}
+	return l
 }
 
 // sparkAxis labels the first and latest months, and the month a year earlier when it falls

@@ -83,15 +83,6 @@ type aiShare struct {
 	SharePct         float64
 }
 
-type competitor struct {
-	Domain, Competitor string
-	Position           int
-	CompRank           sql.NullInt64
-	CompVisits         sql.NullFloat64
-	Ratio              sql.NullFloat64
-	OnWatchlist        bool
-}
-
 type runRow struct {
 	ID, Status, Message                        string
 	Started                                    time.Time
@@ -110,23 +101,33 @@ type data struct {
 	Snapshot     string
 	PrevSnapshot string             // the newest earlier snapshot in the warehouse, or ""
 	Sites        []site             // by total visits, descending
-	Traffic      map[string][]point // the snapshot's own history (12 months from the API)
 	History      map[string][]point // every month up to the snapshot, for the topN domains
 	YearPairs    []yearPair         // the latest 12 months against a year earlier; nil without any
-	Channels     []channelShare
-	Countries    map[string][]countryShare // by share, descending
-	Keywords     map[string][]keyword      // top five by position
-	Overlaps     []overlap
-	AI           map[string][]aiShare // by share, descending
-	Competitors  []competitor
-	Runs         []runRow // oldest first
-	FetchErrors  []fetchError
+	// Shown are the domains whose per-domain rows are read (channels, countries, keywords, AI
+	// platforms, whole history): the topN most visited and every domain the needs-attention
+	// list names, so what is read follows what the page draws, not the watchlist's length.
+	Shown         []string
+	Channels      []channelShare
+	Countries     map[string][]countryShare // of the shown domains, by share, descending
+	CountryWeight []countryShare            // every domain's shares summed per country, the maxGeoColumns heaviest
+	AITotals      map[string]float64        // every domain's platform shares summed per platform
+	Keywords      map[string][]keyword      // top five by position
+	Overlaps      []overlap
+	AI            map[string][]aiShare // of the shown domains, by share, descending
+	Competitors   *competitorTotals    // competitors.go: aggregated in DuckDB
+	// PanelCompetitors are each flagged domain's first competitors, "name (visits)" (panels.go).
+	PanelCompetitors map[string][]string
+	Runs             []runRow // oldest first
+	FetchErrors      []fetchError
 	// QualityRecorded is false when the warehouse has no quality_checks table (an older schema).
 	QualityRecorded bool
 	QualitySummary  []warehouse.QualityCheckSummary // one per check run on the snapshot
 	Quality         []warehouse.QualityFinding      // error and warn findings, errors first
 	Digest          *changes.Digest                 // nil when DigestNote says why
 	DigestNote      string
+	CSVName         string             // the file beside the page holding every domain's row, "" when none is written
+	Attention       *changes.Attention // nil when AttentionNote says why
+	AttentionNote   string
 
 	// Candidates are discover's best domains not tracked yet (candidates.go).
 	Candidates []discover.Candidate
@@ -134,11 +135,11 @@ type data struct {
 
 // load reads the snapshot's figures. It returns an error naming the snapshot and the snapshots
 // that do exist when the warehouse has no sites rows for it.
-func load(ctx context.Context, db *sql.DB, snapshot string) (*data, error) {
+func load(ctx context.Context, db *sql.DB, snapshot string, settings changes.AttentionSettings) (*data, error) {
 	if !snapshotRE.MatchString(snapshot) {
 		return nil, fmt.Errorf("snapshot %q is not a month in the form YYYY-MM (e.g. 2026-01)", snapshot)
 	}
-	d := &data{Snapshot: snapshot, Traffic: map[string][]point{}, Countries: map[string][]countryShare{},
+	d := &data{Snapshot: snapshot, Countries: map[string][]countryShare{},
 		Keywords: map[string][]keyword{}, AI: map[string][]aiShare{}}
 	if err := d.loadSites(ctx, db); err != nil {
 		return nil, err
@@ -146,9 +147,16 @@ func load(ctx context.Context, db *sql.DB, snapshot string) (*data, error) {
 	if len(d.Sites) == 0 {
 		return nil, noData(ctx, db, snapshot)
 	}
-	for _, step := range []func(context.Context, *sql.DB) error{d.loadPrevious, d.loadTraffic, d.loadYearAgo, d.loadHistory, d.loadYearPairs, d.loadChannels,
-		d.loadCountries, d.loadKeywords, d.loadOverlaps, d.loadAI, d.loadCompetitors, d.loadCandidates, d.loadRuns,
-		d.loadFetchErrors, d.loadQuality, d.loadDigest} {
+	// The digest and the needs-attention list come first: the domains they name are shown.
+	for _, step := range []func(context.Context, *sql.DB) error{d.loadQuality, d.loadDigest, d.attentionLoader(settings)} {
+		if err := step(ctx, db); err != nil {
+			return nil, err
+		}
+	}
+	d.Shown = shownDomains(d)
+	for _, step := range []func(context.Context, *sql.DB) error{d.loadHistory, d.loadYearPairs, d.loadChannels,
+		d.loadCountries, d.loadCountryWeights, d.loadKeywords, d.loadOverlaps, d.loadAI, d.loadAITotals, d.loadCompetitors, d.loadPanelCompetitors,
+		d.loadCandidates, d.loadRuns, d.loadFetchErrors} {
 		if err := step(ctx, db); err != nil {
 			return nil, err
 		}
@@ -189,104 +197,12 @@ func each(ctx context.Context, db *sql.DB, query string, args []any, scan func(*
 	return rows.Err()
 }
 
-func (d *data) loadSites(ctx context.Context, db *sql.DB) error {
-	err := each(ctx, db, `
-		SELECT domain, coalesce(title, ''), coalesce(strftime(snapshot_date, '%Y-%m-%d'), ''),
-		       coalesce(traffic_period, ''), coalesce(category_name, ''), global_rank, total_visits,
-		       coalesce(is_data_from_ga, false), ai_total_visits, bounce_rate, pages_per_visit,
-		       average_visit_duration_seconds
-		FROM sites WHERE snapshot_month = ?
-		ORDER BY total_visits DESC NULLS LAST, domain`, []any{d.Snapshot}, func(r *sql.Rows) error {
-		var s site
-		if err := r.Scan(&s.Domain, &s.Title, &s.SnapshotDate, &s.Period, &s.Category, &s.GlobalRank,
-			&s.TotalVisits, &s.FromGA, &s.AITotal, &s.BounceRate, &s.PagesPerVis, &s.DurationSec); err != nil {
-			return err
-		}
-		d.Sites = append(d.Sites, s)
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("read sites: %w", err)
-	}
-	return nil
-}
-
-// loadPrevious finds the newest earlier snapshot and each domain's rank in it.
-func (d *data) loadPrevious(ctx context.Context, db *sql.DB) error {
-	var prev sql.NullString
-	if err := db.QueryRowContext(ctx, `SELECT max(snapshot_month) FROM sites WHERE snapshot_month < ?`, d.Snapshot).Scan(&prev); err != nil {
-		return fmt.Errorf("find the previous snapshot: %w", err)
-	}
-	if !prev.Valid {
-		return nil
-	}
-	d.PrevSnapshot = prev.String
-	ranks := map[string]sql.NullInt64{}
-	err := each(ctx, db, `SELECT domain, global_rank FROM sites WHERE snapshot_month = ?`, []any{prev.String}, func(r *sql.Rows) error {
-		var dom string
-		var rank sql.NullInt64
-		if err := r.Scan(&dom, &rank); err != nil {
-			return err
-		}
-		ranks[dom] = rank
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("read sites of the previous snapshot %s: %w", prev.String, err)
-	}
-	for i := range d.Sites {
-		d.Sites[i].PrevRank = ranks[d.Sites[i].Domain]
-	}
-	return nil
-}
-
-// loadTraffic reads the snapshot's own traffic history (not traffic_monthly, which mixes in
-// later snapshots), so a report for a past month stays as it was.
-func (d *data) loadTraffic(ctx context.Context, db *sql.DB) error {
-	err := each(ctx, db, `
-		SELECT domain, month, visits FROM traffic_history
-		WHERE snapshot_month = ? AND visits IS NOT NULL
-		ORDER BY domain, month`, []any{d.Snapshot}, func(r *sql.Rows) error {
-		var dom string
-		var p point
-		var v int64
-		if err := r.Scan(&dom, &p.Month, &v); err != nil {
-			return err
-		}
-		p.Visits = float64(v)
-		d.Traffic[dom] = append(d.Traffic[dom], p)
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("read traffic_history: %w", err)
-	}
-	for i := range d.Sites {
-		s := &d.Sites[i]
-		pts := d.Traffic[s.Domain]
-		if len(pts) == 0 {
-			continue
-		}
-		last := pts[len(pts)-1]
-		s.LastMonth, s.LastVisits = last.Month, sql.NullFloat64{Float64: last.Visits, Valid: true}
-		s.PrevVisits = visitsIn(pts, last.Month.AddDate(0, -1, 0))
-	}
-	return nil
-}
-
-func visitsIn(pts []point, month time.Time) sql.NullFloat64 {
-	for _, p := range pts {
-		if p.Month.Equal(month) {
-			return sql.NullFloat64{Float64: p.Visits, Valid: true}
-		}
-	}
-	return sql.NullFloat64{}
-}
-
 func (d *data) loadChannels(ctx context.Context, db *sql.DB) error {
+	in, args := d.shownIn()
 	err := each(ctx, db, `
 		SELECT domain, channel, share, watchlist_avg_share FROM channel_mix
-		WHERE snapshot_month = ? AND share IS NOT NULL
-		ORDER BY domain, channel`, []any{d.Snapshot}, func(r *sql.Rows) error {
+		WHERE snapshot_month = ? AND share IS NOT NULL AND domain IN (`+in+`)
+		ORDER BY domain, channel`, args, func(r *sql.Rows) error {
 		var c channelShare
 		if err := r.Scan(&c.Domain, &c.Channel, &c.Share, &c.Avg); err != nil {
 			return err
@@ -301,10 +217,11 @@ func (d *data) loadChannels(ctx context.Context, db *sql.DB) error {
 }
 
 func (d *data) loadCountries(ctx context.Context, db *sql.DB) error {
+	in, args := d.shownIn()
 	err := each(ctx, db, `
 		SELECT domain, country_code, coalesce(country_name, country_code), share FROM top_countries
-		WHERE snapshot_month = ? AND share IS NOT NULL
-		ORDER BY domain, country_position`, []any{d.Snapshot}, func(r *sql.Rows) error {
+		WHERE snapshot_month = ? AND share IS NOT NULL AND domain IN (`+in+`)
+		ORDER BY domain, country_position`, args, func(r *sql.Rows) error {
 		var dom string
 		var c countryShare
 		if err := r.Scan(&dom, &c.Code, &c.Name, &c.Share); err != nil {
@@ -320,11 +237,12 @@ func (d *data) loadCountries(ctx context.Context, db *sql.DB) error {
 }
 
 func (d *data) loadKeywords(ctx context.Context, db *sql.DB) error {
+	in, args := d.shownIn()
 	err := each(ctx, db, `
 		SELECT domain, keyword, search_volume, cpc_usd, estimated_value_usd FROM keywords
-		WHERE snapshot_month = ?
+		WHERE snapshot_month = ? AND domain IN (`+in+`)
 		QUALIFY row_number() OVER (PARTITION BY domain ORDER BY position) <= 5
-		ORDER BY domain, position`, []any{d.Snapshot}, func(r *sql.Rows) error {
+		ORDER BY domain, position`, args, func(r *sql.Rows) error {
 		var k keyword
 		if err := r.Scan(&k.Domain, &k.Keyword, &k.Volume, &k.CPC, &k.Value); err != nil {
 			return err
@@ -375,10 +293,11 @@ func (d *data) loadOverlaps(ctx context.Context, db *sql.DB) error {
 }
 
 func (d *data) loadAI(ctx context.Context, db *sql.DB) error {
+	in, args := d.shownIn()
 	err := each(ctx, db, `
 		SELECT domain, platform, share_pct FROM ai_platforms
-		WHERE snapshot_month = ? AND share_pct IS NOT NULL
-		ORDER BY domain, share_pct DESC, platform`, []any{d.Snapshot}, func(r *sql.Rows) error {
+		WHERE snapshot_month = ? AND share_pct IS NOT NULL AND domain IN (`+in+`)
+		ORDER BY domain, share_pct DESC, platform`, args, func(r *sql.Rows) error {
 		var a aiShare
 		if err := r.Scan(&a.Domain, &a.Platform, &a.SharePct); err != nil {
 			return err
@@ -388,25 +307,6 @@ func (d *data) loadAI(ctx context.Context, db *sql.DB) error {
 	})
 	if err != nil {
 		return fmt.Errorf("read ai_platforms: %w", err)
-	}
-	return nil
-}
-
-func (d *data) loadCompetitors(ctx context.Context, db *sql.DB) error {
-	err := each(ctx, db, `
-		SELECT domain, competitor, competitor_position, competitor_global_rank,
-		       competitor_total_visits, competitor_visits_ratio, competitor_on_watchlist
-		FROM competitors WHERE snapshot_month = ?
-		ORDER BY domain, competitor_position`, []any{d.Snapshot}, func(r *sql.Rows) error {
-		var c competitor
-		if err := r.Scan(&c.Domain, &c.Competitor, &c.Position, &c.CompRank, &c.CompVisits, &c.Ratio, &c.OnWatchlist); err != nil {
-			return err
-		}
-		d.Competitors = append(d.Competitors, c)
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("read competitors: %w", err)
 	}
 	return nil
 }

@@ -26,7 +26,24 @@ import (
 //go:embed page.html.tmpl
 var pageSource string
 
-var pageTmpl = template.Must(template.New("report").Parse(pageSource))
+// pageTmpl is the page; panelLink is replaced on each render by the page's own (pageFor).
+var pageTmpl = template.Must(template.New("report").Funcs(template.FuncMap{"panelLink": func(string) string { return "" }, "prose": prose}).Parse(pageSource))
+
+// pageFor is the page template whose panelLink gives the id of a flagged domain's panel, ""
+// for any other text: every mention of a flagged domain then links to its panel.
+func pageFor(d *data) (*template.Template, error) {
+	t, err := pageTmpl.Clone()
+	if err != nil {
+		return nil, fmt.Errorf("clone the page template: %w", err)
+	}
+	flagged := attentionRanks(d)
+	return t.Funcs(template.FuncMap{"panelLink": func(s string) string {
+		if flagged[s] > 0 {
+			return panelID(s)
+		}
+		return ""
+	}}), nil
+}
 
 // Write renders the report of snapshot (YYYY-MM) from the warehouse db to w. It returns an
 // error when snapshot is malformed, when the warehouse holds no sites rows for it (the message
@@ -47,6 +64,7 @@ type page struct {
 	Contents      []tocEntry
 	Headline      []card
 	Attention     *attentionSection // attention.go: the first section after the headline
+	Panels        []panel           // panels.go: each flagged domain's own place
 	Changes       *changesSection
 	Traffic       []sparkCard
 	Size          *chart
@@ -60,7 +78,9 @@ type page struct {
 	Sites         []allRow
 	Categories    []category   // the All domains filter's choices
 	AllColumns    template.CSS // the All domains grid's column widths
+	PhoneColumns  template.CSS // the same in phoneOrder
 	AllLimit      int          // rows the All domains script shows of those matching (all without script)
+	AllNote       string       // which domains the table holds, and where the rest are when it is cut
 	TopNote       string       // which domains the per-domain sections show, "" when all
 	Rule          string       // the ranking rule, stated in the footnote
 	TopN          int
@@ -97,6 +117,8 @@ func build(d *data) (*page, error) {
 	p.SnapshotDates, p.Periods = span(dates), span(periods)
 	p.Warning = completeness(d)
 	p.Headline = headline(d)
+	p.Attention = attentionOf(d)
+	p.Panels = buildPanels(d)
 	p.Changes = buildChanges(d)
 	p.Traffic = buildTraffic(d)
 	p.Size = buildSize(d)
@@ -115,8 +137,8 @@ func build(d *data) (*page, error) {
 	p.Runs = buildRuns(d)
 	p.Sites = buildSites(d)
 	p.Categories = categories(d)
-	p.AllColumns = allColumns(p.Sites)
-	p.AllLimit = allLimit
+	p.AllColumns, p.PhoneColumns = allColumns(p.Sites)
+	p.AllLimit, p.AllNote = allLimit, allNote(d, len(p.Sites))
 	p.TopNote = cutNote(d, "the most visited domains")
 	p.Rule, p.TopN = changes.RankingRule, topN
 	p.Contents = contents(p)
@@ -148,6 +170,9 @@ func contents(p *page) []tocEntry {
 	toc := []tocEntry{{"summary", "Headline numbers"}}
 	if p.Attention != nil {
 		toc = append(toc, tocEntry{"attention", "Needs attention"})
+	}
+	if len(p.Panels) > 0 {
+		toc = append(toc, tocEntry{"flagged", "Flagged domains"})
 	}
 	toc = append(toc, tocEntry{"changes", "What changed"})
 	add := func(present bool, id, title string) {

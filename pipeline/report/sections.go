@@ -239,12 +239,7 @@ func legend(series []string) []legendEntry {
 const maxAIPlatforms = 7
 
 func buildAI(d *data) *legendChart {
-	total := map[string]float64{}
-	for _, as := range d.AI {
-		for _, a := range as {
-			total[a.Platform] += a.SharePct
-		}
-	}
+	total := d.AITotals
 	if len(total) == 0 {
 		return nil
 	}
@@ -332,29 +327,16 @@ type geoCell struct {
 const maxGeoColumns = 8
 
 func buildGeography(d *data) *geoTable {
-	weight := map[string]float64{}
-	name := map[string]string{}
-	for _, cs := range d.Countries {
-		for _, c := range cs {
-			weight[c.Code] += c.Share
-			name[c.Code] = c.Name
-		}
-	}
-	if len(weight) == 0 {
+	if len(d.CountryWeight) == 0 {
 		return nil
 	}
-	codes := make([]string, 0, len(weight))
-	for c := range weight {
-		codes = append(codes, c)
+	codes := make([]string, 0, len(d.CountryWeight))
+	for _, c := range d.CountryWeight {
+		codes = append(codes, c.Code)
 	}
-	sort.Slice(codes, func(i, j int) bool {
-		if weight[codes[i]] != weight[codes[j]] {
-			return weight[codes[i]] > weight[codes[j]]
-		}
-		return codes[i] < codes[j]
-	})
-	if len(codes) > maxGeoColumns {
-		codes = codes[:maxGeoColumns]
+	name := map[string]string{}
+	for _, c := range d.CountryWeight {
+		name[c.Code] = c.Name
 	}
 	g := &geoTable{}
 	for _, c := range codes {
@@ -489,16 +471,6 @@ type compRow struct {
 	OnWatchlist                               bool
 }
 
-type compAgg struct {
-	name     string
-	listedBy []string
-	visits   float64
-	hasVis   bool
-	rank     int64
-	ratios   []float64
-	on       bool
-}
-
 // maxCompetitors are charted and listed open; up to maxFolded more are listed folded, so a
 // mailed file holds the full list of any watchlist the page's size budget allows.
 const (
@@ -507,74 +479,22 @@ const (
 )
 
 func buildCompetitors(d *data) *competitorSection {
-	aggs, listings := aggregateCompetitors(d.Competitors)
-	if len(aggs) == 0 {
+	t := d.Competitors
+	if t == nil || len(t.Aggs) == 0 {
 		return nil
 	}
-	sec := &competitorSection{Listings: listings}
-	for _, a := range aggs {
-		if a.on {
-			sec.On++
-		} else {
-			sec.New++
-		}
-	}
+	sec := &competitorSection{Listings: t.Listings, New: t.New, On: t.On, Omitted: max(0, t.New+t.On-len(t.Aggs))}
 	var bars []barRow
-	for i, a := range aggs {
-		switch {
-		case i < maxCompetitors:
+	for i, a := range t.Aggs {
+		if i < maxCompetitors {
 			sec.Rows = append(sec.Rows, a.row())
 			bars = append(bars, a.bar())
-		case i < maxCompetitors+maxFolded:
+		} else {
 			sec.Folded = append(sec.Folded, a.row())
-		default:
-			sec.Omitted++
 		}
 	}
 	sec.Chart = dotPlot("competitors by visits, log scale", bars)
 	return sec
-}
-
-// aggregateCompetitors merges the spellings of one site and orders them: not on the watchlist
-// first, then by the number of watchlist domains listing it, then by visits. It also returns
-// how many domains list a competitor.
-func aggregateCompetitors(cs []competitor) ([]*compAgg, int) {
-	byName := map[string]*compAgg{}
-	listing := map[string]bool{}
-	var aggs []*compAgg
-	for _, c := range cs {
-		listing[c.Domain] = true
-		key := normalizeHost(c.Competitor)
-		a := byName[key]
-		if a == nil {
-			a = &compAgg{name: key}
-			byName[key] = a
-			aggs = append(aggs, a)
-		}
-		if !contains(a.listedBy, c.Domain) {
-			a.listedBy = append(a.listedBy, c.Domain)
-		}
-		if c.CompVisits.Valid && c.CompVisits.Float64 > a.visits {
-			a.visits, a.hasVis = c.CompVisits.Float64, true
-		}
-		if c.CompRank.Valid && (a.rank == 0 || c.CompRank.Int64 < a.rank) {
-			a.rank = c.CompRank.Int64
-		}
-		if c.Ratio.Valid {
-			a.ratios = append(a.ratios, c.Ratio.Float64)
-		}
-		a.on = a.on || c.OnWatchlist
-	}
-	sort.SliceStable(aggs, func(i, j int) bool {
-		if aggs[i].on != aggs[j].on {
-			return !aggs[i].on
-		}
-		if len(aggs[i].listedBy) != len(aggs[j].listedBy) {
-			return len(aggs[i].listedBy) > len(aggs[j].listedBy)
-		}
-		return aggs[i].visits > aggs[j].visits
-	})
-	return aggs, len(listing)
 }
 
 func (a *compAgg) bar() barRow {
@@ -586,30 +506,23 @@ func (a *compAgg) bar() barRow {
 	if a.hasVis {
 		b.Value, b.Valid, b.Text = a.visits, true, numfmt.Count(a.visits)
 	}
-	b.Text += fmt.Sprintf(" · listed by %d", len(a.listedBy))
+	b.Text += fmt.Sprintf(" · listed by %d", a.listed)
 	return b
 }
 
 func (a *compAgg) row() compRow {
-	r := compRow{Competitor: a.name, ListedBy: someNames(a.listedBy), Visits: numfmt.Dash, Rank: numfmt.Dash, Ratio: numfmt.Dash, OnWatchlist: a.on}
+	r := compRow{Competitor: a.name, ListedBy: namesOf(a.listedBy, a.listed), Visits: numfmt.Dash, Rank: numfmt.Dash, Ratio: numfmt.Dash, OnWatchlist: a.on}
 	if a.hasVis {
 		r.Visits = numfmt.Count(a.visits)
 	}
 	if a.rank > 0 {
 		r.Rank = "#" + numfmt.Thousands(a.rank)
 	}
-	if len(a.ratios) > 0 {
-		sort.Float64s(a.ratios)
-		r.Ratio = numfmt.Ratio(a.ratios[0])
-		if hi := a.ratios[len(a.ratios)-1]; numfmt.Ratio(hi) != r.Ratio {
-			r.Ratio += " – " + numfmt.Ratio(hi)
+	if a.ratioLo.Valid {
+		r.Ratio = numfmt.Ratio(a.ratioLo.Float64)
+		if hi := numfmt.Ratio(a.ratioHi.Float64); hi != r.Ratio {
+			r.Ratio += " – " + hi
 		}
 	}
 	return r
-}
-
-// normalizeHost folds the spellings the API uses for one site (case, www., trailing dot).
-func normalizeHost(h string) string {
-	h = strings.TrimSuffix(strings.ToLower(strings.TrimSpace(h)), ".")
-	return strings.TrimPrefix(h, "www.")
 }

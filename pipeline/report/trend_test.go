@@ -37,12 +37,12 @@ func TestTrendWholeHistory(t *testing.T) {
 		`data-t="Dec 2023: `, `data-t="Jan 2026: 21.5B"`, // first and latest month, values in the report's style
 		">Dec 2023</text>", ">Jan 2026</text>", ">Jan 2025</text>", // the axis: first, latest and the year-ago month
 		`fill="#ffffff" stroke="#5b6473" stroke-width="1.5"><title>a year earlier, Jan 2025: `, // the hollow dot
-		">high 57.8B</text>", ">low 19.7B</text>", // labelled extremes: the scale is low to high, not 0 to peak
+		">high 57.8B</text>", ">low 19.7B (−66.0% of the high)</text>", // labelled extremes and their spread: the scale is low to high, not 0 to peak
 		`vector-effect="non-scaling-stroke"`,
 		`<div class="readout" aria-live="polite"></div>`,
 	} {
 		if !strings.Contains(card, want) {
-			t.Errorf("google.com's trend lacks %q", want)
+			t.Errorf("google.com's trend lacks %q: %s", want, regexp.MustCompile(`>low [^<]*<`).FindString(card))
 		}
 	}
 	yoy := html[strings.Index(html, `<section id="yoy">`):]

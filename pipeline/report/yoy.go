@@ -6,61 +6,10 @@ import (
 	"fmt"
 	"html/template"
 	"math"
-	"strings"
 	"time"
 
 	"sitewatch/pipeline/numfmt"
 )
-
-// loadYearAgo reads, for each site, the month a year before its latest history month and the
-// first month year on year becomes available, from every snapshot's history up to this one:
-// one snapshot holds only 12 months, so its own history never reaches a year back. The rule is
-// traffic_monthly's (the newest snapshot with a value wins), restricted to snapshots up to the
-// report's, so a report of a past month does not change when later months are loaded.
-func (d *data) loadYearAgo(ctx context.Context, db *sql.DB) error {
-	type yearAgo struct {
-		first  time.Time
-		visits sql.NullInt64
-	}
-	got := map[string]yearAgo{}
-	err := each(ctx, db, `
-		WITH best AS (
-		    SELECT domain, month, visits FROM traffic_history
-		    WHERE snapshot_month <= ? AND visits IS NOT NULL
-		    QUALIFY row_number() OVER (PARTITION BY domain, month ORDER BY snapshot_month DESC) = 1
-		),
-		latest AS (
-		    SELECT domain, max(month) AS month FROM traffic_history
-		    WHERE snapshot_month = ? AND visits IS NOT NULL GROUP BY domain
-		),
-		first AS (SELECT domain, min(month) AS month FROM best GROUP BY domain)
-		SELECT l.domain, f.month, y.visits
-		FROM latest l
-		JOIN first f ON f.domain = l.domain
-		LEFT JOIN best y ON y.domain = l.domain AND y.month = CAST(l.month - INTERVAL 12 MONTH AS DATE)`,
-		[]any{d.Snapshot, d.Snapshot}, func(r *sql.Rows) error {
-			var dom string
-			var y yearAgo
-			if err := r.Scan(&dom, &y.first, &y.visits); err != nil {
-				return err
-			}
-			got[dom] = y
-			return nil
-		})
-	if err != nil {
-		return fmt.Errorf("read the months a year earlier from traffic_history (snapshots up to %s): %w", d.Snapshot, err)
-	}
-	for i := range d.Sites {
-		s := &d.Sites[i]
-		y, ok := got[s.Domain]
-		if !ok {
-			continue
-		}
-		s.YoYFrom = y.first.AddDate(1, 0, 0)
-		s.YearAgoVisits = sql.NullFloat64{Float64: float64(y.visits.Int64), Valid: y.visits.Valid}
-	}
-	return nil
-}
 
 // yoyText is a site's year-on-year change, or from which month it becomes available.
 func (s *site) yoyText() (text, toneClass string) {
@@ -106,21 +55,16 @@ const bestHistory = `
 	    QUALIFY row_number() OVER (PARTITION BY domain, month ORDER BY snapshot_month DESC) = 1
 	)`
 
-// loadHistory reads the whole history of the domains the trend charts show, up to each
-// domain's latest month in this snapshot.
+// loadHistory reads the whole history of the shown domains (the trend charts' and the flagged
+// domains' panels), up to each domain's latest month in this snapshot.
 func (d *data) loadHistory(ctx context.Context, db *sql.DB) error {
 	d.History = map[string][]point{}
-	top := topSites(d)
-	if len(top) == 0 {
+	if len(d.Shown) == 0 {
 		return nil
 	}
-	args := []any{d.Snapshot}
-	marks := make([]string, len(top))
-	for i, s := range top {
-		args, marks[i] = append(args, s.Domain), "?"
-	}
+	in, args := d.shownIn()
 	err := each(ctx, db, bestHistory+`
-		SELECT domain, month, visits FROM best WHERE domain IN (`+strings.Join(marks, ", ")+`)
+		SELECT domain, month, visits FROM best WHERE domain IN (`+in+`)
 		ORDER BY domain, month`, args, func(r *sql.Rows) error {
 		var dom string
 		var p point
@@ -135,12 +79,18 @@ func (d *data) loadHistory(ctx context.Context, db *sql.DB) error {
 	if err != nil {
 		return fmt.Errorf("read the whole traffic history (snapshots up to %s): %w", d.Snapshot, err)
 	}
-	for _, s := range top {
-		pts := d.History[s.Domain]
-		for len(pts) > 0 && !s.LastMonth.IsZero() && pts[len(pts)-1].Month.After(s.LastMonth) {
+	last := map[string]time.Time{}
+	for _, s := range d.Sites {
+		if _, ok := d.History[s.Domain]; ok {
+			last[s.Domain] = s.LastMonth
+		}
+	}
+	for dom, pts := range d.History {
+		lm := last[dom]
+		for len(pts) > 0 && !lm.IsZero() && pts[len(pts)-1].Month.After(lm) {
 			pts = pts[:len(pts)-1]
 		}
-		d.History[s.Domain] = pts
+		d.History[dom] = pts
 	}
 	return nil
 }
@@ -163,19 +113,29 @@ func (d *data) loadYearPairs(ctx context.Context, db *sql.DB) error {
 	}
 	first := last.AddDate(0, -11, 0)
 	got := map[time.Time]yearPair{}
-	err := each(ctx, db, bestHistory+`
-		SELECT c.month, sum(c.visits)::DOUBLE, sum(p.visits)::DOUBLE, count(*)
-		FROM best c JOIN best p ON p.domain = c.domain AND p.month = CAST(c.month - INTERVAL 12 MONTH AS DATE)
-		WHERE c.month BETWEEN ? AND ?
-		GROUP BY c.month`, []any{d.Snapshot, first, last}, func(r *sql.Rows) error {
-		var y yearPair
-		if err := r.Scan(&y.Month, &y.Cur, &y.Prev, &y.Domains); err != nil {
-			return err
-		}
-		y.Comparable = true
-		got[y.Month] = y
-		return nil
-	})
+	// Each month of the window and the month a year before it meet on one key (the later
+	// month), grouped rather than joined: one pass over the history, not a self-join.
+	err := each(ctx, db, bestHistory+`,
+		paired AS (
+		    SELECT domain, month AS m, visits AS cur, NULL::BIGINT AS prev FROM best WHERE month BETWEEN ? AND ?
+		    UNION ALL
+		    SELECT domain, CAST(month + INTERVAL 12 MONTH AS DATE), NULL, visits FROM best
+		    WHERE month BETWEEN CAST(?::DATE - INTERVAL 12 MONTH AS DATE) AND CAST(?::DATE - INTERVAL 12 MONTH AS DATE)
+		),
+		both_months AS (
+		    SELECT m, max(cur) AS cur, max(prev) AS prev FROM paired GROUP BY domain, m
+		    HAVING max(cur) IS NOT NULL AND max(prev) IS NOT NULL
+		)
+		SELECT m, sum(cur)::DOUBLE, sum(prev)::DOUBLE, count(*) FROM both_months GROUP BY m`,
+		[]any{d.Snapshot, first, last, first, last}, func(r *sql.Rows) error {
+			var y yearPair
+			if err := r.Scan(&y.Month, &y.Cur, &y.Prev, &y.Domains); err != nil {
+				return err
+			}
+			y.Comparable = true
+			got[y.Month] = y
+			return nil
+		})
 	if err != nil {
 		return fmt.Errorf("read this year against last year (snapshots up to %s): %w", d.Snapshot, err)
 	}
@@ -197,7 +157,16 @@ func (d *data) loadYearPairs(ctx context.Context, db *sql.DB) error {
 type yearVsYear struct {
 	SVG              template.HTML
 	ThisYear, Before string // legend colours
+	Shown, YearAgo   string // the months the lines draw, "Nov 2025 – Oct 2026", and a year earlier
 	Note             string
+}
+
+// monthSpan names the months from first to last: "Nov 2025 – Oct 2026", "Oct 2026".
+func monthSpan(first, last time.Time) string {
+	if first.Equal(last) {
+		return last.Format("Jan 2006")
+	}
+	return first.Format("Jan 2006") + " – " + last.Format("Jan 2006")
 }
 
 func buildYearVsYear(d *data) *yearVsYear {
@@ -221,6 +190,7 @@ func buildYearVsYear(d *data) *yearVsYear {
 	last := pairs[len(pairs)-1].Month
 	return &yearVsYear{
 		SVG: yearLines(pairs), ThisYear: barColor, Before: mutedColor,
+		Shown: monthSpan(pairs[0].Month, last), YearAgo: monthSpan(pairs[0].Month.AddDate(-1, 0, 0), last.AddDate(-1, 0, 0)),
 		Note: fmt.Sprintf("The watchlist's visits per month, %s to %s, against the same months a year earlier, summed over the %s; scaled from the lowest to the highest month (both labelled). Point at or tap a month for both figures.",
 			pairs[0].Month.Format("Jan 2006"), last.Format("Jan 2006"), over),
 	}

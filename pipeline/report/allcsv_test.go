@@ -1,0 +1,60 @@
+package report
+
+import (
+	"bytes"
+	"database/sql"
+	"encoding/csv"
+	"fmt"
+	"strings"
+	"testing"
+
+	"sitewatch/pipeline/changes"
+)
+
+// TestAllDomainsCutKeepsFlagged: past allInPage domains the page's table holds the most
+// visited and every domain needs attention names, says how many of how many, and names the
+// CSV; the CSV holds every domain with unrounded figures and its needs-attention place.
+func TestAllDomainsCutKeepsFlagged(t *testing.T) {
+	n := allInPage + 7
+	d := &data{Snapshot: "2026-10", CSVName: "report-2026-10-domains.csv"}
+	for i := range n {
+		d.Sites = append(d.Sites, site{Domain: fmt.Sprintf("d%05d.com", i), TotalVisits: sql.NullFloat64{Float64: float64(n - i), Valid: true}})
+	}
+	last := d.Sites[n-1].Domain
+	d.Attention = &changes.Attention{Domains: []changes.AttentionDomain{{Domain: last}, {Domain: d.Sites[0].Domain}}}
+	got := pageSites(d)
+	if len(got) != allInPage+1 || got[len(got)-1].Domain != last {
+		t.Fatalf("page holds %d rows ending %s, want %d ending with the flagged %s", len(got), got[len(got)-1].Domain, allInPage+1, last)
+	}
+	note := allNote(d, len(got))
+	for _, want := range []string{"5,000 most visited of the 5,007", "5,001 rows", "report-2026-10-domains.csv"} {
+		if !strings.Contains(note, want) {
+			t.Errorf("note %q lacks %q", note, want)
+		}
+	}
+	var buf bytes.Buffer
+	if err := writeCSV(d, &buf); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := csv.NewReader(strings.NewReader(strings.TrimPrefix(buf.String(), "\ufeff"))).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != n+1 {
+		t.Fatalf("CSV has %d rows, want %d and a header", len(rows)-1, n)
+	}
+	if h, r := rows[0][len(rows[0])-1], rows[n][len(rows[n])-1]; h != "Needs attention" || r != "1" {
+		t.Errorf("the last domain's needs-attention column: %s = %q, want 1", h, r)
+	}
+	if v := rows[1][3]; v != fmt.Sprint(n) {
+		t.Errorf("first domain's visits %q, want %d unrounded", v, n)
+	}
+}
+
+func TestCSVGuardsFormulas(t *testing.T) {
+	for in, want := range map[string]string{"=1+1": "'=1+1", "@x": "'@x", "-3": "'-3", "plain": "plain", "": ""} {
+		if got := formulaSafe(in); got != want {
+			t.Errorf("formulaSafe(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

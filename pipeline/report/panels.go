@@ -1,0 +1,140 @@
+package report
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"html/template"
+	"sort"
+	"strings"
+	"time"
+
+	"sitewatch/pipeline/numfmt"
+)
+
+// panel is one flagged domain's own place in the page, one click or tap from every mention
+// of it (needs attention, the headline cards, the All domains table): why it is flagged, its
+// whole history with the year-ago month marked, its channels and its competitors.
+type panel struct {
+	ID, Domain, Severity                        string
+	Reasons                                     []string
+	Last, LastMonth, MoM, MoMTone, YoY, YoYTone string
+	Rank                                        string
+	SVG                                         template.HTML
+	Channels                                    string
+	Competitors                                 []string
+}
+
+// panelID is the anchor of a domain's panel: domains hold only letters, digits, dots and
+// hyphens, all valid in an id.
+func panelID(domain string) string { return "d-" + domain }
+
+// maxPanelCompetitors are listed in a panel, by the API's order of similarity.
+const maxPanelCompetitors = 5
+
+// maxPanelChannels are named in a panel, largest share first.
+const maxPanelChannels = 5
+
+func buildPanels(d *data) []panel {
+	if d.Attention == nil {
+		return nil
+	}
+	bySite := map[string]*site{}
+	flagged := attentionRanks(d)
+	for i := range d.Sites {
+		if flagged[d.Sites[i].Domain] > 0 {
+			bySite[d.Sites[i].Domain] = &d.Sites[i]
+		}
+	}
+	out := make([]panel, 0, len(d.Attention.Domains))
+	for _, a := range d.Attention.Domains {
+		p := panel{ID: panelID(a.Domain), Domain: a.Domain, Last: numfmt.Dash, MoM: numfmt.Dash, YoY: numfmt.Dash, Rank: numfmt.Dash}
+		for _, r := range a.Reasons {
+			p.Reasons = append(p.Reasons, r.Text)
+		}
+		if len(a.Reasons) > 0 {
+			p.Severity = a.Reasons[0].Severity
+		}
+		if s := bySite[a.Domain]; s != nil {
+			p.fill(d, s)
+		} else {
+			p.SVG = sparkline(a.Domain, d.History[a.Domain], time.Time{})
+		}
+		p.Channels = channelLine(d, a.Domain)
+		p.Competitors = d.PanelCompetitors[a.Domain]
+		out = append(out, p)
+	}
+	return out
+}
+
+// fill sets the panel's figures and chart from the domain's site row.
+func (p *panel) fill(d *data, s *site) {
+	p.Last, p.Rank = humanNull(s.LastVisits), rank(s.GlobalRank)
+	if !s.LastMonth.IsZero() {
+		p.LastMonth = s.LastMonth.Format("Jan 2006")
+	}
+	if ch, ok := s.mom(); ok {
+		p.MoM, p.MoMTone = numfmt.Change(ch), changeTone(ch)
+	}
+	p.YoY, p.YoYTone = s.yoyText()
+	p.SVG = sparkline(s.Domain, d.History[s.Domain], s.LastMonth.AddDate(-1, 0, 0))
+}
+
+// channelLine names the domain's largest channels with their shares: "Direct 41.2% ·
+// Organic search 30.0% · …", "" without channel data.
+func channelLine(d *data, domain string) string {
+	var cs []channelShare
+	for _, c := range d.Channels {
+		if c.Domain == domain && c.Share > 0 {
+			cs = append(cs, c)
+		}
+	}
+	sort.SliceStable(cs, func(i, j int) bool { return cs[i].Share > cs[j].Share })
+	parts := make([]string, 0, maxPanelChannels)
+	for i, c := range cs {
+		if i == maxPanelChannels {
+			break
+		}
+		name := c.Channel
+		if n, ok := channelNames[name]; ok {
+			name = n
+		}
+		parts = append(parts, name+"\u00a0"+numfmt.Share(c.Share))
+	}
+	return strings.Join(parts, " · ")
+}
+
+// loadPanelCompetitors reads the first maxPanelCompetitors competitors of each flagged
+// domain, with their visits.
+func (d *data) loadPanelCompetitors(ctx context.Context, db *sql.DB) error {
+	d.PanelCompetitors = map[string][]string{}
+	flagged := flaggedDomains(d)
+	if len(flagged) == 0 {
+		return nil
+	}
+	args := []any{d.Snapshot}
+	for _, dom := range flagged {
+		args = append(args, dom)
+	}
+	args = append(args, maxPanelCompetitors)
+	err := each(ctx, db, `
+		SELECT domain, competitor, competitor_total_visits FROM competitors
+		WHERE snapshot_month = ? AND domain IN (`+strings.TrimSuffix(strings.Repeat("?, ", len(flagged)), ", ")+`)
+		QUALIFY row_number() OVER (PARTITION BY domain ORDER BY competitor_position) <= ?
+		ORDER BY domain, competitor_position`, args, func(r *sql.Rows) error {
+		var dom, comp string
+		var visits sql.NullFloat64
+		if err := r.Scan(&dom, &comp, &visits); err != nil {
+			return err
+		}
+		if visits.Valid {
+			comp += " (" + numfmt.Count(visits.Float64) + "\u00a0visits)"
+		}
+		d.PanelCompetitors[dom] = append(d.PanelCompetitors[dom], comp)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("read the flagged domains' competitors: %w", err)
+	}
+	return nil
+}
