@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"testing"
-	"time"
 )
 
 // maxScreenshot bounds each of the manual's PNG screenshots.
@@ -57,7 +56,7 @@ func TestFirstScreenScreenshots(t *testing.T) {
 // a window that narrow for a screenshot, unlike for --dump-dom).
 func shoot(t *testing.T, page string, width, height int, png string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), chromiumHang)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, chromiumPath(t), "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--no-first-run",
 		"--disable-background-networking", "--disable-component-update", "--disable-sync", "--user-data-dir="+filepath.Join(t.TempDir(), "profile"),
