@@ -188,7 +188,9 @@ func reportItems(page string) []string {
 	end := i + strings.Index(page[i:], "</section>")
 	var out []string
 	for _, m := range itemRE.FindAllStringSubmatch(page[i:end], -1) {
-		out = append(out, html.UnescapeString(tagRE.ReplaceAllString(m[1], "")))
+		// The page keeps a figure and its unit on one line with a no-break space; the words
+		// are the same as every other surface's.
+		out = append(out, strings.ReplaceAll(html.UnescapeString(tagRE.ReplaceAllString(m[1], "")), "\u00a0", " "))
 	}
 	return out
 }
