@@ -105,6 +105,14 @@ var budgets = map[int]budget{
 	5000: {maxHeight1400: 20000, maxBytes: 5 << 20, maxLoad: 5 * time.Second, maxWrite: 10 * time.Second},
 }
 
+// flaggedHeight1400 is what the "Flagged domains, one by one" section may add at 1400 px: a row
+// of four panels (about 300 px each) per four domains Needs attention names. Every flagged
+// domain has a panel (issue 45), so the page grows with what is unusual, not with the watchlist.
+func flaggedHeight1400(html string) int {
+	panels := strings.Count(html, `class="multiple panel `)
+	return (panels + 3) / 4 * 320
+}
+
 // artifactDir is where screenshots and the printed PDF go: $SITEWATCH_ARTIFACTS, else the
 // test's temporary directory (never the repository).
 func artifactDir(t *testing.T) string {
@@ -192,8 +200,8 @@ func checkLayout(t *testing.T, html string, n, width int, b budget, loadCPU time
 	if w > vw {
 		t.Errorf("%d px: the page scrolls sideways (%d px wide)", width, w)
 	}
-	if width == 1400 && b.maxHeight1400 > 0 && h > b.maxHeight1400 {
-		t.Errorf("%d px: page is %d px tall, budget %d", width, h, b.maxHeight1400)
+	if limit := b.maxHeight1400 + flaggedHeight1400(html); width == 1400 && b.maxHeight1400 > 0 && h > limit {
+		t.Errorf("%d px: page is %d px tall, budget %d (%d, and %d for the flagged domains' panels)", width, h, limit, b.maxHeight1400, limit-b.maxHeight1400)
 	}
 	if over := overBudget(time.Duration(load)*time.Millisecond, loadCPU, b.maxLoad); over != "" {
 		t.Errorf("%d px: load event after %s, budget %v", width, over, b.maxLoad)
