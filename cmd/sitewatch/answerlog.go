@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"time"
 
 	"sitewatch/pipeline"
 	"sitewatch/pipeline/answerlog"
@@ -27,8 +28,15 @@ func bucketAnswerLog(ctx context.Context, cfg *config.Config, env pipeline.Env) 
 	}
 	margin := lease.TimingFor(cfg.Publish.LeaseDuration(), cfg.API.Timeout.Duration).Margin
 	return runAnswerLog{&answerlog.Starter{Bucket: p, URL: cfg.Publish.URL, ParquetRoot: cfg.Warehouse.Parquet,
-		Interval: cfg.Publish.LogEvery(), Attempt: margin, CloseBound: pipeline.AutoPublishBound, Logger: env.Logger}}, nil
+		Interval: cfg.Publish.LogEvery(), Attempt: margin, CloseBound: answerLogCloseBound, Logger: env.Logger}}, nil
 }
+
+// answerLogCloseBound is how long a run's end keeps trying its last answer-log segment on a
+// bucket that does not answer: a cut that heals within it loses nothing, and after it the
+// restore copy's upload (bounded by the publish's deadlines) and the next `sitewatch publish`
+// on this machine save those answers. A run cut off for good then exits within about a
+// minute plus that upload, not after the run's whole upload bound (30 min).
+const answerLogCloseBound = time.Minute
 
 // runAnswerLog adapts *answerlog.Starter to the core's interface.
 type runAnswerLog struct{ s *answerlog.Starter }
