@@ -76,7 +76,8 @@ func TestFaultSchedules(t *testing.T) {
 }
 
 // TestAnswerLogBoundsWhatATakeoverRepays (issue 42): runner 0 pays the month alone; once it
-// has paid faultRepayBound+2 of its 25 calls (its simulator holds the next answers) it is killed with kill -9 and its warehouse is
+// has paid faultRepayBound + faultProbesPerRun + 3 = 22 of its 25 calls (its simulator holds the next
+// answers) it is killed with kill -9 and its warehouse is
 // deleted, and the other runners start. With the answer log, the next payer pulls every
 // segment runner 0's run had acknowledged and repays at most faultRepayBound calls: the checker
 // passes. With the log switched off (SITEWATCH_TEST_NO_ANSWER_LOG=1, test-only) every answer of
@@ -101,7 +102,7 @@ func TestAnswerLogBoundsWhatATakeoverRepays(t *testing.T) {
 					found = append(found, fmt.Sprintf(format, args...))
 				}
 			}
-			s.runKillWipe(faultRepayBound + 2)
+			s.runKillWipe(faultRepayBound + faultProbesPerRun + 3)
 			s.check()
 			if logOff && !slices.ContainsFunc(found, func(v string) bool { return strings.Contains(v, "lost") }) {
 				t.Errorf("with the answer log off the checker found no run that lost more than %d calls; it found:\n%s",
