@@ -3,6 +3,7 @@ package pipeline
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"html"
@@ -31,14 +32,7 @@ import (
 // order, with the same reasons — the config's attention settings reaching each of them.
 func TestAttentionSameOnEverySurface(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	w, err := warehouse.Open(ctx, warehouse.Options{DuckDBPath: filepath.Join(dir, "sitewatch.duckdb"), ParquetDir: filepath.Join(dir, "parquet")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
-	db := w.DB()
-	attentiontest.Load(t, db)
+	db := attentionWarehouse(t)
 	// A floor of 1,000 visits lets tiny.com in: proof that the config reaches every surface.
 	cfg := &config.Config{Attention: config.AttentionConfig{MinVisits: 1000}}
 	settings := AttentionSettings(cfg)
@@ -203,14 +197,7 @@ func equalLines(a, b []string) bool {
 // the webhook (an empty list of objects, the text one line) and /metrics (0 domains) say so.
 func TestAttentionQuietMonthOnEverySurface(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	w, err := warehouse.Open(ctx, warehouse.Options{DuckDBPath: filepath.Join(dir, "sitewatch.duckdb"), ParquetDir: filepath.Join(dir, "parquet")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
-	db := w.DB()
-	attentiontest.Load(t, db)
+	db := attentionWarehouse(t)
 	quiet := "Needs attention in " + attentiontest.Quiet + ": nothing unusual"
 	d, err := changes.BuildWith(ctx, db, attentiontest.Quiet, changes.AttentionSettings{})
 	if err != nil {
@@ -254,4 +241,17 @@ func TestAttentionQuietMonthOnEverySurface(t *testing.T) {
 	if v, ok := fams.Value("sitewatch_needs_attention_domains", "month", attentiontest.Quiet); !ok || v != 0 {
 		t.Errorf("sitewatch_needs_attention_domains = %v (%v), want 0", v, ok)
 	}
+}
+
+// attentionWarehouse is a warehouse file holding the fixture with planted cases, closed when t ends.
+func attentionWarehouse(t *testing.T) *sql.DB {
+	t.Helper()
+	dir := t.TempDir()
+	w, err := warehouse.Open(context.Background(), warehouse.Options{DuckDBPath: filepath.Join(dir, "sitewatch.duckdb"), ParquetDir: filepath.Join(dir, "parquet")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = w.Close() })
+	attentiontest.Load(t, w.DB())
+	return w.DB()
 }
