@@ -1,0 +1,93 @@
+package pipeline
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"sitewatch/pipeline/publish"
+	"strings"
+	"time"
+
+	"sitewatch/pipeline/atlas"
+	"sitewatch/pipeline/metrics"
+)
+
+// Env is what a command reads from and writes to the outside world; tests fill it in.
+type Env struct {
+	Getenv     func(string) string
+	Stdin      io.Reader // `sitewatch query -` reads SQL from it
+	Stdout     io.Writer
+	Stderr     io.Writer
+	Logger     *slog.Logger
+	IsTerminal bool // stderr is a terminal: draw a live progress line instead of log lines
+	// TermWidth returns the terminal's width in columns (nil or <= 0: 80).
+	TermWidth func() int
+	// Metrics, when set, records runs for Prometheus (schedule --listen, run --metrics-file).
+	Metrics *metrics.Recorder
+	// OnProgress, when set, is told the run's progress about once a second and at the end
+	// (the live status file and metrics are fed from it).
+	OnProgress func(Progress, atlas.Stats)
+	Now        func() time.Time
+	// ProgressEvery is the interval of progress log lines when not on a terminal.
+	ProgressEvery time.Duration
+	// Lease, when set, is taken before a run's first credit (lease.go).
+	Lease Lease
+	// AnswerLog, when set, writes what a run commits to the bucket while it holds the lease
+	// (answerlog_hook.go).
+	AnswerLog AnswerLog
+	// Sync, when set, pulls the bucket's newer months into the warehouse once the lease is
+	// held, before the run plans (bucketsync_hook.go).
+	Sync BucketSync
+	// AfterPublish are the formats a run's publish writes after the Hive layout (the wiring
+	// passes the Iceberg adapter's); nil: none.
+	AfterPublish []publish.MonthHook
+	// PublishBound bounds the upload a run makes of the month it completed (0:
+	// AutoPublishBound); tests shorten it.
+	PublishBound time.Duration
+}
+
+// RunOptions are the flags of `sitewatch run`.
+type RunOptions struct {
+	// Snapshot is the month the caller expects the API to serve (YYYY-MM); "" takes whatever
+	// month the API serves now. When the API serves another month the run stores nothing and
+	// fails with a *MonthMismatchError.
+	Snapshot string
+	Refresh  bool
+	// GrowWatchlist lets a complete month grow the watchlist per the config's discover: block
+	// (grow.go); `schedule` sets it.
+	GrowWatchlist bool
+}
+
+func (e Env) WithDefaults() Env {
+	if e.Now == nil {
+		e.Now = time.Now
+	}
+	if e.Logger == nil {
+		e.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if e.Stdin == nil {
+		e.Stdin = strings.NewReader("")
+	}
+	if e.Stdout == nil {
+		e.Stdout = io.Discard
+	}
+	if e.Stderr == nil {
+		e.Stderr = io.Discard
+	}
+	if e.ProgressEvery == 0 {
+		e.ProgressEvery = 5 * time.Second
+	}
+	return e
+}
+
+// ErrInterrupted is why a run a signal (SIGINT, SIGTERM) stopped ended: the calls in flight
+// were stored and a rerun resumes. errors.Is(ErrInterrupted, context.Canceled) holds, so code
+// that asks "was the context cancelled" keeps working, but the message is the user's words.
+var ErrInterrupted error = interrupted{}
+
+type interrupted struct{}
+
+func (interrupted) Error() string {
+	return "interrupted by a signal (SIGINT or SIGTERM): the answers already paid for are stored; the next run resumes"
+}
+func (interrupted) Is(target error) bool { return target == context.Canceled }

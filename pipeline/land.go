@@ -1,0 +1,139 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"sitewatch/pipeline/atlas"
+	"sitewatch/pipeline/warehouse"
+	"sitewatch/schema"
+	"sitewatch/schema/flatten"
+)
+
+// recordCharge puts a charged answer that is not stored on the run_calls ledger, so the
+// run's spend is exact even if its process dies before the end.
+func (r *runState) recordCharge(ctx context.Context, res atlas.Result, month, outcome string) {
+	credits := res.Charged
+	if credits == 0 { // month "" (no answer told it yet) is kept: the credit was spent all the same
+		return
+	}
+	c := warehouse.Charge{RunID: r.sum.RunID, SnapshotMonth: month, Domain: res.Domain, Endpoint: res.Endpoint,
+		Credits: credits, FetchedAt: res.FetchedAt, Outcome: outcome, Source: res.Source}
+	if err := r.store.RecordCharge(ctx, c); err != nil {
+		r.fail(fmt.Errorf("record the credit of %s %s: %w", res.Endpoint, warehouse.DisplayDomain(res.Domain), err))
+	}
+}
+
+// handle lands one result: a body is stored (and its domain loaded when complete), a failure
+// is recorded in fetch_errors. A storage failure stops the run.
+func (r *runState) handle(ctx context.Context, res atlas.Result) {
+	if res.Err != nil {
+		r.handleFailure(ctx, res)
+		return
+	}
+	month := r.monthOf(res)
+	if month != r.months.Month() {
+		r.touched[month] = true
+	}
+	// Even after a storage failure stopped the run, later answers are still offered to the
+	// warehouse: they are paid for, and the failure may have been passing.
+	raw := warehouse.Raw{Endpoint: res.Endpoint, Domain: res.Domain, Body: res.Body, FetchedAt: res.FetchedAt,
+		RunID: r.sum.RunID, Credits: res.Charged, Refresh: r.opts.Refresh, Source: res.Source,
+		Overview: res.Overview, Similar: res.Similar, Countries: res.Countries}
+	err := r.store.Store(ctx, month, raw)
+	switch {
+	case err == nil:
+		r.failStreak = 0
+	case isBodyError(err):
+		// The body cannot be loaded (a malformed date, say): this domain's problem, not the
+		// warehouse's. A pair that decodes is kept raw (*warehouse.UnloadableError), so no
+		// rerun pays for the same body again.
+		req := res.Request
+		req.Endpoint = blamedEndpoint(err, req.Endpoint)
+		r.recordFailure(ctx, req, 200, CodeMalformedBody, err)
+	default:
+		r.fail(fmt.Errorf("store %s %s: %w", res.Endpoint, warehouse.DisplayDomain(res.Domain), err))
+	}
+}
+
+// handleFailure records a call that failed after its retries, unless the run's own stop
+// ended it (its status says that).
+func (r *runState) handleFailure(ctx context.Context, res atlas.Result) {
+	if atlas.IsStop(res.Err) || errors.Is(res.Err, context.Canceled) {
+		// The answer that stops the run (a v1 body, a junk balance) may have been charged.
+		r.recordCharge(ctx, res, r.monthOrExpected(), warehouse.OutcomeRefused)
+		return
+	}
+	status, code := 0, ""
+	var ae *atlas.Error
+	if errors.As(res.Err, &ae) {
+		status, code = ae.Status, ae.Code
+	}
+	// A charged body the client refused (drift, legacy v1, secret in body) is on the ledger.
+	r.recordCharge(ctx, res, r.monthOrExpected(), warehouse.OutcomeRefused)
+	r.recordFailure(ctx, res.Request, status, code, res.Err)
+}
+
+// CodeMalformedBody is the fetch_errors code of a 200 body that could not be loaded.
+const CodeMalformedBody = "MALFORMED_BODY"
+
+// blamedEndpoint names the endpoint whose body a load error is about: a domain is flattened
+// when its second body arrives, which need not be the faulty one.
+func blamedEndpoint(err error, arrived schema.Endpoint) schema.Endpoint {
+	var de *schema.DecodeError
+	var fe *flatten.FlattenError
+	switch {
+	case errors.As(err, &de):
+		return de.Endpoint
+	case errors.As(err, &fe):
+		return schema.EndpointOverview // every date the flattener parses is in the overview
+	}
+	return arrived
+}
+
+func isBodyError(err error) bool {
+	var fe *flatten.FlattenError
+	var de *schema.DecodeError
+	return errors.As(err, &fe) || errors.As(err, &de)
+}
+
+// fail stops the run for err (the first such error wins): no new call starts.
+func (r *runState) fail(err error) {
+	if r.stopCause != nil {
+		return
+	}
+	r.stopCause = err
+	r.env.Logger.Error("stopping the run", "err", err)
+	r.client.Stop(err)
+}
+
+// recordFailure records one failed call in fetch_errors and in the summary.
+func (r *runState) recordFailure(ctx context.Context, req atlas.Request, status int, code string, cause error) {
+	month := r.monthOrExpected()
+	fe := warehouse.FetchError{
+		RunID: r.sum.RunID, SnapshotMonth: month, Domain: req.Domain, Endpoint: req.Endpoint,
+		HTTPStatus: status, Code: code, Message: cause.Error(), OccurredAt: r.env.Now().UTC(),
+	}
+	r.env.Logger.Warn("call failed", "domain", req.Domain, "endpoint", string(req.Endpoint), "status", status, "code", code, "err", cause)
+	if month != "" {
+		if err := r.store.RecordFetchError(ctx, fe); err != nil {
+			r.fail(fmt.Errorf("record the failure of %s %s: %w", req.Endpoint, warehouse.DisplayDomain(req.Domain), err))
+		}
+	}
+	if status == 400 {
+		return
+	}
+	r.sum.Failures = append(r.sum.Failures, fe)
+	// Each failed call already went through its retries; many in a row means the upstream is
+	// down, and going on would only burn time (and, for broken 200s, credits).
+	if r.failStreak++; r.failStreak >= maxFailStreak {
+		r.fail(fmt.Errorf("%w: %d calls in a row failed after their retries (last: %v); try again later", ErrUpstreamFailing, r.failStreak, cause))
+	}
+}
+
+// maxFailStreak is how many calls in a row may fail (after retries) before the run stops.
+const maxFailStreak = 10
+
+// ErrUpstreamFailing stops a run whose calls keep failing.
+var ErrUpstreamFailing = errors.New("the API keeps failing")
