@@ -95,7 +95,7 @@ func TestAttentionSameOnEverySurface(t *testing.T) {
 
 	// /metrics
 	rec := metrics.New(metrics.Options{})
-	r := &runState{cfg: cfg, sum: sum, env: Env{}.WithDefaults()}
+	r := &runState{runInputs: runInputs{cfg: cfg, env: Env{}.WithDefaults()}, sum: sum}
 	r.obs.metrics = rec
 	r.recordAttention(ctx, db)
 	ms := httptest.NewServer(rec.Handler())
@@ -229,7 +229,7 @@ func TestAttentionQuietMonthOnEverySurface(t *testing.T) {
 		t.Errorf("the webhook's text lacks %q:\n%s", quiet, msg)
 	}
 	rec := metrics.New(metrics.Options{})
-	r := &runState{cfg: &config.Config{}, sum: sum, env: Env{}.WithDefaults()}
+	r := &runState{runInputs: runInputs{cfg: &config.Config{}, env: Env{}.WithDefaults()}, sum: sum}
 	r.obs.metrics = rec
 	r.recordAttention(ctx, db)
 	ms := httptest.NewServer(rec.Handler())

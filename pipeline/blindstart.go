@@ -36,7 +36,7 @@ func (r *runState) fetchBlind(ctx context.Context) error {
 		switch {
 		case r.months.Month() != "":
 			r.handle(ctx, res)
-		case res.Err != nil || res.Endpoint != schema.EndpointOverview || r.stopCause != nil:
+		case res.Err != nil || res.Endpoint != schema.EndpointOverview || r.cause() != nil:
 			held = append(held, res)
 		default:
 			if err := r.decide(ctx, res); err != nil {
@@ -89,7 +89,7 @@ func (r *runState) fetchHoldingBack(ctx context.Context, gate *blindGate, handle
 		}
 		handle(res)
 	})
-	if err != nil || failed > 0 || r.stopCause != nil {
+	if err != nil || failed > 0 || r.cause() != nil {
 		r.env.Logger.Info("the last site-overview call is left for the next run, which closes its month with it",
 			"domain", closer.Domain, "failed_calls", failed)
 		return err

@@ -102,7 +102,7 @@ func (r *runState) closeBracket(ctx context.Context, held []atlas.Result) (bool,
 	var why string
 	for i, d := range domains {
 		confirmed, failed, reason := r.closingProbe(ctx, d)
-		if confirmed || !failed || r.stopCause != nil || ctx.Err() != nil {
+		if confirmed || !failed || r.cause() != nil || ctx.Err() != nil {
 			return confirmed, reason
 		}
 		why = reason

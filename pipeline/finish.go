@@ -8,76 +8,80 @@ import (
 	"sitewatch/pipeline/warehouse"
 )
 
-// finish exports Parquet, fills the summary and decides the run's status and error.
-func (r *runState) finish(ctx context.Context, stopErr error) error {
-	stats := r.client.Stats()
-	r.sum.Requests, r.sum.RateLimited = int(stats.Requests), int(stats.RateLimited)
-	r.sum.CreditsSpent, r.sum.CreditsRemaining = int(stats.CreditsSpent), stats.CreditsRemaining
-	r.sum.Sources = spendBySource(r.client)
+// finish exports Parquet, fills the summary and decides the run's status and error: the
+// status is returned, not written, so execute sets it in one place.
+func (r *runState) finish(ctx context.Context, stopErr error) (string, error) {
+	r.sum.noteSpend(r.client.Stats(), spendBySource(r.client))
 	switch {
 	case r.mismatch != nil:
-		r.sum.Status = StatusMonthMismatch
 		r.countOutcome(ctx, r.sum.Snapshot) // the month named stays as it was: say what it holds
-		return r.mismatch
+		return StatusMonthMismatch, r.mismatch
 	case r.upToDate:
-		r.sum.Status = StatusUpToDate
-		r.countOutcome(ctx, r.sum.Snapshot)
-		// No row is rewritten; only a Parquet tree left behind by a run killed before its
-		// export is completed (0 credits).
-		if r.store.ParquetMissing(r.sum.Snapshot) {
-			if err := r.store.ExportParquet(ctx, r.sum.Snapshot); err != nil {
-				r.sum.Status = StatusFailed
-				return fmt.Errorf("export the missing Parquet of %s to %s: %w", r.sum.Snapshot, r.cfg.Warehouse.Parquet, err)
-			}
-		}
-		return nil
+		return r.finishUpToDate(ctx)
 	case r.months.Month() == "":
-		r.sum.Status = statusOf(stopErr)
 		if stopErr == nil {
-			stopErr = fmt.Errorf("%w: no answer told the API's month", ErrIncomplete)
-			r.sum.Status = StatusFailed
+			return StatusFailed, fmt.Errorf("%w: no answer told the API's month", ErrIncomplete)
 		}
-		return stopErr
+		return statusOf(stopErr), stopErr
 	}
+	return r.finishMonth(ctx, stopErr)
+}
+
+// finishUpToDate ends a run that found the served month complete: no row is rewritten; only
+// a Parquet tree left behind by a run killed before its export is completed (0 credits).
+func (r *runState) finishUpToDate(ctx context.Context) (string, error) {
+	r.countOutcome(ctx, r.sum.Snapshot)
+	if r.store.ParquetMissing(r.sum.Snapshot) {
+		if err := r.store.ExportParquet(ctx, r.sum.Snapshot); err != nil {
+			return StatusFailed, fmt.Errorf("export the missing Parquet of %s to %s: %w", r.sum.Snapshot, r.cfg.Warehouse.Parquet, err)
+		}
+	}
+	return StatusUpToDate, nil
+}
+
+// finishMonth commits the run's last answers, checks and exports the month, and says whether
+// it is complete.
+func (r *runState) finishMonth(ctx context.Context, stopErr error) (string, error) {
+	month := r.months.Month()
 	r.env.Logger.Debug("commit the last answers")
 	if err := r.store.Flush(ctx); err != nil {
-		r.sum.Status = StatusFailed
-		r.countOutcome(ctx, r.months.Month()) // what earlier commits loaded stays loaded: the summary says so
-		return fmt.Errorf("commit the run's last answers to %s: %w", r.cfg.Warehouse.DuckDB, err)
+		r.countOutcome(ctx, month) // what earlier commits loaded stays loaded: the summary says so
+		return StatusFailed, fmt.Errorf("commit the run's last answers to %s: %w", r.cfg.Warehouse.DuckDB, err)
 	}
 	r.releaseLoading()
-	out, err := r.store.Outcome(ctx, r.months.Month(), r.wl.Domains)
+	out, err := r.store.Outcome(ctx, month, r.wl.Domains)
 	if err != nil {
-		r.sum.Status = StatusFailed
-		r.countOutcome(ctx, r.months.Month()) // what earlier commits loaded stays loaded: the summary says so
-		return fmt.Errorf("read snapshot %s state: %w", r.months.Month(), err)
+		r.countOutcome(ctx, month) // what earlier commits loaded stays loaded: the summary says so
+		return StatusFailed, fmt.Errorf("read snapshot %s state: %w", month, err)
 	}
-	r.countLoaded(out)
-	r.env.Logger.Debug("run the quality checks", "snapshot", r.months.Month())
+	r.sum.noteOutcome(out)
+	r.env.Logger.Debug("run the quality checks", "snapshot", month)
 	// Quality checks are data about the data: a failure to run them never fails the load.
-	if _, err := r.store.RunQualityChecks(ctx, r.months.Month()); err != nil {
-		r.env.Logger.Warn("quality checks could not run", "snapshot", r.months.Month(), "err", err)
+	if _, err := r.store.RunQualityChecks(ctx, month); err != nil {
+		r.env.Logger.Warn("quality checks could not run", "snapshot", month, "err", err)
 	}
 	r.env.Logger.Debug("export Parquet")
 	if err := r.export(ctx, out.AnyStored); err != nil {
-		r.sum.Status = StatusFailed
-		return err
+		return StatusFailed, err
 	}
-	r.sum.Status = statusOf(stopErr)
 	if stopErr != nil {
-		return stopErr
+		return statusOf(stopErr), stopErr
 	}
+	return r.completeness(out)
+}
+
+// completeness is the status of a month whose fetch ran to its end: complete only when every
+// domain is loaded or rejected and the country metadata is in.
+func (r *runState) completeness(out *warehouse.Outcome) (string, error) {
 	if n := out.Unloadable; n > 0 {
-		r.sum.Status = StatusFailed
-		return fmt.Errorf("%w: %d domains hold responses that cannot be loaded (fetch_errors code %s); a rerun will not pay for them again: "+
+		return StatusFailed, fmt.Errorf("%w: %d domains hold responses that cannot be loaded (fetch_errors code %s); a rerun will not pay for them again: "+
 			"`sitewatch run --refresh` refetches them, `sitewatch rebuild` loads them after an upgrade", ErrIncomplete, n, CodeMalformedBody)
 	}
 	if missing := r.sum.DomainsTotal - r.sum.DomainsLoaded - r.sum.DomainsRejected; missing > 0 || !out.CountriesLoaded {
-		r.sum.Status = StatusFailed
-		return fmt.Errorf("%w: %d of %d domains not loaded (see fetch_errors); rerun `sitewatch run` to fetch only what is missing",
+		return StatusFailed, fmt.Errorf("%w: %d of %d domains not loaded (see fetch_errors); rerun `sitewatch run` to fetch only what is missing",
 			ErrIncomplete, missing, r.sum.DomainsTotal)
 	}
-	return nil
+	return StatusComplete, nil
 }
 
 // releaseLoading hands back to the kernel, before the month's checks and export (DuckDB's
@@ -110,7 +114,7 @@ func (r *runState) export(ctx context.Context, stored bool) error {
 	}
 	if r.sum.TurnedTo != "" {
 		if st, err := r.store.State(ctx, r.sum.TurnedTo); err == nil {
-			r.sum.TurnedLoaded, r.sum.TurnedAnswers = st.LoadedCount(), storedAnswers(st)
+			r.sum.noteTurnedMonth(st)
 		}
 	}
 	return nil
@@ -119,11 +123,6 @@ func (r *runState) export(ctx context.Context, stored bool) error {
 // countOutcome fills the loaded and rejected counts of month from the store.
 func (r *runState) countOutcome(ctx context.Context, month string) {
 	if out, err := r.store.Outcome(ctx, month, r.wl.Domains); err == nil {
-		r.countLoaded(out)
+		r.sum.noteOutcome(out)
 	}
-}
-
-func (r *runState) countLoaded(out *warehouse.Outcome) {
-	r.sum.APIRejections = out.Rejected
-	r.sum.DomainsLoaded, r.sum.DomainsRejected = out.Loaded, len(out.Rejected)
 }

@@ -32,7 +32,7 @@ func (r *runState) growWatchlist(ctx context.Context, db *sql.DB, runErr error) 
 		r.env.Logger.Info("discover: watchlist not grown", "snapshot", g.Month, "why", g.Why)
 		return
 	}
-	r.sum.Growth = g
+	r.sum.noteGrowth(g)
 	r.env.Logger.Info("discover: watchlist grown; the next month's run fetches them", "snapshot", g.Month,
 		"added", g.Added, "credits_a_month", g.Monthly, "config", r.cfg.Path)
 }

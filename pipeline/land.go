@@ -44,7 +44,7 @@ func (r *runState) handle(ctx context.Context, res atlas.Result) {
 	err := r.store.Store(ctx, month, raw)
 	switch {
 	case err == nil:
-		r.failStreak = 0
+		r.landed()
 	case isBodyError(err):
 		// The body cannot be loaded (a malformed date, say): this domain's problem, not the
 		// warehouse's. A pair that decodes is kept raw (*warehouse.UnloadableError), so no
@@ -98,16 +98,6 @@ func isBodyError(err error) bool {
 	return errors.As(err, &fe) || errors.As(err, &de)
 }
 
-// fail stops the run for err (the first such error wins): no new call starts.
-func (r *runState) fail(err error) {
-	if r.stopCause != nil {
-		return
-	}
-	r.stopCause = err
-	r.env.Logger.Error("stopping the run", "err", err)
-	r.client.Stop(err)
-}
-
 // recordFailure records one failed call in fetch_errors and in the summary.
 func (r *runState) recordFailure(ctx context.Context, req atlas.Request, status int, code string, cause error) {
 	month := r.monthOrExpected()
@@ -124,16 +114,6 @@ func (r *runState) recordFailure(ctx context.Context, req atlas.Request, status 
 	if status == 400 {
 		return
 	}
-	r.sum.Failures = append(r.sum.Failures, fe)
-	// Each failed call already went through its retries; many in a row means the upstream is
-	// down, and going on would only burn time (and, for broken 200s, credits).
-	if r.failStreak++; r.failStreak >= maxFailStreak {
-		r.fail(fmt.Errorf("%w: %d calls in a row failed after their retries (last: %v); try again later", ErrUpstreamFailing, r.failStreak, cause))
-	}
+	r.sum.noteFailure(fe)
+	r.callFailed(cause) // stop.go: many in a row stop the run
 }
-
-// maxFailStreak is how many calls in a row may fail (after retries) before the run stops.
-const maxFailStreak = 10
-
-// ErrUpstreamFailing stops a run whose calls keep failing.
-var ErrUpstreamFailing = errors.New("the API keeps failing")

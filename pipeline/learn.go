@@ -7,9 +7,25 @@ import (
 	"time"
 
 	"sitewatch/pipeline/atlas"
+	"sitewatch/pipeline/months"
 	"sitewatch/pipeline/warehouse"
 	"sitewatch/schema"
 )
+
+// monthState is what a run learns about the API's month and decides from it: the month each
+// answer belongs to, a --snapshot mismatch, a month already complete, the other months answers
+// were stored under after a turn, and the probe calls made.
+type monthState struct {
+	months   *months.Tracker
+	mismatch *MonthMismatchError
+	upToDate bool
+	touched  map[string]bool // months other than the run's that answers were stored under
+	probed   []atlas.Request // the probe calls made (not planned again in this run)
+}
+
+func newMonthState() *monthState {
+	return &monthState{months: months.NewTracker(), touched: map[string]bool{}}
+}
 
 // candidateState is what the warehouse holds of candidate, nothing when there is none.
 func (r *runState) candidateState(ctx context.Context, candidate string) (*warehouse.SnapshotState, error) {
@@ -65,8 +81,8 @@ func (r *runState) probe(ctx context.Context, candidate string, state *warehouse
 			r.fileRejections(ctx, rejected)
 			return err
 		}
-		if r.stopCause != nil {
-			return r.stopCause
+		if r.cause() != nil {
+			return r.cause()
 		}
 		if len(rejected) == len(lacking) && len(held) > 0 && !fellBack {
 			// Every domain the month lacks is one the API rejects, which only a month can
@@ -131,7 +147,7 @@ func (r *runState) adoptIfRecent(ctx context.Context, candidate string) (newest 
 		return newest, false, err
 	}
 	r.months.Trust(candidate)
-	r.sum.Snapshot = candidate
+	r.sum.noteMonth(candidate)
 	return newest, true, nil
 }
 
@@ -165,7 +181,7 @@ func (r *runState) decide(ctx context.Context, res atlas.Result) error {
 		r.recordFailure(ctx, res.Request, 200, CodeMalformedBody, errors.New("the answer names no data month (traffic.period and meta.snapshot_date missing or invalid)"))
 		return fmt.Errorf("%w: the API's first answer (%s) names no data month", ErrIncomplete, res.Domain)
 	}
-	r.sum.Snapshot = month
+	r.sum.noteMonth(month)
 	if err := r.decideMonth(ctx, month); err != nil {
 		return err
 	}
@@ -183,7 +199,7 @@ func (r *runState) decide(ctx context.Context, res atlas.Result) error {
 func (r *runState) decideMonth(ctx context.Context, month string) error {
 	if r.opts.Snapshot != "" && month != r.opts.Snapshot {
 		r.mismatch = &MonthMismatchError{Want: r.opts.Snapshot, Served: month}
-		r.sum.Snapshot = r.opts.Snapshot
+		r.sum.noteMonth(r.opts.Snapshot)
 		return nil
 	}
 	if r.opts.Refresh {
@@ -195,7 +211,7 @@ func (r *runState) decideMonth(ctx context.Context, month string) error {
 	}
 	if r.upToDate = (&Plan{}).Complete(state, r.wl.Domains); r.upToDate {
 		if since, ok, err := r.store.MonthCompleteSince(ctx, month); err == nil && ok {
-			r.sum.CompleteSince = since
+			r.sum.noteCompleteSince(since)
 		}
 	}
 	return nil
@@ -231,8 +247,7 @@ func (r *runState) monthOf(res atlas.Result) string {
 // turn stops the run when the API moves to another month mid-run: the rest of the plan was
 // for the old month, which can no longer be fetched.
 func (r *runState) turn(to string) {
-	if r.sum.TurnedTo == "" {
-		r.sum.TurnedTo = to
+	if r.sum.noteTurn(to) {
 		r.env.Logger.Warn("the API turned to a new month during the run", "from", r.months.Month(), "to", to)
 		r.fail(&MonthTurnedError{From: r.months.Month(), To: to})
 	}

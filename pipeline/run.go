@@ -7,35 +7,35 @@ import (
 	"fmt"
 	"time"
 
-	"sitewatch/pipeline/atlas"
 	"sitewatch/pipeline/config"
-	"sitewatch/pipeline/months"
 	"sitewatch/pipeline/notify"
 	"sitewatch/pipeline/secret"
 	"sitewatch/pipeline/warehouse"
 	"sitewatch/schema"
 )
 
-// runState is one run in progress.
+// runState is one run in progress: what it was given, and its state by concern, each owned by
+// the file that changes it. The summary is written only through its note methods
+// (summary.go) and the run's status in one place (execute).
 type runState struct {
-	cfg        *config.Config
-	opts       RunOptions
-	env        Env
-	store      Store
-	client     Fetcher
-	wl         *config.Watchlist
-	months     *months.Tracker
-	plan       *Plan
-	sum        *Summary
-	stopCause  error // the first storage failure, ErrUpstreamFailing or a month turn: each stops the fetch
-	mismatch   *MonthMismatchError
-	upToDate   bool
-	touched    map[string]bool // months other than the run's that answers were stored under
-	probed     []atlas.Request // the probe calls made (not planned again in this run)
-	failStreak int
-	progress   *progress
-	obs        observers
-	foldLogs   bool // the run's publish may fold the answer log (it still held the lease)
+	runInputs
+	*monthState       // learn.go: the API's month and what the run decided about it
+	stopper           // stop.go: the first cause that stopped the fetch, the failure streak
+	plan        *Plan // calls.go: the calls the learned month still needs
+	progress    *progress
+	obs         observers // observe.go
+	sum         *Summary
+	foldLogs    bool // the run's publish may fold the answer log (it still held the lease)
+}
+
+// runInputs are what a run is given and never changes.
+type runInputs struct {
+	cfg    *config.Config
+	opts   RunOptions
+	env    Env
+	store  Store
+	client Fetcher
+	wl     *config.Watchlist
 }
 
 // Run fetches and loads the snapshot of the month the API serves now, resuming where an
@@ -65,7 +65,7 @@ func Run(ctx context.Context, cfg *config.Config, opts RunOptions, env Env) (*Su
 	// Closing checkpoints the WAL into the file: a failure (a full disk) leaves the run's work
 	// in the WAL, which the next open replays, but this run must not report success.
 	if err := wh.Close(); err != nil && runErr == nil {
-		r.sum.Status = StatusFailed
+		r.sum.settle(StatusFailed)
 		runErr = err // names the file, the failed write and what to do
 	}
 	// The upload ends on a signal, not on the loss of the lease (ctx): a run whose lease was
@@ -73,14 +73,17 @@ func Run(ctx context.Context, cfg *config.Config, opts RunOptions, env Env) (*Su
 	// none of it in the bucket, pays it all again. Its writes stay conditional (If-Match and
 	// GuardRuns), so a new holder's month is never overwritten.
 	runErr = r.publishAfter(signalCtx, runErr) // runpublish.go: a complete month, or a restore copy
-	r.sum.PublishError = secrets.Redact(r.sum.PublishError)
+	r.sum.redactPublishError(secrets.Redact)
 	return r.sum, secret.Wrap(runErr, secrets)
 }
 
 func newRunState(cfg *config.Config, opts RunOptions, env Env, store Store, client Fetcher, wl *config.Watchlist) *runState {
-	return &runState{cfg: cfg, opts: opts, env: env, store: store, client: client, wl: wl,
-		months: months.NewTracker(), touched: map[string]bool{},
-		sum: &Summary{RunID: newRunID(env.Now()), DomainsTotal: len(wl.Domains), Watchlist: wl, CreditsRemaining: -1}}
+	return &runState{
+		runInputs:  runInputs{cfg: cfg, opts: opts, env: env, store: store, client: client, wl: wl},
+		monthState: newMonthState(),
+		stopper:    stopper{fetch: client, logger: env.Logger},
+		sum:        &Summary{RunID: newRunID(env.Now()), DomainsTotal: len(wl.Domains), Watchlist: wl, CreditsRemaining: -1},
+	}
 }
 
 func newRunID(now time.Time) string {
@@ -114,12 +117,13 @@ func (r *runState) execute(ctx context.Context) error {
 	stopErr := r.fetch(keep, candidate)
 	stopOnSignal()
 	stopProgress()
-	if r.stopCause != nil {
-		stopErr = r.stopCause // the cause of the stop, even if a signal or a 402 came too
+	if r.cause() != nil {
+		stopErr = r.cause() // the cause of the stop, even if a signal or a 402 came too
 	}
-	runErr := r.finish(keep, stopErr)
+	status, runErr := r.finish(keep, stopErr)
+	r.sum.settle(status)
 	finished := r.env.Now().UTC()
-	r.sum.Duration = finished.Sub(started)
+	r.sum.noteDuration(finished.Sub(started))
 	msg := ""
 	if runErr != nil {
 		msg = runErr.Error()

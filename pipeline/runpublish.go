@@ -70,10 +70,11 @@ func (r *runState) saveRestoreCopies(ctx context.Context) {
 				month, res.ManifestURL, res.Uploaded, res.Unchanged))
 		}
 	}
-	r.sum.Published = strings.Join(saved, "; ")
+	failure := ""
 	if len(failed) > 0 {
-		r.sum.PublishError = strings.Join(failed, "; ") + "; `sitewatch publish` retries it"
+		failure = strings.Join(failed, "; ") + "; `sitewatch publish` retries it"
 	}
+	r.sum.notePublished(strings.Join(saved, "; "), failure)
 }
 
 // publish uploads the month just completed to publish.url. A failing bucket never undoes the
@@ -91,11 +92,11 @@ func (r *runState) publish(ctx context.Context) error {
 	res, err := publish.AfterRun(ctx, r.cfg.Publish, r.cfg.Warehouse.Parquet, r.sum.Snapshot, r.sum.RunID, r.publishOptions())
 	if err != nil {
 		err = explainPublishStop(ctx, bound, err)
-		r.sum.PublishError = err.Error()
+		r.sum.notePublished("", err.Error())
 		return fmt.Errorf("%w (the month is loaded locally; `sitewatch publish --snapshot %s` retries the upload)", err, r.sum.Snapshot)
 	}
 	if res != nil {
-		r.sum.Published = fmt.Sprintf("%s: %d files uploaded, %d unchanged", res.ManifestURL, res.Uploaded, res.Unchanged)
+		r.sum.notePublished(fmt.Sprintf("%s: %d files uploaded, %d unchanged", res.ManifestURL, res.Uploaded, res.Unchanged), "")
 	}
 	return nil
 }

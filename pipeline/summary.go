@@ -110,3 +110,63 @@ func IsCreditStop(err error) bool {
 	return errors.Is(err, atlas.ErrOutOfCredits) || errors.Is(err, atlas.ErrCreditReserve) || errors.Is(err, atlas.ErrRunBudget) ||
 		errors.Is(err, ErrNotEnoughCredits)
 }
+
+// The run writes its Summary only through the methods below, each named for what happened.
+
+// settle sets the run's status.
+func (s *Summary) settle(status string) { s.Status = status }
+
+// noteMonth names the month the run's data is for (or the --snapshot a mismatch named).
+func (s *Summary) noteMonth(month string) { s.Snapshot = month }
+
+// noteCompleteSince records when the month an up-to-date run found was first complete.
+func (s *Summary) noteCompleteSince(since time.Time) { s.CompleteSince = since }
+
+// noteTurn records the month the API turned to and reports whether it is the first turn.
+func (s *Summary) noteTurn(to string) bool {
+	if s.TurnedTo != "" {
+		return false
+	}
+	s.TurnedTo = to
+	return true
+}
+
+// noteTurnedMonth counts what the month the API turned to holds.
+func (s *Summary) noteTurnedMonth(st *warehouse.SnapshotState) {
+	s.TurnedLoaded, s.TurnedAnswers = st.LoadedCount(), storedAnswers(st)
+}
+
+// noteFailure adds a call that failed after its retries.
+func (s *Summary) noteFailure(fe warehouse.FetchError) { s.Failures = append(s.Failures, fe) }
+
+// noteSpend records what the fetcher made and spent, in all and per credit source.
+func (s *Summary) noteSpend(stats atlas.Stats, sources []SourceSpend) {
+	s.Requests, s.RateLimited = int(stats.Requests), int(stats.RateLimited)
+	s.CreditsSpent, s.CreditsRemaining = int(stats.CreditsSpent), stats.CreditsRemaining
+	s.Sources = sources
+}
+
+// noteOutcome records what the run's month holds for the watchlist.
+func (s *Summary) noteOutcome(out *warehouse.Outcome) {
+	s.APIRejections = out.Rejected
+	s.DomainsLoaded, s.DomainsRejected = out.Loaded, len(out.Rejected)
+}
+
+// noteDuration records how long the run took.
+func (s *Summary) noteDuration(d time.Duration) { s.Duration = d }
+
+// notePublished records what the run's publish uploaded and, when not "", why it failed.
+func (s *Summary) notePublished(published, failure string) {
+	s.Published = published
+	if failure != "" {
+		s.PublishError = failure
+	}
+}
+
+// redactPublishError removes the run's secrets from the publish error.
+func (s *Summary) redactPublishError(redact func(string) string) {
+	s.PublishError = redact(s.PublishError)
+}
+
+// noteGrowth records what discover appended to the watchlist.
+func (s *Summary) noteGrowth(g *discover.Growth) { s.Growth = g }
