@@ -3,11 +3,11 @@ package pipeline
 import (
 	"context"
 	"fmt"
+	"sitewatch/pipeline/model"
 	"slices"
 	"time"
 
 	"sitewatch/pipeline/atlas"
-	"sitewatch/pipeline/warehouse"
 	"sitewatch/schema"
 )
 
@@ -159,7 +159,7 @@ func (r *runState) dropUnconfirmed(ctx context.Context, held []atlas.Result, why
 // dateTrust, so a month turn in between (which would waste those answers) stays unlikely;
 // older months are probed as before. state is what the warehouse holds of candidate. It says
 // whether it ran the fetch.
-func (r *runState) resumeBracket(ctx context.Context, candidate string, state *warehouse.SnapshotState) (bool, error) {
+func (r *runState) resumeBracket(ctx context.Context, candidate string, state *model.SnapshotState) (bool, error) {
 	if candidate == "" || r.opts.Refresh || r.opts.Snapshot != "" {
 		return false, nil // with --snapshot a month other than it must store nothing: probe first
 	}

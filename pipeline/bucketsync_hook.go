@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"sitewatch/pipeline/model"
 
 	"sitewatch/pipeline/warehouse"
 	"sitewatch/schema"
@@ -29,7 +30,7 @@ type BucketPeek struct {
 	Complete bool   // the bucket holds Month complete
 	// State is what a restore copy of the incomplete month holds (answers, rejections);
 	// nil when Complete.
-	State   *warehouse.SnapshotState
+	State   *model.SnapshotState
 	Answers int64 // the answers of the bucket's version
 }
 
@@ -37,7 +38,7 @@ type BucketPeek struct {
 // warehouse (whose state of month is state) lacks: a run pulls that first for 0 credits, so
 // its answers are counted as held. A bucket that cannot be read leaves the plan to the
 // warehouse alone, with a warning the plan repeats.
-func withBucket(ctx context.Context, env Env, opts RunOptions, domains []string, month string, state *warehouse.SnapshotState) *Plan {
+func withBucket(ctx context.Context, env Env, opts RunOptions, domains []string, month string, state *model.SnapshotState) *Plan {
 	peek, err := env.Sync.Peek(ctx, opts.Snapshot)
 	if err != nil {
 		env.Logger.Warn("the bucket could not be read: the estimate counts only what this warehouse holds", "err", err)
@@ -63,7 +64,7 @@ func withBucket(ctx context.Context, env Env, opts RunOptions, domains []string,
 // mergeState is state with what peek holds of the same month, as a pull would leave the
 // warehouse (a domain with both answers is loaded by the pull's rebuild), and how many of
 // peek's answers state lacked.
-func mergeState(state *warehouse.SnapshotState, peek BucketPeek, domains []string) (*warehouse.SnapshotState, int64) {
+func mergeState(state *model.SnapshotState, peek BucketPeek, domains []string) (*model.SnapshotState, int64) {
 	held := int64(storedAnswers(state))
 	out := state.Clone()
 	if peek.Complete {
@@ -81,7 +82,7 @@ func mergeState(state *warehouse.SnapshotState, peek BucketPeek, domains []strin
 		out.CountriesLoaded = true
 		lacking++
 	}
-	peek.State.EachStored(func(d string, eps warehouse.Endpoints) {
+	peek.State.EachStored(func(d string, eps model.Endpoints) {
 		for _, ep := range schema.DomainEndpoints {
 			if eps.Has(ep) && !out.Stored(d).Has(ep) {
 				lacking++

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"sitewatch/pipeline/model"
 	"slices"
 	"strconv"
 	"testing"
@@ -17,7 +18,6 @@ import (
 	"sitewatch/pipeline/config"
 	"sitewatch/pipeline/fetchtest"
 	"sitewatch/pipeline/storetest"
-	"sitewatch/pipeline/warehouse"
 	"sitewatch/schema"
 )
 
@@ -254,7 +254,7 @@ func wantLoaded(t *testing.T, c *core, month string, want ...string) {
 	}
 }
 
-func requestOf(e warehouse.FetchError) atlas.Request {
+func requestOf(e model.FetchError) atlas.Request {
 	return atlas.Request{Endpoint: e.Endpoint, Domain: e.Domain}
 }
 

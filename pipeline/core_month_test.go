@@ -2,12 +2,12 @@ package pipeline
 
 import (
 	"errors"
+	"sitewatch/pipeline/model"
 	"slices"
 	"testing"
 	"time"
 
 	"sitewatch/pipeline/fetchtest"
-	"sitewatch/pipeline/warehouse"
 	"sitewatch/schema"
 )
 
@@ -152,8 +152,8 @@ func TestDecide(t *testing.T) {
 		setup: func(c *core) {
 			complete(c)
 			finished := hoursAgo(30)
-			c.store.StartRun(t.Context(), warehouse.RunRecord{RunID: "earlier", SnapshotMonth: jun, Status: StatusRunning})
-			c.store.FinishRun(t.Context(), warehouse.RunRecord{RunID: "earlier", SnapshotMonth: jun, Status: StatusComplete, FinishedAt: &finished})
+			c.store.StartRun(t.Context(), model.RunRecord{RunID: "earlier", SnapshotMonth: jun, Status: StatusRunning})
+			c.store.FinishRun(t.Context(), model.RunRecord{RunID: "earlier", SnapshotMonth: jun, Status: StatusComplete, FinishedAt: &finished})
 		},
 		wantStatus: StatusUpToDate,
 		check: func(t *testing.T, c *core, o outcome) {
@@ -187,7 +187,7 @@ func TestDecide(t *testing.T) {
 		setup:      func(c *core) { c.store.Hold(may, hoursAgo(48), "a.com", "b.com", "c.com") },
 		wantStatus: StatusComplete,
 		check: func(t *testing.T, c *core, o outcome) {
-			wantLedger(t, c, map[string]int64{warehouse.OutcomeStored: 7})
+			wantLedger(t, c, map[string]int64{model.OutcomeStored: 7})
 		},
 	}, {
 		name: "ProbeNamingNoMonthStops",

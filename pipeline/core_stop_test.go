@@ -3,11 +3,11 @@ package pipeline
 import (
 	"errors"
 	"fmt"
+	"sitewatch/pipeline/model"
 	"testing"
 
 	"sitewatch/pipeline/atlas"
 	"sitewatch/pipeline/fetchtest"
-	"sitewatch/pipeline/warehouse"
 	"sitewatch/schema"
 )
 
@@ -172,7 +172,7 @@ func TestLedger(t *testing.T) {
 				t.Errorf("ledger rows %d, want %d (one per call)", got, want)
 			}
 			for _, row := range rows {
-				if row.Outcome != warehouse.OutcomeStored || row.Credits != 1 || row.Source != "direct" || row.Month != jun {
+				if row.Outcome != model.OutcomeStored || row.Credits != 1 || row.Source != "direct" || row.Month != jun {
 					t.Errorf("ledger row %+v, want stored, 1 credit, source direct, month %s", row, jun)
 				}
 			}
@@ -185,7 +185,7 @@ func TestLedger(t *testing.T) {
 		wantExit:   1,
 		wantStatus: StatusFailed,
 		check: func(t *testing.T, c *core, o outcome) {
-			wantLedger(t, c, map[string]int64{warehouse.OutcomeStored: 6, warehouse.OutcomeRefused: 1})
+			wantLedger(t, c, map[string]int64{model.OutcomeStored: 6, model.OutcomeRefused: 1})
 			wantFetchErrors(t, c, "s:b.com 200")
 		},
 	}, {

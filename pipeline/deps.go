@@ -6,6 +6,7 @@ package pipeline
 
 import (
 	"context"
+	"sitewatch/pipeline/model"
 	"time"
 
 	"sitewatch/pipeline/atlas"
@@ -44,28 +45,28 @@ type SourceCounter interface {
 
 // Store is what a run needs of the warehouse.
 type Store interface {
-	State(ctx context.Context, month string) (*warehouse.SnapshotState, error)
+	State(ctx context.Context, month string) (*model.SnapshotState, error)
 	// Outcome counts what month holds for the watchlist's domains, without State's maps.
-	Outcome(ctx context.Context, month string, watchlist []string) (*warehouse.Outcome, error)
+	Outcome(ctx context.Context, month string, watchlist []string) (*model.Outcome, error)
 	// Store lands one answer; storage errors may surface at a later Store or at Flush.
-	Store(ctx context.Context, month string, raw warehouse.Raw) error
+	Store(ctx context.Context, month string, raw model.Raw) error
 	// Flush commits every answer Store accepted.
 	Flush(ctx context.Context) error
 	// ReleaseLoading drops what Store keeps in memory to pair answers (read again by the
 	// next Store), once a run's answers are flushed.
 	ReleaseLoading()
 	// RecordCharge records a charged answer that was not stored, for the credit ledger.
-	RecordCharge(ctx context.Context, c warehouse.Charge) error
-	RecordFetchError(ctx context.Context, e warehouse.FetchError) error
-	StartRun(ctx context.Context, r warehouse.RunRecord) error
-	FinishRun(ctx context.Context, r warehouse.RunRecord) error
+	RecordCharge(ctx context.Context, c model.Charge) error
+	RecordFetchError(ctx context.Context, e model.FetchError) error
+	StartRun(ctx context.Context, r model.RunRecord) error
+	FinishRun(ctx context.Context, r model.RunRecord) error
 	ExportParquet(ctx context.Context, month string) error
 	// ParquetMissing says whether the Parquet tree lacks a file of month.
 	ParquetMissing(month string) bool
 	// ExportRunHealth re-exports the runs, fetch_errors and quality_checks Parquet of month.
 	ExportRunHealth(ctx context.Context, month string) error
 	// RunQualityChecks records the data-quality findings of month (never blocks loading).
-	RunQualityChecks(ctx context.Context, month string) ([]warehouse.QualityFinding, error)
+	RunQualityChecks(ctx context.Context, month string) ([]model.QualityFinding, error)
 	// LatestMonth is the newest month with any stored answer ("" for an empty warehouse).
 	LatestMonth(ctx context.Context) (string, error)
 	// NewestOverview is when the newest site-overview answer of month was fetched (zero: none).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"sitewatch/pipeline/model"
 
 	"sitewatch/pipeline/config"
 	"sitewatch/pipeline/warehouse"
@@ -50,7 +51,7 @@ func expectedPlan(ctx context.Context, wh *warehouse.Warehouse, opts RunOptions,
 
 // expectedState is the month a run expects (snapshot, else the newest month wh holds) and what
 // wh holds of it; a nil wh holds nothing.
-func expectedState(ctx context.Context, wh *warehouse.Warehouse, snapshot string) (string, *warehouse.SnapshotState, error) {
+func expectedState(ctx context.Context, wh *warehouse.Warehouse, snapshot string) (string, *model.SnapshotState, error) {
 	month := snapshot
 	if wh == nil {
 		return month, emptyState(), nil
@@ -72,7 +73,7 @@ func expectedState(ctx context.Context, wh *warehouse.Warehouse, snapshot string
 }
 
 // planOf is the plan of month given state, as a dry run shows it.
-func planOf(month string, state *warehouse.SnapshotState, domains []string, refresh bool) *Plan {
+func planOf(month string, state *model.SnapshotState, domains []string, refresh bool) *Plan {
 	plan := BuildPlan(month, domains, state, refresh)
 	if month != "" && !refresh && plan.Complete(state, domains) {
 		plan.HeldComplete = true
@@ -81,4 +82,4 @@ func planOf(month string, state *warehouse.SnapshotState, domains []string, refr
 	return plan
 }
 
-func emptyState() *warehouse.SnapshotState { return warehouse.NewSnapshotState() }
+func emptyState() *model.SnapshotState { return model.NewSnapshotState() }

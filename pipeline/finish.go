@@ -4,8 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime/debug"
-
-	"sitewatch/pipeline/warehouse"
+	"sitewatch/pipeline/model"
 )
 
 // finish exports Parquet, fills the summary and decides the run's status and error: the
@@ -72,7 +71,7 @@ func (r *runState) finishMonth(ctx context.Context, stopErr error) (string, erro
 
 // completeness is the status of a month whose fetch ran to its end: complete only when every
 // domain is loaded or rejected and the country metadata is in.
-func (r *runState) completeness(out *warehouse.Outcome) (string, error) {
+func (r *runState) completeness(out *model.Outcome) (string, error) {
 	if n := out.Unloadable; n > 0 {
 		return StatusFailed, fmt.Errorf("%w: %d domains hold responses that cannot be loaded (fetch_errors code %s); a rerun will not pay for them again: "+
 			"`sitewatch run --refresh` refetches them, `sitewatch rebuild` loads them after an upgrade", ErrIncomplete, n, CodeMalformedBody)

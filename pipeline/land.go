@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sitewatch/pipeline/model"
 
 	"sitewatch/pipeline/atlas"
-	"sitewatch/pipeline/warehouse"
 	"sitewatch/schema"
 	"sitewatch/schema/flatten"
 )
@@ -18,10 +18,10 @@ func (r *runState) recordCharge(ctx context.Context, res atlas.Result, month, ou
 	if credits == 0 { // month "" (no answer told it yet) is kept: the credit was spent all the same
 		return
 	}
-	c := warehouse.Charge{RunID: r.sum.RunID, SnapshotMonth: month, Domain: res.Domain, Endpoint: res.Endpoint,
+	c := model.Charge{RunID: r.sum.RunID, SnapshotMonth: month, Domain: res.Domain, Endpoint: res.Endpoint,
 		Credits: credits, FetchedAt: res.FetchedAt, Outcome: outcome, Source: res.Source}
 	if err := r.store.RecordCharge(ctx, c); err != nil {
-		r.fail(fmt.Errorf("record the credit of %s %s: %w", res.Endpoint, warehouse.DisplayDomain(res.Domain), err))
+		r.fail(fmt.Errorf("record the credit of %s %s: %w", res.Endpoint, model.DisplayDomain(res.Domain), err))
 	}
 }
 
@@ -38,7 +38,7 @@ func (r *runState) handle(ctx context.Context, res atlas.Result) {
 	}
 	// Even after a storage failure stopped the run, later answers are still offered to the
 	// warehouse: they are paid for, and the failure may have been passing.
-	raw := warehouse.Raw{Endpoint: res.Endpoint, Domain: res.Domain, Body: res.Body, FetchedAt: res.FetchedAt,
+	raw := model.Raw{Endpoint: res.Endpoint, Domain: res.Domain, Body: res.Body, FetchedAt: res.FetchedAt,
 		RunID: r.sum.RunID, Credits: res.Charged, Refresh: r.opts.Refresh, Source: res.Source,
 		Overview: res.Overview, Similar: res.Similar, Countries: res.Countries}
 	err := r.store.Store(ctx, month, raw)
@@ -53,7 +53,7 @@ func (r *runState) handle(ctx context.Context, res atlas.Result) {
 		req.Endpoint = blamedEndpoint(err, req.Endpoint)
 		r.recordFailure(ctx, req, 200, CodeMalformedBody, err)
 	default:
-		r.fail(fmt.Errorf("store %s %s: %w", res.Endpoint, warehouse.DisplayDomain(res.Domain), err))
+		r.fail(fmt.Errorf("store %s %s: %w", res.Endpoint, model.DisplayDomain(res.Domain), err))
 	}
 }
 
@@ -62,7 +62,7 @@ func (r *runState) handle(ctx context.Context, res atlas.Result) {
 func (r *runState) handleFailure(ctx context.Context, res atlas.Result) {
 	if atlas.IsStop(res.Err) || errors.Is(res.Err, context.Canceled) {
 		// The answer that stops the run (a v1 body, a junk balance) may have been charged.
-		r.recordCharge(ctx, res, r.monthOrExpected(), warehouse.OutcomeRefused)
+		r.recordCharge(ctx, res, r.monthOrExpected(), model.OutcomeRefused)
 		return
 	}
 	status, code := 0, ""
@@ -71,7 +71,7 @@ func (r *runState) handleFailure(ctx context.Context, res atlas.Result) {
 		status, code = ae.Status, ae.Code
 	}
 	// A charged body the client refused (drift, legacy v1, secret in body) is on the ledger.
-	r.recordCharge(ctx, res, r.monthOrExpected(), warehouse.OutcomeRefused)
+	r.recordCharge(ctx, res, r.monthOrExpected(), model.OutcomeRefused)
 	r.recordFailure(ctx, res.Request, status, code, res.Err)
 }
 
@@ -101,14 +101,14 @@ func isBodyError(err error) bool {
 // recordFailure records one failed call in fetch_errors and in the summary.
 func (r *runState) recordFailure(ctx context.Context, req atlas.Request, status int, code string, cause error) {
 	month := r.monthOrExpected()
-	fe := warehouse.FetchError{
+	fe := model.FetchError{
 		RunID: r.sum.RunID, SnapshotMonth: month, Domain: req.Domain, Endpoint: req.Endpoint,
 		HTTPStatus: status, Code: code, Message: cause.Error(), OccurredAt: r.env.Now().UTC(),
 	}
 	r.env.Logger.Warn("call failed", "domain", req.Domain, "endpoint", string(req.Endpoint), "status", status, "code", code, "err", cause)
 	if month != "" {
 		if err := r.store.RecordFetchError(ctx, fe); err != nil {
-			r.fail(fmt.Errorf("record the failure of %s %s: %w", req.Endpoint, warehouse.DisplayDomain(req.Domain), err))
+			r.fail(fmt.Errorf("record the failure of %s %s: %w", req.Endpoint, model.DisplayDomain(req.Domain), err))
 		}
 	}
 	if status == 400 {

@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sitewatch/pipeline/model"
 	"time"
 
 	"sitewatch/pipeline/atlas"
 	"sitewatch/pipeline/months"
-	"sitewatch/pipeline/warehouse"
 	"sitewatch/schema"
 )
 
@@ -28,7 +28,7 @@ func newMonthState() *monthState {
 }
 
 // candidateState is what the warehouse holds of candidate, nothing when there is none.
-func (r *runState) candidateState(ctx context.Context, candidate string) (*warehouse.SnapshotState, error) {
+func (r *runState) candidateState(ctx context.Context, candidate string) (*model.SnapshotState, error) {
 	if candidate == "" {
 		return emptyState(), nil
 	}
@@ -54,7 +54,7 @@ func (r *runState) candidateMonth(ctx context.Context) (string, error) {
 // data whenever the API still serves that month. Then it decides: a month other than
 // --snapshot stores nothing (mismatch); a month already complete stores nothing (up to
 // date); otherwise the probe's answer is stored and the run goes on.
-func (r *runState) probe(ctx context.Context, candidate string, state *warehouse.SnapshotState) error {
+func (r *runState) probe(ctx context.Context, candidate string, state *model.SnapshotState) error {
 	lacking, held := probeOrder(r.wl.Domains, state)
 	if len(lacking) == 0 {
 		if trusted, err := r.trustCandidate(ctx, candidate, state); err != nil || trusted {
@@ -125,7 +125,7 @@ const dateTrust = 24 * time.Hour
 // newest overview answer is younger than dateTrust. A month lacking site-similar answers is
 // always probed: those answers carry no date, so only overview answers around them tell their
 // month (fetchBracketed).
-func (r *runState) trustCandidate(ctx context.Context, candidate string, state *warehouse.SnapshotState) (bool, error) {
+func (r *runState) trustCandidate(ctx context.Context, candidate string, state *model.SnapshotState) (bool, error) {
 	if candidate == "" || r.opts.Refresh || (&Plan{}).Complete(state, r.wl.Domains) ||
 		similarOnly(BuildPlan(candidate, r.wl.Domains, state, false)) {
 		return false, nil // site-similar answers are stored only between two probes (fetchBracketed)
@@ -156,7 +156,7 @@ func (r *runState) adoptIfRecent(ctx context.Context, candidate string) (newest 
 // fail, no held domain is probed: its credit would buy data already held. Domains the API
 // rejected come last among the held: their 400 names no month, so a complete month probed
 // there first was never found up to date (every run failed, exit 1).
-func probeOrder(domains []string, state *warehouse.SnapshotState) (lacking, held []string) {
+func probeOrder(domains []string, state *model.SnapshotState) (lacking, held []string) {
 	out := make([]string, 0, len(domains))
 	var rejected []string
 	for _, d := range domains {

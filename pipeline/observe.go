@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"sitewatch/pipeline/model"
 	"time"
 
 	"sitewatch/pipeline/atlas"
@@ -15,7 +16,6 @@ import (
 	"sitewatch/pipeline/metrics"
 	"sitewatch/pipeline/notify"
 	"sitewatch/pipeline/textout"
-	"sitewatch/pipeline/warehouse"
 	"sitewatch/schema"
 )
 
@@ -108,7 +108,7 @@ func notifyOutcome(ctx context.Context, n *notify.Notifier, db *sql.DB, sum *Sum
 }
 
 // notifyAbandoned reports runs the warehouse found dead at open.
-func notifyAbandoned(ctx context.Context, n *notify.Notifier, runs []warehouse.RunRecord, logger *slog.Logger) {
+func notifyAbandoned(ctx context.Context, n *notify.Notifier, runs []model.RunRecord, logger *slog.Logger) {
 	for _, a := range runs {
 		logger.Warn("a run whose process died was recorded as abandoned", "run_id", a.RunID, "snapshot", a.SnapshotMonth,
 			"domains_loaded", a.DomainsLoaded, "credits_spent", a.CreditsSpent)
@@ -198,12 +198,12 @@ func describeMonth(ctx context.Context, db *sql.DB, ev *notify.Event) {
 
 // storedAnswers counts the answers state holds: every stored site-overview and site-similar
 // answer, and country-metadata.
-func storedAnswers(state *warehouse.SnapshotState) int {
+func storedAnswers(state *model.SnapshotState) int {
 	n := 0
 	if state.CountriesLoaded {
 		n++
 	}
-	state.EachStored(func(_ string, eps warehouse.Endpoints) {
+	state.EachStored(func(_ string, eps model.Endpoints) {
 		for _, ep := range schema.DomainEndpoints {
 			if eps.Has(ep) {
 				n++

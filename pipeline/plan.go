@@ -2,9 +2,9 @@ package pipeline
 
 import (
 	"math"
+	"sitewatch/pipeline/model"
 
 	"sitewatch/pipeline/atlas"
-	"sitewatch/pipeline/warehouse"
 	"sitewatch/schema"
 )
 
@@ -36,7 +36,7 @@ type Plan struct {
 
 // Complete says whether state holds the snapshot complete for domains: every domain loaded
 // or rejected by the API, nothing stored that cannot be loaded, and the countries stored.
-func (p *Plan) Complete(state *warehouse.SnapshotState, domains []string) bool {
+func (p *Plan) Complete(state *model.SnapshotState, domains []string) bool {
 	if !state.CountriesLoaded {
 		return false
 	}
@@ -142,7 +142,7 @@ func (p *Plan) release() { p.calls = nil }
 // BuildPlan lists the calls a snapshot still needs given what the warehouse holds: two per
 // domain not yet loaded, only the missing endpoint of a half-loaded domain, and one for
 // country-metadata if it is not stored for this snapshot. With refresh, everything is planned.
-func BuildPlan(snapshot string, domains []string, state *warehouse.SnapshotState, refresh bool) *Plan {
+func BuildPlan(snapshot string, domains []string, state *model.SnapshotState, refresh bool) *Plan {
 	if uint64(len(domains)) >= uint64(countryCall>>1) {
 		panic("pipeline: a watchlist of 2^31 domains") // a call keeps 31 bits of a domain's place
 	}

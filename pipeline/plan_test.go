@@ -2,13 +2,13 @@ package pipeline
 
 import (
 	"runtime"
+	"sitewatch/pipeline/model"
 	"slices"
 	"strconv"
 	"testing"
 
 	"sitewatch/pipeline/atlas"
 	"sitewatch/pipeline/internal/heapgrowth"
-	"sitewatch/pipeline/warehouse"
 	"sitewatch/schema"
 )
 
@@ -18,7 +18,7 @@ func TestPlanOrderAndCounts(t *testing.T) {
 	state := emptyState()
 	state.SetLoaded("b.example")
 	state.Rejected["c.example"] = "invalid_domain"
-	state.AddStored("e.example", warehouse.Endpoints(2)) // its site-similar body is stored
+	state.AddStored("e.example", model.Endpoints(2)) // its site-similar body is stored
 	plan := BuildPlan("2026-10", []string{"a.example", "b.example", "c.example", "d.example", "e.example"}, state, false)
 	want := []atlas.Request{
 		{Endpoint: schema.EndpointCountries},

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"sitewatch/pipeline/model"
 	"slices"
 	"strings"
 	"testing"
@@ -8,7 +9,6 @@ import (
 	"unicode/utf8"
 
 	"sitewatch/pipeline/atlas"
-	"sitewatch/pipeline/warehouse"
 	"sitewatch/schema"
 )
 
@@ -41,7 +41,7 @@ func TestProgressCountsDomains(t *testing.T) {
 	p := newProgress(Env{}, nil, 10)
 	p.done("b.example") // the probe: b's overview, dropped from the plan
 	state := emptyState()
-	state.AddStored("d.example", warehouse.Endpoints(1)) // half-loaded: its overview is stored
+	state.AddStored("d.example", model.Endpoints(1)) // half-loaded: its overview is stored
 	plan := BuildPlan("2026-10", []string{"a.example", "b.example", "c.example", "d.example"}, state, false)
 	plan.drop(atlas.Request{Endpoint: schema.EndpointOverview, Domain: "b.example"})
 	want := []atlas.Request{

@@ -5,12 +5,12 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"sitewatch/pipeline/model"
 	"time"
 
 	"sitewatch/pipeline/config"
 	"sitewatch/pipeline/notify"
 	"sitewatch/pipeline/secret"
-	"sitewatch/pipeline/warehouse"
 	"sitewatch/schema"
 )
 
@@ -141,8 +141,8 @@ func (r *runState) execute(ctx context.Context) error {
 	return runErr
 }
 
-func (r *runState) record(started time.Time, finished *time.Time, status, msg string) warehouse.RunRecord {
-	rec := warehouse.RunRecord{
+func (r *runState) record(started time.Time, finished *time.Time, status, msg string) model.RunRecord {
+	rec := model.RunRecord{
 		RunID: r.sum.RunID, SnapshotMonth: r.sum.Snapshot, StartedAt: started, FinishedAt: finished, Status: status,
 		DomainsTotal: r.sum.DomainsTotal, DomainsLoaded: r.sum.DomainsLoaded, DomainsRejected: r.sum.DomainsRejected,
 		Requests: r.sum.Requests, CreditsSpent: r.sum.CreditsSpent, RateLimited: r.sum.RateLimited, Message: msg,

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"runtime/debug"
+	"sitewatch/pipeline/model"
 	"time"
 
 	"github.com/robfig/cron/v3"
@@ -236,7 +237,7 @@ func (s *scheduler) resume(ctx context.Context) cycle {
 
 // runsSince reads the runs started since t, newest first, from the warehouse (read-only; none
 // when it does not exist yet).
-func (s *scheduler) runsSince(ctx context.Context, t time.Time) ([]warehouse.RunRecord, error) {
+func (s *scheduler) runsSince(ctx context.Context, t time.Time) ([]model.RunRecord, error) {
 	if _, err := os.Stat(s.cfg.Warehouse.DuckDB); errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
@@ -249,7 +250,7 @@ func (s *scheduler) runsSince(ctx context.Context, t time.Time) ([]warehouse.Run
 	if err != nil {
 		return nil, err
 	}
-	var out []warehouse.RunRecord
+	var out []model.RunRecord
 	for _, r := range runs {
 		if !r.StartedAt.Before(t) {
 			out = append(out, r)

@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sitewatch/pipeline/model"
 	"time"
 
 	"sitewatch/pipeline/atlas"
 	"sitewatch/pipeline/config"
 	"sitewatch/pipeline/discover"
-	"sitewatch/pipeline/warehouse"
 )
 
 // Run statuses recorded in the runs table.
@@ -79,7 +79,7 @@ type Summary struct {
 	// Published says what the run uploaded to publish.url; PublishError why it could not.
 	Published, PublishError string
 	APIRejections           map[string]string // domain -> code
-	Failures                []warehouse.FetchError
+	Failures                []model.FetchError
 	// Sources is what each credit source paid, in spend order (spend.go).
 	Sources []SourceSpend
 	// Growth is what discover appended to the watchlist after the month (grow.go), or nil.
@@ -132,12 +132,12 @@ func (s *Summary) noteTurn(to string) bool {
 }
 
 // noteTurnedMonth counts what the month the API turned to holds.
-func (s *Summary) noteTurnedMonth(st *warehouse.SnapshotState) {
+func (s *Summary) noteTurnedMonth(st *model.SnapshotState) {
 	s.TurnedLoaded, s.TurnedAnswers = st.LoadedCount(), storedAnswers(st)
 }
 
 // noteFailure adds a call that failed after its retries.
-func (s *Summary) noteFailure(fe warehouse.FetchError) { s.Failures = append(s.Failures, fe) }
+func (s *Summary) noteFailure(fe model.FetchError) { s.Failures = append(s.Failures, fe) }
 
 // noteSpend records what the fetcher made and spent, in all and per credit source.
 func (s *Summary) noteSpend(stats atlas.Stats, sources []SourceSpend) {
@@ -147,7 +147,7 @@ func (s *Summary) noteSpend(stats atlas.Stats, sources []SourceSpend) {
 }
 
 // noteOutcome records what the run's month holds for the watchlist.
-func (s *Summary) noteOutcome(out *warehouse.Outcome) {
+func (s *Summary) noteOutcome(out *model.Outcome) {
 	s.APIRejections = out.Rejected
 	s.DomainsLoaded, s.DomainsRejected = out.Loaded, len(out.Rejected)
 }

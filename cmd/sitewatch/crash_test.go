@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"sitewatch/pipeline/model"
 	"slices"
 	"sort"
 	"strings"
@@ -152,7 +153,7 @@ func TestCrashKillMinus9DuringParquetExport(t *testing.T) {
 		t.Fatal(err)
 	}
 	gen := atlastest.NewGenerator(4, testMonth)
-	if err := wh.Store(ctx, testMonth, warehouse.Raw{Endpoint: schema.EndpointCountries, Body: gen.CountriesBody(), FetchedAt: time.Now()}); err != nil {
+	if err := wh.Store(ctx, testMonth, model.Raw{Endpoint: schema.EndpointCountries, Body: gen.CountriesBody(), FetchedAt: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
 	// 50 distinct domains through Store, then their stored responses copied under other names
@@ -160,7 +161,7 @@ func TestCrashKillMinus9DuringParquetExport(t *testing.T) {
 	const distinct = 50
 	base := atlastest.Domains(distinct)
 	for _, d := range base {
-		for _, raw := range []warehouse.Raw{
+		for _, raw := range []model.Raw{
 			{Endpoint: schema.EndpointOverview, Domain: d, Body: gen.OverviewBody(d), FetchedAt: time.Now()},
 			{Endpoint: schema.EndpointSimilar, Domain: d, Body: gen.SimilarBody(d), FetchedAt: time.Now()},
 		} {
@@ -375,5 +376,5 @@ func isRunHealth(root, path string) bool {
 		return false
 	}
 	table := strings.Split(filepath.ToSlash(rel), "/")[0]
-	return slices.Contains(warehouse.RunHealthTables, table) || slices.Contains(warehouse.ArchiveTables, table)
+	return slices.Contains(model.RunHealthTables, table) || slices.Contains(model.ArchiveTables, table)
 }

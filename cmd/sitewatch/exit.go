@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"sitewatch/pipeline/model"
 	"slices"
 	"sort"
 	"strings"
@@ -16,7 +17,6 @@ import (
 	"sitewatch/pipeline/config"
 	"sitewatch/pipeline/sources"
 	"sitewatch/pipeline/textout"
-	"sitewatch/pipeline/warehouse"
 )
 
 // Exit codes of `sitewatch run` (README.md, "Exit codes").
@@ -138,7 +138,7 @@ func PrintSummary(w io.Writer, s *pipeline.Summary, runErr error) {
 			fmt.Fprintf(w, "  … and %d more failures (SELECT * FROM fetch_errors WHERE run_id = '%s')\n", len(failures)-10, s.RunID)
 			break
 		}
-		fmt.Fprintf(w, "  failed: %s %s: %s\n", warehouse.DisplayDomain(f.Domain), f.Endpoint, f.Message)
+		fmt.Fprintf(w, "  failed: %s %s: %s\n", model.DisplayDomain(f.Domain), f.Endpoint, f.Message)
 	}
 	if runErr != nil {
 		label := "error" // a signal is the user's request, not a failure

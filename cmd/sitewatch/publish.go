@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sitewatch/pipeline/model"
 	"slices"
 	"strings"
 	"time"
@@ -14,7 +15,6 @@ import (
 	"sitewatch/pipeline/config"
 	monthrule "sitewatch/pipeline/months"
 	"sitewatch/pipeline/publish"
-	"sitewatch/pipeline/warehouse"
 )
 
 var publishHelp = help{
@@ -183,7 +183,7 @@ func completeRuns(ctx context.Context, cfg *config.Config, env pipeline.Env) (co
 	if err != nil {
 		return nil, nil, fmt.Errorf("cannot read the months of %s; nothing was published: %w", cfg.Warehouse.DuckDB, err)
 	}
-	for _, r := range append(records, warehouse.RunRecord{SnapshotMonth: latest}) {
+	for _, r := range append(records, model.RunRecord{SnapshotMonth: latest}) {
 		if r.SnapshotMonth != "" && !slices.Contains(ran, r.SnapshotMonth) {
 			ran = append(ran, r.SnapshotMonth)
 		}
@@ -191,7 +191,7 @@ func completeRuns(ctx context.Context, cfg *config.Config, env pipeline.Env) (co
 	return latestComplete(records), ran, nil
 }
 
-func latestComplete(records []warehouse.RunRecord) map[string]string {
+func latestComplete(records []model.RunRecord) map[string]string {
 	runs := map[string]string{}
 	for _, r := range records { // newest first
 		if _, seen := runs[r.SnapshotMonth]; !seen && r.Status == pipeline.StatusComplete {

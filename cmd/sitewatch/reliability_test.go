@@ -21,6 +21,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"sitewatch/pipeline/model"
 	"strings"
 	"sync"
 	"syscall"
@@ -769,7 +770,7 @@ func TestStoreCraftedStringsVerbatim(t *testing.T) {
 		}
 		obj(m, "website")["tags"] = tags
 	})
-	for _, raw := range []warehouse.Raw{
+	for _, raw := range []model.Raw{
 		{Endpoint: schema.EndpointOverview, Domain: domain, Body: ov, FetchedAt: time.Now()},
 		{Endpoint: schema.EndpointSimilar, Domain: domain, Body: sim, FetchedAt: time.Now()},
 	} {
@@ -1356,7 +1357,7 @@ func TestStoreInvalidUTF8String(t *testing.T) {
 		t.Fatalf("the client's check refuses the body: %v", err)
 	}
 	std, _ := schema.DecodeOverview(ov)
-	for _, raw := range []warehouse.Raw{
+	for _, raw := range []model.Raw{
 		{Endpoint: schema.EndpointOverview, Domain: domain, Body: ov, FetchedAt: time.Now()},
 		{Endpoint: schema.EndpointSimilar, Domain: domain, Body: gen.SimilarBody(domain), FetchedAt: time.Now()},
 	} {

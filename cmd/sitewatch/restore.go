@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"sitewatch/pipeline/model"
 	"strings"
 	"time"
 
@@ -243,7 +244,7 @@ func mergeRebuilt(ctx context.Context, wh *warehouse.Warehouse, rows warehouse.L
 }
 
 // describeCalls names charged calls, by run, the first few of each.
-func describeCalls(cs []warehouse.Charge) string {
+func describeCalls(cs []model.Charge) string {
 	byRun, month := map[string][]string{}, map[string]string{}
 	var runs []string
 	for _, c := range cs {
@@ -251,7 +252,7 @@ func describeCalls(cs []warehouse.Charge) string {
 			runs = append(runs, c.RunID)
 			month[c.RunID] = c.SnapshotMonth
 		}
-		byRun[c.RunID] = append(byRun[c.RunID], fmt.Sprintf("%s %s", c.Endpoint, warehouse.DisplayDomain(c.Domain)))
+		byRun[c.RunID] = append(byRun[c.RunID], fmt.Sprintf("%s %s", c.Endpoint, model.DisplayDomain(c.Domain)))
 	}
 	var parts []string
 	for _, r := range runs {

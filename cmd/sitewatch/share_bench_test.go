@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sitewatch/pipeline/model"
 	"strconv"
 	"strings"
 	"testing"
@@ -18,7 +19,6 @@ import (
 	"sitewatch/pipeline/publish"
 	"sitewatch/pipeline/publish/s3test"
 	"sitewatch/pipeline/restore"
-	"sitewatch/pipeline/warehouse"
 )
 
 // BenchmarkShare measures what the bucket's restore copy costs at 10,000 domains
@@ -41,7 +41,7 @@ func BenchmarkShare(b *testing.B) {
 		if err := os.CopyFS(derived, os.DirFS(cfg.Warehouse.Parquet)); err != nil {
 			b.Fatal(err)
 		}
-		for _, t := range warehouse.ArchiveTables {
+		for _, t := range model.ArchiveTables {
 			if err := os.RemoveAll(filepath.Join(derived, t)); err != nil {
 				b.Fatal(err)
 			}
@@ -51,7 +51,7 @@ func BenchmarkShare(b *testing.B) {
 		fmt.Printf("publish %d domains: derived tables %.1f MB in %.2f s; with raw answers + ledger %.1f MB in %.2f s: +%.1f MB, +%.2f s (ratio %.2f)\n",
 			n, mb(without.UploadedBytes), without.Duration.Seconds(), mb(with.UploadedBytes), with.Duration.Seconds(),
 			mb(with.UploadedBytes-without.UploadedBytes), (with.Duration - without.Duration).Seconds(), with.Duration.Seconds()/without.Duration.Seconds())
-		for _, t := range warehouse.ArchiveTables {
+		for _, t := range model.ArchiveTables {
 			fmt.Printf("  %s: %.1f MB\n", t, mb(dirSize(b, filepath.Join(cfg.Warehouse.Parquet, t))))
 		}
 		shareRestore(b, gw, n)

@@ -19,6 +19,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"sitewatch/pipeline/model"
 	"slices"
 	"sync"
 
@@ -189,7 +190,7 @@ func heldRuns(ctx context.Context, db *sql.DB) (map[string]map[string]bool, erro
 // pulledTables are the tables a pull downloads: the answers, the ledger and the run health.
 // The derived tables are rebuilt from the merged answers, so a month's answers paid on this
 // machine and never published stay in them.
-var pulledTables = slices.Concat(warehouse.ArchiveTables, warehouse.RunHealthTables)
+var pulledTables = slices.Concat(model.ArchiveTables, model.RunHealthTables)
 
 // take downloads the answers, ledger and run health of m (verified against their SHA-256)
 // into a hidden folder of the Parquet tree, merges them into wh and rebuilds the month's
@@ -255,8 +256,8 @@ type Peek struct {
 	// Complete says the bucket holds Month complete (only its manifest is read); else the
 	// version is a restore copy of the incomplete month, and State says what it holds.
 	Complete bool
-	State    *warehouse.SnapshotState // a restore copy's answers and API rejections (nil when Complete)
-	Answers  int64                    // the answers of the bucket's version (its raw_responses rows)
+	State    *model.SnapshotState // a restore copy's answers and API rejections (nil when Complete)
+	Answers  int64                // the answers of the bucket's version (its raw_responses rows)
 	RunID    string
 }
 
@@ -310,7 +311,7 @@ func (s *Syncer) peekLog(ctx context.Context, p Peek, month string, logs []publi
 		return p, err
 	}
 	if p.State == nil {
-		p.State = warehouse.NewSnapshotState()
+		p.State = model.NewSnapshotState()
 	}
 	rows.AddToState(p.State, target)
 	p.Answers += int64(len(rows.Month(target).Raws))
@@ -354,7 +355,7 @@ func (s *Syncer) peekManifests(ctx context.Context, month string, versions []pub
 		}
 		p := Peek{Month: v.Month, Complete: !v.Copy, RunID: m.RunID}
 		for _, f := range m.Files {
-			if f.Table == warehouse.TableRawResponses {
+			if f.Table == model.TableRawResponses {
 				p.Answers += f.Rows
 			}
 		}
@@ -368,13 +369,13 @@ func (s *Syncer) peekManifests(ctx context.Context, month string, versions []pub
 
 // peekState reads the answers and rejections of a restore copy from its objects, downloaded
 // to a temporary folder outside the Parquet tree and removed after.
-func (s *Syncer) peekState(ctx context.Context, v publish.ManifestVersion, m *publish.Manifest) (*warehouse.SnapshotState, error) {
+func (s *Syncer) peekState(ctx context.Context, v publish.ManifestVersion, m *publish.Manifest) (*model.SnapshotState, error) {
 	dir, err := os.MkdirTemp("", "sitewatch-peek-")
 	if err != nil {
 		return nil, fmt.Errorf("read the restore copy of %s from %s: %w", v.Month, s.url, err)
 	}
 	defer func() { _ = os.RemoveAll(dir) }() // read and forgotten
-	files, err := s.download(ctx, s.bucket.Source(v), m, dir, warehouse.TableRawResponses, "fetch_errors")
+	files, err := s.download(ctx, s.bucket.Source(v), m, dir, model.TableRawResponses, "fetch_errors")
 	if err != nil {
 		return nil, err
 	}

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"path/filepath"
+	"sitewatch/pipeline/model"
 	"testing"
 	"time"
 
@@ -68,19 +69,19 @@ func simulatedWarehouse(t *testing.T, n int, months []string) *sql.DB {
 		g := atlastest.NewGenerator(1, month)
 		at, _ := time.Parse("2006-01", month)
 		at = at.AddDate(0, 0, 1)
-		run := warehouse.RunRecord{RunID: fmt.Sprintf("sim-%d", i), SnapshotMonth: month, StartedAt: at, Status: "running", DomainsTotal: len(domains)}
+		run := model.RunRecord{RunID: fmt.Sprintf("sim-%d", i), SnapshotMonth: month, StartedAt: at, Status: "running", DomainsTotal: len(domains)}
 		if err := w.StartRun(ctx, run); err != nil {
 			t.Fatal(err)
 		}
-		store := func(raw warehouse.Raw) {
+		store := func(raw model.Raw) {
 			raw.FetchedAt = at
 			if err := w.Store(ctx, month, raw); err != nil {
 				t.Fatalf("store %s %s: %v", raw.Domain, raw.Endpoint, err)
 			}
 		}
 		for _, d := range domains {
-			store(warehouse.Raw{Endpoint: schema.EndpointOverview, Domain: d, Body: g.OverviewBody(d)})
-			store(warehouse.Raw{Endpoint: schema.EndpointSimilar, Domain: d, Body: g.SimilarBody(d)})
+			store(model.Raw{Endpoint: schema.EndpointOverview, Domain: d, Body: g.OverviewBody(d)})
+			store(model.Raw{Endpoint: schema.EndpointSimilar, Domain: d, Body: g.SimilarBody(d)})
 		}
 		if err := w.Flush(ctx); err != nil {
 			t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"maps"
 	"net/http"
 	"path/filepath"
+	"sitewatch/pipeline/model"
 	"slices"
 	"strings"
 
@@ -18,8 +19,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
-
-	"sitewatch/pipeline/warehouse"
 )
 
 // ErrPrecondition: a conditional write found the object in another state than it required
@@ -115,7 +114,7 @@ func (p *Publisher) guard(ctx context.Context, s set, old *Manifest) error {
 // tree at root (none when there is neither).
 func LocalRuns(ctx context.Context, root, month string) (map[string]bool, error) {
 	var files []string
-	for _, table := range []string{"runs", warehouse.TableRunCalls} {
+	for _, table := range []string{"runs", model.TableRunCalls} {
 		found, err := filepath.Glob(filepath.Join(root, table, partitionPrefix+month, "*.parquet"))
 		if err != nil {
 			return nil, err

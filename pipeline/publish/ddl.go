@@ -20,7 +20,7 @@ const (
 const DDLLocation = "s3://BUCKET/PREFIX"
 
 // RunHealthTables are the published tables a run writes about itself (the Parquet export of
-// warehouse.RunHealthTables): what each run loaded and cost, what failed, the quality findings.
+// model.RunHealthTables): what each run loaded and cost, what failed, the quality findings.
 // Their columns are the warehouse's (sql/migrations), as Parquet stores them; a test compares
 // them with the DuckDB tables, so the DDL cannot drift from what is published.
 var RunHealthTables = []flatten.Table{

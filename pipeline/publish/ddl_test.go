@@ -7,6 +7,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"sitewatch/pipeline/model"
 	"slices"
 	"strings"
 	"testing"
@@ -66,7 +67,7 @@ func TestDDLCoversEveryPublishedTable(t *testing.T) {
 	for _, tab := range flatten.SnapshotTables {
 		want = append(want, tab.Name)
 	}
-	want = append(append(want, warehouse.RunHealthTables...), flatten.CountriesTable.Name)
+	want = append(append(want, model.RunHealthTables...), flatten.CountriesTable.Name)
 	var got []string
 	for _, tab := range publish.PublishedTables() {
 		got = append(got, tab.Name)

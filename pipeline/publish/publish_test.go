@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sitewatch/pipeline/model"
 	"strings"
 	"sync"
 	"syscall"
@@ -30,7 +31,6 @@ import (
 	"sitewatch/pipeline/publish/filehash"
 	"sitewatch/pipeline/publish/publishtest"
 	"sitewatch/pipeline/publish/s3test"
-	"sitewatch/pipeline/warehouse"
 	"sitewatch/schema/flatten"
 )
 
@@ -580,7 +580,7 @@ func TestParseURL(t *testing.T) {
 // tables (runs, fetch_errors, quality_checks), the archive tables (raw answers, ledger) and
 // countries; monthFiles is those the month's manifest lists (countries has the shared one).
 var (
-	publishedFiles = len(flatten.SnapshotTables) + len(warehouse.RunHealthTables) + len(warehouse.ArchiveTables) + 1
+	publishedFiles = len(flatten.SnapshotTables) + len(model.RunHealthTables) + len(model.ArchiveTables) + 1
 	monthFiles     = publishedFiles - 1
 )
 

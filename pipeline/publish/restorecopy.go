@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"sitewatch/pipeline/model"
 	"slices"
 	"strings"
 	"time"
@@ -13,7 +14,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"sitewatch/pipeline/config"
-	"sitewatch/pipeline/warehouse"
 )
 
 // RestoreCopyDir is the folder under the prefix that holds the restore copy of the months the
@@ -31,7 +31,7 @@ const RestoreCopyDir = "_restore"
 
 // restoreCopyTables are the tables a restore copy holds: the derived tables are rebuilt from
 // the raw answers by the restore (0 credits).
-var restoreCopyTables = slices.Concat(warehouse.ArchiveTables, warehouse.RunHealthTables)
+var restoreCopyTables = slices.Concat(model.ArchiveTables, model.RunHealthTables)
 
 // RestoreCopies returns a Publisher rooted at the restore copies (RestoreCopyDir under the
 // prefix): its Manifests, Download and Verify read them. Never take a lease through it.

@@ -1,9 +1,9 @@
 package storetest
 
 import (
+	"sitewatch/pipeline/model"
 	"slices"
 
-	"sitewatch/pipeline/warehouse"
 	"sitewatch/schema"
 )
 
@@ -24,28 +24,28 @@ func (s *Store) Credits() int64 {
 }
 
 // FetchErrors returns the fetch_errors rows, in the order they were written.
-func (s *Store) FetchErrors() []warehouse.FetchError {
+func (s *Store) FetchErrors() []model.FetchError {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return slices.Clone(s.fetchErrors)
 }
 
 // Runs returns the runs rows, in start order, each as last recorded.
-func (s *Store) Runs() []warehouse.RunRecord {
+func (s *Store) Runs() []model.RunRecord {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return slices.Clone(s.runs)
 }
 
 // Stored returns the bodies month m holds of domain.
-func (s *Store) Stored(m, domain string) warehouse.Endpoints {
+func (s *Store) Stored(m, domain string) model.Endpoints {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	mo, ok := s.months[m]
 	if !ok {
 		return 0
 	}
-	var set warehouse.Endpoints
+	var set model.Endpoints
 	for ep := range mo.bodies[domain] {
 		set = set.With(ep)
 	}
@@ -118,7 +118,7 @@ func (s *Store) Exported(m string) int {
 
 // Both is the set of a domain's two bodies; Overview and Similar the sets of one.
 var (
-	Overview = warehouse.Endpoints(0).With(schema.EndpointOverview)
-	Similar  = warehouse.Endpoints(0).With(schema.EndpointSimilar)
+	Overview = model.Endpoints(0).With(schema.EndpointOverview)
+	Similar  = model.Endpoints(0).With(schema.EndpointSimilar)
 	Both     = Overview.With(schema.EndpointSimilar)
 )

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"sitewatch/pipeline/model"
 	"slices"
 	"strings"
 	"testing"
@@ -19,14 +20,14 @@ import (
 // store is the part of pipeline.Store the parity test drives (the core's interface cannot be
 // named here: the core's tests import this package).
 type store interface {
-	State(ctx context.Context, month string) (*warehouse.SnapshotState, error)
-	Outcome(ctx context.Context, month string, watchlist []string) (*warehouse.Outcome, error)
-	Store(ctx context.Context, month string, raw warehouse.Raw) error
+	State(ctx context.Context, month string) (*model.SnapshotState, error)
+	Outcome(ctx context.Context, month string, watchlist []string) (*model.Outcome, error)
+	Store(ctx context.Context, month string, raw model.Raw) error
 	Flush(ctx context.Context) error
-	RecordCharge(ctx context.Context, c warehouse.Charge) error
-	RecordFetchError(ctx context.Context, e warehouse.FetchError) error
-	StartRun(ctx context.Context, r warehouse.RunRecord) error
-	FinishRun(ctx context.Context, r warehouse.RunRecord) error
+	RecordCharge(ctx context.Context, c model.Charge) error
+	RecordFetchError(ctx context.Context, e model.FetchError) error
+	StartRun(ctx context.Context, r model.RunRecord) error
+	FinishRun(ctx context.Context, r model.RunRecord) error
 	LatestMonth(ctx context.Context) (string, error)
 	NewestOverview(ctx context.Context, month string) (time.Time, error)
 	MonthCompleteSince(ctx context.Context, month string) (time.Time, bool, error)
@@ -72,7 +73,7 @@ func applyScript(t *testing.T, s store, at time.Time) {
 			t.Fatal(err)
 		}
 	}
-	must(s.StartRun(ctx, warehouse.RunRecord{RunID: "r1", SnapshotMonth: "2026-06", StartedAt: at, Status: "running"}))
+	must(s.StartRun(ctx, model.RunRecord{RunID: "r1", SnapshotMonth: "2026-06", StartedAt: at, Status: "running"}))
 	for i, d := range []string{"a.com", "b.com"} {
 		must(s.Store(ctx, "2026-06", raw("r1", schema.EndpointOverview, d, jun.OverviewBody(d), at.Add(time.Duration(i)*time.Minute), false)))
 		must(s.Store(ctx, "2026-06", raw("r1", schema.EndpointSimilar, d, jun.SimilarBody(d), at, false)))
@@ -82,21 +83,21 @@ func applyScript(t *testing.T, s store, at time.Time) {
 	if err := s.Store(ctx, "2026-06", raw("r1", schema.EndpointSimilar, "e.com", []byte(`{"status":"error"}`), at, false)); err == nil {
 		t.Error("a body that does not decode was stored")
 	}
-	must(s.RecordFetchError(ctx, warehouse.FetchError{RunID: "r1", SnapshotMonth: "2026-06", Domain: "d.com", Endpoint: schema.EndpointOverview, HTTPStatus: 400, Code: "INVALID_DOMAIN", OccurredAt: at}))
-	must(s.RecordFetchError(ctx, warehouse.FetchError{RunID: "r1", SnapshotMonth: "2026-06", Domain: "e.com", Endpoint: schema.EndpointOverview, HTTPStatus: 500, OccurredAt: at}))
-	must(s.RecordCharge(ctx, warehouse.Charge{RunID: "r1", SnapshotMonth: "2026-06", Domain: "a.com", Endpoint: schema.EndpointOverview, Credits: 1, FetchedAt: at, Outcome: "probe"}))
+	must(s.RecordFetchError(ctx, model.FetchError{RunID: "r1", SnapshotMonth: "2026-06", Domain: "d.com", Endpoint: schema.EndpointOverview, HTTPStatus: 400, Code: "INVALID_DOMAIN", OccurredAt: at}))
+	must(s.RecordFetchError(ctx, model.FetchError{RunID: "r1", SnapshotMonth: "2026-06", Domain: "e.com", Endpoint: schema.EndpointOverview, HTTPStatus: 500, OccurredAt: at}))
+	must(s.RecordCharge(ctx, model.Charge{RunID: "r1", SnapshotMonth: "2026-06", Domain: "a.com", Endpoint: schema.EndpointOverview, Credits: 1, FetchedAt: at, Outcome: "probe"}))
 	must(s.Store(ctx, "2026-07", raw("r1", schema.EndpointOverview, "a.com", jul.OverviewBody("a.com"), at.Add(time.Hour), false)))
 	must(s.Flush(ctx))
 	finished := at.Add(2 * time.Hour)
-	must(s.FinishRun(ctx, warehouse.RunRecord{RunID: "r1", SnapshotMonth: "2026-06", StartedAt: at, FinishedAt: &finished, Status: "complete"}))
+	must(s.FinishRun(ctx, model.RunRecord{RunID: "r1", SnapshotMonth: "2026-06", StartedAt: at, FinishedAt: &finished, Status: "complete"}))
 	// A refresh of b.com whose site-similar answer never comes: b.com is no longer loaded.
-	must(s.StartRun(ctx, warehouse.RunRecord{RunID: "r2", SnapshotMonth: "2026-06", StartedAt: at, Status: "running"}))
+	must(s.StartRun(ctx, model.RunRecord{RunID: "r2", SnapshotMonth: "2026-06", StartedAt: at, Status: "running"}))
 	must(s.Store(ctx, "2026-06", raw("r2", schema.EndpointOverview, "b.com", jun.OverviewBody("b.com"), at.Add(3*time.Hour), true)))
 	must(s.Flush(ctx))
 }
 
-func raw(run string, ep schema.Endpoint, domain string, body []byte, at time.Time, refresh bool) warehouse.Raw {
-	return warehouse.Raw{RunID: run, Endpoint: ep, Domain: domain, Body: body, FetchedAt: at, Credits: 1, Refresh: refresh}
+func raw(run string, ep schema.Endpoint, domain string, body []byte, at time.Time, refresh bool) model.Raw {
+	return model.Raw{RunID: run, Endpoint: ep, Domain: domain, Body: body, FetchedAt: at, Credits: 1, Refresh: refresh}
 }
 
 // describe is what s says of month, in one comparable line.

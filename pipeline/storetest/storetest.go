@@ -15,11 +15,11 @@ import (
 	"fmt"
 	"maps"
 	"regexp"
+	"sitewatch/pipeline/model"
 	"slices"
 	"sync"
 	"time"
 
-	"sitewatch/pipeline/warehouse"
 	"sitewatch/schema"
 )
 
@@ -32,7 +32,7 @@ type LedgerRow struct {
 	RunID, Month, Domain string
 	Endpoint             schema.Endpoint
 	Credits              int64
-	Outcome              string // warehouse.OutcomeStored, OutcomeRefused, "probe", "month_unknown", ...
+	Outcome              string // model.OutcomeStored, OutcomeRefused, "probe", "month_unknown", ...
 	Source               string
 }
 
@@ -61,10 +61,10 @@ type Store struct {
 	mu          sync.Mutex
 	months      map[string]*month
 	ledger      []LedgerRow
-	fetchErrors []warehouse.FetchError
-	runs        []warehouse.RunRecord // in StartRun order; FinishRun replaces the run's entry
-	exported    map[string]int        // month -> ExportParquet calls
-	health      map[string]int        // month -> ExportRunHealth calls
+	fetchErrors []model.FetchError
+	runs        []model.RunRecord // in StartRun order; FinishRun replaces the run's entry
+	exported    map[string]int    // month -> ExportParquet calls
+	health      map[string]int    // month -> ExportRunHealth calls
 	released    int
 
 	// FailStore, when set, is returned by every Store after the first StoreOK answers: a
@@ -151,19 +151,19 @@ func (s *Store) putLocked(mo *month, domain string, ep schema.Endpoint, b body, 
 }
 
 // State returns what month m holds.
-func (s *Store) State(_ context.Context, m string) (*warehouse.SnapshotState, error) {
+func (s *Store) State(_ context.Context, m string) (*model.SnapshotState, error) {
 	if err := checkMonth(m); err != nil {
 		return nil, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st := warehouse.NewSnapshotState()
+	st := model.NewSnapshotState()
 	mo, ok := s.months[m]
 	if !ok {
 		return st, nil
 	}
 	for d, eps := range mo.bodies {
-		var set warehouse.Endpoints
+		var set model.Endpoints
 		for ep := range eps {
 			set = set.With(ep)
 		}
@@ -178,13 +178,13 @@ func (s *Store) State(_ context.Context, m string) (*warehouse.SnapshotState, er
 }
 
 // Outcome counts what month m holds for watchlist.
-func (s *Store) Outcome(_ context.Context, m string, watchlist []string) (*warehouse.Outcome, error) {
+func (s *Store) Outcome(_ context.Context, m string, watchlist []string) (*model.Outcome, error) {
 	if err := checkMonth(m); err != nil {
 		return nil, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := &warehouse.Outcome{Rejected: map[string]string{}}
+	out := &model.Outcome{Rejected: map[string]string{}}
 	mo, ok := s.months[m]
 	if !ok {
 		return out, nil
@@ -202,7 +202,7 @@ func (s *Store) Outcome(_ context.Context, m string, watchlist []string) (*wareh
 
 // Store lands one answer under month m and writes its ledger row. A body that does not
 // decode is refused (a *schema.DecodeError, ledger outcome "refused"), as the warehouse does.
-func (s *Store) Store(_ context.Context, m string, raw warehouse.Raw) error {
+func (s *Store) Store(_ context.Context, m string, raw model.Raw) error {
 	if err := checkMonth(m); err != nil {
 		return err
 	}
@@ -212,10 +212,10 @@ func (s *Store) Store(_ context.Context, m string, raw warehouse.Raw) error {
 		return s.FailStore
 	}
 	s.StoreOK--
-	outcome := warehouse.OutcomeStored
+	outcome := model.OutcomeStored
 	err := decodable(raw)
 	if err != nil {
-		outcome = warehouse.OutcomeRefused
+		outcome = model.OutcomeRefused
 	}
 	if raw.RunID != "" {
 		s.ledger = append(s.ledger, LedgerRow{RunID: raw.RunID, Month: m, Domain: raw.Domain, Endpoint: raw.Endpoint,
@@ -229,7 +229,7 @@ func (s *Store) Store(_ context.Context, m string, raw warehouse.Raw) error {
 }
 
 // decodable checks raw's body the way the warehouse does: decoded already, or decoding now.
-func decodable(raw warehouse.Raw) error {
+func decodable(raw model.Raw) error {
 	var err error
 	switch raw.Endpoint {
 	case schema.EndpointOverview:
@@ -261,12 +261,12 @@ func (s *Store) ReleaseLoading() {
 }
 
 // RecordCharge writes a ledger row for a charged answer that was not stored.
-func (s *Store) RecordCharge(_ context.Context, c warehouse.Charge) error {
+func (s *Store) RecordCharge(_ context.Context, c model.Charge) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	outcome := c.Outcome
 	if outcome == "" {
-		outcome = warehouse.OutcomeRefused
+		outcome = model.OutcomeRefused
 	}
 	s.ledger = append(s.ledger, LedgerRow{RunID: c.RunID, Month: c.SnapshotMonth, Domain: c.Domain, Endpoint: c.Endpoint,
 		Credits: c.Credits, Outcome: outcome, Source: c.Source})
@@ -274,7 +274,7 @@ func (s *Store) RecordCharge(_ context.Context, c warehouse.Charge) error {
 }
 
 // RecordFetchError keeps e; a 400 marks its domain rejected in its month.
-func (s *Store) RecordFetchError(_ context.Context, e warehouse.FetchError) error {
+func (s *Store) RecordFetchError(_ context.Context, e model.FetchError) error {
 	if err := checkMonth(e.SnapshotMonth); err != nil {
 		return err
 	}
@@ -288,10 +288,10 @@ func (s *Store) RecordFetchError(_ context.Context, e warehouse.FetchError) erro
 }
 
 // StartRun keeps r; an ID already started is an error (a run starts once).
-func (s *Store) StartRun(_ context.Context, r warehouse.RunRecord) error {
+func (s *Store) StartRun(_ context.Context, r model.RunRecord) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if slices.ContainsFunc(s.runs, func(o warehouse.RunRecord) bool { return o.RunID == r.RunID }) {
+	if slices.ContainsFunc(s.runs, func(o model.RunRecord) bool { return o.RunID == r.RunID }) {
 		return fmt.Errorf("storetest: run %s started twice", r.RunID)
 	}
 	s.runs = append(s.runs, r)
@@ -299,10 +299,10 @@ func (s *Store) StartRun(_ context.Context, r warehouse.RunRecord) error {
 }
 
 // FinishRun replaces the started run's record; a run never started is an error.
-func (s *Store) FinishRun(_ context.Context, r warehouse.RunRecord) error {
+func (s *Store) FinishRun(_ context.Context, r model.RunRecord) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	i := slices.IndexFunc(s.runs, func(o warehouse.RunRecord) bool { return o.RunID == r.RunID })
+	i := slices.IndexFunc(s.runs, func(o model.RunRecord) bool { return o.RunID == r.RunID })
 	if i < 0 {
 		return fmt.Errorf("storetest: run %s finished but never started", r.RunID)
 	}
@@ -344,7 +344,7 @@ func (s *Store) ExportRunHealth(_ context.Context, m string) error {
 }
 
 // RunQualityChecks finds nothing: the checks are the warehouse's own tests' business.
-func (s *Store) RunQualityChecks(context.Context, string) ([]warehouse.QualityFinding, error) {
+func (s *Store) RunQualityChecks(context.Context, string) ([]model.QualityFinding, error) {
 	return nil, nil
 }
 

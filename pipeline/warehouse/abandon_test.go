@@ -3,6 +3,7 @@ package warehouse
 import (
 	"context"
 	"path/filepath"
+	"sitewatch/pipeline/model"
 	"testing"
 	"time"
 
@@ -22,10 +23,10 @@ func TestClosedRunsKeepMonthAndOutcome(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, id := range []string{"died", "ended"} {
-		if err := w.StartRun(ctx, RunRecord{RunID: id, StartedAt: fetchedAt, Status: "running", DomainsTotal: 5}); err != nil {
+		if err := w.StartRun(ctx, model.RunRecord{RunID: id, StartedAt: fetchedAt, Status: "running", DomainsTotal: 5}); err != nil {
 			t.Fatal(err)
 		}
-		if err := w.RecordCharge(ctx, Charge{RunID: id, SnapshotMonth: snap, Domain: "a.example", Endpoint: "site-overview", Credits: 1, FetchedAt: fetchedAt}); err != nil {
+		if err := w.RecordCharge(ctx, model.Charge{RunID: id, SnapshotMonth: snap, Domain: "a.example", Endpoint: "site-overview", Credits: 1, FetchedAt: fetchedAt}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -52,7 +53,7 @@ func TestClosedRunsKeepMonthAndOutcome(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := map[string]RunRecord{}
+	got := map[string]model.RunRecord{}
 	for _, r := range runs {
 		got[r.RunID] = r
 	}

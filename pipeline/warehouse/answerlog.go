@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"sitewatch/pipeline/model"
 	"slices"
 	"time"
 
@@ -15,9 +16,9 @@ import (
 // (run_calls) and the API's rejections (fetch_errors). They travel to the bucket as they are
 // committed, so no paid answer lives only on the machine that paid it.
 type LogRows struct {
-	Raws     []LogRaw     `json:"raws,omitempty"`
-	Charges  []Charge     `json:"charges,omitempty"`
-	Failures []FetchError `json:"failures,omitempty"`
+	Raws     []LogRaw           `json:"raws,omitempty"`
+	Charges  []model.Charge     `json:"charges,omitempty"`
+	Failures []model.FetchError `json:"failures,omitempty"`
 }
 
 // LogRaw is one raw_responses row of the answer log.
@@ -250,7 +251,7 @@ const (
 func (w *Warehouse) scanLacking(ctx context.Context, out *LogRows) error {
 	err := QueryEach(ctx, w.load, `SELECT run_id, snapshot_month, domain, endpoint, http_status, credits, fetched_at, outcome, source FROM (`+lackingCalls+`)`, nil,
 		func(r *sql.Rows) error {
-			var c Charge
+			var c model.Charge
 			var ep string
 			var src sql.NullString
 			if err := r.Scan(&c.RunID, &c.SnapshotMonth, &c.Domain, &ep, &c.HTTPStatus, &c.Credits, &c.FetchedAt, &c.Outcome, &src); err != nil {
@@ -277,7 +278,7 @@ func (w *Warehouse) scanLacking(ctx context.Context, out *LogRows) error {
 		return err
 	}
 	return QueryEach(ctx, w.load, lackingFailures, nil, func(r *sql.Rows) error {
-		var e FetchError
+		var e model.FetchError
 		var ep string
 		if err := r.Scan(&e.RunID, &e.SnapshotMonth, &e.Domain, &ep, &e.HTTPStatus, &e.Code, &e.Message, &e.OccurredAt); err != nil {
 			return err
@@ -290,14 +291,14 @@ func (w *Warehouse) scanLacking(ctx context.Context, out *LogRows) error {
 
 // AddToState adds to st what rows hold of month: their answers as stored, their 400s as
 // rejected (what a pull of them would leave; `run --dry-run` and `check` count it as held).
-func (r LogRows) AddToState(st *SnapshotState, month string) {
+func (r LogRows) AddToState(st *model.SnapshotState, month string) {
 	for _, x := range r.Raws {
 		switch {
 		case x.SnapshotMonth != month:
 		case x.Endpoint == schema.EndpointCountries:
 			st.CountriesLoaded = true
 		default:
-			st.AddStored(x.Domain, endpointBit(x.Endpoint))
+			st.AddStored(x.Domain, model.EndpointBit(x.Endpoint))
 		}
 	}
 	for _, e := range r.Failures {

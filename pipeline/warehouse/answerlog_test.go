@@ -2,6 +2,7 @@ package warehouse
 
 import (
 	"context"
+	"sitewatch/pipeline/model"
 	"sync"
 	"testing"
 	"time"
@@ -24,14 +25,14 @@ func TestAnswerLogRowsRebuildTheMonth(t *testing.T) {
 	for i, f := range fixtureDomains {
 		for _, ep := range []schema.Endpoint{schema.EndpointOverview, schema.EndpointSimilar} {
 			prefix := map[schema.Endpoint]string{schema.EndpointOverview: "overview_", schema.EndpointSimilar: "similar_"}[ep]
-			raw := Raw{Endpoint: ep, Domain: f.domain, Body: fixture(t, prefix+f.name+".json"), FetchedAt: fetchedAt.Add(time.Duration(i) * time.Minute),
+			raw := model.Raw{Endpoint: ep, Domain: f.domain, Body: fixture(t, prefix+f.name+".json"), FetchedAt: fetchedAt.Add(time.Duration(i) * time.Minute),
 				RunID: "run-a", Credits: 1}
 			if err := payer.Store(ctx, month, raw); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
-	if err := payer.RecordFetchError(ctx, FetchError{RunID: "run-a", SnapshotMonth: month, Domain: "bad.example", Endpoint: schema.EndpointOverview,
+	if err := payer.RecordFetchError(ctx, model.FetchError{RunID: "run-a", SnapshotMonth: month, Domain: "bad.example", Endpoint: schema.EndpointOverview,
 		HTTPStatus: 400, Code: "invalid_domain", OccurredAt: fetchedAt}); err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package warehouse
 import (
 	"context"
 	"path/filepath"
+	"sitewatch/pipeline/model"
 	"testing"
 
 	"sitewatch/pipeline/atlas/atlastest"
@@ -31,7 +32,7 @@ func TestArrowViewsFreeWhatDuckDBTook(t *testing.T) {
 				if ep == schema.EndpointSimilar {
 					body = gen.SimilarBody(d)
 				}
-				if err := w.Store(ctx, snap, Raw{Endpoint: ep, Domain: d, Body: body, FetchedAt: fetchedAt, RunID: "r", Credits: 1}); err != nil {
+				if err := w.Store(ctx, snap, model.Raw{Endpoint: ep, Domain: d, Body: body, FetchedAt: fetchedAt, RunID: "r", Credits: 1}); err != nil {
 					t.Fatal(err)
 				}
 			}

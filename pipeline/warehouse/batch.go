@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"sitewatch/pipeline/model"
 	"strings"
 	"sync"
 	"time"
@@ -123,8 +124,8 @@ type batch struct {
 	clear      []domainKey // derived rows to delete before the inserts
 	raws       []rawRow
 	pending    map[rawKey]bool
-	charges    []Charge
-	failures   []FetchError
+	charges    []model.Charge
+	failures   []model.FetchError
 	countries  *schema.CountryMetadata
 	rows       *flatten.Batch
 	rowDomains int
@@ -146,12 +147,12 @@ func (b *batch) touch() {
 	}
 }
 
-func (b *batch) addCharge(c Charge) {
+func (b *batch) addCharge(c model.Charge) {
 	b.touch()
 	b.charges = append(b.charges, c)
 }
 
-func (b *batch) addFailure(e FetchError) {
+func (b *batch) addFailure(e model.FetchError) {
 	b.touch()
 	b.failures = append(b.failures, e)
 }
@@ -441,12 +442,12 @@ func (w *Warehouse) insertRawsInto(ctx context.Context, table string, raws []raw
 	return w.insertRecord(ctx, flatten.Table{Name: table, Schema: rawRecordTable.Schema}, rec)
 }
 
-func (w *Warehouse) insertCharges(ctx context.Context, charges []Charge) error {
+func (w *Warehouse) insertCharges(ctx context.Context, charges []model.Charge) error {
 	return w.insertChargesInto(ctx, callsTable.Name, charges)
 }
 
 // insertChargesInto inserts charges into table, run_calls or a table of its columns.
-func (w *Warehouse) insertChargesInto(ctx context.Context, table string, charges []Charge) error {
+func (w *Warehouse) insertChargesInto(ctx context.Context, table string, charges []model.Charge) error {
 	if len(charges) == 0 {
 		return nil
 	}
@@ -472,18 +473,18 @@ func (w *Warehouse) insertChargesInto(ctx context.Context, table string, charges
 	return w.insertRecord(ctx, flatten.Table{Name: table, Schema: callsTable.Schema}, rec)
 }
 
-func (w *Warehouse) insertFailures(ctx context.Context, failures []FetchError) error {
+func (w *Warehouse) insertFailures(ctx context.Context, failures []model.FetchError) error {
 	return w.insertFailuresInto(ctx, "fetch_errors", failures)
 }
 
 // insertFailuresInto inserts failures into table, fetch_errors or a table of its columns.
-func (w *Warehouse) insertFailuresInto(ctx context.Context, table string, failures []FetchError) error {
+func (w *Warehouse) insertFailuresInto(ctx context.Context, table string, failures []model.FetchError) error {
 	for _, e := range failures {
 		_, err := w.load.ExecContext(ctx, `INSERT INTO `+table+` (run_id, snapshot_month, domain, endpoint, http_status, code, message, occurred_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
 			e.RunID, e.SnapshotMonth, e.Domain, string(e.Endpoint), e.HTTPStatus, e.Code, e.Message, e.OccurredAt.UTC())
 		if err != nil {
-			return fmt.Errorf("record fetch error of %s %s: %w", DisplayDomain(e.Domain), e.Endpoint, err)
+			return fmt.Errorf("record fetch error of %s %s: %w", model.DisplayDomain(e.Domain), e.Endpoint, err)
 		}
 	}
 	return nil

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sitewatch/pipeline/model"
 	"strconv"
 	"strings"
 	"testing"
@@ -71,14 +72,14 @@ func storeFixtures(t *testing.T, w *Warehouse, snapshot string) {
 			if ep == schema.EndpointSimilar {
 				prefix = "similar_"
 			}
-			raw := Raw{Endpoint: ep, Domain: f.domain, Body: fixture(t, prefix+f.name+".json"),
+			raw := model.Raw{Endpoint: ep, Domain: f.domain, Body: fixture(t, prefix+f.name+".json"),
 				FetchedAt: fetchedAt.Add(time.Duration(i) * time.Minute)}
 			if err := w.Store(ctx, snapshot, raw); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
-	if err := w.Store(ctx, snapshot, Raw{Endpoint: schema.EndpointCountries, Body: fixture(t, "countries.json"), FetchedAt: fetchedAt}); err != nil {
+	if err := w.Store(ctx, snapshot, model.Raw{Endpoint: schema.EndpointCountries, Body: fixture(t, "countries.json"), FetchedAt: fetchedAt}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -164,5 +165,12 @@ func count(t testing.TB, db *sql.DB, query string, args ...any) int {
 	if err := db.QueryRow(query, args...).Scan(&n); err != nil {
 		t.Fatalf("%s: %v", query, err)
 	}
+	return n
+}
+
+// storedCount is how many domains st holds a body of.
+func storedCount(st *model.SnapshotState) int {
+	n := 0
+	st.EachStored(func(string, model.Endpoints) { n++ })
 	return n
 }

@@ -5,45 +5,26 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"sitewatch/pipeline/model"
 	"sync"
 	"time"
 
 	"sitewatch/pipeline/livestatus"
-	"sitewatch/schema"
-)
-
-// Outcomes of a charged answer in the run_calls ledger.
-const (
-	OutcomeStored     = "stored"     // body stored (its domain loaded once both bodies are in)
-	OutcomeUnloadable = "unloadable" // body stored; the domain's rows cannot be derived from it
-	OutcomeRefused    = "refused"    // body not stored: it did not decode (legacy v1, drift, not JSON)
 )
 
 // StatusAbandoned is the runs.status of a run whose process died while it was running.
 const StatusAbandoned = "abandoned"
 
-// Charge is one charged answer that Store did not receive (a body the caller refused itself,
-// e.g. one that contained a secret), for the run_calls ledger.
-type Charge struct {
-	RunID, SnapshotMonth, Domain string
-	Endpoint                     schema.Endpoint
-	HTTPStatus                   int   // 0 = 200
-	Credits                      int64 // credits the server charged
-	FetchedAt                    time.Time
-	Outcome                      string // "" = OutcomeRefused; a short reason word otherwise
-	Source                       string // the credit source that paid ("" = not named: NULL)
-}
-
 // RecordCharge writes one run_calls row for a charged answer that was not passed to Store.
 // Store records the answers it receives itself (stored, unloadable or refused); calling
 // RecordCharge for one of those would count it twice. It returns an error when the row cannot
 // be written (the run should then stop: its spend would be under-reported).
-func (w *Warehouse) RecordCharge(ctx context.Context, c Charge) error {
+func (w *Warehouse) RecordCharge(ctx context.Context, c model.Charge) error {
 	if c.RunID == "" {
 		return errors.New("record charge: the run ID is empty")
 	}
 	if c.Outcome == "" {
-		c.Outcome = OutcomeRefused
+		c.Outcome = model.OutcomeRefused
 	}
 	if c.HTTPStatus == 0 {
 		c.HTTPStatus = 200
@@ -53,17 +34,9 @@ func (w *Warehouse) RecordCharge(ctx context.Context, c Charge) error {
 	}
 	err := w.write(ctx, func(b *batch) error { b.addCharge(c); return nil })
 	if err != nil {
-		return fmt.Errorf("record charge of %s %s: %w", DisplayDomain(c.Domain), c.Endpoint, err)
+		return fmt.Errorf("record charge of %s %s: %w", model.DisplayDomain(c.Domain), c.Endpoint, err)
 	}
 	return nil
-}
-
-// DisplayDomain names a raw row's domain in messages: "(countries)" for country-metadata.
-func DisplayDomain(d string) string {
-	if d == "" {
-		return "(countries)"
-	}
-	return d
 }
 
 // liveRuns are the runs started by this process and not yet finished. A writer's Open closes
@@ -74,12 +47,12 @@ var liveRuns sync.Map // run_id -> struct{}
 // closeAbandoned marks every run left 'running' by a dead process as abandoned, counting its
 // requests and credits from the ledger and fetch_errors and its domains from the tables. It
 // returns the runs it closed.
-func (w *Warehouse) closeAbandoned(ctx context.Context) ([]RunRecord, error) {
+func (w *Warehouse) closeAbandoned(ctx context.Context) ([]model.RunRecord, error) {
 	running, err := w.runsWhere(ctx, `status = 'running'`, 0)
 	if err != nil {
 		return nil, err
 	}
-	var closed []RunRecord
+	var closed []model.RunRecord
 	for _, r := range running {
 		if _, live := liveRuns.Load(r.RunID); live {
 			continue
@@ -145,7 +118,7 @@ func (w *Warehouse) finalOutcome(runID string) *livestatus.Status {
 
 // countCommitted fills r's finished_at, requests, credits (by source too) and domains from
 // committed rows.
-func (w *Warehouse) countCommitted(ctx context.Context, r *RunRecord) error {
+func (w *Warehouse) countCommitted(ctx context.Context, r *model.RunRecord) error {
 	var calls, failures, credits int64
 	var lastCall, lastFailure sql.NullTime
 	err := w.db.QueryRowContext(ctx, `SELECT count(*), coalesce(sum(credits), 0), max(fetched_at) FROM run_calls WHERE run_id = ?`,
@@ -180,8 +153,8 @@ func (w *Warehouse) countCommitted(ctx context.Context, r *RunRecord) error {
 
 // Abandoned returns the runs this Open closed as abandoned (runs left 'running' by a process
 // that died), so the caller can report or notify them. Empty for read-only warehouses.
-func (w *Warehouse) Abandoned() []RunRecord {
-	return append([]RunRecord(nil), w.abandoned...)
+func (w *Warehouse) Abandoned() []model.RunRecord {
+	return append([]model.RunRecord(nil), w.abandoned...)
 }
 
 // MonthCompleteSince returns when the first run that left month complete finished, and false

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"sitewatch/pipeline/model"
 	"testing"
 )
 
@@ -34,7 +35,7 @@ func TestLedgerExportFitsTheLimit(t *testing.T) {
 		t.Fatalf("ExportRunHealth of a %d-row ledger under a 16 MB limit: %v", rows, err)
 	}
 	var n int
-	file := filepath.Join(dir, "parquet", TableRunCalls, "snapshot_month=2026-10", parquetFile)
+	file := filepath.Join(dir, "parquet", model.TableRunCalls, "snapshot_month=2026-10", parquetFile)
 	if err := w.DB().QueryRowContext(ctx, `SELECT count(*) FROM read_parquet(?)`, file).Scan(&n); err != nil || n != rows {
 		t.Errorf("the exported ledger holds %d rows (%v), want %d", n, err, rows)
 	}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sitewatch/pipeline/model"
 	"strconv"
 	"strings"
 	"testing"
@@ -26,7 +27,7 @@ func storePair(t *testing.T, w *Warehouse, snapshot, domain, runID string, refre
 
 func storeOne(t *testing.T, w *Warehouse, snapshot, domain, runID string, refresh bool, ep schema.Endpoint, body []byte) {
 	t.Helper()
-	raw := Raw{Endpoint: ep, Domain: domain, Body: body, FetchedAt: fetchedAt, RunID: runID, Credits: 1, Refresh: refresh}
+	raw := model.Raw{Endpoint: ep, Domain: domain, Body: body, FetchedAt: fetchedAt, RunID: runID, Credits: 1, Refresh: refresh}
 	if err := w.Store(context.Background(), snapshot, raw); err != nil {
 		t.Fatal(err)
 	}
@@ -39,11 +40,11 @@ func TestLedgerWithBody(t *testing.T) {
 	ctx := context.Background()
 	gen := atlastest.NewGenerator(1, snap)
 	storePair(t, w, snap, "a.example", "run1", false, gen)
-	bad := Raw{Endpoint: schema.EndpointOverview, Domain: "b.example", Body: []byte(`{"success": true}`), RunID: "run1", Credits: 1}
+	bad := model.Raw{Endpoint: schema.EndpointOverview, Domain: "b.example", Body: []byte(`{"success": true}`), RunID: "run1", Credits: 1}
 	if err := w.Store(ctx, snap, bad); !errors.Is(err, schema.ErrLegacyV1) {
 		t.Fatalf("legacy body: %v, want ErrLegacyV1", err)
 	}
-	if err := w.RecordCharge(ctx, Charge{RunID: "run1", SnapshotMonth: snap, Domain: "c.example", Endpoint: schema.EndpointSimilar, Credits: 2, Outcome: "secret_in_body"}); err != nil {
+	if err := w.RecordCharge(ctx, model.Charge{RunID: "run1", SnapshotMonth: snap, Domain: "c.example", Endpoint: schema.EndpointSimilar, Credits: 2, Outcome: "secret_in_body"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := w.Flush(ctx); err != nil {
@@ -203,7 +204,7 @@ func TestPartnerThatNoLongerDecodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Close()
-	overview := Raw{Endpoint: schema.EndpointOverview, Domain: "a.example", Body: generate(gen, schema.EndpointOverview, "a.example"), FetchedAt: fetchedAt, RunID: "run2", Credits: 1}
+	overview := model.Raw{Endpoint: schema.EndpointOverview, Domain: "a.example", Body: generate(gen, schema.EndpointOverview, "a.example"), FetchedAt: fetchedAt, RunID: "run2", Credits: 1}
 	var ue *UnloadableError
 	if err := w.Store(ctx, snap, overview); !errors.As(err, &ue) || ue.Domain != "a.example" {
 		t.Fatalf("Store beside a partner that no longer decodes: %v, want an *UnloadableError for a.example", err)
@@ -218,8 +219,8 @@ func TestPartnerThatNoLongerDecodes(t *testing.T) {
 	if n := count(t, w.DB(), `SELECT count(*) FROM sites`); n != 0 {
 		t.Errorf("sites has %d rows for an unloadable pair, want 0", n)
 	}
-	if got := queryRows(t, w.DB(), `SELECT outcome FROM run_calls WHERE run_id = 'run2'`); len(got) != 1 || got[0] != `"`+OutcomeUnloadable+`"` {
-		t.Errorf("ledger of the arriving answer: %v, want [%s]", got, OutcomeUnloadable)
+	if got := queryRows(t, w.DB(), `SELECT outcome FROM run_calls WHERE run_id = 'run2'`); len(got) != 1 || got[0] != `"`+model.OutcomeUnloadable+`"` {
+		t.Errorf("ledger of the arriving answer: %v, want [%s]", got, model.OutcomeUnloadable)
 	}
 	if held, waiting := heldHalves(w); held != 0 || waiting != 0 {
 		t.Errorf("%d halves held by %d pairs after the pair failed, want none", held, waiting)
@@ -243,7 +244,7 @@ func TestInTxRollsBackOnPanic(t *testing.T) {
 	if n := count(t, w.DB(), `SELECT count(*) FROM countries`); n != 0 {
 		t.Errorf("%d rows survived a panicking transaction", n)
 	}
-	if err := w.StartRun(ctx, RunRecord{RunID: "after", SnapshotMonth: snap, StartedAt: fetchedAt, Status: "complete"}); err != nil {
+	if err := w.StartRun(ctx, model.RunRecord{RunID: "after", SnapshotMonth: snap, StartedAt: fetchedAt, Status: "complete"}); err != nil {
 		t.Fatalf("write after the panic: %v", err)
 	}
 }
@@ -256,7 +257,7 @@ func TestMonthCompleteSince(t *testing.T) {
 	}
 	for i, status := range []string{"failed", "complete", "up_to_date", "complete"} {
 		fin := fetchedAt.Add(time.Duration(i) * time.Hour)
-		if err := w.StartRun(ctx, RunRecord{RunID: fmt.Sprint("r", i), SnapshotMonth: snap, StartedAt: fin, FinishedAt: &fin, Status: status}); err != nil {
+		if err := w.StartRun(ctx, model.RunRecord{RunID: fmt.Sprint("r", i), SnapshotMonth: snap, StartedAt: fin, FinishedAt: &fin, Status: status}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -381,7 +382,7 @@ func TestAbandonChild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := w.StartRun(ctx, RunRecord{RunID: "dead", SnapshotMonth: snap, StartedAt: fetchedAt, Status: "running"}); err != nil {
+	if err := w.StartRun(ctx, model.RunRecord{RunID: "dead", SnapshotMonth: snap, StartedAt: fetchedAt, Status: "running"}); err != nil {
 		t.Fatal(err)
 	}
 	gen := atlastest.NewGenerator(1, snap)
@@ -390,7 +391,7 @@ func TestAbandonChild(t *testing.T) {
 		d := domains[i/2]
 		storeOne(t, w, snap, d, "dead", false, schema.DomainEndpoints[i%2], generate(gen, schema.DomainEndpoints[i%2], d))
 	}
-	if err := w.RecordFetchError(ctx, FetchError{RunID: "dead", SnapshotMonth: snap, Domain: "x.example", Endpoint: schema.EndpointOverview, HTTPStatus: 500}); err != nil {
+	if err := w.RecordFetchError(ctx, model.FetchError{RunID: "dead", SnapshotMonth: snap, Domain: "x.example", Endpoint: schema.EndpointOverview, HTTPStatus: 500}); err != nil {
 		t.Fatal(err)
 	}
 	if err := w.Flush(ctx); err != nil {

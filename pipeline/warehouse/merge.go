@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"path/filepath"
+	"sitewatch/pipeline/model"
 	"strings"
 )
 
@@ -12,11 +13,11 @@ import (
 // the warehouse that share these columns' values with an incoming row are replaced by it.
 // A run's ledger, errors and record travel whole (by run_id); an answer by its call.
 var mergeKeys = map[string][]string{
-	"runs":            {"run_id"},
-	TableRunCalls:     {"run_id"},
-	"fetch_errors":    {"run_id"},
-	TableRawResponses: {"domain", "endpoint"},
-	"quality_checks":  nil, // the month's findings as the incoming copy ran them, whole
+	"runs":                  {"run_id"},
+	model.TableRunCalls:     {"run_id"},
+	"fetch_errors":          {"run_id"},
+	model.TableRawResponses: {"domain", "endpoint"},
+	"quality_checks":        nil, // the month's findings as the incoming copy ran them, whole
 }
 
 // MergeMonth takes month's rows of the archive and run-health tables from Parquet files in
@@ -29,7 +30,7 @@ func (w *Warehouse) MergeMonth(ctx context.Context, month string, files map[stri
 		return fmt.Errorf("merge: %w", err)
 	}
 	err := w.inTx(ctx, func(ctx context.Context) error {
-		for _, table := range append(append([]string{}, ArchiveTables...), RunHealthTables...) {
+		for _, table := range append(append([]string{}, model.ArchiveTables...), model.RunHealthTables...) {
 			if len(files[table]) == 0 {
 				continue
 			}
@@ -79,11 +80,11 @@ func (w *Warehouse) mergeTable(ctx context.Context, table, month string, paths [
 // table to paths: raw_responses, fetch_errors) without a warehouse file: which answers they
 // hold and which domains the API rejected (400). Nothing is written: an in-memory DuckDB
 // reads them. No domain is loaded (the files hold no derived table).
-func StateFromParquet(ctx context.Context, month string, files map[string][]string) (*SnapshotState, error) {
+func StateFromParquet(ctx context.Context, month string, files map[string][]string) (*model.SnapshotState, error) {
 	if err := checkSnapshot(month); err != nil {
 		return nil, fmt.Errorf("state from Parquet: %w", err)
 	}
-	st := NewSnapshotState()
+	st := model.NewSnapshotState()
 	db, err := sql.Open("duckdb", "")
 	if err != nil {
 		return nil, fmt.Errorf("state of %s from Parquet: %w", month, err)
@@ -98,8 +99,8 @@ func StateFromParquet(ctx context.Context, month string, files map[string][]stri
 		return fmt.Sprintf(`(SELECT * FROM read_parquet([%s], hive_partitioning = true, hive_types = {'snapshot_month': VARCHAR}, union_by_name = true) WHERE snapshot_month = '%s')`,
 			strings.Join(quoted, ", "), month)
 	}
-	if len(files[TableRawResponses]) > 0 {
-		err = scanAnswers(ctx, db, `SELECT domain, endpoint FROM `+src(TableRawResponses), nil, st)
+	if len(files[model.TableRawResponses]) > 0 {
+		err = scanAnswers(ctx, db, `SELECT domain, endpoint FROM `+src(model.TableRawResponses), nil, st)
 	}
 	if err == nil && len(files["fetch_errors"]) > 0 {
 		err = scanRejected(ctx, db, `SELECT domain, arg_max(coalesce(code, ''), occurred_at) FROM `+src("fetch_errors")+` WHERE http_status = 400 GROUP BY domain`, nil, st)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sitewatch/pipeline/model"
 	"sitewatch/schema"
 	"sitewatch/schema/flatten"
 	"time"
@@ -29,7 +30,7 @@ func (w *Warehouse) ParquetMissing(month string) bool {
 		return false
 	}
 	files := []string{filepath.Join(w.opts.ParquetDir, flatten.TableCountries, parquetFile),
-		filepath.Join(w.opts.ParquetDir, TableRawResponses, "snapshot_month="+month, parquetFile)}
+		filepath.Join(w.opts.ParquetDir, model.TableRawResponses, "snapshot_month="+month, parquetFile)}
 	for _, t := range flatten.SnapshotTables {
 		files = append(files, filepath.Join(w.opts.ParquetDir, t.Name, "snapshot_month="+month, parquetFile))
 	}

@@ -4,19 +4,10 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"sitewatch/pipeline/model"
 	"slices"
 	"strings"
 )
-
-// Outcome is what a month holds for a watchlist, as a run's summary reports it.
-type Outcome struct {
-	Loaded     int               // watchlist domains whose rows are in the derived tables
-	Rejected   map[string]string // watchlist domains not loaded whose latest answer was a 400 -> its code
-	Unloadable int               // watchlist domains with both bodies stored that did not load
-	// AnyStored says whether the month holds any answer (of any domain, or country-metadata).
-	AnyStored       bool
-	CountriesLoaded bool
-}
 
 // outcomeSQL is every domain of the month with what it holds (bit 1 site-overview stored,
 // bit 2 site-similar; loaded; the code of its latest 400), in byte order: a merge with the
@@ -33,7 +24,7 @@ const outcomeSQL = `SELECT domain, bit_or(stored)::INTEGER, bool_or(loaded), max
 // State's summary without State's maps: DuckDB groups and sorts the month's domains under its
 // memory limit and they are merged with a sorted copy of the watchlist, so a run's end holds
 // one string header per watchlist domain, not two maps (~280 MB of Go heap at a million).
-func (w *Warehouse) Outcome(ctx context.Context, month string, watchlist []string) (*Outcome, error) {
+func (w *Warehouse) Outcome(ctx context.Context, month string, watchlist []string) (*model.Outcome, error) {
 	if err := checkSnapshot(month); err != nil {
 		return nil, fmt.Errorf("outcome: %w", err)
 	}
@@ -42,7 +33,7 @@ func (w *Warehouse) Outcome(ctx context.Context, month string, watchlist []strin
 	}
 	sorted := slices.Clone(watchlist)
 	slices.Sort(sorted)
-	out := &Outcome{Rejected: map[string]string{}}
+	out := &model.Outcome{Rejected: map[string]string{}}
 	next := 0 // sorted[next] is the first watchlist domain not yet passed
 	err := QueryEach(ctx, w.db, outcomeSQL, []any{month}, func(rows *sql.Rows) error {
 		var domain string

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"sitewatch/pipeline/model"
 	"time"
 
 	"sitewatch/schema"
@@ -20,7 +21,7 @@ func (needPartner) Error() string { return "partner body needed" }
 
 // enqueue adds one decoded answer to the pending batch, retrying after the commits or reads
 // that add asks for. It returns add's body error (an *UnloadableError) or a storage error.
-func (w *Warehouse) enqueue(ctx context.Context, snapshot string, raw Raw, row rawRow) error {
+func (w *Warehouse) enqueue(ctx context.Context, snapshot string, raw model.Raw, row rawRow) error {
 	for range 4 {
 		if raw.Endpoint != schema.EndpointCountries {
 			if err := w.ensureIndex(ctx, snapshot); err != nil {
@@ -54,7 +55,7 @@ func (w *Warehouse) enqueue(ctx context.Context, snapshot string, raw Raw, row r
 // add puts one answer into b: its raw row, its ledger row, and the domain's derived rows when
 // its pair is complete. It changes nothing when it returns errFlushFirst, errIndexGone or
 // needPartner. bodyErr is an *UnloadableError when the pair cannot be flattened.
-func (w *Warehouse) add(b *batch, snapshot string, raw Raw, row rawRow) (bodyErr, err error) {
+func (w *Warehouse) add(b *batch, snapshot string, raw model.Raw, row rawRow) (bodyErr, err error) {
 	key := row.rawKey
 	if b.pending[key] {
 		return nil, errFlushFirst // the same row is pending: commit it before replacing it
@@ -67,7 +68,7 @@ func (w *Warehouse) add(b *batch, snapshot string, raw Raw, row rawRow) (bodyErr
 		b.deleteRaw = append(b.deleteRaw, key) // at most one row, and no index: always delete
 		b.countries = raw.Countries
 		b.addRaw(row)
-		b.addChargeOf(snapshot, raw, OutcomeStored)
+		b.addChargeOf(snapshot, raw, model.OutcomeStored)
 		return nil, nil
 	}
 	idx := w.index[snapshot]
@@ -105,10 +106,10 @@ func (w *Warehouse) add(b *batch, snapshot string, raw Raw, row rawRow) (bodyErr
 	}
 	st = st.with(e, run)
 	idx[raw.Domain] = st
-	outcome := OutcomeStored
+	outcome := model.OutcomeStored
 	if st.stored(o) {
 		if bodyErr = w.addPair(b, dk, raw); bodyErr != nil {
-			outcome = OutcomeUnloadable
+			outcome = model.OutcomeUnloadable
 		}
 	} else {
 		w.hold(dk, e, raw.Overview, raw.Similar, raw.FetchedAt)
@@ -121,7 +122,7 @@ func (w *Warehouse) add(b *batch, snapshot string, raw Raw, row rawRow) (bodyErr
 // addPair flattens the domain's two bodies, raw's and the held partner, into b's rows and
 // releases the partner from memory. raw's body is used directly, never held: a completed
 // pair takes no room among the halves (and at their bound a held body can give way).
-func (w *Warehouse) addPair(b *batch, dk domainKey, raw Raw) error {
+func (w *Warehouse) addPair(b *batch, dk domainKey, raw model.Raw) error {
 	var held pairHalves
 	if h := w.waiting[dk]; h != nil {
 		held = *h
@@ -225,7 +226,7 @@ func (b *batch) addRaw(r rawRow) {
 	b.pending[r.rawKey] = true
 }
 
-func (b *batch) addChargeOf(snapshot string, raw Raw, outcome string) {
+func (b *batch) addChargeOf(snapshot string, raw model.Raw, outcome string) {
 	if raw.RunID != "" {
 		b.addCharge(chargeOf(snapshot, raw, outcome))
 	}
@@ -251,7 +252,7 @@ func (w *Warehouse) loadPartner(ctx context.Context, snapshot, domain string, en
 	if err != nil {
 		return fmt.Errorf("stored %s response of %s: %w", endpoint, domain, err)
 	}
-	partner := Raw{Endpoint: endpoint, Domain: domain, Body: body}
+	partner := model.Raw{Endpoint: endpoint, Domain: domain, Body: body}
 	decodeErr := decodeRaw(&partner)
 	w.pmu.Lock()
 	defer w.pmu.Unlock()

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"sitewatch/pipeline/model"
 	"slices"
 	"strings"
 	"syscall"
@@ -68,10 +69,10 @@ func (w *Warehouse) ExportParquet(ctx context.Context, snapshot string) error {
 
 // exportRaw writes the raw answers of snapshot (checked YYYY-MM) to their partition.
 func (w *Warehouse) exportRaw(ctx context.Context, snapshot string) error {
-	dir := filepath.Join(w.opts.ParquetDir, TableRawResponses, "snapshot_month="+snapshot)
-	query := fmt.Sprintf(`SELECT * EXCLUDE (snapshot_month) FROM %s WHERE snapshot_month = '%s'`, TableRawResponses, snapshot)
+	dir := filepath.Join(w.opts.ParquetDir, model.TableRawResponses, "snapshot_month="+snapshot)
+	query := fmt.Sprintf(`SELECT * EXCLUDE (snapshot_month) FROM %s WHERE snapshot_month = '%s'`, model.TableRawResponses, snapshot)
 	if err := w.copyParquet(ctx, query, dir); err != nil {
-		return fmt.Errorf("%s: %w", TableRawResponses, err)
+		return fmt.Errorf("%s: %w", model.TableRawResponses, err)
 	}
 	return nil
 }
@@ -169,7 +170,7 @@ func cleanStaging(root string, log *slog.Logger) error {
 		return fmt.Errorf("clean Parquet staging files under %s: %w", root, err)
 	}
 	var dirs []string
-	tables := slices.Concat(RunHealthTables, ArchiveTables) // appended to below
+	tables := slices.Concat(model.RunHealthTables, model.ArchiveTables) // appended to below
 	for _, t := range flatten.SnapshotTables {
 		tables = append(tables, t.Name)
 	}

@@ -6,28 +6,13 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
+	"sitewatch/pipeline/model"
 	"slices"
 	"strings"
 
 	"sitewatch/schema/flatten"
 	sqlfiles "sitewatch/sql"
 )
-
-// RunHealthTables are the tables ExportParquet mirrors per month beside the snapshot tables,
-// so dashboards read run health (what each run loaded and cost, what failed, the quality
-// findings) from the Parquet tree too.
-var RunHealthTables = []string{"runs", "fetch_errors", "quality_checks"}
-
-// Archive tables are mirrored per month too, so the bucket holds everything `sitewatch
-// restore` needs: the raw answers every table is rebuilt from (bodies as stored, zstd) and
-// the credit ledger. They are not BI tables: no view reads them.
-const (
-	TableRawResponses = "raw_responses"
-	TableRunCalls     = "run_calls"
-)
-
-// ArchiveTables are the archive tables, in export order.
-var ArchiveTables = []string{TableRawResponses, TableRunCalls}
 
 // BIViewsFile is the embedded SQL that maps the Parquet tree to views (sql/bi/parquet_views.sql).
 const BIViewsFile = "bi/parquet_views.sql"
@@ -96,7 +81,7 @@ func (w *Warehouse) ExportRestoreCopy(ctx context.Context, month string) error {
 // exportRunHealth writes the run-health partitions of month inside the caller's transaction.
 func (w *Warehouse) exportRunHealth(ctx context.Context, month string) error {
 	// The ledger changes with every run, even an up-to-date one: it goes with the runs.
-	for _, t := range append(slices.Clone(RunHealthTables), TableRunCalls) {
+	for _, t := range append(slices.Clone(model.RunHealthTables), model.TableRunCalls) {
 		dir := filepath.Join(w.opts.ParquetDir, t, "snapshot_month="+month)
 		// month was checked against the snapshot pattern, so it is safe as a literal.
 		query := fmt.Sprintf(`SELECT * EXCLUDE (snapshot_month) FROM %s WHERE snapshot_month = '%s'`, t, month)
@@ -125,11 +110,11 @@ func BIViews(root string) (string, error) {
 func RenderBIViewsFile(ctx context.Context, db *sql.DB) (string, error) {
 	var b strings.Builder
 	b.WriteString(biHeader)
-	tables := make([]string, 0, len(flatten.SnapshotTables)+len(RunHealthTables))
+	tables := make([]string, 0, len(flatten.SnapshotTables)+len(model.RunHealthTables))
 	for _, t := range flatten.SnapshotTables {
 		tables = append(tables, t.Name)
 	}
-	tables = append(tables, RunHealthTables...)
+	tables = append(tables, model.RunHealthTables...)
 	for _, t := range tables {
 		cols, err := columnList(ctx, db, t)
 		if err != nil {

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"os"
 	"path/filepath"
+	"sitewatch/pipeline/model"
 	"strings"
 	"testing"
 	"time"
@@ -53,12 +54,12 @@ func loadTwoRunMonths(t *testing.T, w *Warehouse) {
 	ctx := context.Background()
 	for i, m := range []string{"2026-01", "2026-02"} {
 		start := time.Date(2026, time.Month(i+1), 2, 6, 0, 0, 0, time.UTC)
-		run := RunRecord{RunID: "run-" + m, SnapshotMonth: m, StartedAt: start, Status: "running", DomainsTotal: 4}
+		run := model.RunRecord{RunID: "run-" + m, SnapshotMonth: m, StartedAt: start, Status: "running", DomainsTotal: 4}
 		if err := w.StartRun(ctx, run); err != nil {
 			t.Fatal(err)
 		}
 		storeFixtures(t, w, m)
-		if err := w.RecordFetchError(ctx, FetchError{RunID: run.RunID, SnapshotMonth: m, Domain: "bad.example",
+		if err := w.RecordFetchError(ctx, model.FetchError{RunID: run.RunID, SnapshotMonth: m, Domain: "bad.example",
 			Endpoint: schema.EndpointOverview, HTTPStatus: 400, Code: "INVALID_DOMAIN", Message: "invalid domain", OccurredAt: start}); err != nil {
 			t.Fatal(err)
 		}
@@ -103,7 +104,7 @@ func TestBIViewsOverParquet(t *testing.T) {
 	dir := t.TempDir()
 	w := testWarehouse(t, dir)
 	loadTwoRunMonths(t, w)
-	for _, table := range RunHealthTables {
+	for _, table := range model.RunHealthTables {
 		if _, err := os.Stat(filepath.Join(dir, "parquet", table, "snapshot_month=2026-02", parquetFile)); err != nil {
 			t.Errorf("run-health table %s not exported: %v", table, err)
 		}
@@ -136,7 +137,7 @@ func TestBIViewsOverParquet(t *testing.T) {
 	for _, tb := range flatten.SnapshotTables {
 		wantInBI[tb.Name] = true
 	}
-	for _, tb := range RunHealthTables {
+	for _, tb := range model.RunHealthTables {
 		wantInBI[tb] = true
 	}
 	for _, o := range whObjects {
@@ -175,7 +176,7 @@ func TestExportRunHealthAfterFinish(t *testing.T) {
 	w := testWarehouse(t, dir)
 	ctx := context.Background()
 	start := time.Date(2026, 3, 2, 6, 0, 0, 0, time.UTC)
-	run := RunRecord{RunID: "r1", SnapshotMonth: "2026-03", StartedAt: start, Status: "running", DomainsTotal: 4}
+	run := model.RunRecord{RunID: "r1", SnapshotMonth: "2026-03", StartedAt: start, Status: "running", DomainsTotal: 4}
 	if err := w.StartRun(ctx, run); err != nil {
 		t.Fatal(err)
 	}

@@ -4,16 +4,10 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"sitewatch/pipeline/model"
 	"sort"
 	"strings"
 	"time"
-)
-
-// Severities of quality_checks rows.
-const (
-	SeverityError = "error" // a hard rule is broken: values out of range, duplicate keys
-	SeverityWarn  = "warn"  // suspicious: a share sum off, a history gap, a visits jump
-	SeverityOK    = "ok"    // the check ran on the table and found nothing
 )
 
 // Thresholds of the quality checks (documented in the data dictionary).
@@ -28,19 +22,6 @@ const (
 	// less than 1/(1+threshold) of, the month before (0.5: above +50% or below -33%).
 	VisitsJumpThreshold = 0.5
 )
-
-// QualityFinding is one row of quality_checks.
-type QualityFinding struct {
-	SnapshotMonth string
-	Check         string
-	Table         string
-	Domain        string // "" on an ok row: the whole snapshot passed
-	Observed      string
-	Expected      string
-	Severity      string   // SeverityError, SeverityWarn or SeverityOK
-	ObservedValue *float64 // nil when the finding is not one number
-	CheckedAt     time.Time
-}
 
 // QualityCheckSummary is one check's outcome on a snapshot, over every table it covers.
 type QualityCheckSummary struct {
@@ -61,11 +42,11 @@ type qualityCheck struct {
 // quality_checks with the result, in one transaction (idempotent). It returns the error and
 // warn findings, errors first. A check never blocks loading: callers log the findings. It
 // returns an error when month is not YYYY-MM, holds no loaded domain, or a query fails.
-func (w *Warehouse) RunQualityChecks(ctx context.Context, month string) ([]QualityFinding, error) {
+func (w *Warehouse) RunQualityChecks(ctx context.Context, month string) ([]model.QualityFinding, error) {
 	if err := checkSnapshot(month); err != nil {
 		return nil, fmt.Errorf("quality checks: %w", err)
 	}
-	var findings []QualityFinding
+	var findings []model.QualityFinding
 	err := w.withAnalysisMemory(ctx, func() error {
 		return w.inTx(ctx, func(ctx context.Context) error {
 			var loaded int
@@ -133,7 +114,7 @@ func (w *Warehouse) runQualityCheck(ctx context.Context, c qualityCheck, month s
 // QualityIssues returns month's error and warn findings from quality_checks, errors first,
 // then by check, table and domain. It works on a read-only warehouse; it returns an error when
 // the table cannot be read.
-func QualityIssues(ctx context.Context, db *sql.DB, month string) ([]QualityFinding, error) {
+func QualityIssues(ctx context.Context, db *sql.DB, month string) ([]model.QualityFinding, error) {
 	out, err := readIssues(ctx, db, month)
 	if err != nil {
 		return nil, fmt.Errorf("read quality findings of %s: %w", month, err)
@@ -141,13 +122,13 @@ func QualityIssues(ctx context.Context, db *sql.DB, month string) ([]QualityFind
 	return out, nil
 }
 
-func readIssues(ctx context.Context, q Querier, month string) ([]QualityFinding, error) {
-	var out []QualityFinding
+func readIssues(ctx context.Context, q Querier, month string) ([]model.QualityFinding, error) {
+	var out []model.QualityFinding
 	err := QueryEach(ctx, q, `SELECT snapshot_month, "check", table_name, coalesce(domain, ''), observed, expected,
 			severity, observed_value, checked_at
 		FROM quality_checks WHERE snapshot_month = ? AND severity <> 'ok'
 		ORDER BY severity = 'error' DESC, "check", table_name, domain`, []any{month}, func(rows *sql.Rows) error {
-		var f QualityFinding
+		var f model.QualityFinding
 		var v sql.NullFloat64
 		if err := rows.Scan(&f.SnapshotMonth, &f.Check, &f.Table, &f.Domain, &f.Observed, &f.Expected,
 			&f.Severity, &v, &f.CheckedAt); err != nil {
@@ -180,11 +161,11 @@ func QualitySummary(ctx context.Context, db *sql.DB, month string) ([]QualityChe
 		}
 		switch {
 		case s.Errors > 0:
-			s.Severity = SeverityError
+			s.Severity = model.SeverityError
 		case s.Warnings > 0:
-			s.Severity = SeverityWarn
+			s.Severity = model.SeverityWarn
 		default:
-			s.Severity = SeverityOK
+			s.Severity = model.SeverityOK
 		}
 		out = append(out, s)
 		return nil
@@ -239,21 +220,21 @@ var dataMonths = `dm AS (
 // qualityChecks lists every check, each on one table. The thresholds are the constants above.
 func qualityChecks() []qualityCheck {
 	checks := []qualityCheck{
-		{name: "channel_share_sum", table: "sources_share", severity: SeverityWarn,
+		{name: "channel_share_sum", table: "sources_share", severity: model.SeverityWarn,
 			expected: fmt.Sprintf("1 ± %g", ChannelShareTolerance),
 			query: fmt.Sprintf(monthParam+`
 				SELECT domain, printf('%%.4f', s) AS observed, s AS observed_value, '1 ± %[1]g' AS expected
 				FROM (SELECT domain, sum(share) AS s FROM sources_share, p
 				      WHERE %[2]s GROUP BY domain HAVING count(share) > 0)
 				WHERE abs(s - 1) > %[1]g`, ChannelShareTolerance, inPass("sources_share"))},
-		{name: "geography_share_sum", table: "geography_share", severity: SeverityError,
+		{name: "geography_share_sum", table: "geography_share", severity: model.SeverityError,
 			expected: "<= 1",
 			query: fmt.Sprintf(monthParam+`
 				SELECT domain, printf('%%.4f', s) AS observed, s AS observed_value, '<= 1' AS expected
 				FROM (SELECT domain, sum(share) AS s FROM geography_share, p
 				      WHERE %[2]s GROUP BY domain HAVING count(share) > 0)
 				WHERE s > 1 + %[1]g`, GeographyShareTolerance, inPass("geography_share"))},
-		{name: "ai_share_sum", table: "ai_platforms", severity: SeverityWarn,
+		{name: "ai_share_sum", table: "ai_platforms", severity: model.SeverityWarn,
 			expected: "<= 100 (percent)",
 			query: fmt.Sprintf(monthParam+`
 				SELECT domain, printf('%%.2f', s) AS observed, s AS observed_value, '<= 100 (percent)' AS expected
@@ -313,7 +294,7 @@ func rangeCheck(name, table, expected, bad string, columns ...string) qualityChe
 		       '` + expected + `' AS expected
 		FROM (` + strings.Join(parts, " UNION ALL ") + `)
 		GROUP BY domain, col`
-	return qualityCheck{name: name, table: table, severity: SeverityError, expected: expected, query: q}
+	return qualityCheck{name: name, table: table, severity: model.SeverityError, expected: expected, query: q}
 }
 
 // duplicateKeys flags each domain of table holding a natural key more than once. It first
@@ -338,7 +319,7 @@ func duplicateKeys(table string, columns []string) qualityCheck {
 		      WHERE ` + inPass(table) + ` AND hash(` + key + `) IN (SELECT h FROM repeated)
 		      GROUP BY ` + key + ` HAVING count(*) > 1)
 		GROUP BY domain`
-	return qualityCheck{name: "duplicate_keys", table: table, severity: SeverityError, expected: expected, query: q}
+	return qualityCheck{name: "duplicate_keys", table: table, severity: model.SeverityError, expected: expected, query: q}
 }
 
 // historyContiguous flags a domain whose traffic history skips a month or does not end at
@@ -355,7 +336,7 @@ func historyContiguous() qualityCheck {
 		       'contiguous, ending ' || coalesce(strftime(data_month, '%Y-%m'), 'at the data month') AS expected
 		FROM s
 		WHERE missing > 0 OR last <> data_month`
-	return qualityCheck{name: "history_contiguous", table: "traffic_history", severity: SeverityWarn,
+	return qualityCheck{name: "history_contiguous", table: "traffic_history", severity: model.SeverityWarn,
 		expected: "contiguous, ending at the data month (traffic_period)", query: q}
 }
 
@@ -379,7 +360,7 @@ func visitsJump() qualityCheck {
 		FROM v
 		WHERE (prev > 0 AND (cur > prev * ` + fmt.Sprint(up) + ` OR cur < prev / ` + fmt.Sprint(up) + `))
 		   OR (prev = 0 AND cur > 0)`
-	return qualityCheck{name: "visits_jump", table: "traffic_history", severity: SeverityWarn, expected: expected, query: q}
+	return qualityCheck{name: "visits_jump", table: "traffic_history", severity: model.SeverityWarn, expected: expected, query: q}
 }
 
 // QualityCheckDoc describes one check for the data dictionary.
@@ -439,7 +420,7 @@ func (w *Warehouse) checkQuietly(ctx context.Context, month string) {
 	}
 	errs := 0
 	for _, f := range findings {
-		if f.Severity == SeverityError {
+		if f.Severity == model.SeverityError {
 			errs++
 		}
 	}

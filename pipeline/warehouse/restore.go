@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sitewatch/pipeline/model"
 	"slices"
 	"strings"
 
@@ -33,8 +34,8 @@ func RestorableTables() []string {
 	for _, t := range flatten.SnapshotTables {
 		ts = append(ts, t.Name)
 	}
-	ts = append(ts, RunHealthTables...)
-	ts = append(ts, ArchiveTables...)
+	ts = append(ts, model.RunHealthTables...)
+	ts = append(ts, model.ArchiveTables...)
 	return append(ts, flatten.TableCountries)
 }
 

@@ -4,34 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"sitewatch/pipeline/model"
 	"time"
-
-	"sitewatch/schema"
 )
-
-// RunRecord is one row of the runs table.
-type RunRecord struct {
-	RunID, SnapshotMonth string
-	StartedAt            time.Time
-	FinishedAt           *time.Time
-	Status               string // running | complete | stopped_credits | failed | unauthorized | interrupted | up_to_date | abandoned
-
-	DomainsTotal, DomainsLoaded, DomainsRejected, Requests, CreditsSpent, RateLimited int
-	CreditsRemaining                                                                  *int64
-	Message                                                                           string
-	// CreditsBySource is runs.credits_by_source: the JSON object of what each credit source
-	// was charged ("" is NULL; CreditsBySourceJSON builds it).
-	CreditsBySource string
-}
-
-// FetchError is one row of fetch_errors: a domain and endpoint that failed in a run.
-type FetchError struct {
-	RunID, SnapshotMonth, Domain string
-	Endpoint                     schema.Endpoint
-	HTTPStatus                   int
-	Code, Message                string
-	OccurredAt                   time.Time
-}
 
 func utcPtr(t *time.Time) any {
 	if t == nil {
@@ -48,7 +23,7 @@ func int64Ptr(v *int64) any {
 }
 
 // StartRun inserts r into runs.
-func (w *Warehouse) StartRun(ctx context.Context, r RunRecord) error {
+func (w *Warehouse) StartRun(ctx context.Context, r model.RunRecord) error {
 	err := w.inTx(ctx, func(ctx context.Context) error {
 		_, err := w.load.ExecContext(ctx, `INSERT INTO runs (run_id, snapshot_month, started_at, finished_at, status,
 			domains_total, domains_loaded, domains_rejected, requests, credits_spent, credits_remaining, rate_limited, message, credits_by_source)
@@ -68,7 +43,7 @@ func (w *Warehouse) StartRun(ctx context.Context, r RunRecord) error {
 
 // FinishRun updates the runs row of r.RunID with every field of r but StartedAt. It fails
 // when no such run was started.
-func (w *Warehouse) FinishRun(ctx context.Context, r RunRecord) error {
+func (w *Warehouse) FinishRun(ctx context.Context, r model.RunRecord) error {
 	if r.Status != "running" {
 		defer liveRuns.Delete(r.RunID)
 	}
@@ -93,12 +68,12 @@ func (w *Warehouse) FinishRun(ctx context.Context, r RunRecord) error {
 }
 
 // Runs returns up to limit runs (limit <= 0: all), newest first.
-func (w *Warehouse) Runs(ctx context.Context, limit int) ([]RunRecord, error) {
+func (w *Warehouse) Runs(ctx context.Context, limit int) ([]model.RunRecord, error) {
 	return w.runsWhere(ctx, "", limit)
 }
 
 // runsWhere returns the runs matching the SQL condition cond ("" = all), newest first.
-func (w *Warehouse) runsWhere(ctx context.Context, cond string, limit int) ([]RunRecord, error) {
+func (w *Warehouse) runsWhere(ctx context.Context, cond string, limit int) ([]model.RunRecord, error) {
 	w.flushQuietly()
 	q := `SELECT run_id, snapshot_month, started_at, finished_at, status, domains_total, domains_loaded,
 		domains_rejected, requests, credits_spent, credits_remaining, rate_limited, message, credits_by_source
@@ -112,9 +87,9 @@ func (w *Warehouse) runsWhere(ctx context.Context, cond string, limit int) ([]Ru
 		q += ` LIMIT ?`
 		args = append(args, limit)
 	}
-	var out []RunRecord
+	var out []model.RunRecord
 	err := QueryEach(ctx, w.db, q, args, func(rows *sql.Rows) error {
-		var r RunRecord
+		var r model.RunRecord
 		var finished sql.NullTime
 		var total, loaded, rejected, requests, spent, limited sql.NullInt64
 		var remaining sql.NullInt64
@@ -146,16 +121,16 @@ func (w *Warehouse) runsWhere(ctx context.Context, cond string, limit int) ([]Ru
 
 // RecordFetchError records e in fetch_errors (OccurredAt zero: now). It is buffered like Store:
 // committed with the pending batch; a storage error surfaces at the next Store or Flush.
-func (w *Warehouse) RecordFetchError(ctx context.Context, e FetchError) error {
+func (w *Warehouse) RecordFetchError(ctx context.Context, e model.FetchError) error {
 	if e.OccurredAt.IsZero() {
 		e.OccurredAt = time.Now()
 	}
 	if w.opts.ReadOnly {
-		return fmt.Errorf("record fetch error of %s %s: the warehouse is open read-only", DisplayDomain(e.Domain), e.Endpoint)
+		return fmt.Errorf("record fetch error of %s %s: the warehouse is open read-only", model.DisplayDomain(e.Domain), e.Endpoint)
 	}
 	err := w.write(ctx, func(b *batch) error { b.addFailure(e); return nil })
 	if err != nil {
-		return fmt.Errorf("record fetch error of %s %s: %w", DisplayDomain(e.Domain), e.Endpoint, err)
+		return fmt.Errorf("record fetch error of %s %s: %w", model.DisplayDomain(e.Domain), e.Endpoint, err)
 	}
 	return nil
 }

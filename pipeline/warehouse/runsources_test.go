@@ -3,6 +3,7 @@ package warehouse
 import (
 	"context"
 	"path/filepath"
+	"sitewatch/pipeline/model"
 	"testing"
 	"time"
 
@@ -19,9 +20,9 @@ func TestCreditsBySource(t *testing.T) {
 		t.Fatal(err)
 	}
 	finished := fetchedAt.Add(time.Minute)
-	done := RunRecord{RunID: "done", SnapshotMonth: snap, StartedAt: fetchedAt, Status: "running"}
-	dead := RunRecord{RunID: "dead", SnapshotMonth: snap, StartedAt: fetchedAt.Add(time.Hour), Status: "running"}
-	for _, r := range []RunRecord{done, dead} {
+	done := model.RunRecord{RunID: "done", SnapshotMonth: snap, StartedAt: fetchedAt, Status: "running"}
+	dead := model.RunRecord{RunID: "dead", SnapshotMonth: snap, StartedAt: fetchedAt.Add(time.Hour), Status: "running"}
+	for _, r := range []model.RunRecord{done, dead} {
 		if err := w.StartRun(ctx, r); err != nil {
 			t.Fatal(err)
 		}
@@ -32,8 +33,8 @@ func TestCreditsBySource(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, src := range []string{"direct", "marketplace", "direct"} { // direct paid first
-		c := Charge{RunID: "dead", SnapshotMonth: snap, Domain: "d" + string(rune('a'+i)) + ".example", Endpoint: schema.EndpointOverview,
-			Credits: 1, FetchedAt: fetchedAt.Add(time.Hour + time.Duration(i)*time.Second), Outcome: OutcomeRefused, Source: src}
+		c := model.Charge{RunID: "dead", SnapshotMonth: snap, Domain: "d" + string(rune('a'+i)) + ".example", Endpoint: schema.EndpointOverview,
+			Credits: 1, FetchedAt: fetchedAt.Add(time.Hour + time.Duration(i)*time.Second), Outcome: model.OutcomeRefused, Source: src}
 		if err := w.RecordCharge(ctx, c); err != nil {
 			t.Fatal(err)
 		}

@@ -5,129 +5,13 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"maps"
 	"regexp"
-	"strings"
+	"sitewatch/pipeline/model"
 	"time"
 
 	"sitewatch/schema"
 	"sitewatch/schema/flatten"
 )
-
-// Raw is one charged, successful API response to land. Domain is "" for country-metadata.
-type Raw struct {
-	Endpoint  schema.Endpoint
-	Domain    string
-	Body      []byte
-	FetchedAt time.Time
-
-	// RunID is the run that fetched the body. When set, Store writes the answer's run_calls
-	// ledger row (Credits) in the same transaction as the body, and records the body's run in
-	// raw_responses.run_id.
-	RunID   string
-	Credits int64
-	// Source is the credit source that paid for the body (run_calls.source).
-	Source string
-	// Refresh marks an answer of `run --refresh`: the domain is loaded only from two bodies of
-	// the same RunID, never a new one beside an older partner (see Store).
-	Refresh bool
-
-	// The decoded body, when the caller already decoded it (the client does, once); Store
-	// decodes Body only when the field of its endpoint is nil (rebuild, older callers).
-	Overview  *schema.SiteOverview
-	Similar   *schema.SiteSimilar
-	Countries *schema.CountryMetadata
-}
-
-// SnapshotState is what a snapshot already holds, for resuming a run. Each domain it holds is
-// one map entry (its stored bodies and whether its rows are loaded): two maps, one of stored
-// bodies and one of loaded domains, were ~110 MB of a rerun at a million domains.
-type SnapshotState struct {
-	held            map[string]Endpoints // domain -> endpoints whose raw body is stored, | loadedBit
-	loaded          int                  // domains with loadedBit
-	CountriesLoaded bool                 // country-metadata stored for this snapshot
-	Rejected        map[string]string    // domain -> error code of its latest 400 in this snapshot (from fetch_errors)
-}
-
-// loadedBit marks, beside a domain's stored bodies, that its rows are in the derived tables.
-const loadedBit Endpoints = 4
-
-// NewSnapshotState returns a state that holds nothing.
-func NewSnapshotState() *SnapshotState {
-	return &SnapshotState{held: map[string]Endpoints{}, Rejected: map[string]string{}}
-}
-
-// Clone returns a copy of s that changes apart from it.
-func (s *SnapshotState) Clone() *SnapshotState {
-	return &SnapshotState{held: maps.Clone(s.held), loaded: s.loaded, CountriesLoaded: s.CountriesLoaded, Rejected: maps.Clone(s.Rejected)}
-}
-
-// Stored is the set of domain's bodies stored for the snapshot.
-func (s *SnapshotState) Stored(domain string) Endpoints { return s.held[domain] &^ loadedBit }
-
-// Loaded says whether domain's rows are in the derived tables.
-func (s *SnapshotState) Loaded(domain string) bool { return s.held[domain]&loadedBit != 0 }
-
-// LoadedCount is how many domains are loaded.
-func (s *SnapshotState) LoadedCount() int { return s.loaded }
-
-// AddStored records the bodies eps of domain as stored.
-func (s *SnapshotState) AddStored(domain string, eps Endpoints) {
-	s.held[domain] |= eps &^ loadedBit
-}
-
-// SetLoaded records domain's rows as loaded.
-func (s *SnapshotState) SetLoaded(domain string) {
-	if e := s.held[domain]; e&loadedBit == 0 {
-		s.held[domain] = e | loadedBit
-		s.loaded++
-	}
-}
-
-// EachStored calls fn with every domain that has a stored body, and its bodies.
-func (s *SnapshotState) EachStored(fn func(domain string, stored Endpoints)) {
-	for d, e := range s.held {
-		if stored := e &^ loadedBit; stored != 0 {
-			fn(d, stored)
-		}
-	}
-}
-
-// Endpoints is a set of a domain's two endpoints (site-overview, site-similar). A byte, not a
-// map: a snapshot's state holds one per watchlist domain, and a map per domain made the state
-// of 200,000 domains 30 MB.
-type Endpoints uint8
-
-func endpointBit(ep schema.Endpoint) Endpoints {
-	switch ep {
-	case schema.EndpointOverview:
-		return 1
-	case schema.EndpointSimilar:
-		return 2
-	}
-	return 0
-}
-
-// Has reports whether ep is in the set.
-func (e Endpoints) Has(ep schema.Endpoint) bool { return e&endpointBit(ep) != 0 }
-
-// With returns the set with ep added.
-func (e Endpoints) With(ep schema.Endpoint) Endpoints { return e | endpointBit(ep) }
-
-// Both reports whether both of a domain's bodies are in the set.
-func (e Endpoints) Both() bool {
-	return e.Has(schema.EndpointOverview) && e.Has(schema.EndpointSimilar)
-}
-
-func (e Endpoints) String() string {
-	var names []string
-	for _, ep := range schema.DomainEndpoints {
-		if e.Has(ep) {
-			names = append(names, string(ep))
-		}
-	}
-	return "{" + strings.Join(names, " ") + "}"
-}
 
 var snapshotRE = regexp.MustCompile(`^[0-9]{4}-(0[1-9]|1[0-2])$`)
 
@@ -140,14 +24,14 @@ func checkSnapshot(snapshot string) error {
 
 // State returns what snapshot holds: stored raw bodies, loaded domains, countries and
 // rejected domains.
-func (w *Warehouse) State(ctx context.Context, snapshot string) (*SnapshotState, error) {
+func (w *Warehouse) State(ctx context.Context, snapshot string) (*model.SnapshotState, error) {
 	if err := checkSnapshot(snapshot); err != nil {
 		return nil, fmt.Errorf("state: %w", err)
 	}
 	if err := w.Flush(ctx); err != nil {
 		return nil, fmt.Errorf("state of snapshot %s: %w", snapshot, err)
 	}
-	st := NewSnapshotState()
+	st := model.NewSnapshotState()
 	err := scanAnswers(ctx, w.db, `SELECT domain, endpoint FROM raw_responses WHERE snapshot_month = ?`, []any{snapshot}, st)
 	if err == nil {
 		err = QueryEach(ctx, w.db, `SELECT domain FROM sites WHERE snapshot_month = ?`,
@@ -171,7 +55,7 @@ func (w *Warehouse) State(ctx context.Context, snapshot string) (*SnapshotState,
 }
 
 // scanAnswers adds the answers (domain, endpoint) query returns to st.
-func scanAnswers(ctx context.Context, q Querier, query string, args []any, st *SnapshotState) error {
+func scanAnswers(ctx context.Context, q Querier, query string, args []any, st *model.SnapshotState) error {
 	return QueryEach(ctx, q, query, args, func(rows *sql.Rows) error {
 		var domain, endpoint string
 		if err := rows.Scan(&domain, &endpoint); err != nil {
@@ -181,13 +65,13 @@ func scanAnswers(ctx context.Context, q Querier, query string, args []any, st *S
 			st.CountriesLoaded = true
 			return nil
 		}
-		st.AddStored(domain, endpointBit(schema.Endpoint(endpoint)))
+		st.AddStored(domain, model.EndpointBit(schema.Endpoint(endpoint)))
 		return nil
 	})
 }
 
 // scanRejected adds the API's rejections (domain, code of its latest 400) query returns to st.
-func scanRejected(ctx context.Context, q Querier, query string, args []any, st *SnapshotState) error {
+func scanRejected(ctx context.Context, q Querier, query string, args []any, st *model.SnapshotState) error {
 	return QueryEach(ctx, q, query, args, func(rows *sql.Rows) error {
 		var domain, code string
 		if err := rows.Scan(&domain, &code); err != nil {
@@ -220,7 +104,7 @@ func scanRejected(ctx context.Context, q Querier, query string, args []any, st *
 // were recorded) is not loaded beside it: that older body and the domain's derived rows are
 // removed, and the domain loads when its other body of the same run arrives (a stopped
 // refresh leaves it half-loaded, which the next run completes).
-func (w *Warehouse) Store(ctx context.Context, snapshot string, raw Raw) error {
+func (w *Warehouse) Store(ctx context.Context, snapshot string, raw model.Raw) error {
 	if err := checkSnapshot(snapshot); err != nil {
 		return fmt.Errorf("store: %w", err)
 	}
@@ -228,15 +112,15 @@ func (w *Warehouse) Store(ctx context.Context, snapshot string, raw Raw) error {
 		return err
 	}
 	if w.opts.ReadOnly {
-		return fmt.Errorf("store %s %s: the warehouse is open read-only", DisplayDomain(raw.Domain), raw.Endpoint)
+		return fmt.Errorf("store %s %s: the warehouse is open read-only", model.DisplayDomain(raw.Domain), raw.Endpoint)
 	}
 	if err := decodeRaw(&raw); err != nil {
 		if raw.RunID != "" {
-			if cerr := w.write(ctx, func(b *batch) error { b.addCharge(chargeOf(snapshot, raw, OutcomeRefused)); return nil }); cerr != nil {
+			if cerr := w.write(ctx, func(b *batch) error { b.addCharge(chargeOf(snapshot, raw, model.OutcomeRefused)); return nil }); cerr != nil {
 				err = errors.Join(err, cerr)
 			}
 		}
-		return fmt.Errorf("store %s (snapshot %s): %w", DisplayDomain(raw.Domain), snapshot, err)
+		return fmt.Errorf("store %s (snapshot %s): %w", model.DisplayDomain(raw.Domain), snapshot, err)
 	}
 	fetched := raw.FetchedAt
 	if fetched.IsZero() {
@@ -252,12 +136,12 @@ func (w *Warehouse) Store(ctx context.Context, snapshot string, raw Raw) error {
 		return err
 	}
 	if err != nil {
-		return fmt.Errorf("store %s %s (snapshot %s): %w", DisplayDomain(raw.Domain), raw.Endpoint, snapshot, err)
+		return fmt.Errorf("store %s %s (snapshot %s): %w", model.DisplayDomain(raw.Domain), raw.Endpoint, snapshot, err)
 	}
 	return nil
 }
 
-func checkRawKey(raw Raw) error {
+func checkRawKey(raw model.Raw) error {
 	switch raw.Endpoint {
 	case schema.EndpointCountries:
 		if raw.Domain != "" {
@@ -268,13 +152,13 @@ func checkRawKey(raw Raw) error {
 			return fmt.Errorf("store %s: the domain is empty", raw.Endpoint)
 		}
 	default:
-		return fmt.Errorf("store %s: unknown endpoint %q", DisplayDomain(raw.Domain), raw.Endpoint)
+		return fmt.Errorf("store %s: unknown endpoint %q", model.DisplayDomain(raw.Domain), raw.Endpoint)
 	}
 	return nil
 }
 
 // decodeRaw fills the decoded field of raw's endpoint from its body when the caller did not.
-func decodeRaw(raw *Raw) error {
+func decodeRaw(raw *model.Raw) error {
 	var err error
 	switch raw.Endpoint {
 	case schema.EndpointCountries:
@@ -293,8 +177,8 @@ func decodeRaw(raw *Raw) error {
 	return err
 }
 
-func chargeOf(snapshot string, raw Raw, outcome string) Charge {
-	return Charge{RunID: raw.RunID, SnapshotMonth: snapshot, Domain: raw.Domain, Endpoint: raw.Endpoint,
+func chargeOf(snapshot string, raw model.Raw, outcome string) model.Charge {
+	return model.Charge{RunID: raw.RunID, SnapshotMonth: snapshot, Domain: raw.Domain, Endpoint: raw.Endpoint,
 		HTTPStatus: 200, Credits: raw.Credits, FetchedAt: raw.FetchedAt, Outcome: outcome, Source: raw.Source}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"sitewatch/pipeline/model"
 	"testing"
 	"time"
 
@@ -35,7 +36,7 @@ func BenchmarkStoreThroughput(b *testing.B) {
 			start := time.Now()
 			for i, d := range ds {
 				for j, ep := range schema.DomainEndpoints {
-					raw := Raw{Endpoint: ep, Domain: d, Body: bodies[i][j], FetchedAt: fetchedAt, RunID: "bench", Credits: 1}
+					raw := model.Raw{Endpoint: ep, Domain: d, Body: bodies[i][j], FetchedAt: fetchedAt, RunID: "bench", Credits: 1}
 					if err := w.Store(ctx, snap, raw); err != nil {
 						b.Fatal(err)
 					}

@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"sitewatch/pipeline/model"
 	"strconv"
 	"strings"
 	"sync"
@@ -116,7 +117,7 @@ type Warehouse struct {
 	wake, full, stop chan struct{}
 	flusherDone      chan struct{}
 
-	abandoned []RunRecord // runs this Open closed as abandoned
+	abandoned []model.RunRecord // runs this Open closed as abandoned
 
 	bulk         atomic.Bool // Rebuild runs: its checks and export keep BulkMemoryLimit
 	lastReleased time.Time   // of releaseNativeMemory after a commit (under mu)

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sitewatch/pipeline/model"
 	"strconv"
 	"strings"
 	"testing"
@@ -50,7 +51,7 @@ func TestGolden(t *testing.T) {
 func rawAndLedger(t *testing.T, w *Warehouse) string {
 	t.Helper()
 	f := fixtureDomains[0]
-	raw := Raw{Endpoint: schema.EndpointOverview, Domain: f.domain, Body: fixture(t, "overview_"+f.name+".json"),
+	raw := model.Raw{Endpoint: schema.EndpointOverview, Domain: f.domain, Body: fixture(t, "overview_"+f.name+".json"),
 		FetchedAt: fetchedAt.Add(time.Hour), RunID: "run-golden", Credits: 1}
 	if err := w.Store(context.Background(), snap, raw); err != nil {
 		t.Fatal(err)
@@ -169,7 +170,7 @@ func TestStoreIdempotent(t *testing.T) {
 	})
 	t.Run("ReplaceOneEndpoint", func(t *testing.T) {
 		// The similar response of example.com changes: its similar sites are replaced whole.
-		err := w.Store(context.Background(), snap, Raw{Endpoint: schema.EndpointSimilar, Domain: "example.com",
+		err := w.Store(context.Background(), snap, model.Raw{Endpoint: schema.EndpointSimilar, Domain: "example.com",
 			Body: fixture(t, "similar_nulls.json"), FetchedAt: fetchedAt})
 		if err != nil {
 			t.Fatal(err)
@@ -195,7 +196,7 @@ func TestStoreIdempotent(t *testing.T) {
 func TestStoreOneEndpointLoadsNothing(t *testing.T) {
 	w := testWarehouse(t, "")
 	ctx := context.Background()
-	if err := w.Store(ctx, snap, Raw{Endpoint: schema.EndpointOverview, Domain: "example.com", Body: fixture(t, "overview_full.json"), FetchedAt: fetchedAt}); err != nil {
+	if err := w.Store(ctx, snap, model.Raw{Endpoint: schema.EndpointOverview, Domain: "example.com", Body: fixture(t, "overview_full.json"), FetchedAt: fetchedAt}); err != nil {
 		t.Fatal(err)
 	}
 	st, err := w.State(ctx, snap)
@@ -218,10 +219,10 @@ func TestStoreOneEndpointLoadsNothing(t *testing.T) {
 func TestStoreKeepsUnloadable(t *testing.T) {
 	w := testWarehouse(t, "")
 	ctx := context.Background()
-	if err := w.Store(ctx, snap, Raw{Endpoint: schema.EndpointSimilar, Domain: "example.com", Body: fixture(t, "similar_full.json"), FetchedAt: fetchedAt}); err != nil {
+	if err := w.Store(ctx, snap, model.Raw{Endpoint: schema.EndpointSimilar, Domain: "example.com", Body: fixture(t, "similar_full.json"), FetchedAt: fetchedAt}); err != nil {
 		t.Fatal(err)
 	}
-	err := w.Store(ctx, snap, Raw{Endpoint: schema.EndpointOverview, Domain: "example.com", Body: fixture(t, "overview_baddate.json"), FetchedAt: fetchedAt})
+	err := w.Store(ctx, snap, model.Raw{Endpoint: schema.EndpointOverview, Domain: "example.com", Body: fixture(t, "overview_baddate.json"), FetchedAt: fetchedAt})
 	var ue *UnloadableError
 	var fe *flatten.FlattenError
 	if !errors.As(err, &ue) || !errors.As(err, &fe) || !strings.Contains(err.Error(), `traffic.history[1].month is "2026-13-01"`) {
@@ -237,7 +238,7 @@ func TestStoreKeepsUnloadable(t *testing.T) {
 	if got := count(t, w.DB(), `SELECT count(*) FROM sites`); got != 0 {
 		t.Errorf("sites has %d rows for an unloadable domain, want 0", got)
 	}
-	if err := w.Store(ctx, snap, Raw{Endpoint: schema.EndpointOverview, Domain: "example.com", Body: fixture(t, "overview_full.json"), FetchedAt: fetchedAt}); err != nil {
+	if err := w.Store(ctx, snap, model.Raw{Endpoint: schema.EndpointOverview, Domain: "example.com", Body: fixture(t, "overview_full.json"), FetchedAt: fetchedAt}); err != nil {
 		t.Fatal(err)
 	}
 	if got := count(t, w.DB(), `SELECT count(*) FROM sites`); got != 1 {
@@ -248,20 +249,20 @@ func TestStoreKeepsUnloadable(t *testing.T) {
 func TestStoreRefuses(t *testing.T) {
 	tests := []struct {
 		name    string
-		raw     Raw
+		raw     model.Raw
 		wantErr string
 	}{
-		{"LegacyV1", Raw{Endpoint: schema.EndpointSimilar, Domain: "example.com",
+		{"LegacyV1", model.Raw{Endpoint: schema.EndpointSimilar, Domain: "example.com",
 			Body: []byte(`{"success": true, "sourceSite": "example.com", "similarSites": []}`)}, "legacy v1"},
-		{"NotJSON", Raw{Endpoint: schema.EndpointSimilar, Domain: "example.com", Body: []byte(`<html>`)}, "not a JSON object"},
-		{"NoDomain", Raw{Endpoint: schema.EndpointSimilar, Body: []byte(`{}`)}, "domain is empty"},
-		{"UnknownEndpoint", Raw{Endpoint: "site-bogus", Domain: "example.com", Body: []byte(`{}`)}, "unknown endpoint"},
+		{"NotJSON", model.Raw{Endpoint: schema.EndpointSimilar, Domain: "example.com", Body: []byte(`<html>`)}, "not a JSON object"},
+		{"NoDomain", model.Raw{Endpoint: schema.EndpointSimilar, Body: []byte(`{}`)}, "domain is empty"},
+		{"UnknownEndpoint", model.Raw{Endpoint: "site-bogus", Domain: "example.com", Body: []byte(`{}`)}, "unknown endpoint"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			w := testWarehouse(t, "")
 			ctx := context.Background()
-			if err := w.Store(ctx, snap, Raw{Endpoint: schema.EndpointSimilar, Domain: "example.com", Body: fixture(t, "similar_full.json"), FetchedAt: fetchedAt}); err != nil {
+			if err := w.Store(ctx, snap, model.Raw{Endpoint: schema.EndpointSimilar, Domain: "example.com", Body: fixture(t, "similar_full.json"), FetchedAt: fetchedAt}); err != nil {
 				t.Fatal(err)
 			}
 			before := dumpTables(t, w.DB(), "") + fmt.Sprint(queryRows(t, w.DB(), `SELECT * FROM raw_responses ORDER BY ALL`))
@@ -278,7 +279,7 @@ func TestStoreRefuses(t *testing.T) {
 	t.Run("BadSnapshot", func(t *testing.T) {
 		w := testWarehouse(t, "")
 		for _, s := range []string{"", "2026-13", "2026-1", "2026-11'; DROP TABLE sites; --"} {
-			if err := w.Store(context.Background(), s, Raw{Endpoint: schema.EndpointCountries, Body: fixture(t, "countries.json")}); err == nil {
+			if err := w.Store(context.Background(), s, model.Raw{Endpoint: schema.EndpointCountries, Body: fixture(t, "countries.json")}); err == nil {
 				t.Errorf("Store accepted snapshot %q", s)
 			}
 		}
@@ -287,7 +288,7 @@ func TestStoreRefuses(t *testing.T) {
 		w := testWarehouse(t, "")
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
-		err := w.Store(ctx, snap, Raw{Endpoint: schema.EndpointOverview, Domain: "example.com", Body: fixture(t, "overview_full.json")})
+		err := w.Store(ctx, snap, model.Raw{Endpoint: schema.EndpointOverview, Domain: "example.com", Body: fixture(t, "overview_full.json")})
 		if err == nil {
 			t.Fatal("Store with a cancelled context succeeded")
 		}
@@ -305,21 +306,21 @@ func TestStateAndRuns(t *testing.T) {
 	storeFixtures(t, w, snap)
 	started := time.Date(2026, 11, 2, 6, 0, 0, 0, time.UTC)
 	for i, id := range []string{"run-a", "run-b"} {
-		if err := w.StartRun(ctx, RunRecord{RunID: id, SnapshotMonth: snap, StartedAt: started.Add(time.Duration(i) * time.Hour), Status: "running", DomainsTotal: 5}); err != nil {
+		if err := w.StartRun(ctx, model.RunRecord{RunID: id, SnapshotMonth: snap, StartedAt: started.Add(time.Duration(i) * time.Hour), Status: "running", DomainsTotal: 5}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	fin := started.Add(90 * time.Minute)
 	left := int64(42)
-	done := RunRecord{RunID: "run-b", SnapshotMonth: snap, StartedAt: started.Add(time.Hour), FinishedAt: &fin, Status: "complete",
+	done := model.RunRecord{RunID: "run-b", SnapshotMonth: snap, StartedAt: started.Add(time.Hour), FinishedAt: &fin, Status: "complete",
 		DomainsTotal: 5, DomainsLoaded: 4, DomainsRejected: 1, Requests: 9, CreditsSpent: 9, RateLimited: 2, CreditsRemaining: &left, Message: "it's done; ok"}
 	if err := w.FinishRun(ctx, done); err != nil {
 		t.Fatal(err)
 	}
-	if err := w.FinishRun(ctx, RunRecord{RunID: "nope"}); err == nil {
+	if err := w.FinishRun(ctx, model.RunRecord{RunID: "nope"}); err == nil {
 		t.Error("FinishRun of an unknown run succeeded")
 	}
-	for _, fe := range []FetchError{
+	for _, fe := range []model.FetchError{
 		{RunID: "run-b", SnapshotMonth: snap, Domain: "bad..example", Endpoint: schema.EndpointOverview, HTTPStatus: 400, Code: "INVALID_DOMAIN", Message: "bad", OccurredAt: fin},
 		{RunID: "run-b", SnapshotMonth: snap, Domain: "flaky.example", Endpoint: schema.EndpointSimilar, HTTPStatus: 500, Code: "Internal Server Error", Message: "boom"},
 	} {
@@ -373,10 +374,10 @@ func TestStateAndRuns(t *testing.T) {
 	}
 	if out.Loaded != len(fixtureDomains)-1 || out.Unloadable != 0 || !out.AnyStored || !out.CountriesLoaded ||
 		fmt.Sprint(out.Rejected) != "map[bad..example:INVALID_DOMAIN]" {
-		t.Errorf("Outcome = %+v, want %d loaded, bad..example rejected, countries and answers stored", out, len(fixtureDomains)-1)
+		t.Errorf("model.Outcome = %+v, want %d loaded, bad..example rejected, countries and answers stored", out, len(fixtureDomains)-1)
 	}
 	if other, _ := w.Outcome(ctx, "2026-10", watchlist); other.Loaded != 0 || other.AnyStored || other.CountriesLoaded || len(other.Rejected) != 0 {
-		t.Errorf("Outcome of another snapshot = %+v, want empty", other)
+		t.Errorf("model.Outcome of another snapshot = %+v, want empty", other)
 	}
 }
 
@@ -420,7 +421,7 @@ func TestParquet(t *testing.T) {
 			rel, _ := filepath.Rel(w.opts.ParquetDir, f)
 			got = append(got, rel)
 		}
-		if len(got) != 2*(len(flatten.SnapshotTables)+len(RunHealthTables)+len(ArchiveTables))+1 {
+		if len(got) != 2*(len(flatten.SnapshotTables)+len(model.RunHealthTables)+len(model.ArchiveTables))+1 {
 			t.Errorf("files: %v", got)
 		}
 		for _, f := range got {
@@ -442,7 +443,7 @@ func TestParquet(t *testing.T) {
 		}
 		beforeInfo, _ := os.Stat(old)
 		// example.com loses its keywords in 2026-11.
-		if err := w.Store(ctx, snap, Raw{Endpoint: schema.EndpointOverview, Domain: "example.com", Body: fixture(t, "overview_missing.json"), FetchedAt: fetchedAt}); err != nil {
+		if err := w.Store(ctx, snap, model.Raw{Endpoint: schema.EndpointOverview, Domain: "example.com", Body: fixture(t, "overview_missing.json"), FetchedAt: fetchedAt}); err != nil {
 			t.Fatal(err)
 		}
 		if err := w.ExportParquet(ctx, snap); err != nil {
@@ -495,7 +496,7 @@ func TestRebuildEqualsLoad(t *testing.T) {
 	storeFixtures(t, w, "2026-10")
 	storeFixtures(t, w, snap)
 	// A domain with only its overview stored is not loaded by either path.
-	if err := w.Store(ctx, snap, Raw{Endpoint: schema.EndpointOverview, Domain: "half.example", Body: fixture(t, "overview_full.json"), FetchedAt: fetchedAt}); err != nil {
+	if err := w.Store(ctx, snap, model.Raw{Endpoint: schema.EndpointOverview, Domain: "half.example", Body: fixture(t, "overview_full.json"), FetchedAt: fetchedAt}); err != nil {
 		t.Fatal(err)
 	}
 	want := dumpTables(t, w.DB(), "")
@@ -577,7 +578,7 @@ func TestReopen(t *testing.T) {
 				t.Errorf("reopened tables differ:\n%s", got)
 			}
 			if ro {
-				if err := w2.Store(context.Background(), snap, Raw{Endpoint: schema.EndpointCountries, Body: fixture(t, "countries.json")}); err == nil {
+				if err := w2.Store(context.Background(), snap, model.Raw{Endpoint: schema.EndpointCountries, Body: fixture(t, "countries.json")}); err == nil {
 					t.Error("Store on a read-only warehouse succeeded")
 				}
 			}
@@ -667,7 +668,7 @@ func TestLockErrorForeignTool(t *testing.T) {
 }
 
 func TestEndpoints(t *testing.T) {
-	var e Endpoints
+	var e model.Endpoints
 	if e.Has(schema.EndpointOverview) || e.Both() || e.String() != "{}" {
 		t.Fatalf("empty set: %v", e)
 	}

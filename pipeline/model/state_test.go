@@ -1,4 +1,4 @@
-package warehouse
+package model
 
 import (
 	"testing"
@@ -18,18 +18,18 @@ func storedCount(st *SnapshotState) int {
 // changes apart from its original.
 func TestSnapshotStateKeepsBodiesAndLoadedApart(t *testing.T) {
 	st := NewSnapshotState()
-	st.AddStored("a.example", endpointBit(schema.EndpointOverview))
-	st.AddStored("a.example", endpointBit(schema.EndpointSimilar))
+	st.AddStored("a.example", EndpointBit(schema.EndpointOverview))
+	st.AddStored("a.example", EndpointBit(schema.EndpointSimilar))
 	st.SetLoaded("a.example")
 	st.SetLoaded("a.example") // twice: counted once
 	st.SetLoaded("b.example") // loaded with no body (a restored month's rows)
-	st.AddStored("c.example", endpointBit(schema.EndpointSimilar)|loadedBit)
+	st.AddStored("c.example", EndpointBit(schema.EndpointSimilar)|loadedBit)
 	switch {
 	case !st.Stored("a.example").Both() || !st.Loaded("a.example"):
 		t.Errorf("a.example: stored %v, loaded %v; want both bodies, loaded", st.Stored("a.example"), st.Loaded("a.example"))
 	case st.Stored("b.example") != 0 || !st.Loaded("b.example"):
 		t.Errorf("b.example: stored %v, loaded %v; want no body, loaded", st.Stored("b.example"), st.Loaded("b.example"))
-	case st.Stored("c.example") != endpointBit(schema.EndpointSimilar) || st.Loaded("c.example"):
+	case st.Stored("c.example") != EndpointBit(schema.EndpointSimilar) || st.Loaded("c.example"):
 		t.Errorf("c.example: stored %v, loaded %v; want only site-similar, not loaded (AddStored cannot mark loaded)", st.Stored("c.example"), st.Loaded("c.example"))
 	case st.Loaded("d.example") || st.Stored("d.example") != 0:
 		t.Error("d.example was never added but reads as held")
@@ -39,7 +39,7 @@ func TestSnapshotStateKeepsBodiesAndLoadedApart(t *testing.T) {
 	}
 	clone := st.Clone()
 	clone.SetLoaded("c.example")
-	clone.AddStored("d.example", endpointBit(schema.EndpointOverview))
+	clone.AddStored("d.example", EndpointBit(schema.EndpointOverview))
 	var loaded []string
 	for _, d := range []string{"a.example", "b.example", "c.example", "d.example"} {
 		if st.Loaded(d) {
