@@ -4,19 +4,15 @@ import (
 	"context"
 	"sitewatch/pipeline/model"
 
-	"sitewatch/pipeline/warehouse"
 	"sitewatch/schema"
 )
 
 // BucketSync makes the warehouse a cache of the bucket of publish.url, the system of record:
 // a run pulls, once it holds the lease and before it plans, every month the bucket holds in
 // a version the warehouse has not taken in (0 credits), so it pays only for what nobody has
-// paid for. pipeline/bucketsync implements it; cmd/sitewatch sets Env.Sync when publish.url
-// is set.
+// paid for (Warehouse.Pull, bound by pipeline/wire). This is its read-only side, for plans;
+// pipeline/bucketsync implements it and cmd/sitewatch sets Env.Sync when publish.url is set.
 type BucketSync interface {
-	// Pull takes the bucket's newer months into wh; it fails when the bucket cannot be read
-	// (then nothing is paid: the warehouse cannot tell what was paid elsewhere).
-	Pull(ctx context.Context, wh *warehouse.Warehouse) error
 	// Peek reads, writing nothing (no lease, no pull), the version of month ("" = the newest
 	// month) the bucket holds that the warehouse lacks: `run --dry-run` and `check` count
 	// what a run would pull first as held.
@@ -99,12 +95,4 @@ func mergeState(state *model.SnapshotState, peek BucketPeek, domains []string) (
 		}
 	}
 	return out, lacking
-}
-
-// syncBucket pulls the bucket into wh when there is a bucket.
-func syncBucket(ctx context.Context, s BucketSync, wh *warehouse.Warehouse) error {
-	if s == nil {
-		return nil
-	}
-	return s.Pull(ctx, wh)
 }

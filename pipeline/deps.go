@@ -6,12 +6,15 @@ package pipeline
 
 import (
 	"context"
+	"database/sql"
+	"errors"
+	"log/slog"
+	"sitewatch/pipeline/config"
 	"sitewatch/pipeline/model"
 	"time"
 
 	"sitewatch/pipeline/atlas"
 	"sitewatch/pipeline/sources"
-	"sitewatch/pipeline/warehouse"
 )
 
 // Fetcher is what a run needs of the API client.
@@ -75,6 +78,45 @@ type Store interface {
 	MonthCompleteSince(ctx context.Context, month string) (time.Time, bool, error)
 }
 
+// Warehouse is the warehouse a run opened: the Store, the database its after-run effects
+// query (attention, growth, the digest), the runs its open found abandoned, the bucket's pull
+// and the answer log bound to it, and Close (which checkpoints: its error fails the run).
+type Warehouse interface {
+	Store
+	DB() *sql.DB
+	Abandoned() []model.RunRecord
+	// Pull takes the bucket's newer months in before the run plans (0 credits); it does nothing
+	// without a bucket, and fails when the bucket cannot be read.
+	Pull(ctx context.Context) error
+	// StartLog starts the run's answer log while held carries it; stop makes a last cut and
+	// ends it (a no-op without an answer log).
+	StartLog(ctx context.Context, runID string, held HeldLease) (stop func())
+	Close() error
+}
+
+// ReadWarehouse is the warehouse opened read-only: a dry run's plan, the schedule's history.
+type ReadWarehouse interface {
+	LatestMonth(ctx context.Context) (string, error)
+	State(ctx context.Context, month string) (*model.SnapshotState, error)
+	Runs(ctx context.Context, limit int) ([]model.RunRecord, error)
+	Close() error
+}
+
+// Warehouses opens the warehouse of a config: pipeline/wire implements it over
+// pipeline/warehouse and cmd/sitewatch sets Env.Warehouses.
+type Warehouses interface {
+	// LockForRun takes the run's writer lock beside duckdbPath, so no restore replaces the
+	// file under the run; it fails at once while a restore holds it.
+	LockForRun(duckdbPath string) (release func(), err error)
+	// OpenRun opens cfg's warehouse for writing, waiting a little while a short command holds it.
+	OpenRun(ctx context.Context, cfg *config.Config, logger *slog.Logger) (Warehouse, error)
+	// OpenReadOnly opens the warehouse at duckdbPath for reading only.
+	OpenReadOnly(ctx context.Context, duckdbPath string, logger *slog.Logger) (ReadWarehouse, error)
+}
+
+// errNoWarehouses is the error of a run or dry run whose Env names no way to open the warehouse.
+var errNoWarehouses = errors.New("pipeline: Env.Warehouses is not set (cmd/sitewatch sets pipeline/wire.Warehouses)")
+
 // Clock tells the time and waits; tests pass a controllable one. It has the method set of
 // atlas.Clock, so one fake serves the client and the schedule.
 type Clock interface {
@@ -87,6 +129,5 @@ var (
 	_ Fetcher       = (*atlas.Client)(nil)
 	_ QueueFetcher  = (*sources.Multi)(nil)
 	_ SourceCounter = (*sources.Multi)(nil)
-	_ Store         = (*warehouse.Warehouse)(nil)
 	_ Clock         = atlas.RealClock{}
 )

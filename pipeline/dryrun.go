@@ -7,7 +7,6 @@ import (
 	"sitewatch/pipeline/model"
 
 	"sitewatch/pipeline/config"
-	"sitewatch/pipeline/warehouse"
 	"sitewatch/schema"
 )
 
@@ -20,9 +19,12 @@ import (
 func DryRun(ctx context.Context, cfg *config.Config, opts RunOptions, env Env) (*Plan, error) {
 	env = env.WithDefaults()
 	domains := config.NewWatchlist(cfg).Domains
-	var wh *warehouse.Warehouse
+	if env.Warehouses == nil {
+		return nil, errNoWarehouses
+	}
+	var wh ReadWarehouse
 	if _, err := os.Stat(cfg.Warehouse.DuckDB); err == nil {
-		if wh, err = warehouse.Open(ctx, warehouse.Options{DuckDBPath: cfg.Warehouse.DuckDB, Logger: env.Logger, ReadOnly: true}); err != nil {
+		if wh, err = env.Warehouses.OpenReadOnly(ctx, cfg.Warehouse.DuckDB, env.Logger); err != nil {
 			return nil, err
 		}
 	}
@@ -39,9 +41,15 @@ func DryRun(ctx context.Context, cfg *config.Config, opts RunOptions, env Env) (
 	return planOf(month, state, domains, opts.Refresh), nil
 }
 
+// monthReader is what a plan reads of the warehouse: its newest month and a month's state.
+type monthReader interface {
+	LatestMonth(ctx context.Context) (string, error)
+	State(ctx context.Context, month string) (*model.SnapshotState, error)
+}
+
 // expectedPlan is the plan of the month a run expects (--snapshot, else the newest month wh
 // holds) given what wh holds; a nil wh holds nothing.
-func expectedPlan(ctx context.Context, wh *warehouse.Warehouse, opts RunOptions, domains []string) (*Plan, error) {
+func expectedPlan(ctx context.Context, wh monthReader, opts RunOptions, domains []string) (*Plan, error) {
 	month, state, err := expectedState(ctx, wh, opts.Snapshot)
 	if err != nil {
 		return nil, err
@@ -51,7 +59,7 @@ func expectedPlan(ctx context.Context, wh *warehouse.Warehouse, opts RunOptions,
 
 // expectedState is the month a run expects (snapshot, else the newest month wh holds) and what
 // wh holds of it; a nil wh holds nothing.
-func expectedState(ctx context.Context, wh *warehouse.Warehouse, snapshot string) (string, *model.SnapshotState, error) {
+func expectedState(ctx context.Context, wh monthReader, snapshot string) (string, *model.SnapshotState, error) {
 	month := snapshot
 	if wh == nil {
 		return month, emptyState(), nil

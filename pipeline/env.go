@@ -32,11 +32,11 @@ type Env struct {
 	ProgressEvery time.Duration
 	// Lease, when set, is taken before a run's first credit (lease.go).
 	Lease Lease
-	// AnswerLog, when set, writes what a run commits to the bucket while it holds the lease
-	// (answerlog_hook.go).
-	AnswerLog AnswerLog
-	// Sync, when set, pulls the bucket's newer months into the warehouse once the lease is
-	// held, before the run plans (bucketsync_hook.go).
+	// Warehouses opens the warehouse (pipeline/wire; the answer log and the bucket's pull are
+	// bound to the warehouse a run opens).
+	Warehouses Warehouses
+	// Sync, when set, tells a dry run and `check` what the bucket holds that the warehouse
+	// lacks (bucketsync_hook.go); a run's pull is bound to its warehouse (Warehouses).
 	Sync BucketSync
 	// AfterPublish are the formats a run's publish writes after the Hive layout (the wiring
 	// passes the Iceberg adapter's); nil: none.

@@ -55,7 +55,7 @@ func Run(ctx context.Context, cfg *config.Config, opts RunOptions, env Env) (*Su
 	}
 	defer release() // after publishAfter: the lease is held until the run's answers are in the bucket
 	r := newRunState(cfg, opts, env, wh, client, wl)
-	stopLog := startAnswerLog(signalCtx, env.AnswerLog, r.sum.RunID, wh, held) // answerlog_hook.go
+	stopLog := wh.StartLog(signalCtx, r.sum.RunID, held) // pipeline/wire: the answer log bound to wh
 	runErr := r.execute(ctx)
 	stopLog()                     // no paid call after this: the last answers go to the bucket before the warehouse closes
 	r.foldLogs = ctx.Err() == nil // under the lease: its publish may remove the segments it holds

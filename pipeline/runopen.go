@@ -10,7 +10,6 @@ import (
 	"sitewatch/pipeline/config"
 	"sitewatch/pipeline/notify"
 	"sitewatch/pipeline/sources"
-	"sitewatch/pipeline/warehouse"
 )
 
 // openRun gets a run going: the credit sources' free probes (several sources) run while the
@@ -18,12 +17,15 @@ import (
 // of the two instead of their sum (~0.4 s of a two-source run at 200–800 ms of latency). A
 // failure of either returns its error with nothing held; runs the warehouse closed as
 // abandoned on the way are still notified. ctx is the run's context (the lease's).
-func openRun(ctx context.Context, cfg *config.Config, opts RunOptions, env Env, notifier *notify.Notifier) (context.Context, Fetcher, *warehouse.Warehouse, func(), HeldLease, error) {
+func openRun(ctx context.Context, cfg *config.Config, opts RunOptions, env Env, notifier *notify.Notifier) (context.Context, Fetcher, Warehouse, func(), HeldLease, error) {
 	type probed struct {
 		srcs *probedSources
 		err  error
 	}
-	writer, err := lockForRun(cfg.Warehouse.DuckDB) // lockwait.go: no restore replaces the file under this run
+	if env.Warehouses == nil {
+		return ctx, nil, nil, nil, nil, errNoWarehouses
+	}
+	releaseWriter, err := env.Warehouses.LockForRun(cfg.Warehouse.DuckDB) // no restore replaces the file under this run
 	if err != nil {
 		return ctx, nil, nil, nil, nil, err
 	}
@@ -34,19 +36,18 @@ func openRun(ctx context.Context, cfg *config.Config, opts RunOptions, env Env, 
 	}()
 	held, err := takeLease(ctx, env.Lease)
 	if err != nil {
-		writer.Release()
+		releaseWriter()
 		if p := <-done; p.err != nil {
 			return ctx, nil, nil, nil, nil, p.err // what the keys or sources say comes first, as before
 		}
 		return ctx, nil, nil, nil, nil, err // names the holder; nothing was spent
 	}
-	runCtx, admit, release := ctx, (func(context.Context) error)(nil), writer.Release
+	runCtx, admit, release := ctx, (func(context.Context) error)(nil), releaseWriter
 	if held != nil {
 		runCtx, admit = held.Context(), held.Admit
-		release = func() { held.Release(); writer.Release() }
+		release = func() { held.Release(); releaseWriter() }
 	}
-	wh, err := openWaiting(runCtx, warehouse.Options{DuckDBPath: cfg.Warehouse.DuckDB, ParquetDir: cfg.Warehouse.Parquet, Logger: env.Logger, LoadMemoryLimit: cfg.Warehouse.MemoryLimit},
-		LockWait, env.Logger)
+	wh, err := env.Warehouses.OpenRun(runCtx, cfg, env.Logger)
 	p := <-done
 	if err == nil {
 		notifyAbandoned(runCtx, notifier, wh.Abandoned(), env.Logger)
@@ -63,7 +64,7 @@ func openRun(ctx context.Context, cfg *config.Config, opts RunOptions, env Env, 
 		return ctx, nil, nil, nil, nil, err // the warehouse names the file and the holder
 	}
 	// Under the lease, before the plan: what the bucket holds is not paid for again.
-	if err := syncBucket(runCtx, env.Sync, wh); err != nil {
+	if err := wh.Pull(runCtx); err != nil {
 		_ = wh.Close() // nothing of this run was written; what was pulled is committed
 		release()
 		return ctx, nil, nil, nil, nil, err
@@ -83,7 +84,7 @@ func openRun(ctx context.Context, cfg *config.Config, opts RunOptions, env Env, 
 // for, read from the warehouse after the bucket's pull (neededNow): the calls the month it
 // expects still lacks, the probe's one when that month is held complete, a whole month when
 // the warehouse holds none.
-func planFetcher(ctx context.Context, cfg *config.Config, opts RunOptions, env Env, wh *warehouse.Warehouse, srcs *probedSources) (*sources.Multi, error) {
+func planFetcher(ctx context.Context, cfg *config.Config, opts RunOptions, env Env, wh monthReader, srcs *probedSources) (*sources.Multi, error) {
 	if !cfg.MultiSource() {
 		client, _, err := srcs.fetcher(cfg, env, 0)
 		return client, err

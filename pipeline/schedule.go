@@ -13,7 +13,6 @@ import (
 
 	"sitewatch/pipeline/atlas"
 	"sitewatch/pipeline/config"
-	"sitewatch/pipeline/warehouse"
 )
 
 // ScheduleOptions tune Schedule.
@@ -241,7 +240,10 @@ func (s *scheduler) runsSince(ctx context.Context, t time.Time) ([]model.RunReco
 	if _, err := os.Stat(s.cfg.Warehouse.DuckDB); errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
-	wh, err := warehouse.Open(ctx, warehouse.Options{DuckDBPath: s.cfg.Warehouse.DuckDB, Logger: s.env.Logger, ReadOnly: true})
+	if s.env.Warehouses == nil {
+		return nil, errNoWarehouses
+	}
+	wh, err := s.env.Warehouses.OpenReadOnly(ctx, s.cfg.Warehouse.DuckDB, s.env.Logger)
 	if err != nil {
 		return nil, err
 	}

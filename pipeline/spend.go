@@ -14,9 +14,9 @@ import (
 	"sitewatch/pipeline/atlas"
 	"sitewatch/pipeline/config"
 	"sitewatch/pipeline/metrics"
+	"sitewatch/pipeline/model"
 	"sitewatch/pipeline/sources"
 	"sitewatch/pipeline/textout"
-	"sitewatch/pipeline/warehouse"
 )
 
 // openSources builds one client per credit source of cfg (api.sources, or the single-source
@@ -236,11 +236,11 @@ func spendBySource(f Fetcher) []SourceSpend {
 
 // creditsBySource is runs.credits_by_source for the run's spend ("" before the run knows it).
 func (s *Summary) creditsBySource() string {
-	spend := make([]warehouse.SourceCredits, len(s.Sources))
+	spend := make([]model.SourceCredits, len(s.Sources))
 	for i, src := range s.Sources {
-		spend[i] = warehouse.SourceCredits{Name: src.Name, Credits: src.Credits}
+		spend[i] = model.SourceCredits{Name: src.Name, Credits: src.Credits}
 	}
-	return warehouse.CreditsBySourceJSON(spend)
+	return model.CreditsBySourceJSON(spend)
 }
 
 // sourceCredits is spendBySource for the metrics recorder.

@@ -10,6 +10,7 @@ import (
 	"sitewatch/pipeline/lease"
 	"sitewatch/pipeline/publish"
 	"sitewatch/pipeline/warehouse"
+	"sitewatch/pipeline/wire"
 )
 
 // NoAnswerLogEnv turns the answer log off. Test-only (docs/internals.md): the soak shows its
@@ -18,7 +19,7 @@ const NoAnswerLogEnv = "SITEWATCH_TEST_NO_ANSWER_LOG"
 
 // bucketAnswerLog is the answer log of runs on cfg's bucket (nil without the lease: then
 // nothing fences paid calls either).
-func bucketAnswerLog(ctx context.Context, cfg *config.Config, env pipeline.Env) (pipeline.AnswerLog, error) {
+func bucketAnswerLog(ctx context.Context, cfg *config.Config, env pipeline.Env) (wire.AnswerLog, error) {
 	if cfg.Publish.URL == "" || !cfg.Publish.LeaseOn() || env.Getenv(NoAnswerLogEnv) == "1" {
 		return nil, nil
 	}
@@ -41,6 +42,6 @@ const answerLogCloseBound = time.Minute
 // runAnswerLog adapts *answerlog.Starter to the core's interface.
 type runAnswerLog struct{ s *answerlog.Starter }
 
-func (l runAnswerLog) Start(ctx context.Context, runID string, wh *warehouse.Warehouse, fence pipeline.LogFence) func() {
+func (l runAnswerLog) Start(ctx context.Context, runID string, wh *warehouse.Warehouse, fence wire.LogFence) func() {
 	return l.s.Start(ctx, runID, wh, fence)
 }

@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"sitewatch/pipeline"
 	"sitewatch/pipeline/atlas/atlastest"
 	"sitewatch/pipeline/config"
+	"sitewatch/pipeline/wire"
 )
 
 var (
@@ -128,12 +128,12 @@ func (h *harness) assertNoStaging() {
 
 // assertNoLockWait fails t when a run refused for a held warehouse waited for it instead of
 // failing at once: a wait is logged ("waiting for the warehouse") and lasts up to
-// pipeline.LockWait. Wall time alone would not tell: on a loaded CI machine, starting the
+// wire.LockWait. Wall time alone would not tell: on a loaded CI machine, starting the
 // binary and opening DuckDB can take seconds.
 func assertNoLockWait(t *testing.T, out string, elapsed time.Duration) {
 	t.Helper()
 	t.Logf("refused after %v", elapsed.Round(time.Millisecond))
-	if strings.Contains(out, "waiting for the warehouse") || elapsed >= pipeline.LockWait {
+	if strings.Contains(out, "waiting for the warehouse") || elapsed >= wire.LockWait {
 		t.Errorf("the run waited for the warehouse (%v) instead of failing at once:\n%s", elapsed.Round(time.Millisecond), out)
 	}
 }

@@ -46,7 +46,9 @@ func cmdCheck(ctx context.Context, args []string, env pipeline.Env) error {
 		return reportedError{err}
 	}
 	// The estimate counts what the bucket holds and this warehouse lacks as held (read-only).
-	if env.Sync, err = bucketSync(ctx, cfg, env); err != nil {
+	sync, err := bucketSync(ctx, cfg, env)
+	bindBucket(&env, sync, nil)
+	if err != nil {
 		env.Logger.Warn("the bucket cannot be read: the estimate counts only what this warehouse holds", "err", err)
 	}
 	r, err := pipeline.Check(ctx, cfg, env)

@@ -20,6 +20,7 @@ import (
 	"sitewatch/pipeline/dictionary"
 	"sitewatch/pipeline/textout"
 	"sitewatch/pipeline/warehouse"
+	"sitewatch/pipeline/wire"
 )
 
 // command is one sitewatch subcommand: its function and its help text.
@@ -76,6 +77,9 @@ func Main(ctx context.Context, args []string, env pipeline.Env) int {
 // command, --log-level/--verbose, SITEWATCH_LOG and whether stderr is a terminal (LogLevel).
 func MainLogging(ctx context.Context, args []string, env pipeline.Env, level *slog.LevelVar) int {
 	env = env.WithDefaults()
+	if env.Warehouses == nil {
+		env.Warehouses = wire.Warehouses{} // no bucket: the commands that have one rebind it (bindBucket)
+	}
 	args, lf, lerr := takeLogFlags(args)
 	if lerr != nil {
 		say(env.Stderr, "sitewatch: %v\n", lerr)

@@ -17,6 +17,7 @@ import (
 	"sitewatch/pipeline/atlas/atlastest"
 	"sitewatch/pipeline/config"
 	"sitewatch/pipeline/warehouse"
+	"sitewatch/pipeline/wire"
 )
 
 const testMonth = "2026-10"
@@ -92,6 +93,7 @@ func (h *harness) env() pipeline.Env {
 		Stdout: h.stdout, Stderr: h.stderr,
 		Logger:        slog.New(slog.NewTextHandler(h.stderr, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		ProgressEvery: 50 * time.Millisecond,
+		Warehouses:    wire.Warehouses{},
 	}
 }
 

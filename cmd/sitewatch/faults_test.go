@@ -346,7 +346,7 @@ func TestLedgerEqualsChargedOnEveryStop(t *testing.T) {
 
 // TestRunWaitsForAPublishHoldingTheWarehouse: a sitewatch command (here a process named like
 // `sitewatch publish`) holds the warehouse read-only when the monthly run starts; the run waits
-// for it (at most pipeline.LockWait) and completes instead of failing "locked".
+// for it (at most wire.LockWait) and completes instead of failing "locked".
 func TestRunWaitsForAPublishHoldingTheWarehouse(t *testing.T) {
 	h := newHarness(t, atlastest.Options{}, atlastest.Domains(2), "")
 	if code := h.run("run", "--snapshot", testMonth); code != ExitOK {

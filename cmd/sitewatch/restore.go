@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"sitewatch/pipeline/model"
+	"sitewatch/pipeline/wire"
 	"strings"
 	"time"
 
@@ -50,7 +51,7 @@ func cmdRestore(ctx context.Context, args []string, env pipeline.Env) error {
 // running run or another restore makes it exit 1 at once, naming it) and alone on the bucket
 // (its lease, so no runner publishes while it reads).
 func restoreHolding(ctx context.Context, cfg *config.Config, env pipeline.Env, force bool) error {
-	unlock, err := pipeline.LockForRestore(cfg.Warehouse.DuckDB)
+	unlock, err := wire.LockForRestore(cfg.Warehouse.DuckDB)
 	if err != nil {
 		return err
 	}

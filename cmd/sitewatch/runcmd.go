@@ -14,6 +14,7 @@ import (
 	"sitewatch/pipeline/config"
 	"sitewatch/pipeline/metrics"
 	"sitewatch/pipeline/warehouse"
+	"sitewatch/pipeline/wire"
 )
 
 var runHelp = help{
@@ -42,16 +43,19 @@ func cmdRun(ctx context.Context, args []string, env pipeline.Env) error {
 			return err
 		}
 	}
+	var answers wire.AnswerLog
 	if !*dry {
 		if env.Lease, err = bucketLease(ctx, cfg, env, "run"); err != nil {
 			return err
 		}
-		if env.AnswerLog, err = bucketAnswerLog(ctx, cfg, env); err != nil { // answerlog.go
+		if answers, err = bucketAnswerLog(ctx, cfg, env); err != nil { // answerlog.go
 			return err
 		}
 		env.AfterPublish = publishFormats() // publish_iceberg.go
 	}
-	if env.Sync, err = bucketSync(ctx, cfg, env); err != nil { // sync.go; a dry run only reads the bucket
+	sync, err := bucketSync(ctx, cfg, env) // sync.go; a dry run only reads the bucket
+	bindBucket(&env, sync, answers)
+	if err != nil {
 		if !*dry {
 			return err
 		}
@@ -154,12 +158,15 @@ func cmdSchedule(ctx context.Context, args []string, env pipeline.Env) error {
 	if env.Lease, err = bucketLease(ctx, cfg, env, "schedule"); err != nil {
 		return err
 	}
-	if env.AnswerLog, err = bucketAnswerLog(ctx, cfg, env); err != nil { // answerlog.go
+	answers, err := bucketAnswerLog(ctx, cfg, env) // answerlog.go
+	if err != nil {
 		return err
 	}
-	if env.Sync, err = bucketSync(ctx, cfg, env); err != nil { // sync.go: before each run
+	sync, err := bucketSync(ctx, cfg, env) // sync.go: before each run
+	if err != nil {
 		return err
 	}
+	bindBucket(&env, sync, answers)
 	env.AfterPublish = publishFormats() // publish_iceberg.go
 	if *listen != "" {
 		env.Metrics = metrics.New(metrics.Options{HealthGrace: cfg.HealthGrace.Duration, Logger: env.Logger, StallBound: stallBound(cfg)})

@@ -19,6 +19,7 @@ import (
 	"sitewatch/pipeline"
 	"sitewatch/pipeline/atlas/atlastest"
 	"sitewatch/pipeline/config"
+	"sitewatch/pipeline/wire"
 )
 
 // BenchmarkRunScale runs one snapshot at 1,000 and at 10,000 domains (SITEWATCH_LONG=1 adds
@@ -198,7 +199,7 @@ func printPeakRSS(t *testing.T, prefix string) {
 }
 
 func scaleEnv() pipeline.Env {
-	env := pipeline.Env{Getenv: os.Getenv}
+	env := pipeline.Env{Getenv: os.Getenv, Warehouses: wire.Warehouses{}}
 	if os.Getenv("SITEWATCH_SCALE_TRACE") != "" {
 		env.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 		env.ProgressEvery = time.Second

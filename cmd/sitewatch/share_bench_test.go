@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sitewatch/pipeline/model"
+	"sitewatch/pipeline/wire"
 	"strconv"
 	"strings"
 	"testing"
@@ -109,7 +110,7 @@ func shareRun(b *testing.B, n int) *config.Config {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if _, err := pipeline.Run(context.Background(), cfg, pipeline.RunOptions{}, pipeline.Env{Getenv: getenv}); err != nil {
+	if _, err := pipeline.Run(context.Background(), cfg, pipeline.RunOptions{}, pipeline.Env{Getenv: getenv, Warehouses: wire.Warehouses{}}); err != nil {
 		b.Fatal(err)
 	}
 	return cfg

@@ -16,6 +16,7 @@ import (
 	"sitewatch/pipeline/atlas/atlastest"
 	"sitewatch/pipeline/config"
 	"sitewatch/pipeline/warehouse"
+	"sitewatch/pipeline/wire"
 )
 
 // BenchmarkSoak runs a 5,000-domain snapshot (SITEWATCH_SOAK_DOMAINS overrides) in-process
@@ -64,7 +65,7 @@ func BenchmarkSoak(b *testing.B) {
 			b.Fatal(err)
 		}
 		log := &syncBuffer{}
-		env := pipeline.Env{Getenv: getenv, Stdout: log, Stderr: log}
+		env := pipeline.Env{Getenv: getenv, Stdout: log, Stderr: log, Warehouses: wire.Warehouses{}}
 		b.ResetTimer()
 		start := time.Now()
 		var runs []string

@@ -11,11 +11,12 @@ import (
 	"sitewatch/pipeline/config"
 	"sitewatch/pipeline/publish"
 	"sitewatch/pipeline/warehouse"
+	"sitewatch/pipeline/wire"
 )
 
 // bucketSync is the sync a run makes with cfg's bucket before it plans (nil without
 // publish.url): it prints each month it took in.
-func bucketSync(ctx context.Context, cfg *config.Config, env pipeline.Env) (pipeline.BucketSync, error) {
+func bucketSync(ctx context.Context, cfg *config.Config, env pipeline.Env) (*printingSync, error) {
 	if cfg.Publish.URL == "" {
 		return nil, nil
 	}
@@ -32,6 +33,17 @@ func bucketSync(ctx context.Context, cfg *config.Config, env pipeline.Env) (pipe
 	}
 	return &printingSync{s: bucketsync.New(p, cfg.Publish.URL, cfg.Warehouse.DuckDB, cfg.Warehouse.Parquet, env.Logger), env: env, url: cfg.Publish.URL,
 		required: cfg.Publish.LeaseOn()}, nil
+}
+
+// bindBucket wires the bucket into env: its read side for plans (Env.Sync) and, bound to the
+// warehouse a run opens, its pull and the answer log (Env.Warehouses). A nil sync or log is
+// no bucket, no log.
+func bindBucket(env *pipeline.Env, sync *printingSync, log wire.AnswerLog) {
+	w := wire.Warehouses{AnswerLog: log}
+	if sync != nil {
+		env.Sync, w.Sync = sync, sync
+	}
+	env.Warehouses = w
 }
 
 type printingSync struct {

@@ -1,6 +1,9 @@
 package model
 
 import (
+	"encoding/json"
+	"fmt"
+	"strings"
 	"time"
 
 	"sitewatch/schema"
@@ -28,4 +31,25 @@ type FetchError struct {
 	HTTPStatus                   int
 	Code, Message                string
 	OccurredAt                   time.Time
+}
+
+// SourceCredits is what one credit source was charged in a run (runs.credits_by_source).
+type SourceCredits struct {
+	Name    string
+	Credits int64
+}
+
+// CreditsBySourceJSON renders the spend of a run by source as the JSON object of
+// runs.credits_by_source, keys in the order given (the spend order), e.g.
+// {"marketplace":100,"direct":201}; "" (NULL) for none. encoding/json would sort the keys.
+func CreditsBySourceJSON(spend []SourceCredits) string {
+	if len(spend) == 0 {
+		return ""
+	}
+	parts := make([]string, len(spend))
+	for i, s := range spend {
+		name, _ := json.Marshal(s.Name) // a string always marshals
+		parts[i] = fmt.Sprintf("%s:%d", name, s.Credits)
+	}
+	return "{" + strings.Join(parts, ",") + "}"
 }

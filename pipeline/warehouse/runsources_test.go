@@ -28,7 +28,7 @@ func TestCreditsBySource(t *testing.T) {
 		}
 	}
 	done.Status, done.FinishedAt = "complete", &finished
-	done.CreditsBySource = CreditsBySourceJSON([]SourceCredits{{Name: "marketplace", Credits: 100}, {Name: "direct", Credits: 201}})
+	done.CreditsBySource = model.CreditsBySourceJSON([]model.SourceCredits{{Name: "marketplace", Credits: 100}, {Name: "direct", Credits: 201}})
 	if err := w.FinishRun(ctx, done); err != nil {
 		t.Fatal(err)
 	}
@@ -65,14 +65,5 @@ func TestCreditsBySource(t *testing.T) {
 	var total int64
 	if err := w.DB().QueryRowContext(ctx, `SELECT CAST(json_extract(credits_by_source, '$.direct') AS BIGINT) FROM runs WHERE run_id = 'done'`).Scan(&total); err != nil || total != 201 {
 		t.Errorf("json_extract of direct = %d, %v; want 201", total, err)
-	}
-}
-
-func TestCreditsBySourceJSON(t *testing.T) {
-	if got := CreditsBySourceJSON(nil); got != "" {
-		t.Errorf("no sources: %q, want \"\" (NULL)", got)
-	}
-	if got, want := CreditsBySourceJSON([]SourceCredits{{Name: `a"b`, Credits: 3}}), `{"a\"b":3}`; got != want {
-		t.Errorf("got %s, want %s", got, want)
 	}
 }

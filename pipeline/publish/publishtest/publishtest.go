@@ -20,6 +20,7 @@ import (
 	"sitewatch/pipeline"
 	"sitewatch/pipeline/atlas/atlastest"
 	"sitewatch/pipeline/config"
+	"sitewatch/pipeline/wire"
 	"sitewatch/schema/flatten"
 )
 
@@ -107,7 +108,7 @@ func runMonth(dir, month string, n int) error {
 	if err != nil {
 		return err
 	}
-	_, err = pipeline.Run(context.Background(), cfg, pipeline.RunOptions{Snapshot: month}, pipeline.Env{Getenv: getenv})
+	_, err = pipeline.Run(context.Background(), cfg, pipeline.RunOptions{Snapshot: month}, pipeline.Env{Getenv: getenv, Warehouses: wire.Warehouses{}})
 	return err
 }
 

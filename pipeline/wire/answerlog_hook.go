@@ -1,7 +1,8 @@
-package pipeline
+package wire
 
 import (
 	"context"
+	"sitewatch/pipeline"
 	"time"
 
 	"sitewatch/pipeline/warehouse"
@@ -28,7 +29,7 @@ type LogFence interface {
 }
 
 // startAnswerLog starts the run's answer log when there is one and the lease can carry it.
-func startAnswerLog(ctx context.Context, l AnswerLog, runID string, wh *warehouse.Warehouse, held HeldLease) func() {
+func startAnswerLog(ctx context.Context, l AnswerLog, runID string, wh *warehouse.Warehouse, held pipeline.HeldLease) func() {
 	fence, ok := held.(LogFence)
 	if l == nil || !ok {
 		return func() {}
