@@ -3,11 +3,11 @@ package pipeline
 import (
 	"context"
 	"fmt"
-	"sitewatch/pipeline/model"
 	"slices"
 	"time"
 
 	"sitewatch/pipeline/atlas"
+	"sitewatch/pipeline/model"
 	"sitewatch/schema"
 )
 

@@ -2,8 +2,8 @@ package pipeline
 
 import (
 	"context"
-	"sitewatch/pipeline/model"
 
+	"sitewatch/pipeline/model"
 	"sitewatch/schema"
 )
 

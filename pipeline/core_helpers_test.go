@@ -6,7 +6,6 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"sitewatch/pipeline/model"
 	"slices"
 	"strconv"
 	"testing"
@@ -17,6 +16,7 @@ import (
 	"sitewatch/pipeline/atlas/atlastest"
 	"sitewatch/pipeline/config"
 	"sitewatch/pipeline/fetchtest"
+	"sitewatch/pipeline/model"
 	"sitewatch/pipeline/storetest"
 	"sitewatch/schema"
 )

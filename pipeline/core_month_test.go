@@ -2,12 +2,12 @@ package pipeline
 
 import (
 	"errors"
-	"sitewatch/pipeline/model"
 	"slices"
 	"testing"
 	"time"
 
 	"sitewatch/pipeline/fetchtest"
+	"sitewatch/pipeline/model"
 	"sitewatch/schema"
 )
 

@@ -3,11 +3,11 @@ package pipeline
 import (
 	"errors"
 	"fmt"
-	"sitewatch/pipeline/model"
 	"testing"
 
 	"sitewatch/pipeline/atlas"
 	"sitewatch/pipeline/fetchtest"
+	"sitewatch/pipeline/model"
 	"sitewatch/schema"
 )
 

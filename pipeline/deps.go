@@ -9,11 +9,11 @@ import (
 	"database/sql"
 	"errors"
 	"log/slog"
-	"sitewatch/pipeline/config"
-	"sitewatch/pipeline/model"
 	"time"
 
 	"sitewatch/pipeline/atlas"
+	"sitewatch/pipeline/config"
+	"sitewatch/pipeline/model"
 	"sitewatch/pipeline/sources"
 )
 

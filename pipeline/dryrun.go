@@ -4,9 +4,9 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"sitewatch/pipeline/model"
 
 	"sitewatch/pipeline/config"
+	"sitewatch/pipeline/model"
 	"sitewatch/schema"
 )
 

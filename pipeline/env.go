@@ -4,12 +4,12 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"sitewatch/pipeline/publish"
 	"strings"
 	"time"
 
 	"sitewatch/pipeline/atlas"
 	"sitewatch/pipeline/metrics"
+	"sitewatch/pipeline/publish"
 )
 
 // Env is what a command reads from and writes to the outside world; tests fill it in.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime/debug"
+
 	"sitewatch/pipeline/model"
 )
 

@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sitewatch/pipeline/model"
 
 	"sitewatch/pipeline/atlas"
+	"sitewatch/pipeline/model"
 	"sitewatch/schema"
 	"sitewatch/schema/flatten"
 )

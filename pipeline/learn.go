@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sitewatch/pipeline/model"
 	"time"
 
 	"sitewatch/pipeline/atlas"
+	"sitewatch/pipeline/model"
 	"sitewatch/pipeline/months"
 	"sitewatch/schema"
 )

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"sitewatch/pipeline/model"
 	"time"
 
 	"sitewatch/pipeline/atlas"
@@ -14,6 +13,7 @@ import (
 	"sitewatch/pipeline/config"
 	"sitewatch/pipeline/livestatus"
 	"sitewatch/pipeline/metrics"
+	"sitewatch/pipeline/model"
 	"sitewatch/pipeline/notify"
 	"sitewatch/pipeline/textout"
 	"sitewatch/schema"

@@ -2,9 +2,9 @@ package pipeline
 
 import (
 	"math"
-	"sitewatch/pipeline/model"
 
 	"sitewatch/pipeline/atlas"
+	"sitewatch/pipeline/model"
 	"sitewatch/schema"
 )
 

@@ -2,13 +2,13 @@ package pipeline
 
 import (
 	"runtime"
-	"sitewatch/pipeline/model"
 	"slices"
 	"strconv"
 	"testing"
 
 	"sitewatch/pipeline/atlas"
 	"sitewatch/pipeline/internal/heapgrowth"
+	"sitewatch/pipeline/model"
 	"sitewatch/schema"
 )
 

@@ -1,7 +1,6 @@
 package pipeline
 
 import (
-	"sitewatch/pipeline/model"
 	"slices"
 	"strings"
 	"testing"
@@ -9,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"sitewatch/pipeline/atlas"
+	"sitewatch/pipeline/model"
 	"sitewatch/schema"
 )
 

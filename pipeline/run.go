@@ -5,10 +5,10 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"sitewatch/pipeline/model"
 	"time"
 
 	"sitewatch/pipeline/config"
+	"sitewatch/pipeline/model"
 	"sitewatch/pipeline/notify"
 	"sitewatch/pipeline/secret"
 	"sitewatch/schema"

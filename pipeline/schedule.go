@@ -6,13 +6,13 @@ import (
 	"fmt"
 	"os"
 	"runtime/debug"
-	"sitewatch/pipeline/model"
 	"time"
 
 	"github.com/robfig/cron/v3"
 
 	"sitewatch/pipeline/atlas"
 	"sitewatch/pipeline/config"
+	"sitewatch/pipeline/model"
 )
 
 // ScheduleOptions tune Schedule.

@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sitewatch/pipeline/model"
 	"time"
 
 	"sitewatch/pipeline/atlas"
 	"sitewatch/pipeline/config"
 	"sitewatch/pipeline/discover"
+	"sitewatch/pipeline/model"
 )
 
 // Run statuses recorded in the runs table.

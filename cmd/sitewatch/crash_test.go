@@ -10,7 +10,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"sitewatch/pipeline/model"
 	"slices"
 	"sort"
 	"strings"
@@ -18,6 +17,7 @@ import (
 	"time"
 
 	"sitewatch/pipeline/atlas/atlastest"
+	"sitewatch/pipeline/model"
 	"sitewatch/pipeline/warehouse"
 	"sitewatch/schema"
 	"sitewatch/schema/flatten"

@@ -6,7 +6,6 @@ import (
 	"io"
 	"log/slog"
 	"maps"
-	"sitewatch/pipeline/model"
 	"slices"
 	"sort"
 	"strings"
@@ -15,6 +14,7 @@ import (
 	"sitewatch/pipeline"
 	"sitewatch/pipeline/atlas"
 	"sitewatch/pipeline/config"
+	"sitewatch/pipeline/model"
 	"sitewatch/pipeline/sources"
 	"sitewatch/pipeline/textout"
 )

@@ -6,13 +6,13 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"sitewatch/pipeline/model"
 	"slices"
 	"strings"
 	"time"
 
 	"sitewatch/pipeline"
 	"sitewatch/pipeline/config"
+	"sitewatch/pipeline/model"
 	monthrule "sitewatch/pipeline/months"
 	"sitewatch/pipeline/publish"
 )

@@ -21,7 +21,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"sitewatch/pipeline/model"
 	"strings"
 	"sync"
 	"syscall"
@@ -32,6 +31,7 @@ import (
 	"sitewatch/pipeline/atlas"
 	"sitewatch/pipeline/atlas/atlastest"
 	"sitewatch/pipeline/config"
+	"sitewatch/pipeline/model"
 	"sitewatch/pipeline/warehouse"
 	"sitewatch/schema"
 )

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"sitewatch/pipeline/model"
-	"sitewatch/pipeline/wire"
 	"strings"
 	"time"
 
@@ -15,9 +13,11 @@ import (
 	"sitewatch/pipeline/answerlog"
 	"sitewatch/pipeline/bucketsync"
 	"sitewatch/pipeline/config"
+	"sitewatch/pipeline/model"
 	"sitewatch/pipeline/publish"
 	"sitewatch/pipeline/restore"
 	"sitewatch/pipeline/warehouse"
+	"sitewatch/pipeline/wire"
 )
 
 var restoreHelp = help{

@@ -7,8 +7,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"sitewatch/pipeline/model"
-	"sitewatch/pipeline/wire"
 	"strconv"
 	"strings"
 	"testing"
@@ -17,9 +15,11 @@ import (
 	"sitewatch/pipeline"
 	"sitewatch/pipeline/atlas/atlastest"
 	"sitewatch/pipeline/config"
+	"sitewatch/pipeline/model"
 	"sitewatch/pipeline/publish"
 	"sitewatch/pipeline/publish/s3test"
 	"sitewatch/pipeline/restore"
+	"sitewatch/pipeline/wire"
 )
 
 // BenchmarkShare measures what the bucket's restore copy costs at 10,000 domains

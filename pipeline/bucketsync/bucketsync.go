@@ -19,13 +19,13 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
-	"sitewatch/pipeline/model"
 	"slices"
 	"sync"
 
 	"golang.org/x/sync/errgroup"
 
 	"sitewatch/pipeline/answerlog"
+	"sitewatch/pipeline/model"
 	"sitewatch/pipeline/publish"
 	"sitewatch/pipeline/warehouse"
 )

@@ -5,11 +5,11 @@ import (
 	"database/sql"
 	"fmt"
 	"path/filepath"
-	"sitewatch/pipeline/model"
 	"testing"
 	"time"
 
 	"sitewatch/pipeline/atlas/atlastest"
+	"sitewatch/pipeline/model"
 	"sitewatch/pipeline/warehouse"
 	"sitewatch/schema"
 )

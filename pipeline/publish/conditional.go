@@ -10,7 +10,6 @@ import (
 	"maps"
 	"net/http"
 	"path/filepath"
-	"sitewatch/pipeline/model"
 	"slices"
 	"strings"
 
@@ -19,6 +18,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
+
+	"sitewatch/pipeline/model"
 )
 
 // ErrPrecondition: a conditional write found the object in another state than it required

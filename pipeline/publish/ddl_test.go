@@ -7,11 +7,11 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
-	"sitewatch/pipeline/model"
 	"slices"
 	"strings"
 	"testing"
 
+	"sitewatch/pipeline/model"
 	"sitewatch/pipeline/publish"
 	"sitewatch/pipeline/warehouse"
 	"sitewatch/schema/flatten"

@@ -15,7 +15,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sitewatch/pipeline/model"
 	"strings"
 	"sync"
 	"syscall"
@@ -27,6 +26,7 @@ import (
 
 	"sitewatch/pipeline/buildinfo"
 	"sitewatch/pipeline/config"
+	"sitewatch/pipeline/model"
 	"sitewatch/pipeline/publish"
 	"sitewatch/pipeline/publish/filehash"
 	"sitewatch/pipeline/publish/publishtest"

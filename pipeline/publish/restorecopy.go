@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"path"
-	"sitewatch/pipeline/model"
 	"slices"
 	"strings"
 	"time"
@@ -14,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"sitewatch/pipeline/config"
+	"sitewatch/pipeline/model"
 )
 
 // RestoreCopyDir is the folder under the prefix that holds the restore copy of the months the

@@ -1,9 +1,9 @@
 package storetest
 
 import (
-	"sitewatch/pipeline/model"
 	"slices"
 
+	"sitewatch/pipeline/model"
 	"sitewatch/schema"
 )
 

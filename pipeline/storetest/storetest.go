@@ -15,11 +15,11 @@ import (
 	"fmt"
 	"maps"
 	"regexp"
-	"sitewatch/pipeline/model"
 	"slices"
 	"sync"
 	"time"
 
+	"sitewatch/pipeline/model"
 	"sitewatch/schema"
 )
 

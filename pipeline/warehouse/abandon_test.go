@@ -3,11 +3,11 @@ package warehouse
 import (
 	"context"
 	"path/filepath"
-	"sitewatch/pipeline/model"
 	"testing"
 	"time"
 
 	"sitewatch/pipeline/livestatus"
+	"sitewatch/pipeline/model"
 )
 
 // TestClosedRunsKeepMonthAndOutcome: a run that died before recording its month is closed

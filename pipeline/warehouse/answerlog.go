@@ -4,10 +4,10 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"sitewatch/pipeline/model"
 	"slices"
 	"time"
 
+	"sitewatch/pipeline/model"
 	"sitewatch/schema"
 )
 

@@ -2,11 +2,11 @@ package warehouse
 
 import (
 	"context"
-	"sitewatch/pipeline/model"
 	"sync"
 	"testing"
 	"time"
 
+	"sitewatch/pipeline/model"
 	"sitewatch/schema"
 )
 

@@ -3,10 +3,10 @@ package warehouse
 import (
 	"context"
 	"path/filepath"
-	"sitewatch/pipeline/model"
 	"testing"
 
 	"sitewatch/pipeline/atlas/atlastest"
+	"sitewatch/pipeline/model"
 	"sitewatch/schema"
 )
 

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sitewatch/pipeline/model"
 	"strconv"
 	"strings"
 	"testing"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/apache/arrow/go/v17/arrow/memory"
 
+	"sitewatch/pipeline/model"
 	"sitewatch/schema"
 	"sitewatch/schema/flatten"
 )

@@ -5,11 +5,11 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"sitewatch/pipeline/model"
 	"sync"
 	"time"
 
 	"sitewatch/pipeline/livestatus"
+	"sitewatch/pipeline/model"
 )
 
 // StatusAbandoned is the runs.status of a run whose process died while it was running.

@@ -4,8 +4,9 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
-	"sitewatch/pipeline/model"
 	"testing"
+
+	"sitewatch/pipeline/model"
 )
 
 // TestLedgerExportFitsTheLimit: the run-health export after a run (ExportRunHealth) streams

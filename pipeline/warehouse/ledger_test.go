@@ -8,13 +8,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sitewatch/pipeline/model"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"sitewatch/pipeline/atlas/atlastest"
+	"sitewatch/pipeline/model"
 	"sitewatch/schema"
 )
 

@@ -5,8 +5,9 @@ import (
 	"database/sql"
 	"fmt"
 	"path/filepath"
-	"sitewatch/pipeline/model"
 	"strings"
+
+	"sitewatch/pipeline/model"
 )
 
 // mergeKeys says how MergeMonth matches a table's incoming rows with the warehouse's: rows of

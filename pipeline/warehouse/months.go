@@ -6,10 +6,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
+
 	"sitewatch/pipeline/model"
 	"sitewatch/schema"
 	"sitewatch/schema/flatten"
-	"time"
 )
 
 // LatestMonth returns the newest snapshot month with any stored answer, or "" when the

@@ -4,9 +4,10 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"sitewatch/pipeline/model"
 	"slices"
 	"strings"
+
+	"sitewatch/pipeline/model"
 )
 
 // outcomeSQL is every domain of the month with what it holds (bit 1 site-overview stored,

@@ -5,9 +5,9 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"sitewatch/pipeline/model"
 	"time"
 
+	"sitewatch/pipeline/model"
 	"sitewatch/schema"
 )
 

@@ -11,11 +11,11 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"sitewatch/pipeline/model"
 	"slices"
 	"strings"
 	"syscall"
 
+	"sitewatch/pipeline/model"
 	"sitewatch/schema/flatten"
 )
 

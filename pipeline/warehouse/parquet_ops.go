@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
-	"sitewatch/pipeline/model"
 	"slices"
 	"strings"
 
+	"sitewatch/pipeline/model"
 	"sitewatch/schema/flatten"
 	sqlfiles "sitewatch/sql"
 )

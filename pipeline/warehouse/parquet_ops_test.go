@@ -5,11 +5,11 @@ import (
 	"database/sql"
 	"os"
 	"path/filepath"
-	"sitewatch/pipeline/model"
 	"strings"
 	"testing"
 	"time"
 
+	"sitewatch/pipeline/model"
 	"sitewatch/schema"
 	"sitewatch/schema/flatten"
 )

@@ -4,10 +4,11 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"sitewatch/pipeline/model"
 	"sort"
 	"strings"
 	"time"
+
+	"sitewatch/pipeline/model"
 )
 
 // Thresholds of the quality checks (documented in the data dictionary).

@@ -8,10 +8,10 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"sitewatch/pipeline/model"
 	"slices"
 	"strings"
 
+	"sitewatch/pipeline/model"
 	"sitewatch/schema/flatten"
 	sqlfiles "sitewatch/sql"
 )

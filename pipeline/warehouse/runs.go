@@ -4,8 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"sitewatch/pipeline/model"
 	"time"
+
+	"sitewatch/pipeline/model"
 )
 
 func utcPtr(t *time.Time) any {

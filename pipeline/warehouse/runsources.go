@@ -3,6 +3,7 @@ package warehouse
 import (
 	"context"
 	"fmt"
+
 	"sitewatch/pipeline/model"
 )
 

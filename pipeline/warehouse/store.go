@@ -6,9 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
-	"sitewatch/pipeline/model"
 	"time"
 
+	"sitewatch/pipeline/model"
 	"sitewatch/schema"
 	"sitewatch/schema/flatten"
 )

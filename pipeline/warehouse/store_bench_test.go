@@ -4,11 +4,11 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
-	"sitewatch/pipeline/model"
 	"testing"
 	"time"
 
 	"sitewatch/pipeline/atlas/atlastest"
+	"sitewatch/pipeline/model"
 	"sitewatch/schema"
 )
 

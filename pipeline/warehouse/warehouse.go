@@ -15,7 +15,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"sitewatch/pipeline/model"
 	"strconv"
 	"strings"
 	"sync"
@@ -26,6 +25,7 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/memory"
 	"github.com/marcboeker/go-duckdb"
 
+	"sitewatch/pipeline/model"
 	"sitewatch/schema/flatten"
 )
 

@@ -10,12 +10,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sitewatch/pipeline/model"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"sitewatch/pipeline/model"
 	"sitewatch/schema"
 	"sitewatch/schema/flatten"
 )

@@ -2,9 +2,9 @@ package wire
 
 import (
 	"context"
-	"sitewatch/pipeline"
 	"time"
 
+	"sitewatch/pipeline"
 	"sitewatch/pipeline/warehouse"
 )
 

@@ -32,6 +32,7 @@ var (
 	_ pipeline.Warehouses    = Warehouses{}
 	_ pipeline.Warehouse     = runWarehouse{}
 	_ pipeline.ReadWarehouse = (*warehouse.Warehouse)(nil)
+	_ pipeline.Store         = (*warehouse.Warehouse)(nil)
 )
 
 // LockForRun takes the run's shared writer lock of the warehouse at duckdbPath, failing at
