@@ -9,7 +9,6 @@ import (
 
 	"sitewatch/pipeline/atlas"
 	"sitewatch/pipeline/metrics"
-	"sitewatch/pipeline/publish"
 )
 
 // Env is what a command reads from and writes to the outside world; tests fill it in.
@@ -38,9 +37,9 @@ type Env struct {
 	// Sync, when set, tells a dry run and `check` what the bucket holds that the warehouse
 	// lacks (bucketsync_hook.go); a run's pull is bound to its warehouse (Warehouses).
 	Sync BucketSync
-	// AfterPublish are the formats a run's publish writes after the Hive layout (the wiring
-	// passes the Iceberg adapter's); nil: none.
-	AfterPublish []publish.MonthHook
+	// Publisher uploads what a run leaves in the bucket of publish.url (pipeline/wire, with the
+	// formats written after the Hive layout, such as Iceberg).
+	Publisher Publisher
 	// PublishBound bounds the upload a run makes of the month it completed (0:
 	// AutoPublishBound); tests shorten it.
 	PublishBound time.Duration

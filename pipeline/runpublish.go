@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
+	"sitewatch/pipeline/config"
 	"slices"
 	"strings"
 	"time"
-
-	"sitewatch/pipeline/publish"
 )
 
 // AutoPublishBound bounds the upload a run makes of the month it completed. The S3 client's
@@ -58,7 +58,7 @@ func (r *runState) saveRestoreCopies(ctx context.Context) {
 	defer cancel()
 	var saved, failed []string
 	for _, month := range r.paidMonths() {
-		res, err := publish.SaveAfterStop(ctx, r.cfg.Publish, r.cfg.Warehouse.Parquet, month, r.sum.RunID, r.publishOptions())
+		res, err := r.publisher().RestoreCopy(ctx, r.cfg, month, r.sum.RunID, r.publishOptions())
 		if err != nil {
 			err = explainPublishStop(ctx, bound, err)
 			r.env.Logger.Warn("could not save the restore copy of the incomplete month", "snapshot", month, "err", err)
@@ -89,7 +89,7 @@ func (r *runState) publish(ctx context.Context) error {
 	defer cancel()
 	r.env.Metrics.Phase("publish", bound+time.Minute)
 	defer r.env.Metrics.Phase("", 0)
-	res, err := publish.AfterRun(ctx, r.cfg.Publish, r.cfg.Warehouse.Parquet, r.sum.Snapshot, r.sum.RunID, r.publishOptions())
+	res, err := r.publisher().Month(ctx, r.cfg, r.sum.Snapshot, r.sum.RunID, r.publishOptions())
 	if err != nil {
 		err = explainPublishStop(ctx, bound, err)
 		r.sum.notePublished("", err.Error())
@@ -103,9 +103,38 @@ func (r *runState) publish(ctx context.Context) error {
 
 // publishOptions are the options of the run's own publish: it folds the answer log's
 // segments its warehouse holds only if the run still held the lease when it stopped paying.
-func (r *runState) publishOptions() publish.Options {
-	return publish.Options{Logger: r.env.Logger, FoldLogs: r.foldLogs, After: r.env.AfterPublish}
+func (r *runState) publishOptions() PublishOptions {
+	return PublishOptions{Logger: r.env.Logger, FoldLogs: r.foldLogs}
 }
+
+// Upload is what a publish put in the bucket.
+type Upload struct {
+	ManifestURL                string
+	Files, Uploaded, Unchanged int // the month's data objects; those uploaded; those already there
+}
+
+// PublishOptions are what a run's publish is told by the run.
+type PublishOptions struct {
+	Logger *slog.Logger
+	// FoldLogs: the run still held the lease when it stopped paying, so its publish may fold
+	// (and remove) the answer-log segments its warehouse holds.
+	FoldLogs bool
+}
+
+// Publisher uploads what a run leaves in the bucket of publish.url: pipeline/wire implements it
+// over pipeline/publish, with the formats the wiring writes after the Hive layout (Iceberg);
+// cmd/sitewatch sets Env.Publisher. Either method returns a nil *Upload when publishing is off.
+type Publisher interface {
+	// Month uploads month, just completed (never over a month another machine ran after this
+	// one synced); its error names the month.
+	Month(ctx context.Context, cfg *config.Config, month, runID string, opts PublishOptions) (*Upload, error)
+	// RestoreCopy uploads the restore copy (raw answers, ledger, run health) of month, which
+	// the run left incomplete.
+	RestoreCopy(ctx context.Context, cfg *config.Config, month, runID string, opts PublishOptions) (*Upload, error)
+}
+
+// errNoPublisher is the error of a run with publish.url whose Env names no Publisher.
+var errNoPublisher = errors.New("pipeline: Env.Publisher is not set (cmd/sitewatch sets pipeline/wire.Publisher): nothing was uploaded")
 
 // explainPublishStop names why an upload ended early when its context did: a signal or the
 // bound, not the bucket.
@@ -117,4 +146,30 @@ func explainPublishStop(ctx context.Context, bound time.Duration, err error) err
 		return fmt.Errorf("publish interrupted by a signal: %w", err)
 	}
 	return err
+}
+
+// publisher is Env.Publisher; without one, a run with no publish.url publishes nothing and a run
+// with one fails its upload with errNoPublisher.
+func (r *runState) publisher() Publisher {
+	if r.env.Publisher != nil {
+		return r.env.Publisher
+	}
+	return missingPublisher{}
+}
+
+type missingPublisher struct{}
+
+func (missingPublisher) Month(_ context.Context, cfg *config.Config, _, _ string, _ PublishOptions) (*Upload, error) {
+	return nil, missingPublisherErr(cfg)
+}
+
+func (missingPublisher) RestoreCopy(_ context.Context, cfg *config.Config, _, _ string, _ PublishOptions) (*Upload, error) {
+	return nil, missingPublisherErr(cfg)
+}
+
+func missingPublisherErr(cfg *config.Config) error {
+	if cfg.Publish.URL == "" {
+		return nil
+	}
+	return errNoPublisher
 }

@@ -94,6 +94,7 @@ func (h *harness) env() pipeline.Env {
 		Logger:        slog.New(slog.NewTextHandler(h.stderr, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		ProgressEvery: 50 * time.Millisecond,
 		Warehouses:    wire.Warehouses{},
+		Publisher:     wire.Publisher{},
 	}
 }
 

@@ -51,7 +51,7 @@ func cmdRun(ctx context.Context, args []string, env pipeline.Env) error {
 		if answers, err = bucketAnswerLog(ctx, cfg, env); err != nil { // answerlog.go
 			return err
 		}
-		env.AfterPublish = publishFormats() // publish_iceberg.go
+		env.Publisher = wire.Publisher{After: publishFormats()} // publish_iceberg.go
 	}
 	sync, err := bucketSync(ctx, cfg, env) // sync.go; a dry run only reads the bucket
 	bindBucket(&env, sync, answers)
@@ -167,7 +167,7 @@ func cmdSchedule(ctx context.Context, args []string, env pipeline.Env) error {
 		return err
 	}
 	bindBucket(&env, sync, answers)
-	env.AfterPublish = publishFormats() // publish_iceberg.go
+	env.Publisher = wire.Publisher{After: publishFormats()} // publish_iceberg.go
 	if *listen != "" {
 		env.Metrics = metrics.New(metrics.Options{HealthGrace: cfg.HealthGrace.Duration, Logger: env.Logger, StallBound: stallBound(cfg)})
 		seedLastComplete(ctx, cfg, env)
