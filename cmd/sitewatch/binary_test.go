@@ -87,13 +87,14 @@ func TestKillMinus9ThenResumeEqualsUninterrupted(t *testing.T) {
 	}
 	want := dumpTables(t, reference)
 
+	rng := rand.New(rand.NewPCG(killSeed(t), 3))
 	for i := range 3 {
 		h := newHarness(t, slow, domains, "")
 		cmd, out := h.command("run", "--snapshot", testMonth)
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(time.Duration(150+rand.IntN(900)) * time.Millisecond)
+		time.Sleep(time.Duration(150+rng.IntN(900)) * time.Millisecond)
 		_ = cmd.Process.Kill() // SIGKILL: no chance to clean up
 		_ = cmd.Wait()
 		charged := h.srv.Stats().Charged
