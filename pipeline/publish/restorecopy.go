@@ -116,6 +116,26 @@ func (p *Publisher) DropRestoreCopy(ctx context.Context, month string) error {
 	return nil
 }
 
+// guardRestoreCopy refuses (with Options.GuardRuns) to publish s's month complete over a
+// restore copy of it that names a run this warehouse does not hold (another machine's probe
+// or run, saved while this one could not reach the bucket): the publish drops the copy once
+// the month stands and a restore prefers the complete month, so that run's ledger rows and
+// answers would leave the bucket. The refusal is a *StaleError: `sitewatch run` pulls the
+// copy first, and its publish then holds both. Seen in the fault soak: a payer cut off after
+// its last call published when the cut healed, over a copy holding two other machines'
+// probes, and the bucket's ledger lost them.
+func (p *Publisher) guardRestoreCopy(ctx context.Context, s set) error {
+	if !p.opts.GuardRuns {
+		return nil
+	}
+	c := p.RestoreCopies()
+	m, err := c.readManifest(ctx, s.month)
+	if err != nil || m == nil {
+		return err
+	}
+	return c.guard(ctx, set{rel: manifestRel(s.month), root: s.root, month: s.month, runID: s.runID}, m)
+}
+
 // SaveAfterStop saves the restore copy of month after a run that stopped before completing
 // it, when cfg.URL is set (nil Result and error otherwise). Errors are those of New and
 // SaveRestoreCopy.
