@@ -5,7 +5,7 @@ PKGS      := ./...
 DEMO_ADDR ?= 127.0.0.1:18080
 export CGO_ENABLED := 1
 
-.PHONY: build release test soak test-short test-long demo bench bench-scale bench-analyst lint fmt clean tools
+.PHONY: build release test test-seconds soak test-short test-long demo bench bench-scale bench-analyst lint fmt clean tools
 
 # The version every output names (--version, manifests, webhooks), stamped by the linker so it
 # holds where the toolchain records no VCS data (GOFLAGS=-buildvcs=false, a tarball).
@@ -40,16 +40,22 @@ test: tools
 	$(GO) vet $(PKGS)
 	@test -z "$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))" || { echo "gofmt needed:"; gofmt -l .; exit 1; }
 	@$(GO) test -race -timeout 40m -skip '$(NORACE_TESTS)' $$($(GO) list $(PKGS) | grep -vx 'sitewatch/cmd/sitewatch') & rest=$$!; \
+	  SITEWATCH_FAULT_SEED=$(FAULT_SEEDS) $(GO) test -count=1 -tags faultsoak -timeout 15m -run 'TestFaultSchedules|TestAnswerLogBoundsWhatATakeoverRepays' ./cmd/sitewatch/ & soak=$$!; \
 	  GO=$(GO) TEST_TIMEOUT=40m scripts/test-shards.sh $(CMD_SHARDS) ./cmd/sitewatch -race; cmd=$$?; \
-	  wait $$rest; other=$$?; test $$cmd -eq 0 && test $$other -eq 0
+	  wait $$rest; other=$$?; wait $$soak; soaked=$$?; test $$cmd -eq 0 && test $$other -eq 0 && test $$soaked -eq 0
 	$(GO) test -count=1 -timeout 10m -run '$(NORACE_TESTS)' ./pipeline/atlas/atlastest/ ./pipeline/report/
 	$(GO) test -count=1 -timeout 10m -run 'TestLayoutBudgets' ./pipeline/report/
-	SITEWATCH_FAULT_SEED=$(FAULT_SEEDS) $(GO) test -count=1 -tags faultsoak -timeout 15m -run 'TestFaultSchedules|TestAnswerLogBoundsWhatATakeoverRepays' ./cmd/sitewatch/
+
+# Measures how long each cmd/sitewatch test takes under -race (one verbose sharded run) and
+# writes scripts/sitewatch-test-seconds, by which `make test` deals the tests to its shards.
+test-seconds: tools
+	GO=$(GO) TEST_TIMEOUT=60m TEST_SECONDS_WRITE=1 scripts/test-shards.sh $(CMD_SHARDS) ./cmd/sitewatch -race
 
 # Three fault schedules (machines sharing a bucket: kill -9, kill -9 with the warehouse wiped,
 # cuts shorter and longer than a takeover, restore --force; each seed's drawn faults replay), and
 # the answer log's kill-and-wipe scenario with the log on and off (the checker must fail without
-# it), in every `make test`; `make soak` draws 21 new schedules (SITEWATCH_FAULT_SCHEDULES=N).
+# it), in every `make test`, beside the race-detector pass (its bounds do not depend on load: a
+# loaded machine is part of what it must survive); `make soak` draws 21 new schedules (SITEWATCH_FAULT_SCHEDULES=N).
 FAULT_SEEDS ?= 19,42,43
 
 soak:

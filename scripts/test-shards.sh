@@ -10,9 +10,12 @@
 #
 # The test binary is built once (with the given flags, e.g. -race) and the sitewatch binary
 # the end-to-end tests start is built once for all shards (SITEWATCH_TEST_BINARY). Tests are
-# dealt round-robin in the order `-test.list` gives (file order), so the long ones of one file
-# spread over the shards. Environment: TEST_TIMEOUT (default 40m), TEST_RUN (a -test.run
-# pattern to restrict the tests, default all).
+# dealt longest first, each to the shard with the least work so far, by the seconds a measured
+# run took (TEST_SECONDS, default scripts/<package dir name>-test-seconds: "seconds name" lines,
+# written by `make test-seconds`; a test not in it counts as 5 s). Round-robin in file order
+# left one of three shards 170 s shorter than the others in CI. Environment: TEST_TIMEOUT
+# (default 40m), TEST_RUN (a -test.run pattern to restrict the tests, default all),
+# TEST_SECONDS_WRITE=1 (run verbose and write the seconds each test took to the seconds file).
 set -euo pipefail
 shards=$1 pkg=$2
 shift 2
@@ -33,17 +36,33 @@ if ((${#tests[@]} == 0)); then
   exit 1
 fi
 
+# Longest first, each to the least-loaded shard (seconds as integers; unknown tests 5 s).
+seconds_file=${TEST_SECONDS:-$(dirname "$0")/$(basename "$dir")-test-seconds}
+declare -A secs=()
+if [[ -f $seconds_file ]]; then
+  while read -r t name; do secs[$name]=${t%.*}; done <"$seconds_file"
+fi
+mapfile -t tests < <(for t in "${tests[@]}"; do echo "${secs[$t]:-5} $t"; done | sort -k1,1nr -k2 | cut -d' ' -f2)
+load=() dealt=()
+for ((s = 0; s < shards; s++)); do load[s]=0 dealt[s]=""; done
+for t in "${tests[@]}"; do
+  least=0
+  for ((s = 1; s < shards; s++)); do ((load[s] < load[least])) && least=$s; done
+  load[least]=$((load[least] + ${secs[$t]:-5}))
+  dealt[least]+="${dealt[least]:+|}$t"
+done
+
 pids=()
 for ((s = 0; s < shards; s++)); do
+  [[ -n ${dealt[s]} ]] || continue
   names=()
-  for ((i = s; i < ${#tests[@]}; i += shards)); do names+=("${tests[i]}"); done
-  ((${#names[@]})) || continue
+  IFS='|' read -r -a names <<<"${dealt[s]}"
   pattern="^($(IFS='|'; echo "${names[*]}"))\$"
   (
     cd "$dir"
     start=$SECONDS
     code=0
-    "$work/pkg.test" -test.run "$pattern" -test.timeout "$timeout" -test.count 1 >"$work/shard$s.out" 2>&1 || code=$?
+    "$work/pkg.test" -test.run "$pattern" -test.timeout "$timeout" -test.count 1 ${TEST_SECONDS_WRITE:+-test.v} >"$work/shard$s.out" 2>&1 || code=$?
     echo "$((SECONDS - start))" >"$work/shard$s.secs"
     exit $code
   ) &
@@ -54,11 +73,15 @@ failed=0
 for entry in "${pids[@]}"; do
   IFS=: read -r pid s n <<<"$entry"
   if wait "$pid"; then
-    echo "ok   $pkg shard $((s + 1))/$shards: $n tests in $(cat "$work/shard$s.secs") s"
+    echo "ok   $pkg shard $((s + 1))/$shards: $n tests in $(cat "$work/shard$s.secs") s (measured share ${load[s]} s)"
   else
     failed=1
     echo "FAIL $pkg shard $((s + 1))/$shards ($n tests):"
     cat "$work/shard$s.out"
   fi
 done
+if [[ -n ${TEST_SECONDS_WRITE:-} ]] && ((failed == 0)); then
+  cat "$work"/shard*.out | sed -nE 's/^--- (PASS|SKIP): ([^ ]+) \(([0-9]+)(\.[0-9]+)?s\)$/\3 \2/p' | sort -k1,1nr -k2 >"$seconds_file"
+  echo "wrote $(wc -l <"$seconds_file") tests' seconds to $seconds_file"
+fi
 exit $failed

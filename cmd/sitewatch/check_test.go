@@ -116,7 +116,7 @@ func TestScheduleListenMetrics(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- pipeline.Schedule(ctx, cfg, env, pipeline.ScheduleOptions{OnRun: runs.record}) }()
 
-	waitFor(t, 20*time.Second, func() bool { return h.srv.Stats().Charged >= 6 })
+	waitFor(t, func() bool { return h.srv.Stats().Charged >= 6 })
 	during, err := metrics.Scrape(ctx, base)
 	if err != nil {
 		t.Fatal(err)
@@ -124,7 +124,7 @@ func TestScheduleListenMetrics(t *testing.T) {
 	if v, ok := during.Value("sitewatch_run_in_progress"); !ok || v != 1 {
 		t.Errorf("sitewatch_run_in_progress during the run = %v (%v), want 1", v, ok)
 	}
-	waitFor(t, 30*time.Second, func() bool { return len(runs.get()) == 1 })
+	waitFor(t, func() bool { return len(runs.get()) == 1 })
 	after, err := metrics.Scrape(ctx, base)
 	if err != nil {
 		t.Fatal(err)
@@ -165,7 +165,7 @@ func TestScheduleListenCommand(t *testing.T) {
 	}
 	defer func() { _ = cmd.Process.Kill() }()
 	addr := regexp.MustCompile(`metrics listening on (http://127\.0\.0\.1:\d+)`)
-	waitFor(t, 60*time.Second, func() bool {
+	waitFor(t, func() bool {
 		return addr.MatchString(out.String()) && strings.Contains(out.String(), "scheduled run complete")
 	})
 	base := addr.FindStringSubmatch(out.String())[1]

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -29,6 +30,20 @@ func killPoints() int {
 		return 20
 	}
 	return 5
+}
+
+// killSeed is the seed of a kill test's random kill points: SITEWATCH_KILL_SEED when set (to
+// replay a failure), else a new one each run; it is printed either way. The points are drawn
+// from it as fractions of a measured uninterrupted run, so a replay draws the same fractions (the
+// moments they land on still follow that run's duration on the machine).
+func killSeed(t *testing.T) uint64 {
+	t.Helper()
+	seed := uint64(time.Now().UnixNano())
+	if v, err := strconv.ParseUint(os.Getenv("SITEWATCH_KILL_SEED"), 10, 64); err == nil {
+		seed = v
+	}
+	t.Logf("kill points drawn from seed %d (replay with SITEWATCH_KILL_SEED=%d)", seed, seed)
+	return seed
 }
 
 // TestCrashKillMinus9DuringRun kills `sitewatch run` of a 100-domain snapshot at random
@@ -57,7 +72,7 @@ func TestCrashKillMinus9DuringRun(t *testing.T) {
 	t.Logf("uninterrupted run of %d domains: %v", len(domains), full.Round(10*time.Millisecond))
 
 	n := killPoints()
-	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
+	rng := rand.New(rand.NewPCG(killSeed(t), 7))
 	began := time.Now()
 	for i := range n {
 		// Stratified: one point in each n-th of the run, so start, middle and end all get hit.
@@ -232,7 +247,7 @@ func TestCrashKillMinus9DuringParquetExport(t *testing.T) {
 	exportFrom := max(0, 1-1.5*float64(exportTook)/float64(full))
 
 	n := killPoints()
-	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 11))
+	rng := rand.New(rand.NewPCG(killSeed(t), 11))
 	mixedRuns := 0
 	for i := range n {
 		// Most points where the export runs; every fourth one earlier, in the rebuild proper.

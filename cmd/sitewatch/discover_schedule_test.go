@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"sitewatch/pipeline"
 	"sitewatch/pipeline/atlas/atlastest"
@@ -45,7 +44,7 @@ func TestScheduleGrowsWatchlistWithinBudget(t *testing.T) {
 		h.srv.TurnMonth() // the API now serves 2026-11
 	}}
 	stop := scheduleRun(t, h, "*/2 * * * * *", pipeline.ScheduleOptions{OnRun: runs.record, Parse: secondsParser})
-	waitFor(t, 60*time.Second, func() bool { return len(runs.get()) >= 2 })
+	waitFor(t, func() bool { return len(runs.get()) >= 2 })
 	stop()
 	if got := runs.get(); got[0] != pipeline.StatusComplete || got[1] != pipeline.StatusComplete {
 		t.Fatalf("runs = %v, want two complete months", got)

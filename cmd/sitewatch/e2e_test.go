@@ -502,7 +502,7 @@ func TestInterruptKeepsAnsweredCalls(t *testing.T) {
 	h := newHarness(t, atlastest.Options{LatencyMin: 150 * time.Millisecond, LatencyMax: 300 * time.Millisecond}, domains, "  rate_limit: 20\n")
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
-		waitFor(t, 10*time.Second, func() bool { return h.srv.Stats().Requests >= 10 })
+		waitFor(t, func() bool { return h.srv.Stats().Requests >= 10 })
 		cancel()
 	}()
 	code := Main(ctx, []string{"run", "--config", h.cfgPath, "--snapshot", testMonth}, h.env())
@@ -569,7 +569,7 @@ func TestScheduleSignalMidRunCommitsAndReturns(t *testing.T) {
 	cfg.Schedule = "* * * * * *" // every second, with the swapped parser
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
-		waitFor(t, 10*time.Second, func() bool { return h.srv.Stats().Requests >= 10 })
+		waitFor(t, func() bool { return h.srv.Stats().Requests >= 10 })
 		cancel()
 	}()
 	done := make(chan error, 1)

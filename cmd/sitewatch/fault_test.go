@@ -539,12 +539,17 @@ func (w *manifestWatch) read(ctx context.Context, base, body string) (manifestVe
 }
 
 // logPayingRuns logs the end of the output of every run that was charged, to tell why it
-// stopped and what it published.
+// stopped and what it published: its last 1,200 bytes, or SITEWATCH_FAULT_TAIL bytes (to read
+// a replayed seed's runs whole).
 func (s *faultSchedule) logPayingRuns() {
+	n := 1200
+	if v, err := strconv.Atoi(os.Getenv("SITEWATCH_FAULT_TAIL")); err == nil && v > 0 {
+		n = v
+	}
 	for _, p := range s.procs {
 		if p.command == "run" && len(p.charges) > 0 {
 			s.t.Logf("runner %d run %s–%s (exit %d, %d charges):\n%s", p.runner, p.start.Format("15:04:05.000"),
-				p.end.Format("15:04:05.000"), p.exit, len(p.charges), tail(p.output, 1200))
+				p.end.Format("15:04:05.000"), p.exit, len(p.charges), tail(p.output, n))
 		}
 	}
 }

@@ -25,7 +25,7 @@ func TestMonthTurnsMidRun(t *testing.T) {
 	next := nextMonth(testMonth)
 	done := make(chan int, 1)
 	go func() { done <- h.run("run") }()
-	waitFor(t, 20*time.Second, func() bool { return h.srv.Stats().Charged >= 12 })
+	waitFor(t, func() bool { return h.srv.Stats().Charged >= 12 })
 	if got := h.srv.TurnMonth(); got != next {
 		t.Fatalf("TurnMonth = %s, want %s", got, next)
 	}

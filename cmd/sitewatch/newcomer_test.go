@@ -180,7 +180,7 @@ func TestScheduleSignalIsNoError(t *testing.T) {
 	done := make(chan int, 1)
 	env := h.env()
 	go func() { done <- Main(ctx, []string{"schedule", "--config", h.cfgPath}, env) }()
-	waitFor(t, 20*time.Second, func() bool { return h.srv.Stats().Charged >= 5 })
+	waitFor(t, func() bool { return h.srv.Stats().Charged >= 5 })
 	cancel()
 	select {
 	case code := <-done:

@@ -982,7 +982,7 @@ func holdDuckDB(t *testing.T, h *harness, name string) (pid int, release func())
 	var once sync.Once
 	release = func() { once.Do(func() { _ = stdin.Close(); _ = holder.Wait() }) }
 	t.Cleanup(release)
-	waitFor(t, 30*time.Second, func() bool {
+	waitFor(t, func() bool {
 		return strings.Contains(out.String(), "holding") || strings.Contains(out.String(), "fail")
 	})
 	if !strings.Contains(out.String(), "holding") {

@@ -91,6 +91,9 @@ func restoreWarehouse(ctx context.Context, cfg *config.Config, env pipeline.Env,
 		opts.BeforeReplace = func(ctx context.Context, built string) error { return keepLacking(ctx, cfg, env, src, built) }
 	}
 	res, err := restore.Run(ctx, src, opts)
+	if errors.Is(err, restore.ErrNothingPublished) {
+		return restoreLogOnly(ctx, cfg, env, src, err)
+	}
 	if err != nil {
 		return err
 	}
@@ -108,6 +111,27 @@ func restoreWarehouse(ctx context.Context, cfg *config.Config, env pipeline.Env,
 		fmt.Fprintf(env.Stdout, "the previous warehouse is kept as %s\n", res.MovedAside)
 	}
 	return nil
+}
+
+// restoreLogOnly restores a bucket that holds no published month yet but holds the answer log
+// of runs that paid before publishing anything (a first month's payer killed and its disk
+// lost): a new warehouse takes those answers in, as a run's pull would, so they are not paid
+// again. With no log either, or a warehouse already here, nothing is published to restore:
+// nothingErr.
+func restoreLogOnly(ctx context.Context, cfg *config.Config, env pipeline.Env, src *publish.Publisher, nothingErr error) error {
+	if _, err := os.Stat(cfg.Warehouse.DuckDB); !errors.Is(err, fs.ErrNotExist) {
+		return nothingErr
+	}
+	_, logs, err := src.Listing(ctx)
+	if err != nil {
+		return err
+	}
+	if len(logs) == 0 {
+		return nothingErr
+	}
+	fmt.Fprintf(env.Stdout, "nothing published at %s yet, but its answer log holds %d segments of runs that paid: taking them into a new warehouse\n",
+		cfg.Publish.URL, len(logs))
+	return takeAnswerLog(ctx, cfg, env, src)
 }
 
 // restoreIfMissing restores the warehouse first when its file is absent (runners without a

@@ -245,6 +245,27 @@ func deletePrefix(t *testing.T, gw *s3test.Server, prefix string) {
 	}
 }
 
+// TestRestoreIfMissingStartsOverAnInterruptedFirstPublish: a first publish killed or cut
+// before its manifest leaves Parquet files of the Hive layout and of a restore copy that
+// nothing reads; a fresh machine's run --restore-if-missing starts the month anew instead of
+// refusing the bucket for good (as it did: 2 of 100 fault-soak schedules, every runner refused
+// for five minutes).
+func TestRestoreIfMissingStartsOverAnInterruptedFirstPublish(t *testing.T) {
+	gw := bucketGateway(t)
+	domains := atlastest.Domains(2)
+	putObject(t, gw, "team/sites/snapshot_month="+testMonth+"/part-0.parquet", []byte("PAR1 orphan"))
+	putObject(t, gw, "team/countries/part-0.parquet", []byte("PAR1 orphan"))
+	putObject(t, gw, "team/_restore/raw_responses/snapshot_month="+testMonth+"/part-0.parquet", []byte("PAR1 orphan"))
+	b := newHarness(t, atlastest.Options{}, domains, "")
+	withPublish(t, b, gw.Endpoint, "")
+	if code := b.run("run", "--restore-if-missing"); code != ExitOK || !strings.Contains(b.stdout.String(), "starting a new warehouse") {
+		t.Fatalf("run --restore-if-missing over an interrupted first publish: exit %d, want 0 starting anew\n%s%s", code, b.stdout, b.stderr)
+	}
+	if getObject(t, gw, "team/_manifests/snapshot_month="+testMonth+".json") == "" {
+		t.Error("the run did not publish its month over the orphaned files")
+	}
+}
+
 // TestRestoreIfMissingWaitsForTheWriter: while another runner holds the bucket lease, `run
 // --restore-if-missing` on a fresh machine fails at once naming the holder, having restored
 // nothing (no warehouse file that would keep a later run from restoring the newer bucket)
@@ -281,14 +302,14 @@ func waitCommitted(t *testing.T, h *harness, out *syncBuffer, passed int) {
 		}
 		return n
 	}
-	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(eventHangGuard); ; time.Sleep(20 * time.Millisecond) {
 		st := h.srv.Stats()
 		if st.Requests >= passed && h.srv.InFlight() == 0 && committed() == st.Charged {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("after 60 s the simulator answered %d of %d requests and charged %d credits; the run committed %d charges:\n%s",
-				st.Requests, passed, st.Charged, committed(), tail(out.String(), 3000))
+			t.Fatalf("hung: after %v the simulator answered %d of %d requests and charged %d credits; the run committed %d charges:\n%s",
+				eventHangGuard, st.Requests, passed, st.Charged, committed(), tail(out.String(), 3000))
 		}
 	}
 }

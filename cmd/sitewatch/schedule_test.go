@@ -86,7 +86,7 @@ func TestScheduleReturnsRunMemory(t *testing.T) {
 	var forcedAfter, freeHeld uint64
 	runs.onRun = func(int, *pipeline.Summary) { forcedAfter, freeHeld = read() }
 	stop := scheduleRun(t, h, "", pipeline.ScheduleOptions{OnRun: runs.record})
-	waitFor(t, 60*time.Second, func() bool { return len(runs.get()) == 1 })
+	waitFor(t, func() bool { return len(runs.get()) == 1 })
 	stop()
 	if got := runs.get(); got[0] != pipeline.StatusComplete {
 		t.Fatalf("runs = %v, want one complete run", got)
@@ -114,7 +114,7 @@ func TestScheduleCatchesUpAfterDowntime(t *testing.T) {
 	if next := <-started; next.After(time.Now().Add(time.Second)) {
 		t.Fatalf("first wake-up at %s: a missed tick should be caught up at once", next)
 	}
-	waitFor(t, 20*time.Second, func() bool { return len(runs.get()) == 1 })
+	waitFor(t, func() bool { return len(runs.get()) == 1 })
 	time.Sleep(300 * time.Millisecond)
 	stop()
 	if got := runs.get(); len(got) != 1 || got[0] != pipeline.StatusComplete {
@@ -152,7 +152,7 @@ func TestScheduleRetriesAnIncompleteMonth(t *testing.T) {
 		}
 	}}
 	stop := scheduleRun(t, h, "", pipeline.ScheduleOptions{OnRun: runs.record, RetryEvery: 500 * time.Millisecond})
-	waitFor(t, 30*time.Second, func() bool { return len(runs.get()) >= 2 })
+	waitFor(t, func() bool { return len(runs.get()) >= 2 })
 	time.Sleep(1500 * time.Millisecond) // three more retry periods: no further run
 	stop()
 	got := runs.get()

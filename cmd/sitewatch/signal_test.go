@@ -116,9 +116,9 @@ func TestScheduleEndsOnSignal(t *testing.T) {
 			// The first run (catch-up: nothing held) completes the month; then it waits for
 			// the next cron time (the 2nd of next month).
 			// (h.stdout is the command's to set: the bucket tells instead.)
-			waitFor(t, 60*time.Second, func() bool { return getObject(t, gw, "team/_manifests/snapshot_month="+testMonth+".json") != "" })
+			waitFor(t, func() bool { return getObject(t, gw, "team/_manifests/snapshot_month="+testMonth+".json") != "" })
 			// The run's last act is releasing its lease; the schedule then waits for the next tick.
-			waitFor(t, 60*time.Second, func() bool { return getObject(t, gw, "team/_sitewatch/lease.json") == "" })
+			waitFor(t, func() bool { return getObject(t, gw, "team/_sitewatch/lease.json") == "" })
 		}, "schedule")
 		if code != ExitOK {
 			t.Errorf("schedule idle: exit %d after a signal, want 0\n%s%s", code, h.stdout, tail(h.stderr.String(), 2000))

@@ -239,7 +239,7 @@ func TestStatusDuringRealRun(t *testing.T) {
 	}
 	defer func() { _ = run.Process.Kill(); _ = run.Wait() }()
 	live := livestatus.Path(filepath.Join(h.dir, "data/w.duckdb"))
-	waitFor(t, 30*time.Second, func() bool {
+	waitFor(t, func() bool {
 		s, err := livestatus.Read(live)
 		return err == nil && s.State == livestatus.StateRunning && s.Loaded >= 1 && s.Loaded < len(domains)
 	})

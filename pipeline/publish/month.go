@@ -37,11 +37,14 @@ func (p *Publisher) Month(ctx context.Context, parquetRoot, month, runID string)
 	for _, f := range slices.Concat(files, shared) {
 		keep[f.Rel] = true
 	}
+	monthSet := set{rel: manifestRel(month), root: parquetRoot, month: month, runID: runID, files: files, keep: keep}
+	if err := p.guardRestoreCopy(ctx, monthSet); err != nil {
+		return res, err
+	}
 	sharedSet := set{rel: sharedManifestRel, root: parquetRoot, files: shared, keep: keep}
 	if err := p.publishSet(ctx, sharedSet, &res); err != nil {
 		return res, err
 	}
-	monthSet := set{rel: manifestRel(month), root: parquetRoot, month: month, runID: runID, files: files, keep: keep}
 	if err := p.publishSet(ctx, monthSet, &res); err != nil {
 		return res, err
 	}

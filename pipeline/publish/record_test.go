@@ -65,6 +65,41 @@ func TestStaleWriterNeverOverwrites(t *testing.T) {
 	}
 }
 
+// TestCompleteMonthNeverDropsACopyNamingAnotherRun: machine B saved the restore copy of a
+// month with a run (a probe) machine A never took in; A, completing the month, is refused
+// before it writes anything, naming B's run, and the copy stays: publishing would have dropped
+// the copy, and B's ledger rows with it (found by the fault soak: a payer cut off after its
+// last call published when the cut healed, over two other machines' probes).
+func TestCompleteMonthNeverDropsACopyNamingAnotherRun(t *testing.T) {
+	a, b := publishtest.NewFixture(t), publishtest.NewFixture(t)
+	g := newGateway(t)
+	ctx := context.Background()
+	guarded := func(o *publish.Options) { o.GuardRuns = true }
+	pa := newPublisher(t, g.config(g.Endpoint, "team"), io.Discard, guarded)
+	pb := newPublisher(t, g.config(g.Endpoint, "team"), io.Discard, guarded)
+	if _, err := pb.SaveRestoreCopy(ctx, b.Parquet(), monthB, "probe-of-b", true); err != nil {
+		t.Fatal(err)
+	}
+	_, err := pa.Month(ctx, a.Parquet(), monthB, fixtureRun(t, a, monthB))
+	var stale *publish.StaleError
+	if !errors.As(err, &stale) || !strings.Contains(err.Error(), "probe-of-b") || !strings.Contains(err.Error(), "_restore/_manifests/") {
+		t.Fatalf("A completing the month over B's copy: %v, want a StaleError naming probe-of-b and the copy", err)
+	}
+	if _, ok := g.manifest(t, "team", monthB); ok {
+		t.Error("the refused publish wrote the month's manifest")
+	}
+	if m, ok := g.manifest(t, "team/_restore", monthB); !ok || m.RunID != "probe-of-b" {
+		t.Errorf("B's restore copy was dropped or replaced: %v %v", m, ok)
+	}
+	// B holds A's run and its own: its publish of the complete month drops the copy.
+	if _, err := pb.Month(ctx, b.Parquet(), monthB, "probe-of-b"); err != nil {
+		t.Fatalf("B completing the month over its own copy: %v", err)
+	}
+	if _, ok := g.manifest(t, "team/_restore", monthB); ok {
+		t.Error("the copy stayed after its own machine published the complete month")
+	}
+}
+
 // TestManifestWrittenOnlyOverTheVersionRead: a manifest written by another machine between
 // a publish's read and its write (If-Match on the ETag read; If-None-Match: * for a new
 // one) makes the publish fail with a StaleError, and the other machine's manifest stands.
