@@ -113,7 +113,23 @@ func (w *Writer) Run(ctx context.Context) {
 		case <-tick.C:
 		case <-renewals:
 		}
+		if w.stopping(ctx) {
+			return
+		}
 		w.step(ctx)
+	}
+}
+
+// stopping says whether Close (or ctx's end) came with the tick the loop just took: select
+// picks at random among ready cases, and a loop that took a tick after Close each time a
+// write hung on a cut kept Close waiting an Attempt longer each time, past its bound
+// (found by pipeline/fencesim: a seed did not replay).
+func (w *Writer) stopping(ctx context.Context) bool {
+	select {
+	case <-w.stop:
+		return true
+	default:
+		return ctx.Err() != nil
 	}
 }
 
