@@ -104,8 +104,11 @@ func (s *sim) play() {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var wg sync.WaitGroup
-	plan := drawFaults(stream(s.seed, streamChaos))
-	s.logf(-1, "seed %d, answer log %v, drawn faults: %s", s.seed, s.answerLog, describeFaults(plan))
+	plan, how := s.script, "scripted"
+	if plan == nil {
+		plan, how = drawFaults(stream(s.seed, streamChaos)), "drawn"
+	}
+	s.logf(-1, "seed %d, answer log %v, %s faults: %s", s.seed, s.answerLog, how, describeFaults(plan))
 	watchdog := time.AfterFunc(simLimit, func() { s.update(func() { s.hung = true }); cancel() })
 	defer watchdog.Stop()
 	s.machines[0].start(ctx, &wg)

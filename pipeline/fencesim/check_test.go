@@ -2,14 +2,12 @@ package fencesim
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"sort"
 	"time"
 
 	"sitewatch/pipeline/answerlog"
-	"sitewatch/pipeline/warehouse"
 )
 
 // stats are a schedule's figures: what the checker excused, for the report.
@@ -164,9 +162,9 @@ func (s *sim) checkBucket() []string {
 	}
 	charges := rows.Charges
 	if body, _, found, _ := cl.GetSmall(ctx, monthKey); found {
-		var published []warehouse.Charge
-		if err := json.Unmarshal(body, &published); err != nil {
-			return []string{fmt.Sprintf("the month's ledger does not read: %v", err)}
+		published, err := parseLedger(body)
+		if err != nil {
+			return []string{err.Error()}
 		}
 		charges = append(charges, published...)
 	}
