@@ -20,7 +20,8 @@ import (
 // If-Match on PUT, If-Match on DELETE), ETags, GET and LIST, and one fault: a machine cut
 // from it. A cut machine's requests hang until the cut heals (then they go through) or
 // their context ends; a write sent during a cut lands at once in one case of three though
-// its answer is lost, as when a connection drops after the server acted.
+// its answer is lost, as when a connection drops after the server acted, and one its sender
+// gave up on lands after the heal in one case of three, as a stalled connection's may.
 type bucket struct {
 	seed uint64
 
@@ -122,6 +123,9 @@ func (c client) do(ctx context.Context, name, key string, write bool, op func() 
 	c.b.mu.Unlock()
 	select {
 	case <-ctx.Done():
+		if write && !landed && c.b.lands(c.m, "late "+name, key, time.Now()) {
+			go c.landLate(cu, op)
+		}
 		return fmt.Errorf("%s %s: %w", name, key, ctx.Err())
 	case <-cu.healed:
 	}
@@ -132,6 +136,20 @@ func (c client) do(ctx context.Context, name, key string, write bool, op func() 
 	defer c.b.mu.Unlock()
 	return op()
 }
+
+// landLate makes a write its sender gave up on during a cut land after the heal, as a
+// request held by a stalled connection may: in one case of three. It lands lateLanding after
+// the heal, an instant no other actor acts at (see the offsets in sim_test.go).
+func (c client) landLate(cu *cut, op func() error) {
+	<-cu.healed
+	time.Sleep(lateLanding)
+	c.b.mu.Lock()
+	defer c.b.mu.Unlock()
+	_ = op() // nobody waits for its answer
+}
+
+// lateLanding is how long after a heal an abandoned write lands.
+const lateLanding = 500 * time.Microsecond
 
 func (c client) URL(rel string) string { return "s3://sim/" + rel }
 
