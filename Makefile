@@ -47,7 +47,7 @@ test: tools
 	$(GO) test -count=1 -timeout 10m -run 'TestSimulatedSchedules' ./pipeline/fencesim/
 	SITEWATCH_FAULT_SEED=$(FAULT_SEEDS) $(GO) test -count=1 -tags faultsoak -timeout 15m -run 'TestFaultSchedules|TestAnswerLogBoundsWhatATakeoverRepays' ./cmd/sitewatch/
 
-# The in-process fault simulation plays 1,000 seeded schedules in fake time (about 3 s of CPU;
+# The in-process fault simulation plays 1,000 seeded schedules in fake time (about 3.3 s of CPU;
 # 100 in the -race pass above): docs/sharing.md, "The in-process simulation".
 # Three fault schedules (machines sharing a bucket: kill -9, kill -9 with the warehouse wiped,
 # cuts shorter and longer than a takeover, restore --force; each seed's drawn faults replay), and

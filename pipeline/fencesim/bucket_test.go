@@ -25,15 +25,25 @@ import (
 type bucket struct {
 	seed uint64
 
+	late sync.WaitGroup // writes landing after a heal (landLate)
+
 	mu    sync.Mutex
 	objs  map[string]object
 	etags int
-	cuts  map[int]*cut // by machine, while cut
+	cuts  map[cutKey]*cut // while cut
 }
 
 type object struct {
 	body []byte
 	etag string
+}
+
+// cutKey names a cut: of machine m from the whole bucket, or (logOnly) from writing the
+// answer log's segments alone, as when the service refuses or throttles those PUTs while the
+// lease's requests go through.
+type cutKey struct {
+	m       int
+	logOnly bool
 }
 
 // cut is one machine's open cut: healed closes when the last of its overlapping cuts heals.
@@ -43,26 +53,26 @@ type cut struct {
 }
 
 func newBucket(seed uint64) *bucket {
-	return &bucket{seed: seed, objs: map[string]object{}, cuts: map[int]*cut{}}
+	return &bucket{seed: seed, objs: map[string]object{}, cuts: map[cutKey]*cut{}}
 }
 
-// cut cuts machine m from the bucket until as many heals as cuts.
-func (b *bucket) cut(m int) {
+// cut cuts k until as many heals as cuts.
+func (b *bucket) cut(k cutKey) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	c := b.cuts[m]
+	c := b.cuts[k]
 	if c == nil {
 		c = &cut{healed: make(chan struct{})}
-		b.cuts[m] = c
+		b.cuts[k] = c
 	}
 	c.depth++
 }
 
-// heal ends one cut of machine m; it reports whether m is connected again.
-func (b *bucket) heal(m int) bool {
+// heal ends one cut k; it reports whether it was the last.
+func (b *bucket) heal(k cutKey) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	c := b.cuts[m]
+	c := b.cuts[k]
 	if c == nil {
 		return true
 	}
@@ -70,7 +80,7 @@ func (b *bucket) heal(m int) bool {
 		return false
 	}
 	close(c.healed)
-	delete(b.cuts, m)
+	delete(b.cuts, k)
 	return true
 }
 
@@ -103,38 +113,62 @@ var (
 	_ answerlog.Bucket = client{}
 )
 
-// do runs op (under the bucket's lock) for machine m: at once when m is not cut; when it
-// is, a write lands now in one case of three (its answer lost), and the request hangs until
-// the heal (then the op runs, unless it landed) or ctx ends.
+// do runs op (under the bucket's lock) for machine m after a round trip: at once when no
+// cut stops the request; when one does, a write lands now in one case of three (its answer
+// lost), and the request hangs until the heal (then it is looked at again: another cut may
+// still stop it) or ctx ends.
 func (c client) do(ctx context.Context, name, key string, write bool, op func() error) error {
 	if err := sleep(ctx, requestLatency); err != nil {
 		return fmt.Errorf("%s %s: %w", name, key, err)
 	}
-	c.b.mu.Lock()
-	cu := c.b.cuts[c.m]
-	if cu == nil {
-		defer c.b.mu.Unlock()
-		return op()
-	}
-	landed := write && c.b.lands(c.m, name, key, time.Now())
-	if landed {
-		_ = op() // its outcome is what the lost answer said
-	}
-	c.b.mu.Unlock()
-	select {
-	case <-ctx.Done():
-		if write && !landed && c.b.lands(c.m, "late "+name, key, time.Now()) {
-			go c.landLate(cu, op)
+	for {
+		c.b.mu.Lock()
+		cu := c.b.cutOf(c.m, key, write)
+		if cu == nil {
+			defer c.b.mu.Unlock()
+			return op()
 		}
-		return fmt.Errorf("%s %s: %w", name, key, ctx.Err())
-	case <-cu.healed:
+		landed := write && c.b.lands(c.m, name, key, time.Now())
+		if landed {
+			_ = op() // its outcome is what the lost answer said
+		}
+		c.b.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			if write && !landed && c.b.lands(c.m, "late "+name, key, time.Now()) {
+				c.b.late.Go(func() { c.landLate(cu, op) })
+			}
+			return fmt.Errorf("%s %s: %w", name, key, ctx.Err())
+		case <-cu.healed:
+		}
+		if err := sleep(ctx, resumeAfterHeal(name, key)); err != nil {
+			return fmt.Errorf("%s %s: %w", name, key, err)
+		}
+		if landed {
+			return fmt.Errorf("%s %s: %w", name, key, errAnswerLost)
+		}
 	}
-	if landed {
-		return fmt.Errorf("%s %s: %w", name, key, errAnswerLost)
+}
+
+// resumeAfterHeal is how long after a heal a request that hung on the cut goes on: a round
+// trip of its own for each request (1–2 ms, drawn from the request's name), so that the
+// lease's request and the answer log's, released by one heal, do not go on at one instant
+// (their goroutines would race: a seed would not replay).
+func resumeAfterHeal(name, key string) time.Duration {
+	h := fnv.New64a()
+	fmt.Fprintf(h, "%s|%s", name, key)
+	return time.Millisecond + time.Duration(h.Sum64()%1000)*time.Microsecond + 3*time.Nanosecond
+}
+
+// cutOf is the cut that stops machine m's request on key, if any; the caller holds b.mu.
+func (b *bucket) cutOf(m int, key string, write bool) *cut {
+	if cu := b.cuts[cutKey{m: m}]; cu != nil {
+		return cu
 	}
-	c.b.mu.Lock()
-	defer c.b.mu.Unlock()
-	return op()
+	if write && strings.HasPrefix(key, publish.LogDir+"/") {
+		return b.cuts[cutKey{m: m, logOnly: true}]
+	}
+	return nil
 }
 
 // landLate makes a write its sender gave up on during a cut land after the heal, as a

@@ -17,8 +17,10 @@ import (
 // Drawn, one fault every 300–1200 ms for simChaos: kill -9 of a machine's run (25 %); kill
 // -9 and its warehouse deleted (15 %); a cut between one machine and the bucket (35 %: two
 // in three 0.3–2.8 s, shorter than a takeover, one in three 6–30 s, longer, lasting past
-// the chaos); a machine started (25 %; one already running is left alone). Machine 0 starts
-// at once, and every machine not running starts when the chaos ends.
+// the chaos; one in four of them cuts only the writes of the answer log's segments, which the
+// soak's proxy cannot do: the fence's second reason alone); a machine started (25 %; one
+// already running is left alone). Machine 0 starts at once, and every machine not running
+// starts when the chaos ends.
 type faultKind int
 
 const (
@@ -26,6 +28,7 @@ const (
 	faultKillWipe
 	faultCut
 	faultStart
+	faultLogCut // the machine's answer log cannot write for length; its lease works
 )
 
 const (
@@ -48,6 +51,8 @@ func (f fault) String() string {
 		return fmt.Sprintf("+%s kill -9 m%d and wipe its warehouse", f.at, f.machine)
 	case faultCut:
 		return fmt.Sprintf("+%s cut m%d for %s", f.at, f.machine, f.length)
+	case faultLogCut:
+		return fmt.Sprintf("+%s m%d cannot write its answer log for %s", f.at, f.machine, f.length)
 	default:
 		return fmt.Sprintf("+%s start m%d", f.at, f.machine)
 	}
@@ -72,6 +77,9 @@ func drawFaults(rng *rand.Rand) []fault {
 				f.length = drawDuration(rng, shortCutMin, shortCutMax)
 			} else {
 				f.length = drawDuration(rng, longCutMin, longCutMax)
+			}
+			if rng.IntN(4) == 0 {
+				f.kind = faultLogCut
 			}
 		default:
 			f.kind = faultStart
@@ -122,25 +130,31 @@ func (s *sim) play() {
 		}
 	}
 	wg.Wait()
+	s.b.late.Wait()
 }
 
 // apply waits for f's instant (its machine's, shifted by the fault's own offset) and makes it.
 func (s *sim) apply(ctx context.Context, wg *sync.WaitGroup, f fault) {
 	m := s.machines[f.machine]
-	offset := map[faultKind]time.Duration{faultKill: offsetKill, faultKillWipe: offsetKill, faultCut: offsetCut, faultStart: offsetStart}[f.kind]
+	offset := map[faultKind]time.Duration{faultKill: offsetKill, faultKillWipe: offsetKill, faultCut: offsetCut, faultLogCut: offsetCut, faultStart: offsetStart}[f.kind]
 	if sleep(ctx, time.Until(s.t0.Add(f.at+m.offset()+offset))) != nil {
 		return
 	}
 	switch f.kind {
 	case faultKill, faultKillWipe:
 		s.logf(-1, "kill -9 m%d: %s", m.id, m.killRun(f.kind == faultKillWipe))
-	case faultCut:
-		s.b.cut(m.id)
-		s.logf(-1, "cut m%d for %s", m.id, f.length)
+	case faultCut, faultLogCut:
+		k := cutKey{m: m.id, logOnly: f.kind == faultLogCut}
+		s.b.cut(k)
+		if f.kind == faultLogCut {
+			s.logf(-1, "m%d cannot write its answer log for %s", m.id, f.length)
+		} else {
+			s.logf(-1, "cut m%d for %s", m.id, f.length)
+		}
 		wg.Add(1)
 		time.AfterFunc(f.length+offsetHeal-offsetCut, func() {
 			defer wg.Done()
-			if s.b.heal(m.id) {
+			if s.b.heal(k) {
 				s.logf(-1, "m%d connected again", m.id)
 			}
 		})

@@ -435,8 +435,11 @@ func (m *machine) startLog(ctx context.Context, r *runRec, h *lease.Held) (*answ
 	if !m.s.answerLog {
 		return nil, func() map[string]publish.SeenLog { return nil }
 	}
+	// The writer's Attempt is the margin (as answerlog.Starter sets it) plus 13 µs: at exactly
+	// 1.5 s, three intervals, a hung write's deadline fell on a tick of the writer's own loop,
+	// and whether the ticker dropped that tick or kept it raced (a seed did not replay).
 	margin := lease.TimingFor(simTTL, simTimeout).Margin
-	w := answerlog.New(m.cl, answerlog.Options{RunID: r.id, Interval: simLogInterval, Attempt: margin, Fence: recordingFence{h: h, s: m.s, r: r}})
+	w := answerlog.New(m.cl, answerlog.Options{RunID: r.id, Interval: simLogInterval, Attempt: margin + 13*time.Microsecond, Fence: recordingFence{h: h, s: m.s, r: r}})
 	h.WatchLog(simLogInterval)
 	lctx, cancel := context.WithCancel(ctx)
 	go w.Run(lctx)
