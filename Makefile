@@ -45,12 +45,15 @@ test: tools
 	  wait $$rest; other=$$?; wait $$soak; soaked=$$?; test $$cmd -eq 0 && test $$other -eq 0 && test $$soaked -eq 0
 	$(GO) test -count=1 -timeout 10m -run '$(NORACE_TESTS)' ./pipeline/atlas/atlastest/ ./pipeline/report/
 	$(GO) test -count=1 -timeout 10m -run 'TestLayoutBudgets' ./pipeline/report/
+	$(GO) test -count=1 -timeout 10m -run 'TestSimulatedSchedules' ./pipeline/fencesim/
 
 # Measures how long each cmd/sitewatch test takes under -race (one verbose sharded run) and
 # writes scripts/sitewatch-test-seconds, by which `make test` deals the tests to its shards.
 test-seconds: tools
 	GO=$(GO) TEST_TIMEOUT=60m TEST_SECONDS_WRITE=1 scripts/test-shards.sh $(CMD_SHARDS) ./cmd/sitewatch -race
 
+# The in-process fault simulation plays 1,000 seeded schedules in fake time (about 3.3 s of CPU;
+# 100 in the -race pass above): docs/sharing.md, "The in-process simulation".
 # Three fault schedules (machines sharing a bucket: kill -9, kill -9 with the warehouse wiped,
 # cuts shorter and longer than a takeover, restore --force; each seed's drawn faults replay), and
 # the answer log's kill-and-wipe scenario with the log on and off (the checker must fail without

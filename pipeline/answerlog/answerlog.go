@@ -12,11 +12,9 @@
 package answerlog
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 
 	"github.com/klauspost/compress/zstd"
 
@@ -46,30 +44,52 @@ type segment struct {
 	Rows    warehouse.LogRows `json:"rows"`
 }
 
+// coder compresses and decompresses every segment: one encoder and one decoder for the
+// process (both safe for concurrent use). A new encoder per segment allocated its tables at
+// every log_interval, and was most of the in-process simulation's time (pipeline/fencesim).
+// Both are made and first used at init: their lazily made channels then belong to no test's
+// synctest bubble (a channel made in one bubble may not be used from another).
+var coder = newCoder()
+
+type zstdCoder struct {
+	enc *zstd.Encoder
+	dec *zstd.Decoder
+}
+
+func newCoder() zstdCoder {
+	c := zstdCoder{
+		enc: must(zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1))),
+		dec: must(zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(maxSegment))),
+	}
+	_ = must(c.dec.DecodeAll(c.enc.EncodeAll([]byte("{}"), nil), nil))
+	return c
+}
+
+// maxSegment bounds a segment's decompressed content.
+const maxSegment = 1 << 30
+
+func must[T any](v T, err error) T {
+	if err != nil { // only for options out of range, or a coder that cannot read its own output: a bug
+		panic(err)
+	}
+	return v
+}
+
 func encode(s segment) ([]byte, error) {
-	var buf bytes.Buffer
-	zw, err := zstd.NewWriter(&buf)
+	body, err := json.Marshal(s)
 	if err != nil {
 		return nil, err
 	}
-	if err := json.NewEncoder(zw).Encode(s); err != nil {
-		_ = zw.Close()
-		return nil, err
-	}
-	if err := zw.Close(); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
+	return coder.enc.EncodeAll(body, nil), nil
 }
 
 func decode(body []byte) (segment, error) {
-	zr, err := zstd.NewReader(bytes.NewReader(body))
+	plain, err := coder.dec.DecodeAll(body, nil)
 	if err != nil {
 		return segment{}, err
 	}
-	defer zr.Close()
 	var s segment
-	if err := json.NewDecoder(io.LimitReader(zr, 1<<30)).Decode(&s); err != nil {
+	if err := json.Unmarshal(plain, &s); err != nil {
 		return segment{}, err
 	}
 	if s.Version != segmentVersion {

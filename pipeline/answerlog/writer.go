@@ -96,24 +96,64 @@ func (w *Writer) Take(rows warehouse.LogRows) {
 
 // Run cuts and writes segments every Interval and at each lease renewal until Close (or
 // ctx ends). Start it in its own goroutine.
+//
+// The cuts fall due on a fixed grid of Interval from the start; those that fell due while a
+// write hung are made as one, at once, when it returns (as a ticker's one pending tick would).
+// The grid is kept here rather than in a time.Ticker: whether a ticker still held a tick
+// that fell due while nobody received varied from run to run under testing/synctest, so a
+// seed of pipeline/fencesim did not replay.
 func (w *Writer) Run(ctx context.Context) {
 	defer close(w.done)
-	tick := time.NewTicker(w.opts.Interval)
-	defer tick.Stop()
 	var renewals <-chan struct{}
 	if w.opts.Fence != nil {
 		renewals = w.opts.Fence.Renewals()
 	}
+	due := time.Now().Add(w.opts.Interval)
 	for {
-		select {
-		case <-ctx.Done():
+		if !w.wait(ctx, due, renewals) || w.stopping(ctx) {
 			return
-		case <-w.stop:
-			return
-		case <-tick.C:
-		case <-renewals:
+		}
+		if now := time.Now(); !now.Before(due) {
+			due = due.Add(w.opts.Interval * (now.Sub(due)/w.opts.Interval + 1))
 		}
 		w.step(ctx)
+	}
+}
+
+// wait returns true at due (at once if it passed) or at a renewal, false at Close or ctx's
+// end. A renewal pending with the cut due is taken with it: one cut serves both (left
+// pending it made a second cut right after, or not, as select picked between two ready
+// channels).
+func (w *Writer) wait(ctx context.Context, due time.Time, renewals <-chan struct{}) bool {
+	if left := time.Until(due); left > 0 {
+		t := time.NewTimer(left)
+		defer t.Stop()
+		select {
+		case <-ctx.Done():
+			return false
+		case <-w.stop:
+			return false
+		case <-t.C:
+		case <-renewals:
+		}
+	}
+	select {
+	case <-renewals:
+	default:
+	}
+	return true
+}
+
+// stopping says whether Close (or ctx's end) came with the tick the loop just took: select
+// picks at random among ready cases, and a loop that took a tick after Close each time a
+// write hung on a cut kept Close waiting an Attempt longer each time, past its bound
+// (found by pipeline/fencesim: a seed did not replay).
+func (w *Writer) stopping(ctx context.Context) bool {
+	select {
+	case <-w.stop:
+		return true
+	default:
+		return ctx.Err() != nil
 	}
 }
 

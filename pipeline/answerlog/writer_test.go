@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"sitewatch/pipeline/publish"
@@ -153,5 +154,37 @@ func TestReadRefusesASegmentOfAnotherRun(t *testing.T) {
 	_, read, err := Read(ctx, b, []publish.LogObject{{Key: key, Month: "2026-10", RunID: "run-a"}})
 	if err == nil || len(read) != 0 {
 		t.Fatalf("Read = %v (%d read), want an error naming the segment", err, len(read))
+	}
+}
+
+// hangingBucket answers nothing: every request hangs until its context ends (a cut).
+type hangingBucket struct{ memBucket }
+
+func (b *hangingBucket) PutConditional(ctx context.Context, _ string, _ []byte, _ string) (string, error) {
+	<-ctx.Done()
+	return "", ctx.Err()
+}
+
+// TestCloseKeepsItsBoundWhileTheBucketHangs: while every write hangs (a cut), Close returns
+// within the write in flight (Attempt) plus its bound, every time. The loop used to take a
+// tick that was ready together with Close's stop (select picks at random) and start another
+// hanging write, so Close waited an Attempt more each time it lost the draw (found by
+// pipeline/fencesim). Twenty closes in fake time: the old loop passes all of them once in a
+// million.
+func TestCloseKeepsItsBoundWhileTheBucketHangs(t *testing.T) {
+	const interval, attempt, bound = 100 * time.Millisecond, time.Second, 3 * time.Second
+	for i := range 20 {
+		synctest.Test(t, func(t *testing.T) {
+			b := &hangingBucket{memBucket{objects: map[string][]byte{}}}
+			w := New(b, Options{RunID: "run-a", Interval: interval, Attempt: attempt})
+			go w.Run(context.Background())
+			w.Take(answer("a.example", time.Now()))
+			time.Sleep(interval + time.Millisecond) // the loop's first write hangs now
+			start := time.Now()
+			w.Close(context.Background(), bound)
+			if took := time.Since(start); took > attempt+bound {
+				t.Fatalf("close %d: Close took %v while the bucket hung, want at most the write in flight (%v) plus its bound (%v)", i, took, attempt, bound)
+			}
+		})
 	}
 }
