@@ -122,6 +122,22 @@ func (a *Attention) ByKind() map[string]int {
 	return out
 }
 
+// AttentionSeverities lists every severity, loudest first.
+var AttentionSeverities = []string{SeverityHigh, SeverityMedium}
+
+// BySeverity counts the domains listed by the severity of their first (loudest) reason, every
+// severity present (0 when none).
+func (a *Attention) BySeverity() map[string]int {
+	out := make(map[string]int, len(AttentionSeverities))
+	for _, s := range AttentionSeverities {
+		out[s] = 0
+	}
+	for _, d := range a.Domains {
+		out[d.Severity()]++
+	}
+	return out
+}
+
 // ReadAttention reads the needs-attention list of month (YYYY-MM; "" = the latest complete
 // month) with settings s (zero fields: the defaults) from the table macro behind the
 // needs_attention view. It returns an empty list when the warehouse has no complete month and
