@@ -133,6 +133,7 @@ func build(d *data) (*page, error) {
 	p.Competitors = buildCompetitors(d)
 	if p.Competitors != nil {
 		p.Competitors.Candidates = candidateRows(d.Candidates) // candidates.go
+		p.Competitors.CandidateFloor = d.settings.candidateFloor()
 	}
 	p.Runs = buildRuns(d)
 	p.Sites = buildSites(d)
