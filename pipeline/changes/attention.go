@@ -187,27 +187,46 @@ func readAttention(ctx context.Context, db *sql.DB, month, domain string, s Atte
 	defer func() { _ = rows.Close() }()
 	byDomain := map[string]int{}
 	for rows.Next() {
-		var r AttentionReason
-		var name, month, previous string
-		var value, prev, pct, points, z sql.NullFloat64
-		var domainRank int
-		if err := rows.Scan(&month, &previous, &name, &r.Kind, &r.Metric, &r.Channel, &value, &prev, &pct, &points, &z,
-			&r.Severity, &r.Text, &r.Score, &r.Rank, &domainRank); err != nil {
+		row, err := scanAttentionRow(rows)
+		if err != nil {
 			return nil, fmt.Errorf("needs attention of %s: %w", a.Month, err)
 		}
-		r.Value, r.Previous, r.ChangePct, r.ChangePoints, r.Z = nullable(value), nullable(prev), nullable(pct), nullable(points), nullable(z)
-		i, ok := byDomain[name]
-		if !ok {
-			i = len(a.Domains)
-			byDomain[name] = i
-			a.Domains = append(a.Domains, AttentionDomain{Domain: name, Rank: domainRank})
-		}
-		a.Domains[i].Reasons = append(a.Domains[i].Reasons, r)
+		a.add(row, byDomain)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("needs attention of %s: %w", a.Month, err)
 	}
 	return a, nil
+}
+
+// attentionRow is one row of needs_attention_all as attentionSQL selects it.
+type attentionRow struct {
+	Month, Previous, Domain string
+	DomainRank              int
+	Reason                  AttentionReason
+}
+
+func scanAttentionRow(rows *sql.Rows) (attentionRow, error) {
+	var a attentionRow
+	r := &a.Reason
+	var value, prev, pct, points, z sql.NullFloat64
+	if err := rows.Scan(&a.Month, &a.Previous, &a.Domain, &r.Kind, &r.Metric, &r.Channel, &value, &prev, &pct, &points, &z,
+		&r.Severity, &r.Text, &r.Score, &r.Rank, &a.DomainRank); err != nil {
+		return a, err
+	}
+	r.Value, r.Previous, r.ChangePct, r.ChangePoints, r.Z = nullable(value), nullable(prev), nullable(pct), nullable(points), nullable(z)
+	return a, nil
+}
+
+// add appends row's reason to its domain (byDomain: the domains' indexes in a.Domains).
+func (a *Attention) add(row attentionRow, byDomain map[string]int) {
+	i, ok := byDomain[row.Domain]
+	if !ok {
+		i = len(a.Domains)
+		byDomain[row.Domain] = i
+		a.Domains = append(a.Domains, AttentionDomain{Domain: row.Domain, Rank: row.DomainRank})
+	}
+	a.Domains[i].Reasons = append(a.Domains[i].Reasons, row.Reason)
 }
 
 // requireAttentionView fails with ErrNoAttentionView on a warehouse older than the view.
