@@ -132,7 +132,8 @@ type data struct {
 	// Candidates are discover's best domains not tracked yet (candidates.go).
 	Candidates []discover.Candidate
 
-	settings settings // the config's knobs the page is read with (candidates.go)
+	settings settings       // the config's knobs the page is read with (candidates.go)
+	Falls    []changes.Fall // the month's largest falls in visits (falls.go)
 }
 
 // load reads the snapshot's figures. It returns an error naming the snapshot and the snapshots
@@ -150,7 +151,7 @@ func load(ctx context.Context, db *sql.DB, snapshot string, set settings) (*data
 		return nil, noData(ctx, db, snapshot)
 	}
 	// The digest and the needs-attention list come first: the domains they name are shown.
-	for _, step := range []func(context.Context, *sql.DB) error{d.loadQuality, d.loadDigest, d.attentionLoader(set.Attention)} {
+	for _, step := range []func(context.Context, *sql.DB) error{d.loadQuality, d.loadDigest, d.attentionLoader(set.Attention), d.loadFalls} {
 		if err := step(ctx, db); err != nil {
 			return nil, err
 		}
