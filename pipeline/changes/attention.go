@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"sitewatch/pipeline/numfmt"
 	"sitewatch/pipeline/textout"
 )
 
@@ -308,7 +309,7 @@ func (a *Attention) Rule() string {
 		"month-to-month swings (median and 1.4826 × MAD of its earlier monthly changes, at least ±2%%), or its rank, AI-referred visits or top channel "+
 		"fell that many of the watchlist's swings since %s, and it had at least %s visits; or when its data went missing or failed a quality check. "+
 		"Severity: high from %s swings, medium from %s. Most unusual first (view needs_attention; config attention.min_visits and attention.threshold).",
-		strconv.FormatFloat(s.Threshold, 'f', -1, 64), orText(a.PreviousMonth, "the previous complete month"), thousands(float64(s.MinVisits)),
+		strconv.FormatFloat(s.Threshold, 'f', -1, 64), orText(a.PreviousMonth, "the previous complete month"), numfmt.Thousands(s.MinVisits),
 		strconv.FormatFloat(2*s.Threshold, 'f', -1, 64), strconv.FormatFloat(s.Threshold, 'f', -1, 64))
 }
 
