@@ -134,16 +134,16 @@ func printQuality(w io.Writer, v any) error {
 	var found []string
 	for _, c := range q.Checks {
 		if c.Severity != warehouse.SeverityOK {
-			found = append(found, fmt.Sprintf("%s (%d errors, %d warnings)", c.Check, c.Errors, c.Warnings))
+			found = append(found, fmt.Sprintf("%s (%s errors, %s warnings)", c.Check, thousands(c.Errors), thousands(c.Warnings)))
 		}
 	}
 	if len(found) == 0 {
 		_, err := fmt.Fprintf(w, "quality %s: all %d checks ok\n", q.Month, len(q.Checks))
 		return err
 	}
-	_, err := fmt.Fprintf(w, "quality %s: %d errors, %d warnings in %s; details: sitewatch query "+
+	_, err := fmt.Fprintf(w, "quality %s: %s errors, %s warnings in %s; details: sitewatch query "+
 		"\"SELECT * FROM quality_checks WHERE snapshot_month = '%s' AND severity <> 'ok'\"\n",
-		q.Month, q.Errors, q.Warnings, strings.Join(found, ", "), q.Month)
+		q.Month, thousands(q.Errors), thousands(q.Warnings), strings.Join(found, ", "), q.Month)
 	return err
 }
 
