@@ -28,7 +28,7 @@ func render(t *testing.T, db *sql.DB, snapshot string) string {
 }
 
 // sectionIDs are the page's sections in order; the contents list links each.
-var sectionIDs = []string{"summary", "changes", "traffic", "size", "yoy", "channels", "geography", "keywords", "ai", "competitors", "runs", "watchlist"}
+var sectionIDs = []string{"summary", "falls", "changes", "traffic", "size", "yoy", "channels", "geography", "keywords", "ai", "competitors", "runs", "watchlist"}
 
 func TestWriteRich(t *testing.T) {
 	db := openWarehouse(t)
