@@ -73,7 +73,7 @@ func (d *Digest) writeAttention(p printer) {
 		p.Printf("  %s\n", l)
 	}
 	if more > 0 {
-		p.Printf("  … and %d more: %s\n", more, a.Query())
+		p.Printf("  … and %s more: %s\n", numfmt.Thousands(int64(more)), a.Query())
 	}
 	p.Printf("  %s\n\n", a.Rule())
 }
@@ -248,7 +248,7 @@ func (d *Digest) writePlatforms(p printer) {
 	for _, a := range d.AIPlatforms {
 		detail := ""
 		if a.Rank != nil && a.SharePct != nil {
-			detail = fmt.Sprintf("#%d, %s of AI visits", *a.Rank, numfmt.Share(*a.SharePct/100))
+			detail = numfmt.Rank(*a.Rank) + ", " + numfmt.Share(*a.SharePct/100) + " of AI visits"
 		}
 		lines = append(lines, fmt.Sprintf("  %s\t%s\t%s\t%s", a.Domain, a.Change, a.Platform, detail))
 	}
@@ -259,7 +259,7 @@ func (d *Digest) writeKeywords(p printer) {
 	p.Printf("\nTop keywords that appeared or dropped out\n")
 	lines := make([]string, 0, len(d.Keywords))
 	for _, k := range d.Keywords {
-		detail := fmt.Sprintf("#%d", k.Position)
+		detail := numfmt.Rank(int64(k.Position))
 		if k.SearchVolume != nil {
 			detail += ", " + numfmt.Count(float64(*k.SearchVolume)) + " searches/month"
 		}
@@ -323,7 +323,7 @@ func (p printer) list(lines []string, view, month string) {
 	}
 	p.flush(tw)
 	if more := len(lines) - p.max; more > 0 {
-		p.Printf("  … and %d more: sitewatch query \"SELECT * FROM %s WHERE snapshot_month = '%s'\"\n", more, view, month)
+		p.Printf("  … and %s more: sitewatch query \"SELECT * FROM %s WHERE snapshot_month = '%s'\"\n", numfmt.Thousands(int64(more)), view, month)
 	}
 }
 
@@ -376,9 +376,9 @@ func positionShare(pos *int64, share *float64) string {
 		return "not listed"
 	}
 	if share == nil {
-		return fmt.Sprintf("#%d", *pos)
+		return numfmt.Rank(*pos)
 	}
-	return fmt.Sprintf("#%d (%s)", *pos, numfmt.Share(*share))
+	return numfmt.Rank(*pos) + " (" + numfmt.Share(*share) + ")"
 }
 
 func orDash(s string) string {
