@@ -108,7 +108,7 @@ func TestAttentionSameOnEverySurface(t *testing.T) {
 		t.Errorf("sitewatch_needs_attention_domains = %v (%v), want %d", v, ok, len(a.Domains))
 	}
 	for i, dom := range a.Domains {
-		v, ok := fams.Value("sitewatch_needs_attention_rank", "domain", dom.Domain, "kind", dom.Reasons[0].Kind)
+		v, ok := fams.Value("sitewatch_needs_attention_rank", "domain", dom.Domain, "kind", dom.Reasons[0].Kind, "severity", dom.Severity())
 		if i < metrics.AttentionLeadDomains && (!ok || int(v) != i+1) {
 			t.Errorf("sitewatch_needs_attention_rank{domain=%q} = %v (%v), want %d", dom.Domain, v, ok, i+1)
 		}
@@ -116,6 +116,18 @@ func TestAttentionSameOnEverySurface(t *testing.T) {
 	for kind, n := range a.ByKind() {
 		if v, ok := fams.Value("sitewatch_needs_attention_reasons", "kind", kind); !ok || int(v) != n {
 			t.Errorf("sitewatch_needs_attention_reasons{kind=%q} = %v (%v), want %d", kind, v, ok, n)
+		}
+	}
+	checkSeverityGauge(t, fams, a.BySeverity())
+}
+
+// checkSeverityGauge checks sitewatch_needs_attention_severity against want, every severity
+// exported (0 in a quiet month).
+func checkSeverityGauge(t *testing.T, fams metrics.Families, want map[string]int) {
+	t.Helper()
+	for _, severity := range changes.AttentionSeverities {
+		if v, ok := fams.Value("sitewatch_needs_attention_severity", "severity", severity); !ok || int(v) != want[severity] {
+			t.Errorf("sitewatch_needs_attention_severity{severity=%q} = %v (%v), want %d", severity, v, ok, want[severity])
 		}
 	}
 }
@@ -241,6 +253,7 @@ func TestAttentionQuietMonthOnEverySurface(t *testing.T) {
 	if v, ok := fams.Value("sitewatch_needs_attention_domains", "month", attentiontest.Quiet); !ok || v != 0 {
 		t.Errorf("sitewatch_needs_attention_domains = %v (%v), want 0", v, ok)
 	}
+	checkSeverityGauge(t, fams, map[string]int{changes.SeverityHigh: 0, changes.SeverityMedium: 0})
 }
 
 // attentionWarehouse is a warehouse file holding the fixture with planted cases, closed when t ends.

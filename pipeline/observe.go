@@ -159,9 +159,9 @@ func (r *runState) recordAttention(ctx context.Context, db *sql.DB) {
 
 // MetricsAttention is a as /metrics shows it.
 func MetricsAttention(a *changes.Attention) metrics.Attention {
-	m := metrics.Attention{Month: a.Month, Domains: len(a.Domains), ByKind: a.ByKind()}
+	m := metrics.Attention{Month: a.Month, Domains: len(a.Domains), ByKind: a.ByKind(), BySeverity: a.BySeverity()}
 	for _, d := range a.Domains {
-		m.Lead = append(m.Lead, metrics.AttentionLead{Domain: d.Domain, Kind: d.Reasons[0].Kind, Rank: d.Rank})
+		m.Lead = append(m.Lead, metrics.AttentionLead{Domain: d.Domain, Kind: d.Reasons[0].Kind, Severity: d.Severity(), Rank: d.Rank})
 	}
 	return m
 }

@@ -274,8 +274,8 @@ func addCandidates(w io.Writer, wf *discover.Watchfile, month string, cands []di
 	for i, c := range cands {
 		o.Printf("%s %s (line %d): %d credits a month, %d a year — %s\n", verb, c.Domain, adds[i].Line, discover.CreditsPerDomain, discover.YearlyCost(1), c.Reason)
 	}
-	o.Printf("%s %s from %s: %d credits a month, %d a year", verb, textout.Plural(len(cands), "domain", "domains"), month,
-		int64(len(cands))*discover.CreditsPerDomain, discover.YearlyCost(len(cands)))
+	o.Printf("%s %s from %s: %s credits a month, %s a year", verb, textout.Plural(len(cands), "domain", "domains"), month,
+		thousands(int64(len(cands))*discover.CreditsPerDomain), thousands(discover.YearlyCost(len(cands))))
 	if d.add > len(cands) {
 		o.Printf(" (%d asked", d.add)
 		switch {

@@ -56,7 +56,7 @@ func writeShowJSON(w io.Writer, v *changes.DomainView) error {
 	out := struct {
 		*changes.DomainView
 		Attention []attentionRow `json:"needs_attention"`
-	}{v, attentionRows(v.Attention)}
+	}{v, flaggedRows(v)}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(out)
@@ -70,7 +70,7 @@ func writeShowText(w io.Writer, v *changes.DomainView) error {
 		o.Printf(" — %s", v.Title)
 	}
 	o.Printf(" (latest snapshot %s)\n\n", v.Latest)
-	writeShowAttention(o, v.Attention)
+	writeShowAttention(o, v)
 	o.Printf("Months (visits are estimates; MoM against the month before, YoY against the same month a year before)\n")
 	tab := textout.Table{Header: []string{"month", "visits", "MoM", "YoY", "global rank", "AI visits", "top channels"},
 		Right: []bool{false, true, true, true, true, true}}
@@ -91,17 +91,30 @@ func writeShowText(w io.Writer, v *changes.DomainView) error {
 	return o.Err()
 }
 
-func writeShowAttention(o *textout.Writer, a *changes.Attention) {
-	if a == nil {
+// flaggedRows are the domain's needs-attention rows of every month it was flagged in, newest
+// month first ([] when never).
+func flaggedRows(v *changes.DomainView) []attentionRow {
+	rows := []attentionRow{}
+	for _, a := range v.Flagged {
+		rows = append(rows, attentionRows(a)...)
+	}
+	return rows
+}
+
+// writeShowAttention names every month that flagged the domain, newest first, with its reasons;
+// the latest complete month says "nothing unusual" when it did not flag it.
+func writeShowAttention(o *textout.Writer, v *changes.DomainView) {
+	if v.Attention == nil {
 		return
 	}
-	if len(a.Domains) == 0 {
-		o.Printf("Needs attention in %s: nothing unusual\n\n", a.Month)
-		return
+	if len(v.Attention.Domains) == 0 {
+		o.Printf("Needs attention in %s: nothing unusual\n", v.Attention.Month)
 	}
-	o.Printf("Needs attention in %s (#%d of the list)\n", a.Month, a.Domains[0].Rank)
-	for _, r := range a.Domains[0].Reasons {
-		o.Printf("  %s  %s: %s\n", r.Severity, r.Kind, r.Text)
+	for _, a := range v.Flagged {
+		o.Printf("Needs attention in %s (#%d of the list)\n", a.Month, a.Domains[0].Rank)
+		for _, r := range a.Domains[0].Reasons {
+			o.Printf("  %s  %s: %s\n", r.Severity, r.Kind, r.Text)
+		}
 	}
 	o.Printf("\n")
 }

@@ -77,3 +77,39 @@ func TestQueryEscapesControlCharacters(t *testing.T) {
 		t.Errorf("csv %q, json %q: want the title exact", csvOut, jsonOut)
 	}
 }
+
+// TestShowDomainEveryFlaggedMonth: giant.com's September halved makes it fall in 2026-09 and
+// rise in 2026-10; show names both months, newest first, in the table and in JSON, not only
+// the latest.
+func TestShowDomainEveryFlaggedMonth(t *testing.T) {
+	cfg := attentionProject(t, `UPDATE traffic_history SET visits = visits / 2 WHERE domain = 'giant.com' AND month = DATE '2026-09-01'`)
+	code, out, errOut := mainOut("", "show", "giant.com", "--config", cfg)
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	oct := strings.Index(out, "Needs attention in "+attentiontest.Month+" (#")
+	sep := strings.Index(out, "Needs attention in "+attentiontest.Previous+" (#")
+	if oct < 0 || sep < oct || !strings.Contains(out[sep:], "visits_fell: fell 50.2%") || !strings.Contains(out[oct:sep], "visits_rose: ") {
+		t.Errorf("show does not name both months giant.com was flagged in, newest first:\n%s", out)
+	}
+	code, out, errOut = mainOut("", "show", "giant.com", "--config", cfg, "--format", "json")
+	if code != ExitOK {
+		t.Fatalf("json: exit %d: %s", code, errOut)
+	}
+	var v struct {
+		Attention []struct {
+			Month string `json:"snapshot_month"`
+			Kind  string
+		} `json:"needs_attention"`
+	}
+	if err := json.Unmarshal([]byte(out), &v); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	var got []string
+	for _, r := range v.Attention {
+		got = append(got, r.Month+" "+r.Kind)
+	}
+	if want := attentiontest.Month + " visits_rose, " + attentiontest.Previous + " visits_fell"; strings.Join(got, ", ") != want {
+		t.Errorf("json needs_attention: %s, want %s", strings.Join(got, ", "), want)
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"sitewatch/pipeline"
 	"sitewatch/pipeline/config"
 	"sitewatch/pipeline/livestatus"
+	"sitewatch/pipeline/numfmt"
 	"sitewatch/pipeline/textout"
 	"sitewatch/pipeline/warehouse"
 )
@@ -133,16 +134,16 @@ func printQuality(w io.Writer, v any) error {
 	var found []string
 	for _, c := range q.Checks {
 		if c.Severity != warehouse.SeverityOK {
-			found = append(found, fmt.Sprintf("%s (%d errors, %d warnings)", c.Check, c.Errors, c.Warnings))
+			found = append(found, fmt.Sprintf("%s (%s errors, %s warnings)", c.Check, thousands(c.Errors), thousands(c.Warnings)))
 		}
 	}
 	if len(found) == 0 {
 		_, err := fmt.Fprintf(w, "quality %s: all %d checks ok\n", q.Month, len(q.Checks))
 		return err
 	}
-	_, err := fmt.Fprintf(w, "quality %s: %d errors, %d warnings in %s; details: sitewatch query "+
+	_, err := fmt.Fprintf(w, "quality %s: %s errors, %s warnings in %s; details: sitewatch query "+
 		"\"SELECT * FROM quality_checks WHERE snapshot_month = '%s' AND severity <> 'ok'\"\n",
-		q.Month, q.Errors, q.Warnings, strings.Join(found, ", "), q.Month)
+		q.Month, thousands(q.Errors), thousands(q.Warnings), strings.Join(found, ", "), q.Month)
 	return err
 }
 
@@ -323,9 +324,9 @@ func printStatus(w io.Writer, rep *statusReport, now time.Time) error {
 	if c := rep.Credits; c != nil {
 		left := "unknown"
 		if c.Remaining != nil {
-			left = fmt.Sprintf("%d left (as of %s)", *c.Remaining, c.RemainingAsOf.Format("2006-01-02 15:04 UTC"))
+			left = fmt.Sprintf("%s left (as of %s)", thousands(*c.Remaining), c.RemainingAsOf.Format("2006-01-02 15:04 UTC"))
 		}
-		ew.Printf("credits: %s; %d spent by runs started in %s (UTC)\n", left, c.SpentThisMonth, c.CalendarMonth)
+		ew.Printf("credits: %s; %s spent by runs started in %s (UTC)\n", left, thousands(c.SpentThisMonth), c.CalendarMonth)
 	}
 	for _, s := range statusSections {
 		if v, ok := rep.Sections[s.Name]; ok {
@@ -336,6 +337,9 @@ func printStatus(w io.Writer, rep *statusReport, now time.Time) error {
 	}
 	return ew.Err()
 }
+
+// thousands is an exact count in the report's number style (numfmt): 9,976.
+func thousands[T ~int | ~int64](n T) string { return numfmt.Thousands(int64(n)) }
 
 func printLive(w *textout.Writer, l *liveRun, now time.Time) {
 	ago := func(t time.Time) string { return now.Sub(t).Round(time.Second).String() + " ago" }
@@ -354,17 +358,17 @@ func printLive(w *textout.Writer, l *liveRun, now time.Time) {
 		w.Printf("last run %s, snapshot %s: finished, %s (%s, %s)\n", l.RunID, l.Month, l.Outcome, who,
 			l.UpdatedAt.UTC().Format("2006-01-02 15:04:05 UTC"))
 	}
-	pct := 0.0
+	share := 0.0
 	if l.Total > 0 {
-		pct = 100 * float64(l.Loaded) / float64(l.Total)
+		share = float64(l.Loaded) / float64(l.Total)
 	}
-	w.Printf("  domains   %d/%d loaded (%.0f%%)\n", l.Loaded, l.Total, pct)
-	w.Printf("  requests  %d (%d answered 429), %.1f req/s\n", l.Requests, l.RateLimited, l.Rate)
+	w.Printf("  domains   %s/%s loaded (%s)\n", thousands(l.Loaded), thousands(l.Total), numfmt.Share(share))
+	w.Printf("  requests  %s (%s answered 429), %s req/s\n", thousands(l.Requests), thousands(l.RateLimited), numfmt.Plain(l.Rate, 1))
 	left := "unknown"
 	if l.CreditsLeft != nil {
-		left = fmt.Sprint(*l.CreditsLeft)
+		left = thousands(*l.CreditsLeft)
 	}
-	w.Printf("  credits   %d spent, %s left\n", l.CreditsSpent, left)
+	w.Printf("  credits   %s spent, %s left\n", thousands(l.CreditsSpent), left)
 	eta := ""
 	if l.ETASeconds != nil && l.Process == "running" {
 		eta = ", ETA " + (time.Duration(*l.ETASeconds * float64(time.Second))).Round(time.Second).String()
@@ -391,11 +395,11 @@ func printRuns(w io.Writer, runs []runJSON) error {
 		}
 		left := "?"
 		if r.CreditsRemaining != nil {
-			left = fmt.Sprint(*r.CreditsRemaining)
+			left = thousands(*r.CreditsRemaining)
 		}
-		_, _ = fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d/%d\t%d\t%d\t%d\t%d\t%s\n", r.RunID, r.SnapshotMonth,
-			r.StartedAt.UTC().Format("2006-01-02 15:04:05"), dur, r.Status, r.DomainsLoaded, r.DomainsTotal,
-			r.DomainsRejected, r.Requests, r.RateLimited, r.CreditsSpent, left)
+		_, _ = fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s/%s\t%s\t%s\t%s\t%s\t%s\n", r.RunID, r.SnapshotMonth,
+			r.StartedAt.UTC().Format("2006-01-02 15:04:05"), dur, r.Status, thousands(r.DomainsLoaded), thousands(r.DomainsTotal),
+			thousands(r.DomainsRejected), thousands(r.Requests), thousands(r.RateLimited), thousands(r.CreditsSpent), left)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -10,6 +10,7 @@ import (
 
 	"sitewatch/pipeline/config"
 	"sitewatch/pipeline/discover"
+	"sitewatch/pipeline/textout"
 )
 
 // discoverJSON is sections.discover of `status`: the watchlist lines `discover --add` or
@@ -73,9 +74,9 @@ func printDiscoverStatus(w io.Writer, v any) error {
 	}
 	budget := "schedule adds none (discover: not set)"
 	if j.AddPerMonth > 0 && j.MonthlyBudget > 0 {
-		budget = fmt.Sprintf("schedule adds up to %d a month within %d credits a month", j.AddPerMonth, j.MonthlyBudget)
+		budget = fmt.Sprintf("schedule adds up to %s a month within %s credits a month", thousands(j.AddPerMonth), thousands(j.MonthlyBudget))
 	}
-	_, err := fmt.Fprintf(w, "discover: %d domains added to the watchlist, %d credits a month; %s: %s\n",
-		len(j.Added), j.CreditsAMonth, budget, strings.Join(items, ", "))
+	_, err := fmt.Fprintf(w, "discover: %s added to the watchlist, %s credits a month; %s: %s\n",
+		textout.Plural(len(j.Added), "domain", "domains"), thousands(j.CreditsAMonth), budget, strings.Join(items, ", "))
 	return err
 }

@@ -106,7 +106,7 @@ func TestStatusWhileRunHoldsWarehouse(t *testing.T) {
 	t.Logf("status while a run holds the warehouse:\n%s", text)
 	for _, want := range []string{
 		"live run r-live-1, snapshot " + testMonth + ": running", fmt.Sprintf("PID %d", pid),
-		"12/28 loaded (43%)", "35 (2 answered 429), 2.9 req/s", "24 spent, 9976 left", "ETA 42s",
+		"12/28 loaded (42.9%)", "35 (2 answered 429), 2.9 req/s", "24 spent, 9,976 left", // numfmt's style "ETA 42s",
 		"recent runs: not shown while run r-live-1 holds the warehouse",
 	} {
 		if !strings.Contains(text, want) {

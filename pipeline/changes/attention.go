@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"sitewatch/pipeline/numfmt"
 	"sitewatch/pipeline/textout"
 )
 
@@ -122,6 +123,22 @@ func (a *Attention) ByKind() map[string]int {
 	return out
 }
 
+// AttentionSeverities lists every severity, loudest first.
+var AttentionSeverities = []string{SeverityHigh, SeverityMedium}
+
+// BySeverity counts the domains listed by the severity of their first (loudest) reason, every
+// severity present (0 when none).
+func (a *Attention) BySeverity() map[string]int {
+	out := make(map[string]int, len(AttentionSeverities))
+	for _, s := range AttentionSeverities {
+		out[s] = 0
+	}
+	for _, d := range a.Domains {
+		out[d.Severity()]++
+	}
+	return out
+}
+
 // ReadAttention reads the needs-attention list of month (YYYY-MM; "" = the latest complete
 // month) with settings s (zero fields: the defaults) from the table macro behind the
 // needs_attention view. It returns an empty list when the warehouse has no complete month and
@@ -171,27 +188,46 @@ func readAttention(ctx context.Context, db *sql.DB, month, domain string, s Atte
 	defer func() { _ = rows.Close() }()
 	byDomain := map[string]int{}
 	for rows.Next() {
-		var r AttentionReason
-		var name, month, previous string
-		var value, prev, pct, points, z sql.NullFloat64
-		var domainRank int
-		if err := rows.Scan(&month, &previous, &name, &r.Kind, &r.Metric, &r.Channel, &value, &prev, &pct, &points, &z,
-			&r.Severity, &r.Text, &r.Score, &r.Rank, &domainRank); err != nil {
+		row, err := scanAttentionRow(rows)
+		if err != nil {
 			return nil, fmt.Errorf("needs attention of %s: %w", a.Month, err)
 		}
-		r.Value, r.Previous, r.ChangePct, r.ChangePoints, r.Z = nullable(value), nullable(prev), nullable(pct), nullable(points), nullable(z)
-		i, ok := byDomain[name]
-		if !ok {
-			i = len(a.Domains)
-			byDomain[name] = i
-			a.Domains = append(a.Domains, AttentionDomain{Domain: name, Rank: domainRank})
-		}
-		a.Domains[i].Reasons = append(a.Domains[i].Reasons, r)
+		a.add(row, byDomain)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("needs attention of %s: %w", a.Month, err)
 	}
 	return a, nil
+}
+
+// attentionRow is one row of needs_attention_all as attentionSQL selects it.
+type attentionRow struct {
+	Month, Previous, Domain string
+	DomainRank              int
+	Reason                  AttentionReason
+}
+
+func scanAttentionRow(rows *sql.Rows) (attentionRow, error) {
+	var a attentionRow
+	r := &a.Reason
+	var value, prev, pct, points, z sql.NullFloat64
+	if err := rows.Scan(&a.Month, &a.Previous, &a.Domain, &r.Kind, &r.Metric, &r.Channel, &value, &prev, &pct, &points, &z,
+		&r.Severity, &r.Text, &r.Score, &r.Rank, &a.DomainRank); err != nil {
+		return a, err
+	}
+	r.Value, r.Previous, r.ChangePct, r.ChangePoints, r.Z = nullable(value), nullable(prev), nullable(pct), nullable(points), nullable(z)
+	return a, nil
+}
+
+// add appends row's reason to its domain (byDomain: the domains' indexes in a.Domains).
+func (a *Attention) add(row attentionRow, byDomain map[string]int) {
+	i, ok := byDomain[row.Domain]
+	if !ok {
+		i = len(a.Domains)
+		byDomain[row.Domain] = i
+		a.Domains = append(a.Domains, AttentionDomain{Domain: row.Domain, Rank: row.DomainRank})
+	}
+	a.Domains[i].Reasons = append(a.Domains[i].Reasons, row.Reason)
 }
 
 // requireAttentionView fails with ErrNoAttentionView on a warehouse older than the view.
@@ -273,7 +309,7 @@ func (a *Attention) Rule() string {
 		"month-to-month swings (median and 1.4826 × MAD of its earlier monthly changes, at least ±2%%), or its rank, AI-referred visits or top channel "+
 		"fell that many of the watchlist's swings since %s, and it had at least %s visits; or when its data went missing or failed a quality check. "+
 		"Severity: high from %s swings, medium from %s. Most unusual first (view needs_attention; config attention.min_visits and attention.threshold).",
-		strconv.FormatFloat(s.Threshold, 'f', -1, 64), orText(a.PreviousMonth, "the previous complete month"), thousands(float64(s.MinVisits)),
+		strconv.FormatFloat(s.Threshold, 'f', -1, 64), orText(a.PreviousMonth, "the previous complete month"), numfmt.Thousands(s.MinVisits),
 		strconv.FormatFloat(2*s.Threshold, 'f', -1, 64), strconv.FormatFloat(s.Threshold, 'f', -1, 64))
 }
 

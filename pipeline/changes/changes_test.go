@@ -53,10 +53,12 @@ func TestBuildLatest(t *testing.T) {
 		"What changed in 2026-02",
 		"compared with 2026-01, the complete month before; 2 domains loaded in both",
 		"Not complete yet (not compared): 2026-03.",
-		"b.com", "2,000", "→ 1,000", "-50.0%",
+		// the report's number style (numfmt) on every section: visits 2.00k, ranks #80,
+		// percent with a typographic minus, share changes in points
+		"b.com", "2.00k", "→ 1.00k", "−50.0%",
 		"a.com", "#100", "→ #80", "up 20 places",
-		"a.com direct", "50.0%", "→ 37.5%", "-12.5 pts",
-		"x.com", "#50, 9,000 visits",
+		"a.com direct", "50.0%", "→ 37.5%", "−12.5\u00a0pts",
+		"x.com", "#50, 9.00k visits",
 		"gemini.google.com", "#2, 40.0% of AI visits",
 		`"sandals"`, "#2, 800 searches/month",
 		"Italy (IT)", "#6 (5.0%) → #3 (15.0%)",
@@ -68,7 +70,7 @@ func TestBuildLatest(t *testing.T) {
 		}
 	}
 	head := d.Headline()
-	wantHead := "sitewatch 2026-02 vs 2026-01: biggest mover b.com visits -50.0%, 1 new competitor, 2 new AI platforms, 1 new keyword, 1 country into a top 5."
+	wantHead := "sitewatch 2026-02 vs 2026-01: biggest mover b.com visits −50.0%, 1 new competitor, 2 new AI platforms, 1 new keyword, 1 country into a top 5."
 	if first := strings.SplitN(head, "\n", 2)[0]; first != wantHead {
 		t.Errorf("Headline first line:\n got %s\nwant %s", first, wantHead)
 	}
@@ -132,13 +134,5 @@ func TestBuildMonths(t *testing.T) {
 	}
 	if _, err := Build(ctx, db, "2026-13"); err == nil || !strings.Contains(err.Error(), "not YYYY-MM") {
 		t.Errorf("bad month: err = %v", err)
-	}
-}
-
-func TestThousands(t *testing.T) {
-	for in, want := range map[float64]string{0: "0", 999: "999", 1000: "1,000", 1234567.6: "1,234,568", -4500: "-4,500", -0.2: "0"} {
-		if got := thousands(in); got != want {
-			t.Errorf("thousands(%v) = %q, want %q", in, got, want)
-		}
 	}
 }

@@ -46,12 +46,16 @@ type Competitor struct {
 // DomainView is what `sitewatch show DOMAIN` shows: the domain's whole history, its
 // needs-attention rows of the latest complete month and its competitors.
 type DomainView struct {
-	Domain      string        `json:"domain"`
-	Title       string        `json:"title"`
-	Latest      string        `json:"latest_snapshot"` // the newest snapshot holding the domain
-	Months      []DomainMonth `json:"months"`          // oldest first
-	Attention   *Attention    `json:"-"`
-	Competitors []Competitor  `json:"competitors"`
+	Domain    string        `json:"domain"`
+	Title     string        `json:"title"`
+	Latest    string        `json:"latest_snapshot"` // the newest snapshot holding the domain
+	Months    []DomainMonth `json:"months"`          // oldest first
+	Attention *Attention    `json:"-"`               // the latest complete month's list, limited to the domain
+	// Flagged holds every complete month the domain was flagged in, newest first, each
+	// limited to the domain (domainattention.go); Attention is Flagged[0] when the latest
+	// month flagged it.
+	Flagged     []*Attention `json:"-"`
+	Competitors []Competitor `json:"competitors"`
 }
 
 // ReadDomain reads domain's view with the needs-attention settings s. It returns an error
@@ -77,7 +81,7 @@ func ReadDomain(ctx context.Context, db *sql.DB, domain string, s AttentionSetti
 		return nil, fmt.Errorf("show %s: %w", domain, err)
 	}
 	if latest != "" {
-		if v.Attention, err = ReadDomainAttention(ctx, db, latest, domain, s); err != nil && !errors.Is(err, ErrNoAttentionView) {
+		if err := v.readAttention(ctx, db, latest, s); err != nil && !errors.Is(err, ErrNoAttentionView) {
 			return nil, fmt.Errorf("show %s: %w", domain, err)
 		}
 	}

@@ -4,8 +4,10 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"strings"
 
 	"sitewatch/pipeline/discover"
+	"sitewatch/pipeline/numfmt"
 	"sitewatch/pipeline/warehouse"
 )
 
@@ -18,6 +20,23 @@ type Fall struct {
 	Previous  float64 `json:"previous_visits"` // the calendar month before
 	ChangePct float64 `json:"change_pct"`      // percent, -100 = vanished
 	Lost      float64 `json:"visits_lost"`     // Previous - Visits
+}
+
+// FallsTitle is the largest falls' heading, the same words on every surface (changes, the
+// report's section and headline card): "Largest falls in visits in 2026-10 (at least 10.0k
+// visits the month before)".
+func FallsTitle(month string, floor int64) string {
+	return fmt.Sprintf("Largest falls in visits in %s (at least %s visits the month before)", month, numfmt.Count(float64(floor)))
+}
+
+// NoFalls is what every surface says when no domain above the floor lost visits.
+const NoFalls = "no domain lost visits"
+
+// Text is the fall in words, the same on every surface: "fell 35.0% (2.00M → 1.30M visits)",
+// "fell 100.0% (800k → 0 visits)".
+func (f Fall) Text() string {
+	return fmt.Sprintf("fell %s (%s → %s visits)", strings.TrimPrefix(numfmt.Change(f.ChangePct/100), numfmt.Minus),
+		numfmt.Count(f.Previous), numfmt.Count(f.Visits))
 }
 
 // largestFallsSQL ranks the month's falls by percent, then by the visits lost, among the

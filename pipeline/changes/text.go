@@ -73,7 +73,7 @@ func (d *Digest) writeAttention(p printer) {
 		p.Printf("  %s\n", l)
 	}
 	if more > 0 {
-		p.Printf("  … and %d more: %s\n", more, a.Query())
+		p.Printf("  … and %s more: %s\n", numfmt.Thousands(int64(more)), a.Query())
 	}
 	p.Printf("  %s\n\n", a.Rule())
 }
@@ -89,9 +89,9 @@ func (d *Digest) lines() int {
 // writeFalls is the month's largest falls in visits, steepest first, in the report's number
 // style: its own ranking, apart from the needs-attention list.
 func (d *Digest) writeFalls(p printer) {
-	p.Printf("Largest falls in visits in %s (at least %s visits the month before)\n", d.Month, numfmt.Count(float64(d.attentionFloor())))
+	p.Printf("%s\n", FallsTitle(d.Month, d.attentionFloor()))
 	if len(d.LargestFalls) == 0 {
-		p.Printf("  no domain lost visits\n\n")
+		p.Printf("  %s\n\n", NoFalls)
 		return
 	}
 	tab := textout.Table{Header: []string{"#", "domain", "change", "visits", "before", "lost"}, Right: []bool{true, false, true, true, true, true}}
@@ -229,10 +229,10 @@ func (d *Digest) writeCompetitors(p printer) {
 	for _, c := range d.Competitors {
 		detail := []string{}
 		if c.GlobalRank != nil {
-			detail = append(detail, "#"+thousands(float64(*c.GlobalRank)))
+			detail = append(detail, numfmt.Rank(*c.GlobalRank))
 		}
 		if c.TotalVisits != nil {
-			detail = append(detail, thousands(*c.TotalVisits)+" visits")
+			detail = append(detail, numfmt.Count(*c.TotalVisits)+" visits")
 		}
 		if c.OnWatchlist {
 			detail = append(detail, "on the watchlist")
@@ -248,7 +248,7 @@ func (d *Digest) writePlatforms(p printer) {
 	for _, a := range d.AIPlatforms {
 		detail := ""
 		if a.Rank != nil && a.SharePct != nil {
-			detail = fmt.Sprintf("#%d, %.1f%% of AI visits", *a.Rank, *a.SharePct)
+			detail = numfmt.Rank(*a.Rank) + ", " + numfmt.Share(*a.SharePct/100) + " of AI visits"
 		}
 		lines = append(lines, fmt.Sprintf("  %s\t%s\t%s\t%s", a.Domain, a.Change, a.Platform, detail))
 	}
@@ -259,9 +259,9 @@ func (d *Digest) writeKeywords(p printer) {
 	p.Printf("\nTop keywords that appeared or dropped out\n")
 	lines := make([]string, 0, len(d.Keywords))
 	for _, k := range d.Keywords {
-		detail := fmt.Sprintf("#%d", k.Position)
+		detail := numfmt.Rank(int64(k.Position))
 		if k.SearchVolume != nil {
-			detail += ", " + thousands(float64(*k.SearchVolume)) + " searches/month"
+			detail += ", " + numfmt.Count(float64(*k.SearchVolume)) + " searches/month"
 		}
 		lines = append(lines, fmt.Sprintf("  %s\t%s\t%q\t%s", k.Domain, k.Change, k.Keyword, detail))
 	}
@@ -323,26 +323,27 @@ func (p printer) list(lines []string, view, month string) {
 	}
 	p.flush(tw)
 	if more := len(lines) - p.max; more > 0 {
-		p.Printf("  … and %d more: sitewatch query \"SELECT * FROM %s WHERE snapshot_month = '%s'\"\n", more, view, month)
+		p.Printf("  … and %s more: sitewatch query \"SELECT * FROM %s WHERE snapshot_month = '%s'\"\n", numfmt.Thousands(int64(more)), view, month)
 	}
 }
 
-// value renders a metric value in its unit.
+// value renders a metric value in its unit, in the report's number style (numfmt): ranks
+// "#314,815", shares "37.5%", visits "21.5k".
 func value(metric string, v float64) string {
 	switch metric {
 	case MetricGlobalRank:
-		return "#" + thousands(v)
+		return numfmt.Rank(int64(math.Round(v)))
 	case MetricAITrafficShare, MetricChannelShare:
-		return strconv.FormatFloat(v*100, 'f', 1, 64) + "%"
+		return numfmt.Share(v)
 	default:
-		return thousands(v)
+		return numfmt.Count(v)
 	}
 }
 
 func moveText(m Mover) string {
 	switch m.Metric {
 	case MetricGlobalRank:
-		places := thousands(math.Abs(m.Change)) + " places"
+		places := numfmt.Thousands(int64(math.Abs(m.Change))) + " places"
 		if math.Abs(m.Change) == 1 {
 			places = "1 place"
 		}
@@ -351,49 +352,23 @@ func moveText(m Mover) string {
 		}
 		return "down " + places
 	case MetricAITrafficShare, MetricChannelShare:
-		return signed(m.Change*100, 1) + " pts"
+		return numfmt.Points(m.Change)
 	default:
 		return ratioText(m.ChangeRatio, m.Change)
 	}
 }
 
-// ratioText is a relative change in percent, or the absolute change when the base was 0.
+// ratioText is a relative change in percent ("+25.0%", "−50.0%"), or the change in visits
+// when the base was 0 ("+1.20k (from 0)"), in the report's number style.
 func ratioText(ratio *float64, change float64) string {
 	if ratio == nil {
-		return signedThousands(change) + " (from 0)"
-	}
-	return signed(*ratio*100, 1) + "%"
-}
-
-func signed(v float64, decimals int) string {
-	s := strconv.FormatFloat(v, 'f', decimals, 64)
-	if v >= 0 {
-		s = "+" + s
-	}
-	return s
-}
-
-func signedThousands(v float64) string {
-	if v >= 0 {
-		return "+" + thousands(v)
-	}
-	return "-" + thousands(-v)
-}
-
-// thousands renders v rounded to an integer with comma separators (1234567 -> 1,234,567).
-func thousands(v float64) string {
-	s := strconv.FormatFloat(math.Round(math.Abs(v)), 'f', 0, 64)
-	var b strings.Builder
-	if v < 0 && s != "0" {
-		b.WriteByte('-')
-	}
-	for i, r := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
+		sign := ""
+		if change > 0 {
+			sign = "+"
 		}
-		b.WriteRune(r)
+		return sign + numfmt.Count(change) + " (from 0)"
 	}
-	return b.String()
+	return numfmt.Change(*ratio)
 }
 
 func positionShare(pos *int64, share *float64) string {
@@ -401,9 +376,9 @@ func positionShare(pos *int64, share *float64) string {
 		return "not listed"
 	}
 	if share == nil {
-		return fmt.Sprintf("#%d", *pos)
+		return numfmt.Rank(*pos)
 	}
-	return fmt.Sprintf("#%d (%.1f%%)", *pos, *share*100)
+	return numfmt.Rank(*pos) + " (" + numfmt.Share(*share) + ")"
 }
 
 func orDash(s string) string {

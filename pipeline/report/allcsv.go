@@ -24,13 +24,16 @@ type Files struct {
 	// the page names it, e.g. "report-2026-10-domains.csv".
 	CSV     io.Writer
 	CSVName string
+	// DiscoverMinVisits is the config's discover.min_visits: the size floor of "Worth tracking
+	// next", as discover and changes read it (0: discover's default).
+	DiscoverMinVisits int64
 }
 
 // WriteFiles is WriteWith writing f.Page, and every domain's All domains row to f.CSV: the
 // columns of the table, figures unrounded (changes as ratios: 0.025 = +2.5 %). Its errors are
 // WriteWith's and the CSV's write errors.
 func WriteFiles(ctx context.Context, db *sql.DB, snapshot string, s changes.AttentionSettings, f Files) error {
-	d, err := load(ctx, db, snapshot, s)
+	d, err := load(ctx, db, snapshot, settings{Attention: s, DiscoverMinVisits: f.DiscoverMinVisits})
 	if err != nil {
 		return err
 	}

@@ -32,7 +32,7 @@ type attentionRow struct {
 // attention.threshold; zero fields are the defaults). Its errors are Write's, and a failed
 // read of the needs_attention view.
 func WriteWith(ctx context.Context, db *sql.DB, snapshot string, s changes.AttentionSettings, w io.Writer) error {
-	d, err := load(ctx, db, snapshot, s)
+	d, err := load(ctx, db, snapshot, settings{Attention: s})
 	if err != nil {
 		return err
 	}

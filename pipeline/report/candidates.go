@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 
+	"sitewatch/pipeline/changes"
 	"sitewatch/pipeline/discover"
+	"sitewatch/pipeline/numfmt"
 )
 
 // maxCandidates is how many of discover's candidates the competitors section lists.
@@ -19,9 +21,34 @@ type candidateRow struct {
 	IsNew, IsRising bool
 }
 
-// loadCandidates reads the snapshot's best candidates from the view discover_candidates.
+// settings are the config's knobs a page is read with; zero fields are the defaults.
+type settings struct {
+	Attention changes.AttentionSettings // attention.min_visits, attention.threshold
+	// DiscoverMinVisits is discover.min_visits: the size floor of the candidates, the same
+	// for `sitewatch discover`, the worth-tracking list of `changes` and this page.
+	DiscoverMinVisits int64
+}
+
+// digestOptions are what the page's digest is built with: the same list of needs attention,
+// largest falls and candidates as `sitewatch changes` with the same config.
+func (s settings) digestOptions() changes.Options {
+	return changes.Options{Attention: s.Attention, DiscoverMinVisits: s.DiscoverMinVisits}
+}
+
+// candidateFloor is the candidates' size floor as the page prints it: "5.00k", "none".
+func (s settings) candidateFloor() string {
+	f := discover.Query{MinVisits: s.DiscoverMinVisits}.Floor()
+	if f <= 0 {
+		return "none"
+	}
+	return numfmt.Count(float64(f))
+}
+
+// loadCandidates reads the snapshot's best candidates at or above the configured size floor
+// (discover.min_visits) from the view discover_candidates: discover's own list.
 func (d *data) loadCandidates(ctx context.Context, db *sql.DB) error {
-	_, cs, err := discover.Candidates(ctx, db, discover.Query{Snapshot: d.Snapshot, Top: maxCandidates})
+	q := discover.Query{Snapshot: d.Snapshot, Top: maxCandidates, MinVisits: d.settings.DiscoverMinVisits}
+	_, cs, err := discover.Candidates(ctx, db, q)
 	if errors.Is(err, discover.ErrNoData) {
 		return nil // no similar sites this month: the section says so already
 	}

@@ -1,10 +1,15 @@
 package report
 
 import (
+	"bytes"
 	"context"
 	"os"
+	"regexp"
 	"strings"
 	"testing"
+
+	"sitewatch/pipeline/changes"
+	"sitewatch/pipeline/discover"
 )
 
 // TestCompetitorsShowDiscoverCandidates: the competitors section lists discover's best domains
@@ -45,5 +50,50 @@ func TestCompetitorsShowDiscoverCandidates(t *testing.T) {
 	}
 	if !strings.Contains(html, `w1.com <span class="badge">on watchlist</span>`) {
 		t.Error("the competitors table no longer marks the watchlist's own domains")
+	}
+}
+
+// TestWorthTrackingUsesTheConfiguredFloor: with discover.min_visits at 10M, "Worth tracking
+// next" holds discover's own list at that floor (six.com 41M, solo.com 90M), not the 2M
+// candidates the default floor of 5,000 lets in (newrise.com, static.com).
+func TestWorthTrackingUsesTheConfiguredFloor(t *testing.T) {
+	db := openWarehouse(t)
+	fixture, err := os.ReadFile("../discover/testdata/fixture.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := db.ExecContext(ctx, string(fixture)); err != nil {
+		t.Fatal(err)
+	}
+	const floor = 10_000_000
+	var page bytes.Buffer
+	if err := WriteFiles(ctx, db, "2026-10", changes.AttentionSettings{}, Files{Page: &page, DiscoverMinVisits: floor}); err != nil {
+		t.Fatal(err)
+	}
+	_, want, err := discover.Candidates(ctx, db, discover.Query{Snapshot: "2026-10", Top: maxCandidates, MinVisits: floor})
+	if err != nil {
+		t.Fatal(err)
+	}
+	html := page.String()
+	if !strings.Contains(html, "with at least 10.0M visits a month") {
+		t.Error("the list does not state its floor of 10.0M visits")
+	}
+	at := strings.Index(html, `id="candidates"`)
+	if at < 0 {
+		t.Fatal("the report has no Worth tracking next list")
+	}
+	list := html[at:]
+	list = list[:strings.Index(list, "</table>")]
+	var got []string
+	for _, m := range regexp.MustCompile(`<td class="d">([a-z0-9.-]+)`).FindAllStringSubmatch(list, -1) {
+		got = append(got, m[1])
+	}
+	var wantDomains []string
+	for _, c := range want {
+		wantDomains = append(wantDomains, c.Domain)
+	}
+	if strings.Join(got, " ") != strings.Join(wantDomains, " ") || strings.Join(got, " ") != "six.com solo.com" {
+		t.Errorf("Worth tracking next lists %v; discover at the floor of %d lists %v, want six.com solo.com", got, floor, wantDomains)
 	}
 }

@@ -133,8 +133,11 @@ func lowLabel(lo, hi float64) string {
 	return l
 }
 
-// sparkAxis labels the first and latest months, and the month a year earlier when it falls
-// inside the history and clear of both at the narrowest width.
+// sparkAxis labels the first and latest months, and the month a year earlier whenever it
+// falls inside the history: under its hollow dot, or, when that would crowd the first or the
+// latest label at the narrowest width, on a line of its own below them, starting (or, in the
+// right half, ending) at the dot, the chart one line taller. A chart never draws a year-ago
+// dot without its month.
 func sparkAxis(s *svgDoc, y float64, first, last, yearAgo time.Time, xp func(time.Time) float64) {
 	f, l := first.Format("Jan 2006"), last.Format("Jan 2006")
 	s.textP(0, 0, y, valueSize, "start", mutedColor, f)
@@ -145,12 +148,22 @@ func sparkAxis(s *svgDoc, y float64, first, last, yearAgo time.Time, xp func(tim
 		return
 	}
 	ya := yearAgo.Format("Jan 2006")
-	mid, half := xp(yearAgo)/100*sparkMin, textWidth(ya, valueSize)/2
-	if mid-half < textWidth(f, valueSize)+6 || mid+half > sparkMin-textWidth(l, valueSize)-6 {
+	x := xp(yearAgo)
+	mid, half := x/100*sparkMin, textWidth(ya, valueSize)/2
+	if mid-half >= textWidth(f, valueSize)+6 && mid+half <= sparkMin-textWidth(l, valueSize)-6 {
+		s.textP(x, 0, y, valueSize, "middle", mutedColor, ya)
 		return
 	}
-	s.textP(xp(yearAgo), 0, y, valueSize, "middle", mutedColor, ya)
+	s.h += axisLineH
+	if x < 50 {
+		s.textP(x, -2, y+axisLineH, valueSize, "start", mutedColor, "↑ "+ya)
+		return
+	}
+	s.textP(x, 2, y+axisLineH, valueSize, "end", mutedColor, ya+" ↑")
 }
+
+// axisLineH is the height of a second line of axis labels.
+const axisLineH = 13.0
 
 func monthIndex(t time.Time) float64 { return float64(t.Year()*12 + int(t.Month()) - 1) }
 

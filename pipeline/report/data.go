@@ -131,16 +131,19 @@ type data struct {
 
 	// Candidates are discover's best domains not tracked yet (candidates.go).
 	Candidates []discover.Candidate
+
+	settings settings       // the config's knobs the page is read with (candidates.go)
+	Falls    []changes.Fall // the month's largest falls in visits (falls.go)
 }
 
 // load reads the snapshot's figures. It returns an error naming the snapshot and the snapshots
 // that do exist when the warehouse has no sites rows for it.
-func load(ctx context.Context, db *sql.DB, snapshot string, settings changes.AttentionSettings) (*data, error) {
+func load(ctx context.Context, db *sql.DB, snapshot string, set settings) (*data, error) {
 	if !snapshotRE.MatchString(snapshot) {
 		return nil, fmt.Errorf("snapshot %q is not a month in the form YYYY-MM (e.g. 2026-01)", snapshot)
 	}
 	d := &data{Snapshot: snapshot, Countries: map[string][]countryShare{},
-		Keywords: map[string][]keyword{}, AI: map[string][]aiShare{}}
+		Keywords: map[string][]keyword{}, AI: map[string][]aiShare{}, settings: set}
 	if err := d.loadSites(ctx, db); err != nil {
 		return nil, err
 	}
@@ -148,7 +151,7 @@ func load(ctx context.Context, db *sql.DB, snapshot string, settings changes.Att
 		return nil, noData(ctx, db, snapshot)
 	}
 	// The digest and the needs-attention list come first: the domains they name are shown.
-	for _, step := range []func(context.Context, *sql.DB) error{d.loadQuality, d.loadDigest, d.attentionLoader(settings)} {
+	for _, step := range []func(context.Context, *sql.DB) error{d.loadQuality, d.loadDigest, d.attentionLoader(set.Attention), d.loadFalls} {
 		if err := step(ctx, db); err != nil {
 			return nil, err
 		}
@@ -384,7 +387,7 @@ func (d *data) loadDigest(ctx context.Context, db *sql.DB) error {
 		d.DigestNote = "This warehouse was last written by an older sitewatch and has no changes views; run `sitewatch rebuild --all` once to add them."
 		return nil
 	}
-	dg, err := changes.Build(ctx, db, d.Snapshot)
+	dg, err := changes.BuildOptions(ctx, db, d.Snapshot, d.settings.digestOptions())
 	switch {
 	case errors.Is(err, changes.ErrMonthNotComplete), errors.Is(err, changes.ErrNoCompleteMonth):
 		d.DigestNote = fmt.Sprintf("Snapshot %s is not complete, so it is not compared with the month before (month-to-month changes compare complete months only). Below: the movers within this snapshot's own traffic history.", d.Snapshot)

@@ -12,11 +12,13 @@ import (
 	"sitewatch/pipeline/numfmt"
 )
 
-// panel is one flagged domain's own place in the page, one click or tap from every mention
-// of it (needs attention, the headline cards, the All domains table): why it is flagged, its
-// whole history with the year-ago month marked, its channels and its competitors.
+// panel is one flagged domain's own place in the page, or one of the largest falls', one click
+// or tap from every mention of it (needs attention, largest falls, the headline cards, the All
+// domains table): why it is listed, its whole history with the year-ago month marked, its
+// channels and its competitors.
 type panel struct {
 	ID, Domain, Severity                        string
+	Back, BackTitle                             string // the section listing it: attention or falls
 	Reasons                                     []string
 	Last, LastMonth, MoM, MoMTone, YoY, YoYTone string
 	Rank                                        string
@@ -35,36 +37,60 @@ const maxPanelCompetitors = 5
 // maxPanelChannels are named in a panel, largest share first.
 const maxPanelChannels = 5
 
-func buildPanels(d *data) []panel {
-	if d.Attention == nil {
-		return nil
-	}
-	bySite := map[string]*site{}
+// panelDomains are the domains with a panel: those needs attention names, in its order, then
+// the largest falls it does not name, in theirs.
+func panelDomains(d *data) []string {
+	out := flaggedDomains(d)
 	flagged := attentionRanks(d)
-	for i := range d.Sites {
-		if flagged[d.Sites[i].Domain] > 0 {
-			bySite[d.Sites[i].Domain] = &d.Sites[i]
+	for _, f := range d.Falls {
+		if flagged[f.Domain] == 0 {
+			out = append(out, f.Domain)
 		}
-	}
-	out := make([]panel, 0, len(d.Attention.Domains))
-	for _, a := range d.Attention.Domains {
-		p := panel{ID: panelID(a.Domain), Domain: a.Domain, Last: numfmt.Dash, MoM: numfmt.Dash, YoY: numfmt.Dash, Rank: numfmt.Dash}
-		for _, r := range a.Reasons {
-			p.Reasons = append(p.Reasons, r.Text)
-		}
-		if len(a.Reasons) > 0 {
-			p.Severity = a.Reasons[0].Severity
-		}
-		if s := bySite[a.Domain]; s != nil {
-			p.fill(d, s)
-		} else {
-			p.SVG = sparkline(a.Domain, d.History[a.Domain], time.Time{})
-		}
-		p.Channels = channelLine(d, a.Domain)
-		p.Competitors = d.PanelCompetitors[a.Domain]
-		out = append(out, p)
 	}
 	return out
+}
+
+func buildPanels(d *data) []panel {
+	bySite := map[string]*site{}
+	for i := range d.Sites {
+		bySite[d.Sites[i].Domain] = &d.Sites[i]
+	}
+	var out []panel
+	flagged := attentionRanks(d)
+	if d.Attention != nil {
+		for _, a := range d.Attention.Domains {
+			p := newPanel(d, a.Domain, bySite[a.Domain])
+			p.Back, p.BackTitle = "attention", "Needs attention"
+			for _, r := range a.Reasons {
+				p.Reasons = append(p.Reasons, r.Text)
+			}
+			if len(a.Reasons) > 0 {
+				p.Severity = a.Reasons[0].Severity
+			}
+			out = append(out, p)
+		}
+	}
+	for _, f := range d.Falls {
+		if flagged[f.Domain] == 0 {
+			p := newPanel(d, f.Domain, bySite[f.Domain])
+			p.Back, p.BackTitle, p.Reasons = "falls", "Largest falls", []string{fallReason(f)}
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// newPanel is domain's panel without its reasons: figures, chart, channels and competitors.
+func newPanel(d *data, domain string, s *site) panel {
+	p := panel{ID: panelID(domain), Domain: domain, Last: numfmt.Dash, MoM: numfmt.Dash, YoY: numfmt.Dash, Rank: numfmt.Dash}
+	if s != nil {
+		p.fill(d, s)
+	} else {
+		p.SVG = sparkline(domain, d.History[domain], time.Time{})
+	}
+	p.Channels = channelLine(d, domain)
+	p.Competitors = d.PanelCompetitors[domain]
+	return p
 }
 
 // fill sets the panel's figures and chart from the domain's site row.
@@ -104,11 +130,11 @@ func channelLine(d *data, domain string) string {
 	return strings.Join(parts, " · ")
 }
 
-// loadPanelCompetitors reads the first maxPanelCompetitors competitors of each flagged
-// domain, with their visits.
+// loadPanelCompetitors reads the first maxPanelCompetitors competitors of each domain with a
+// panel, with their visits.
 func (d *data) loadPanelCompetitors(ctx context.Context, db *sql.DB) error {
 	d.PanelCompetitors = map[string][]string{}
-	flagged := flaggedDomains(d)
+	flagged := panelDomains(d)
 	if len(flagged) == 0 {
 		return nil
 	}

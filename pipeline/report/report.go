@@ -29,16 +29,19 @@ var pageSource string
 // pageTmpl is the page; panelLink is replaced on each render by the page's own (pageFor).
 var pageTmpl = template.Must(template.New("report").Funcs(template.FuncMap{"panelLink": func(string) string { return "" }, "prose": prose}).Parse(pageSource))
 
-// pageFor is the page template whose panelLink gives the id of a flagged domain's panel, ""
-// for any other text: every mention of a flagged domain then links to its panel.
+// pageFor is the page template whose panelLink gives the id of a domain's panel (flagged or
+// among the largest falls), "" for any other text: every mention of it then links there.
 func pageFor(d *data) (*template.Template, error) {
 	t, err := pageTmpl.Clone()
 	if err != nil {
 		return nil, fmt.Errorf("clone the page template: %w", err)
 	}
-	flagged := attentionRanks(d)
+	withPanel := map[string]bool{}
+	for _, dom := range panelDomains(d) {
+		withPanel[dom] = true
+	}
 	return t.Funcs(template.FuncMap{"panelLink": func(s string) string {
-		if flagged[s] > 0 {
+		if withPanel[s] {
 			return panelID(s)
 		}
 		return ""
@@ -64,7 +67,8 @@ type page struct {
 	Contents      []tocEntry
 	Headline      []card
 	Attention     *attentionSection // attention.go: the first section after the headline
-	Panels        []panel           // panels.go: each flagged domain's own place
+	Falls         *fallsSection     // falls.go: the month's largest falls, its own ranking
+	Panels        []panel           // panels.go: each flagged or largest-fall domain's own place
 	Changes       *changesSection
 	Traffic       []sparkCard
 	Size          *chart
@@ -118,6 +122,7 @@ func build(d *data) (*page, error) {
 	p.Warning = completeness(d)
 	p.Headline = headline(d)
 	p.Attention = attentionOf(d)
+	p.Falls = buildFalls(d)
 	p.Panels = buildPanels(d)
 	p.Changes = buildChanges(d)
 	p.Traffic = buildTraffic(d)
@@ -133,6 +138,7 @@ func build(d *data) (*page, error) {
 	p.Competitors = buildCompetitors(d)
 	if p.Competitors != nil {
 		p.Competitors.Candidates = candidateRows(d.Candidates) // candidates.go
+		p.Competitors.CandidateFloor = d.settings.candidateFloor()
 	}
 	p.Runs = buildRuns(d)
 	p.Sites = buildSites(d)
@@ -170,6 +176,9 @@ func contents(p *page) []tocEntry {
 	toc := []tocEntry{{"summary", "Headline numbers"}}
 	if p.Attention != nil {
 		toc = append(toc, tocEntry{"attention", "Needs attention"})
+	}
+	if p.Falls != nil {
+		toc = append(toc, tocEntry{"falls", "Largest falls"})
 	}
 	if len(p.Panels) > 0 {
 		toc = append(toc, tocEntry{"flagged", "Flagged domains"})

@@ -28,7 +28,7 @@ func render(t *testing.T, db *sql.DB, snapshot string) string {
 }
 
 // sectionIDs are the page's sections in order; the contents list links each.
-var sectionIDs = []string{"summary", "changes", "traffic", "size", "yoy", "channels", "geography", "keywords", "ai", "competitors", "runs", "watchlist"}
+var sectionIDs = []string{"summary", "falls", "changes", "traffic", "size", "yoy", "channels", "geography", "keywords", "ai", "competitors", "runs", "watchlist"}
 
 func TestWriteRich(t *testing.T) {
 	db := openWarehouse(t)
@@ -54,7 +54,7 @@ func TestWriteRich(t *testing.T) {
 		"<b>Reporting period:</b> 2026-01",
 		"Domains loaded</div><div class=\"value\">28 of 28",
 		"Watchlist visits, Jan 2026 (estimate)",
-		"Biggest riser in visits, MoM", "Biggest faller in visits, MoM",
+		"Biggest riser in visits, MoM", "Largest fall in visits, MoM",
 		"Snapshot 2026-02 against 2026-01, the complete month before it, over the 28 domains", "Visits: biggest moves", "Global rank: biggest moves",
 		"Each chart has its own scale",
 		"log scale",

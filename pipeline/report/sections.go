@@ -464,6 +464,8 @@ type competitorSection struct {
 	Listings int       // domains that list at least one competitor
 	// Candidates are discover's best domains not tracked yet (candidates.go).
 	Candidates []candidateRow
+	// CandidateFloor is their size floor in words, "5.00k" (discover.min_visits).
+	CandidateFloor string
 }
 
 type compRow struct {

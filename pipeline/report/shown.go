@@ -11,7 +11,7 @@ import (
 )
 
 // shownDomains are the domains the page draws one by one: the topN most visited (the
-// per-domain sections) and every domain the needs-attention list names (each gets a panel),
+// per-domain sections) and every domain with a panel (needs attention, largest falls),
 // in that order, each once.
 func shownDomains(d *data) []string {
 	seen := map[string]bool{}
@@ -25,7 +25,7 @@ func shownDomains(d *data) []string {
 	for _, s := range topSites(d) {
 		add(s.Domain)
 	}
-	for _, dom := range flaggedDomains(d) {
+	for _, dom := range panelDomains(d) {
 		add(dom)
 	}
 	return out

@@ -219,9 +219,10 @@ func aiCard(d *data) (card, bool) {
 	return c, true
 }
 
-// moverCards name the domains with the largest month-over-month rise and fall.
+// moverCards name the domains with the largest month-over-month rise (by visits gained) and
+// fall (by percent, as the Largest falls section ranks them).
 func moverCards(d *data) []card {
-	up, down := movers(d)
+	up := risers(d)
 	var cards []card
 	if len(up) > 0 {
 		s := up[0]
@@ -229,33 +230,24 @@ func moverCards(d *data) []card {
 		cards = append(cards, card{Label: "Biggest riser in visits, MoM", Value: s.Domain,
 			Changes: []toned{{numfmt.Change(ch), changeTone(ch)}}, Detail: numfmt.Count(s.PrevVisits.Float64) + " → " + numfmt.Count(s.LastVisits.Float64)})
 	}
-	if len(down) > 0 {
-		s := down[0]
-		ch, _ := s.mom()
-		cards = append(cards, card{Label: "Biggest faller in visits, MoM", Value: s.Domain,
-			Changes: []toned{{numfmt.Change(ch), changeTone(ch)}}, Detail: numfmt.Count(s.PrevVisits.Float64) + " → " + numfmt.Count(s.LastVisits.Float64)})
-	}
-	return cards
+	return append(cards, fallCard(d)) // falls.go: ranked as the Largest falls section
 }
 
-// movers returns the domains whose visits rose and fell from the previous month to the latest
-// month of their history, each by the visits gained or lost, largest first.
-func movers(d *data) (up, down []site) {
+// risers returns the domains whose visits rose from the previous month to the latest month of
+// their history, by the visits gained, largest first. Falls have their own ranking, by
+// percent (falls.go).
+func risers(d *data) []site {
+	var up []site
 	for _, s := range d.Sites {
-		if ch, ok := s.mom(); ok {
-			if ch > 0 {
-				up = append(up, s)
-			} else if ch < 0 {
-				down = append(down, s)
-			}
+		if ch, ok := s.mom(); ok && ch > 0 {
+			up = append(up, s)
 		}
 	}
-	// The report's ranking rule (changes.RankingRule): by the visits gained or lost, so a
-	// 1 -> 2 visit change never leads.
-	moved := func(s site) float64 { return math.Abs(s.LastVisits.Float64 - s.PrevVisits.Float64) }
-	sort.SliceStable(up, func(i, j int) bool { return moved(up[i]) > moved(up[j]) })
-	sort.SliceStable(down, func(i, j int) bool { return moved(down[i]) > moved(down[j]) })
-	return up, down
+	// The report's ranking rule (changes.RankingRule): by the visits gained, so a 1 -> 2
+	// visit change never leads.
+	gained := func(s site) float64 { return s.LastVisits.Float64 - s.PrevVisits.Float64 }
+	sort.SliceStable(up, func(i, j int) bool { return gained(up[i]) > gained(up[j]) })
+	return up
 }
 
 func creditsCard(d *data) card {
@@ -314,7 +306,6 @@ type changesSection struct {
 	Note         string         // why there is no digest, or ""
 	PrevSnapshot string
 	Risers       []moverRow
-	Fallers      []moverRow
 	RankMoves    []rankMove
 }
 
@@ -322,8 +313,7 @@ type moverRow struct{ Domain, Change, Tone, From, To, Months string }
 
 func buildChanges(d *data) *changesSection {
 	c := &changesSection{PrevSnapshot: d.PrevSnapshot, Digest: buildDigest(d.Digest), Folded: buildFolded(d.Digest), Note: d.DigestNote}
-	up, down := movers(d)
-	c.Risers, c.Fallers = moverRows(up, 5), moverRows(down, 5)
+	c.Risers = moverRows(risers(d), 5)
 	for _, s := range d.Sites {
 		if !s.GlobalRank.Valid || !s.PrevRank.Valid || s.GlobalRank.Int64 == s.PrevRank.Int64 || s.GlobalRank.Int64 <= 0 || s.PrevRank.Int64 <= 0 {
 			continue

@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 )
 
 // multipleOf returns the small multiple of domain in html.
@@ -116,5 +117,44 @@ func TestChangesFoldedInFile(t *testing.T) {
 		if !strings.Contains(sec, fmt.Sprintf("newcomer-%d.example", i)) {
 			t.Errorf("newcomer-%d.example is in neither the open nor the folded list", i)
 		}
+	}
+}
+
+// TestSparkAxisLabelsYearAgoWhenCrowded: a history of 14 or 15 months puts the year-ago month
+// next to the first, one of 100 puts it next to the latest; each chart still names the month
+// of its hollow dot (on a second axis line), and only those that need it grow. At 13 months the
+// year-ago month is the first, labelled as such.
+func TestSparkAxisLabelsYearAgoWhenCrowded(t *testing.T) {
+	months := func(n int) []point {
+		start := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+		pts := make([]point, n)
+		for i := range pts {
+			pts[i] = point{Month: start.AddDate(0, i, 0), Visits: float64(1000 + 10*i)}
+		}
+		return pts
+	}
+	for _, tc := range []struct {
+		name    string
+		pts     []point
+		crowded bool
+	}{
+		{"13 months", months(13), false},
+		{"14 months", months(14), true},
+		{"15 months", months(15), true},
+		{"25 months", months(25), false},
+		{"100 months", months(100), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			last := tc.pts[len(tc.pts)-1].Month
+			yearAgo := last.AddDate(-1, 0, 0)
+			svg := string(sparkline("x.com", tc.pts, yearAgo))
+			label := regexp.MustCompile(`>(↑ )?` + yearAgo.Format("Jan 2006") + `( ↑)?</text>`)
+			if !label.MatchString(svg) {
+				t.Errorf("the year-ago month %s is not on the axis:\n%s", yearAgo.Format("Jan 2006"), svg)
+			}
+			if got := strings.Contains(svg, `height="125"`); got != tc.crowded {
+				t.Errorf("second axis line = %v, want %v:\n%s", got, tc.crowded, svg)
+			}
+		})
 	}
 }
