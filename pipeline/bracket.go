@@ -68,17 +68,43 @@ func (r *runState) fetchBracketed(ctx context.Context, handle func(atlas.Result)
 // retry) is made again, for another domain, before the held answers are given up.
 const closingAttempts = 3
 
-// closeBracket makes closing probes until one answers, at most closingAttempts: for the
-// opening probe's domain, then for the domains of the held answers and of the watchlist (any
-// overview of the month names it). It stops at once when the run stops (credits, a signal) or a probe names
+// closeBracket makes closing probes until one answers, at most closingAttempts
+// (closingDomains). It stops at once when the run stops (credits, a signal) or a probe names
 // another month. It says whether the month is confirmed, and if not, why.
 func (r *runState) closeBracket(ctx context.Context, held []atlas.Result) (bool, string) {
-	if len(r.probed) == 0 {
+	if len(r.probed) == 0 && r.closer == "" {
 		return false, "no opening probe was made"
 	}
-	domains := []string{r.probed[0].Domain}
-	// The held answers' domains, then the watchlist's (a similar-only month holds every
-	// overview), read only until closingAttempts are found: not a copy of a million domains.
+	domains := r.closingDomains(held)
+	var why string
+	for i, d := range domains {
+		confirmed, failed, reason := r.closingProbe(ctx, d)
+		if confirmed || !failed || r.cause() != nil || ctx.Err() != nil {
+			return confirmed, reason
+		}
+		why = reason
+		if i+1 < len(domains) {
+			r.env.Logger.Warn("the closing site-overview call failed; trying another before dropping the held answers",
+				"domain", d, "next", domains[i+1], "held", len(held), "why", reason)
+		}
+	}
+	return false, why
+}
+
+// closingDomains are the domains whose site-overview calls may close the bracket, at most
+// closingAttempts: the bracket's closer when resumeBracket named one (an answer the month
+// lacks), then the domains of the held answers and of the watchlist (any overview of the
+// month names it), read only until enough are found: not a copy of a million domains. The
+// domain whose opening probe answered is skipped: its overview again would be one call paid
+// twice in a run (the fault soak found an opening and a closing probe of the same domain 250 ms
+// apart); only when no other domain is left does it close its own bracket, rather than losing
+// the held answers. A probe that failed bought nothing: its domain may close (its overview is
+// still lacking).
+func (r *runState) closingDomains(held []atlas.Result) []string {
+	var domains []string
+	if r.closer != "" {
+		domains = append(domains, r.closer)
+	}
 	candidates := func(yield func(string) bool) {
 		for _, res := range held {
 			if !yield(res.Domain) {
@@ -95,23 +121,14 @@ func (r *runState) closeBracket(ctx context.Context, held []atlas.Result) (bool,
 		if len(domains) == closingAttempts {
 			break
 		}
-		if !slices.Contains(domains, d) {
+		if !slices.Contains(domains, d) && d != r.answeredProbe {
 			domains = append(domains, d)
 		}
 	}
-	var why string
-	for i, d := range domains {
-		confirmed, failed, reason := r.closingProbe(ctx, d)
-		if confirmed || !failed || r.cause() != nil || ctx.Err() != nil {
-			return confirmed, reason
-		}
-		why = reason
-		if i+1 < len(domains) {
-			r.env.Logger.Warn("the closing site-overview call failed; trying another before dropping the held answers",
-				"domain", d, "next", domains[i+1], "held", len(held), "why", reason)
-		}
+	if len(domains) == 0 && r.answeredProbe != "" {
+		domains = append(domains, r.answeredProbe)
 	}
-	return false, why
+	return domains
 }
 
 // closingProbe fetches the overview of domain and says whether its month is the run's month,
@@ -157,8 +174,10 @@ func (r *runState) dropUnconfirmed(ctx context.Context, held []atlas.Result, why
 // names another month the site-similar answers are not stored (month_unknown, as for any
 // broken bracket) and the run reports the turn. The newest overview must be younger than
 // dateTrust, so a month turn in between (which would waste those answers) stays unlikely;
-// older months are probed as before. state is what the warehouse holds of candidate. It says
-// whether it ran the fetch.
+// older months are probed as before. A month lacking only site-similar answers is probed
+// first, not resumed so: a held domain's overview would close as cheaply as a probe opens, but
+// a turn since its newest overview would waste every site-similar answer instead of one probe.
+// state is what the warehouse holds of candidate. It says whether it ran the fetch.
 func (r *runState) resumeBracket(ctx context.Context, candidate string, state *model.SnapshotState) (bool, error) {
 	if candidate == "" || r.opts.Refresh || r.opts.Snapshot != "" {
 		return false, nil // with --snapshot a month other than it must store nothing: probe first
@@ -174,7 +193,8 @@ func (r *runState) resumeBracket(ctx context.Context, candidate string, state *m
 	}
 	r.env.Logger.Info("resuming the month without a probe: its one lacking site-overview call closes the bracket of its site-similar calls",
 		"snapshot", candidate, "closing", closer.Domain, "newest_overview", newest.Format(time.RFC3339))
-	r.probed = []atlas.Request{closer} // closeBracket's first closing call
+	r.closer = closer.Domain // closeBracket's first closing call
+	r.probed = []atlas.Request{closer}
 	plan.drop(closer)
 	r.plan = plan
 	r.progress.plan(plan)

@@ -21,6 +21,11 @@ type monthState struct {
 	upToDate bool
 	touched  map[string]bool // months other than the run's that answers were stored under
 	probed   []atlas.Request // the probe calls made (not planned again in this run)
+	// closer is the domain whose site-overview call closes a bracket opened without a probe
+	// (resumeBracket); "" when a probe opened it.
+	closer string
+	// answeredProbe is the domain whose probe answered (its overview is paid for in this run).
+	answeredProbe string
 }
 
 func newMonthState() *monthState {
@@ -105,6 +110,9 @@ func (r *runState) probeOne(ctx context.Context, domain string) (*atlas.Result, 
 		r.progress.finished(res)
 		answer = &res
 	})
+	if answer != nil && answer.Err == nil {
+		r.answeredProbe = domain
+	}
 	return answer, err
 }
 
