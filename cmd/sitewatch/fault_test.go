@@ -464,25 +464,36 @@ func newManifestWatch(t *testing.T, gw *s3test.Server, prefix, month string) *ma
 	return w
 }
 
+// poll looks at the manifests every 150 ms until ctx ends, then once more: the schedule ends
+// ctx when every runner is done, and the last publish may have landed after the previous look
+// (two of 100 schedules saw no manifest at all when the watch stopped without that last look).
 func (w *manifestWatch) poll(ctx context.Context) {
 	last := map[string]string{}
 	for {
-		for _, key := range w.keys {
-			body := w.get(ctx, key)
-			if body == "" || body == last[key] {
-				continue
-			}
-			if v, ok := w.read(ctx, w.bases[key], body); ok {
-				last[key] = body
-				w.mu.Lock()
-				w.versions[key] = append(w.versions[key], v)
-				w.mu.Unlock()
-			}
+		done := ctx.Err() != nil
+		w.look(context.WithoutCancel(ctx), last)
+		if done {
+			return
 		}
 		select {
 		case <-ctx.Done():
-			return
 		case <-time.After(150 * time.Millisecond):
+		}
+	}
+}
+
+// look records each manifest's version when it differs from the last one recorded.
+func (w *manifestWatch) look(ctx context.Context, last map[string]string) {
+	for _, key := range w.keys {
+		body := w.get(ctx, key)
+		if body == "" || body == last[key] {
+			continue
+		}
+		if v, ok := w.read(ctx, w.bases[key], body); ok {
+			last[key] = body
+			w.mu.Lock()
+			w.versions[key] = append(w.versions[key], v)
+			w.mu.Unlock()
 		}
 	}
 }
