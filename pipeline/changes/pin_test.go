@@ -147,3 +147,44 @@ func TestMoversSameAsBefore(t *testing.T) {
 			FROM changes_movers_scored(against := `+against+`, for_month := '2026-04') WHERE change <> 0 QUALIFY r <= 5`)
 	}
 }
+
+// TestAttentionSameAsBefore pins needs_attention_all, its history step rewritten (the
+// snapshots hash-joined, consecutive months by a window, the month's domains picked last), to
+// the rows it returned before on a random warehouse: every month and one, the default settings
+// and looser ones that list more.
+func TestAttentionSameAsBefore(t *testing.T) {
+	seed := pinSeed(t)
+	t.Logf("seed %d (SITEWATCH_PIN_SEED=%d replays it)", seed, seed)
+	db := openWarehouse(t).DB()
+	loadRandomMonths(t, db, seed, 400)
+	defineBefore(t, db, "attention_before.sql")
+	for _, args := range []string{"NULL, NULL", "1000, 2", "1000, 2, only_month := '2026-04'", "NULL, NULL, only_month := '2026-02'"} {
+		sameRows(t, db, "needs_attention_all("+args+")",
+			`SELECT * FROM needs_attention_all_before(`+args+`)`, `SELECT * FROM needs_attention_all(`+args+`)`)
+	}
+}
+
+// TestAttentionOneDomain checks only_domain against the whole list: a listed domain gets its
+// rows (rank and domain_rank NULL), an unlisted one none.
+func TestAttentionOneDomain(t *testing.T) {
+	seed := pinSeed(t)
+	t.Logf("seed %d (SITEWATCH_PIN_SEED=%d replays it)", seed, seed)
+	db := openWarehouse(t).DB()
+	loadRandomMonths(t, db, seed, 200)
+	listed := rows(t, db, `SELECT DISTINCT domain FROM needs_attention_all(1000, 2, only_month := '2026-04') ORDER BY domain LIMIT 6`)
+	unlisted := rows(t, db, `SELECT domain FROM sites WHERE snapshot_month = '2026-04'
+		AND domain NOT IN (SELECT domain FROM needs_attention_all(1000, 2, only_month := '2026-04')) ORDER BY domain LIMIT 3`)
+	if len(listed) == 0 || len(unlisted) == 0 {
+		t.Fatalf("the fixture lists %d domains and leaves out %d: it must do both", len(listed), len(unlisted))
+	}
+	for _, d := range append(listed, unlisted...) {
+		whole := `SELECT * REPLACE (NULL::BIGINT AS rank, NULL::BIGINT AS domain_rank)
+			FROM needs_attention_all(1000, 2, only_month := '2026-04') WHERE domain = '` + d + `'`
+		one := `SELECT * FROM needs_attention_all(1000, 2, only_month := '2026-04', only_domain := '` + d + `')`
+		for _, q := range [][2]string{{whole, one}, {one, whole}} {
+			if diff := rows(t, db, `SELECT * FROM ((`+q[0]+`) EXCEPT ALL (`+q[1]+`))`); len(diff) > 0 {
+				t.Errorf("%s: rows of one query only:\n%v", d, diff)
+			}
+		}
+	}
+}
