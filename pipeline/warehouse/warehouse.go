@@ -45,8 +45,8 @@ type Options struct {
 	Allocator memory.Allocator
 	// BatchDomains bounds the domains per Arrow batch on the bulk path (Rebuild); 0 = 1000.
 	BatchDomains int
-	// MemoryLimit is DuckDB's memory_limit, e.g. "256MB". "" = DefaultMemoryLimit for a
-	// writer (config warehouse.memory_limit), DuckDB's default (80% of RAM) for a reader.
+	// MemoryLimit is DuckDB's memory_limit, e.g. "256MB". "" = DefaultMemoryLimit, for a
+	// reader too (beyond it DuckDB spills to <file>.tmp/).
 	MemoryLimit string
 	// BulkMemoryLimit is DuckDB's memory_limit while Rebuild runs ("" = DefaultBulkMemoryLimit).
 	// DuckDB otherwise keeps the blocks it reads and writes cached up to MemoryLimit, so a
@@ -68,8 +68,8 @@ type Options struct {
 	BatchAnswers int
 }
 
-// DefaultMemoryLimit is DuckDB's memory_limit for a writer unless Options.MemoryLimit is set
-// (the default of config warehouse.memory_limit).
+// DefaultMemoryLimit is DuckDB's memory_limit unless Options.MemoryLimit is set: what a
+// reading command (changes, show, query, report) works in.
 const DefaultMemoryLimit = "256MB"
 
 // DefaultLoadMemoryLimit is DuckDB's memory_limit while answers load unless
@@ -141,7 +141,9 @@ func Open(ctx context.Context, opts Options) (*Warehouse, error) {
 	if opts.BatchAnswers <= 0 {
 		opts.BatchAnswers = DefaultBatchAnswers
 	}
-	if opts.MemoryLimit == "" && !opts.ReadOnly {
+	if opts.MemoryLimit == "" {
+		// Readers too: DuckDB's own default is 80% of the machine, and it caches every block
+		// a read touches up to it (needs attention read 1.2 GB at 100,000 domains without it).
 		opts.MemoryLimit = DefaultMemoryLimit
 	}
 	w := &Warehouse{opts: opts, log: opts.Logger, mem: opts.Allocator}
