@@ -166,13 +166,13 @@ CREATE OR REPLACE MACRO changes_competitors_in(against := NULL) AS TABLE
 WITH pairs AS (
     SELECT snapshot_month, previous_month FROM change_pairs(against)
 ),
-both_months AS (
+both_months AS MATERIALIZED (
     SELECT p.snapshot_month, p.previous_month, s.domain
     FROM pairs p
     JOIN sites s ON s.snapshot_month = p.snapshot_month
     JOIN sites o ON o.snapshot_month = p.previous_month AND o.domain = s.domain
 ),
-comp AS (
+comp AS MATERIALIZED (
     SELECT snapshot_month, domain,
            regexp_replace(rtrim(lower(similar_domain), '.'), '^www\.', '') AS competitor,
            min(position) AS position,
@@ -225,13 +225,13 @@ CREATE OR REPLACE MACRO changes_ai_platforms_in(against := NULL) AS TABLE
 WITH pairs AS (
     SELECT snapshot_month, previous_month FROM change_pairs(against)
 ),
-both_months AS (
+both_months AS MATERIALIZED (
     SELECT p.snapshot_month, p.previous_month, s.domain
     FROM pairs p
     JOIN sites s ON s.snapshot_month = p.snapshot_month
     JOIN sites o ON o.snapshot_month = p.previous_month AND o.domain = s.domain
 ),
-plat AS (
+plat AS MATERIALIZED (
     SELECT snapshot_month, domain, lower(trim(platform)) AS platform,
            min(rank) AS rank, arg_min(share_pct, rank) AS share_pct
     FROM ai_platforms
@@ -265,13 +265,13 @@ CREATE OR REPLACE MACRO changes_keywords_in(against := NULL) AS TABLE
 WITH pairs AS (
     SELECT snapshot_month, previous_month FROM change_pairs(against)
 ),
-both_months AS (
+both_months AS MATERIALIZED (
     SELECT p.snapshot_month, p.previous_month, s.domain
     FROM pairs p
     JOIN sites s ON s.snapshot_month = p.snapshot_month
     JOIN sites o ON o.snapshot_month = p.previous_month AND o.domain = s.domain
 ),
-kw AS (
+kw AS MATERIALIZED (
     SELECT snapshot_month, domain, lower(trim(keyword)) AS key,
            arg_min(keyword, position) AS keyword, min(position) AS position,
            arg_min(search_volume, position) AS search_volume,
@@ -308,13 +308,13 @@ CREATE OR REPLACE MACRO changes_top_countries_in(against := NULL) AS TABLE
 WITH pairs AS (
     SELECT snapshot_month, previous_month FROM change_pairs(against)
 ),
-both_months AS (
+both_months AS MATERIALIZED (
     SELECT p.snapshot_month, p.previous_month, s.domain
     FROM pairs p
     JOIN sites s ON s.snapshot_month = p.snapshot_month
     JOIN sites o ON o.snapshot_month = p.previous_month AND o.domain = s.domain
 ),
-ranked AS (
+ranked AS MATERIALIZED (
     SELECT snapshot_month, domain, upper(country_code) AS country_code, share,
            row_number() OVER (PARTITION BY snapshot_month, domain
                               ORDER BY share DESC NULLS LAST, upper(country_code)) AS position
