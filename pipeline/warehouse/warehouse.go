@@ -45,8 +45,10 @@ type Options struct {
 	Allocator memory.Allocator
 	// BatchDomains bounds the domains per Arrow batch on the bulk path (Rebuild); 0 = 1000.
 	BatchDomains int
-	// MemoryLimit is DuckDB's memory_limit, e.g. "256MB". "" = DefaultMemoryLimit, for a
-	// reader too (beyond it DuckDB spills to <file>.tmp/).
+	// MemoryLimit is DuckDB's memory_limit, e.g. "256MB". "" = DefaultMemoryLimit for a
+	// writer, DuckDB's default (80% of RAM) for a reader: at 100,000 domains `changes` and a
+	// query of the needs_attention view over every month ran out of memory under 256 MB (and
+	// the view under 384 MB), an operator DuckDB 1.1 does not spill (issue 44).
 	MemoryLimit string
 	// BulkMemoryLimit is DuckDB's memory_limit while Rebuild runs ("" = DefaultBulkMemoryLimit).
 	// DuckDB otherwise keeps the blocks it reads and writes cached up to MemoryLimit, so a
@@ -68,8 +70,8 @@ type Options struct {
 	BatchAnswers int
 }
 
-// DefaultMemoryLimit is DuckDB's memory_limit unless Options.MemoryLimit is set: what a
-// reading command (changes, show, query, report) works in.
+// DefaultMemoryLimit is DuckDB's memory_limit for a writer unless Options.MemoryLimit is set
+// (the default of config warehouse.memory_limit).
 const DefaultMemoryLimit = "256MB"
 
 // DefaultLoadMemoryLimit is DuckDB's memory_limit while answers load unless
@@ -143,9 +145,7 @@ func Open(ctx context.Context, opts Options) (*Warehouse, error) {
 	if opts.BatchAnswers <= 0 {
 		opts.BatchAnswers = DefaultBatchAnswers
 	}
-	if opts.MemoryLimit == "" {
-		// Readers too: DuckDB's own default is 80% of the machine, and it caches every block
-		// a read touches up to it (needs attention read 1.2 GB at 100,000 domains without it).
+	if opts.MemoryLimit == "" && !opts.ReadOnly {
 		opts.MemoryLimit = DefaultMemoryLimit
 	}
 	w := &Warehouse{opts: opts, log: opts.Logger, mem: opts.Allocator}
@@ -338,7 +338,8 @@ func (w *Warehouse) Close() error {
 // readerSpillDir makes a directory of its own for a read-only open to spill to, beside the
 // file (hidden). Readers share DuckDB's default <file>.tmp/ and its file names: two readers
 // spilling at once (changes beside a report, under the 256 MB read limit) deleted each other's
-// spill file and crashed (SIGSEGV, "Could not read enough bytes"). "" (DuckDB's default) when
+// spill file and crashed (SIGSEGV, "Could not read enough bytes"; seen under a 256 MB limit at
+// 100,000 domains, and possible whenever readers spill). "" (DuckDB's default) when
 // the directory cannot be made, e.g. on a read-only share.
 func readerSpillDir(duckdbPath string, log *slog.Logger) string {
 	dir, err := os.MkdirTemp(filepath.Dir(duckdbPath), "."+filepath.Base(duckdbPath)+".read-*.tmp")
