@@ -181,6 +181,9 @@ func readAttention(ctx context.Context, db *sql.DB, month, domain string, s Atte
 	if err := db.QueryRowContext(ctx, `SELECT coalesce(max(previous_month), '') FROM complete_months WHERE snapshot_month = ?`, a.Month).Scan(&a.PreviousMonth); err != nil {
 		return nil, fmt.Errorf("needs attention of %s: read complete_months: %w", a.Month, err)
 	}
+	if domain != "" && !domainListed(ctx, db, a.Month, domain, s) {
+		return a, nil
+	}
 	rows, err := db.QueryContext(ctx, attentionSQL, s.MinVisits, s.Threshold, a.Month, domain, domain)
 	if err != nil {
 		return nil, fmt.Errorf("needs attention of %s: %w", a.Month, err)
@@ -228,6 +231,18 @@ func (a *Attention) add(row attentionRow, byDomain map[string]int) {
 		a.Domains = append(a.Domains, AttentionDomain{Domain: row.Domain, Rank: row.DomainRank})
 	}
 	a.Domains[i].Reasons = append(a.Domains[i].Reasons, row.Reason)
+}
+
+// domainListed tells whether domain has a row in month's list, computing only that domain's
+// history (only_domain): the history step over every domain is most of the list's cost, and
+// most domains `show` is asked about are not listed. A listed domain's place needs the whole
+// list, so readAttention then reads it. On any error (a warehouse whose macro predates
+// only_domain) it says listed, so the whole list is read and its error, if any, reported.
+func domainListed(ctx context.Context, db *sql.DB, month, domain string, s AttentionSettings) bool {
+	var n int
+	err := db.QueryRowContext(ctx, `SELECT count(*) FROM needs_attention_all(?, ?, only_month := ?, only_domain := ?)`,
+		s.MinVisits, s.Threshold, month, domain).Scan(&n)
+	return err != nil || n > 0
 }
 
 // requireAttentionView fails with ErrNoAttentionView on a warehouse older than the view.

@@ -47,7 +47,9 @@ type Options struct {
 	// BatchDomains bounds the domains per Arrow batch on the bulk path (Rebuild); 0 = 1000.
 	BatchDomains int
 	// MemoryLimit is DuckDB's memory_limit, e.g. "256MB". "" = DefaultMemoryLimit for a
-	// writer (config warehouse.memory_limit), DuckDB's default (80% of RAM) for a reader.
+	// writer, DuckDB's default (80% of RAM) for a reader: at 100,000 domains `changes` and a
+	// query of the needs_attention view over every month ran out of memory under 256 MB (and
+	// the view under 384 MB), an operator DuckDB 1.1 does not spill (issue 44).
 	MemoryLimit string
 	// BulkMemoryLimit is DuckDB's memory_limit while Rebuild runs ("" = DefaultBulkMemoryLimit).
 	// DuckDB otherwise keeps the blocks it reads and writes cached up to MemoryLimit, so a
@@ -99,6 +101,8 @@ type Warehouse struct {
 	// read is a second connection for streaming raw bodies during a rebuild (under mu).
 	read   *sql.Conn
 	readAr *duckdb.Arrow
+	// spillDir is a read-only open's own temp_directory, removed by Close ("" for a writer).
+	spillDir string
 
 	// pmu guards the buffered writes (batch.go). Lock order: mu before pmu.
 	pmu       sync.Mutex
@@ -177,6 +181,10 @@ func Open(ctx context.Context, opts Options) (*Warehouse, error) {
 	}
 	if opts.ReadOnly {
 		params.Set("access_mode", "read_only")
+		w.spillDir = readerSpillDir(opts.DuckDBPath, w.log)
+		if w.spillDir != "" {
+			params.Set("temp_directory", w.spillDir)
+		}
 	}
 	dsn := opts.DuckDBPath
 	if len(params) > 0 {
@@ -318,10 +326,29 @@ func (w *Warehouse) Close() error {
 		w.db = nil
 		releaseNativeMemory() // what DuckDB freed; a schedule process idles after this
 	}
+	if w.spillDir != "" {
+		errs = append(errs, os.RemoveAll(w.spillDir))
+		w.spillDir = ""
+	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("close warehouse %s: %w", w.opts.DuckDBPath, err)
 	}
 	return nil
+}
+
+// readerSpillDir makes a directory of its own for a read-only open to spill to, beside the
+// file (hidden). Readers share DuckDB's default <file>.tmp/ and its file names: two readers
+// spilling at once (changes beside a report, under the 256 MB read limit) deleted each other's
+// spill file and crashed (SIGSEGV, "Could not read enough bytes"; seen under a 256 MB limit at
+// 100,000 domains, and possible whenever readers spill). "" (DuckDB's default) when
+// the directory cannot be made, e.g. on a read-only share.
+func readerSpillDir(duckdbPath string, log *slog.Logger) string {
+	dir, err := os.MkdirTemp(filepath.Dir(duckdbPath), "."+filepath.Base(duckdbPath)+".read-*.tmp")
+	if err != nil {
+		log.Debug("no spill directory of its own for a reader; DuckDB's default is shared", "err", err)
+		return ""
+	}
+	return dir
 }
 
 // DB is the underlying database, for queries; it commits what Store accepted first, so the

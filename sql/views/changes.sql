@@ -55,32 +55,50 @@ WHERE CASE WHEN against IS NULL THEN previous_month IS NOT NULL ELSE snapshot_mo
 -- changes_movers: per pair of consecutive complete months, each domain's change in visits,
 -- global rank, AI-referred visits and share, and every channel share, with a mover rank per
 -- metric. Domains must have the metric in both months.
-CREATE OR REPLACE MACRO changes_movers_in(against := NULL) AS TABLE
+--
+-- changes_movers_scored(against, for_month) is every move with its importance but no rank:
+-- `sitewatch changes` takes the few largest moves of one month from it (for_month prunes the
+-- months before any join; NULL: every month). The sites columns are compared on one join of
+-- the two months' sites rows and the channel shares on one join of the two months' shares, not
+-- as one long list of (domain, metric, value) rows self-joined on four keys: at 100,000 domains
+-- that join and the rank's sort over every month took minutes.
+CREATE OR REPLACE MACRO changes_movers_scored(against := NULL, for_month := NULL) AS TABLE
 WITH pairs AS (
     SELECT snapshot_month, previous_month FROM change_pairs(against)
+    WHERE for_month IS NULL OR snapshot_month = CAST(for_month AS VARCHAR)
 ),
-metrics AS (
-    SELECT snapshot_month, domain, 'visits' AS metric, CAST(NULL AS VARCHAR) AS channel, total_visits AS value FROM sites
-    UNION ALL
-    SELECT snapshot_month, domain, 'global_rank', NULL, CAST(global_rank AS DOUBLE) FROM sites
-    UNION ALL
-    SELECT snapshot_month, domain, 'ai_visits', NULL, CAST(ai_total_visits AS DOUBLE) FROM sites
-    UNION ALL
-    SELECT snapshot_month, domain, 'ai_traffic_share', NULL, ai_global_traffic_share FROM sites
-    UNION ALL
-    SELECT snapshot_month, domain, 'channel_share', channel, share FROM sources_share
+site_pairs AS (
+    SELECT p.snapshot_month, p.previous_month, c.domain,
+           c.total_visits AS cur_visits, o.total_visits AS prev_visits,
+           CAST(c.global_rank AS DOUBLE) AS cur_rank, CAST(o.global_rank AS DOUBLE) AS prev_rank,
+           CAST(c.ai_total_visits AS DOUBLE) AS cur_ai, CAST(o.ai_total_visits AS DOUBLE) AS prev_ai,
+           c.ai_global_traffic_share AS cur_ai_share, o.ai_global_traffic_share AS prev_ai_share
+    FROM pairs p
+    JOIN sites c ON c.snapshot_month = p.snapshot_month
+    JOIN sites o ON o.snapshot_month = p.previous_month AND o.domain = c.domain
 ),
 joined AS (
-    SELECT p.snapshot_month, p.previous_month, c.domain, c.metric, c.channel,
-           o.value AS previous_value, c.value AS current_value
+    SELECT snapshot_month, previous_month, domain, 'visits' AS metric, CAST(NULL AS VARCHAR) AS channel,
+           prev_visits AS previous_value, cur_visits AS current_value
+    FROM site_pairs WHERE cur_visits IS NOT NULL AND prev_visits IS NOT NULL
+    UNION ALL
+    SELECT snapshot_month, previous_month, domain, 'global_rank', NULL, prev_rank, cur_rank
+    FROM site_pairs WHERE cur_rank IS NOT NULL AND prev_rank IS NOT NULL
+    UNION ALL
+    SELECT snapshot_month, previous_month, domain, 'ai_visits', NULL, prev_ai, cur_ai
+    FROM site_pairs WHERE cur_ai IS NOT NULL AND prev_ai IS NOT NULL
+    UNION ALL
+    SELECT snapshot_month, previous_month, domain, 'ai_traffic_share', NULL, prev_ai_share, cur_ai_share
+    FROM site_pairs WHERE cur_ai_share IS NOT NULL AND prev_ai_share IS NOT NULL
+    UNION ALL
+    SELECT p.snapshot_month, p.previous_month, c.domain, 'channel_share', c.channel, o.share, c.share
     FROM pairs p
-    JOIN metrics c ON c.snapshot_month = p.snapshot_month
-    JOIN metrics o ON o.snapshot_month = p.previous_month AND o.domain = c.domain
-                  AND o.metric = c.metric AND o.channel IS NOT DISTINCT FROM c.channel
-    WHERE c.value IS NOT NULL AND o.value IS NOT NULL
+    JOIN sources_share c ON c.snapshot_month = p.snapshot_month
+    JOIN sources_share o ON o.snapshot_month = p.previous_month AND o.domain = c.domain AND o.channel = c.channel
+    WHERE c.share IS NOT NULL AND o.share IS NOT NULL
 ),
 sizes AS (
-    SELECT snapshot_month, domain, total_visits AS visits FROM sites
+    SELECT s.snapshot_month, s.domain, s.total_visits AS visits FROM sites s SEMI JOIN pairs p USING (snapshot_month)
 ),
 -- importance is the visits a move stands for, so a 1 -> 2 visit change never leads a list of
 -- sites with millions: |change| for visits and AI visits; for a rank, |ln(previous / current)|
@@ -114,11 +132,15 @@ SELECT
         WHEN metric = 'global_rank' THEN change < 0
         ELSE change > 0
     END AS improved,
-    importance,
-    row_number() OVER (
-        PARTITION BY snapshot_month, metric
-        ORDER BY importance DESC NULLS LAST, abs(change) DESC, domain, channel) AS mover_rank
+    importance
 FROM scored;
+
+CREATE OR REPLACE MACRO changes_movers_in(against := NULL) AS TABLE
+SELECT *,
+       row_number() OVER (
+           PARTITION BY snapshot_month, metric
+           ORDER BY importance DESC NULLS LAST, abs(change) DESC, domain, channel) AS mover_rank
+FROM changes_movers_scored(against := against);
 
 CREATE OR REPLACE VIEW changes_movers AS SELECT * FROM changes_movers_in();
 
@@ -144,13 +166,13 @@ CREATE OR REPLACE MACRO changes_competitors_in(against := NULL) AS TABLE
 WITH pairs AS (
     SELECT snapshot_month, previous_month FROM change_pairs(against)
 ),
-both_months AS (
+both_months AS MATERIALIZED (
     SELECT p.snapshot_month, p.previous_month, s.domain
     FROM pairs p
     JOIN sites s ON s.snapshot_month = p.snapshot_month
     JOIN sites o ON o.snapshot_month = p.previous_month AND o.domain = s.domain
 ),
-comp AS (
+comp AS MATERIALIZED (
     SELECT snapshot_month, domain,
            regexp_replace(rtrim(lower(similar_domain), '.'), '^www\.', '') AS competitor,
            min(position) AS position,
@@ -203,13 +225,13 @@ CREATE OR REPLACE MACRO changes_ai_platforms_in(against := NULL) AS TABLE
 WITH pairs AS (
     SELECT snapshot_month, previous_month FROM change_pairs(against)
 ),
-both_months AS (
+both_months AS MATERIALIZED (
     SELECT p.snapshot_month, p.previous_month, s.domain
     FROM pairs p
     JOIN sites s ON s.snapshot_month = p.snapshot_month
     JOIN sites o ON o.snapshot_month = p.previous_month AND o.domain = s.domain
 ),
-plat AS (
+plat AS MATERIALIZED (
     SELECT snapshot_month, domain, lower(trim(platform)) AS platform,
            min(rank) AS rank, arg_min(share_pct, rank) AS share_pct
     FROM ai_platforms
@@ -243,13 +265,13 @@ CREATE OR REPLACE MACRO changes_keywords_in(against := NULL) AS TABLE
 WITH pairs AS (
     SELECT snapshot_month, previous_month FROM change_pairs(against)
 ),
-both_months AS (
+both_months AS MATERIALIZED (
     SELECT p.snapshot_month, p.previous_month, s.domain
     FROM pairs p
     JOIN sites s ON s.snapshot_month = p.snapshot_month
     JOIN sites o ON o.snapshot_month = p.previous_month AND o.domain = s.domain
 ),
-kw AS (
+kw AS MATERIALIZED (
     SELECT snapshot_month, domain, lower(trim(keyword)) AS key,
            arg_min(keyword, position) AS keyword, min(position) AS position,
            arg_min(search_volume, position) AS search_volume,
@@ -286,13 +308,13 @@ CREATE OR REPLACE MACRO changes_top_countries_in(against := NULL) AS TABLE
 WITH pairs AS (
     SELECT snapshot_month, previous_month FROM change_pairs(against)
 ),
-both_months AS (
+both_months AS MATERIALIZED (
     SELECT p.snapshot_month, p.previous_month, s.domain
     FROM pairs p
     JOIN sites s ON s.snapshot_month = p.snapshot_month
     JOIN sites o ON o.snapshot_month = p.previous_month AND o.domain = s.domain
 ),
-ranked AS (
+ranked AS MATERIALIZED (
     SELECT snapshot_month, domain, upper(country_code) AS country_code, share,
            row_number() OVER (PARTITION BY snapshot_month, domain
                               ORDER BY share DESC NULLS LAST, upper(country_code)) AS position

@@ -55,9 +55,12 @@
 --
 -- requires: _format.sql
 
--- needs_attention_all(min_visits, threshold, only_month): every complete month, or only_month
--- alone when given (a constant: sitewatch reads one month this way at half the cost of two).
-CREATE OR REPLACE MACRO needs_attention_all(min_visits, threshold, only_month := NULL) AS TABLE
+-- needs_attention_all(min_visits, threshold, only_month, only_domain): every complete month, or
+-- only_month alone when given (a constant: sitewatch reads one month this way at half the cost
+-- of two). only_domain (a constant) returns that domain's rows only, reading only its own
+-- history: whether it is listed, and why, at a fraction of the cost (`sitewatch show` asks this
+-- first). Its rank and domain_rank are then NULL: a place in the list needs every domain's rows.
+CREATE OR REPLACE MACRO needs_attention_all(min_visits, threshold, only_month := NULL, only_domain := NULL) AS TABLE
 WITH p AS MATERIALIZED (
     SELECT c.snapshot_month, c.previous_month,
            CAST(c.snapshot_month || '-01' AS DATE) AS month_start,
@@ -75,19 +78,30 @@ prev_sites AS MATERIALIZED (
     SELECT p.snapshot_month, s.domain, s.total_visits, s.global_rank, s.ai_total_visits
     FROM sites s JOIN p ON s.snapshot_month = p.previous_month
 ),
+-- The snapshots a month's history reads (the month and the 25 before it), as equality keys: the
+-- history is hash-joined on these few rows instead of range-joined with the months (a sort of
+-- every history row: a sixth of the list's time at 100,000 domains).
+hist_snaps AS MATERIALIZED (
+    SELECT p.snapshot_month, p.month_start, CAST(p.month_start - INTERVAL 25 MONTH AS DATE) AS oldest_month,
+           strftime(p.month_start - to_months(CAST(k AS INTEGER)), '%Y-%m') AS hist_snapshot
+    FROM p, range(26) r(k)
+),
 -- Monthly visits as traffic_monthly merges them, limited to snapshots up to the month: one
--- value per month, domain and calendar month, the newest snapshot holding a value wins.
+-- value per month, domain and calendar month, the newest snapshot holding a value wins. Every
+-- domain's (or only_domain's): the steps below are each domain's own, so the month's domains
+-- are picked where a row is made, a semi join on a few rows there instead of on every history
+-- row here.
 hist AS MATERIALIZED (
-    SELECT p.snapshot_month, h.domain, h.month,
+    SELECT s.snapshot_month, h.domain, h.month,
            arg_max(h.visits, h.snapshot_month) FILTER (WHERE h.visits IS NOT NULL) AS visits
     FROM traffic_history h
-    JOIN p ON h.snapshot_month <= p.snapshot_month AND h.snapshot_month >= p.oldest_snapshot
-    SEMI JOIN cur_sites c ON c.snapshot_month = p.snapshot_month AND c.domain = h.domain
-    WHERE h.month <= p.month_start AND h.month >= CAST(p.month_start - INTERVAL 25 MONTH AS DATE)
-    GROUP BY p.snapshot_month, h.domain, h.month
+    JOIN hist_snaps s ON h.snapshot_month = s.hist_snapshot
+    WHERE h.month <= s.month_start AND h.month >= s.oldest_month
+      AND (only_domain IS NULL OR h.domain = CAST(only_domain AS VARCHAR))
+    GROUP BY s.snapshot_month, h.domain, h.month
 ),
 -- Consecutive calendar months as a self-join (a hash join: no sort of every history, as a
--- window would need).
+-- window would need; a window measured twice as slow at 100,000 domains).
 pairs AS MATERIALIZED (
     SELECT c.snapshot_month, c.domain, c.month, CAST(c.visits AS DOUBLE) AS visits, CAST(o.visits AS DOUBLE) AS prev_visits
     FROM hist c
@@ -115,6 +129,7 @@ visit_z AS MATERIALIZED (
            greatest(w.mad, 0.02) AS sd,
            (c.r - w.center) / greatest(w.mad, 0.02) AS z
     FROM steps c JOIN p USING (snapshot_month) LEFT JOIN swing w USING (snapshot_month, domain)
+    SEMI JOIN cur_sites s ON s.snapshot_month = c.snapshot_month AND s.domain = c.domain
     WHERE c.month = p.month_start
 ),
 visit_rows AS (
@@ -142,6 +157,7 @@ visit_rows AS (
 zero_falls AS (
     SELECT snapshot_month, domain, prev_visits FROM pairs
     JOIN p USING (snapshot_month)
+    SEMI JOIN cur_sites c USING (snapshot_month, domain)
     WHERE month = p.month_start AND visits = 0 AND prev_visits > 0
     UNION ALL
     SELECT c.snapshot_month, c.domain, o.total_visits
@@ -338,11 +354,12 @@ SELECT
     r.severity,
     r.reason,
     r.score,
-    r.rank,
-    CAST(dense_rank() OVER (PARTITION BY r.snapshot_month ORDER BY r.domain_first) AS BIGINT) AS domain_rank,
+    CASE WHEN only_domain IS NULL THEN r.rank END AS rank,
+    CASE WHEN only_domain IS NULL THEN CAST(dense_rank() OVER (PARTITION BY r.snapshot_month ORDER BY r.domain_first) AS BIGINT) END AS domain_rank,
     p.floor_visits AS min_visits,
     p.z_min AS threshold
-FROM firsts r JOIN p USING (snapshot_month);
+FROM firsts r JOIN p USING (snapshot_month)
+WHERE only_domain IS NULL OR r.domain = CAST(only_domain AS VARCHAR);
 
 -- needs_attention_in filters needs_attention_all by month: the month never enters the steps,
 -- so a caller may pass a column (LATERAL) as well as a constant.

@@ -1,0 +1,190 @@
+package changes
+
+import (
+	"database/sql"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// pinSeed is the seed of the random warehouse the pin tests compare a rewritten query on:
+// SITEWATCH_PIN_SEED replays one, else the clock picks it (the test logs it).
+func pinSeed(t *testing.T) int64 {
+	t.Helper()
+	if s := os.Getenv("SITEWATCH_PIN_SEED"); s != "" {
+		seed, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			t.Fatalf("SITEWATCH_PIN_SEED=%q is not a number", s)
+		}
+		return seed
+	}
+	return time.Now().UnixNano() % 1_000_000
+}
+
+// loadRandomMonths fills the warehouse with four snapshots (2026-01 to 2026-04; 2026-03 stopped
+// for credits, so 2026-04 is compared with 2026-02) of n domains drawn from seed: domains
+// missing from a month, NULL and zero figures, equal moves (ties), channels present in one
+// month only, 26 months of traffic history per snapshot overlapping between snapshots (the
+// newer snapshot wins, some of its months NULL), fetch errors and quality findings. Every
+// value is a hash of the seed and the row, so a seed replays the same warehouse.
+func loadRandomMonths(t *testing.T, db *sql.DB, seed int64, n int) {
+	t.Helper()
+	addRun(t, db, "r1", "2026-01", "complete", n, n, 0)
+	addRun(t, db, "r2", "2026-02", "complete", n, n, 1)
+	addRun(t, db, "r3", "2026-03", "stopped_credits", n/2, n, 2)
+	addRun(t, db, "r4", "2026-04", "complete", n, n, 3)
+	exec := func(q string) {
+		t.Helper()
+		var args []any
+		if strings.Contains(q, "$1") {
+			args = append(args, seed)
+		}
+		if _, err := db.Exec(q, args...); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	exec(`CREATE TABLE pin_months AS SELECT * FROM (VALUES ('2026-01'), ('2026-02'), ('2026-03'), ('2026-04')) v(month)`)
+	exec(`CREATE TABLE pin_domains AS SELECT i, 'd' || i || '.com' AS domain FROM range(` + strconv.Itoa(n) + `) r(i)`)
+	exec(`CREATE TABLE pin_draws AS
+		SELECT m.month, d.i, d.domain,
+			(hash($1::BIGINT, m.month, d.i, 'present') % 1000) / 1000.0 AS present,
+			(hash($1::BIGINT, m.month, d.i, 'visits') % 1000) / 1000.0 AS visits,
+			(hash($1::BIGINT, m.month, d.i, 'rank') % 1000) / 1000.0 AS rank,
+			(hash($1::BIGINT, m.month, d.i, 'ai') % 1000) / 1000.0 AS ai,
+			(hash($1::BIGINT, m.month, d.i, 'share') % 1000) / 1000.0 AS share
+		FROM pin_months m, pin_domains d`)
+	// Sizes on a Zipf-like curve, moved a few percent a month; some months much more, some
+	// domains at 0 or without a figure; ranks and AI figures with ties (a coarse grid).
+	exec(`INSERT INTO sites (snapshot_month, domain, traffic_period, snapshot_date, total_visits, global_rank,
+			ai_total_visits, ai_global_traffic_share)
+		SELECT month, domain, month, CAST(month || '-01' AS DATE),
+			CASE WHEN visits < 0.05 THEN NULL WHEN visits < 0.08 THEN 0
+				ELSE round(5e6 / (i + 1) * (1 + (visits - 0.5) * CASE WHEN visits > 0.95 THEN 2 ELSE 0.1 END)) END,
+			CASE WHEN rank < 0.05 THEN NULL ELSE CAST(10 * (i + 1) + round(rank * 20) * 5 AS BIGINT) END,
+			CASE WHEN ai < 0.1 THEN NULL WHEN ai < 0.15 THEN 0 ELSE CAST(round(ai * 50) * 100 AS BIGINT) END,
+			CASE WHEN ai < 0.12 THEN NULL ELSE round(ai * 20) / 1000 END
+		FROM pin_draws WHERE present >= 0.08`)
+	exec(`INSERT INTO sources_share
+		SELECT d.month, d.domain, c.channel,
+			CASE WHEN (hash($1::BIGINT, d.month, d.i, c.channel) % 100) < 5 THEN NULL
+				ELSE round(((hash($1::BIGINT, d.month, d.i, c.channel, 'v') % 1000) / 1000.0) * 40) / 100 END
+		FROM pin_draws d, (VALUES ('direct'), ('organic_search'), ('referral'), ('paid_search')) c(channel)
+		WHERE d.present >= 0.08 AND (hash($1::BIGINT, d.month, d.i, c.channel, 'p') % 100) >= 10`)
+	// 26 calendar months per snapshot up to its own month; each domain a usual swing of its own;
+	// the newest snapshot re-estimates the months the older one holds.
+	exec(`INSERT INTO traffic_history
+		SELECT d.month, d.domain, CAST(CAST(d.month || '-01' AS DATE) - INTERVAL (k) MONTH AS DATE),
+			CASE WHEN (hash($1::BIGINT, d.month, d.i, k, 'null') % 100) < 3 THEN NULL
+				WHEN (hash($1::BIGINT, d.month, d.i, k, 'zero') % 100) < 2 THEN 0
+				ELSE CAST(round(5e6 / (d.i + 1) * exp(((hash($1::BIGINT, d.i, strftime(CAST(d.month || '-01' AS DATE) - INTERVAL (k) MONTH, '%Y-%m'), 'h') % 1000) / 1000.0 - 0.5)
+					* CASE WHEN d.i % 7 = 0 THEN 0.8 ELSE 0.06 END
+					* CASE WHEN k = 0 AND d.visits > 0.9 THEN 12 ELSE 1 END)
+					* (1 + (CAST(hash($1::BIGINT, d.month, d.i, k, 're') % 100 AS INTEGER) - 50) / 5000.0)) AS BIGINT) END
+		FROM pin_draws d, range(26) r(k)
+		WHERE d.present >= 0.08`)
+	exec(`INSERT INTO fetch_errors
+		SELECT 'r' || (row_number() OVER ()), month, domain, 'traffic', CASE WHEN share < 0.5 THEN 400 ELSE 503 END,
+			CASE WHEN share < 0.3 THEN 'bad_domain' END, 'failed', TIMESTAMP '2026-05-01 00:00:00' + INTERVAL (i) SECOND
+		FROM pin_draws WHERE present < 0.08 AND share < 0.8`)
+	exec(`INSERT INTO quality_checks
+		SELECT month, CASE WHEN rank < 0.5 THEN 'visits_jump' ELSE 'share_range' END, 'sites', domain, 'x', 'y',
+			CASE WHEN share < 0.5 THEN 'error' WHEN share < 0.8 THEN 'warn' ELSE 'ok' END, NULL, TIMESTAMP '2026-05-02 00:00:00'
+		FROM pin_draws WHERE present >= 0.08 AND (hash($1::BIGINT, month, i, 'q') % 100) < 4`)
+}
+
+// defineBefore creates the macro of testdata/file, the query as it was before a rewrite.
+func defineBefore(t *testing.T, db *sql.DB, file string) {
+	t.Helper()
+	text, err := os.ReadFile("testdata/" + file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(string(text)); err != nil {
+		t.Fatalf("%s: %v", file, err)
+	}
+}
+
+// sameRows fails unless before and after return the same rows, as many times each.
+func sameRows(t *testing.T, db *sql.DB, name, before, after string) {
+	t.Helper()
+	var n int
+	if err := db.QueryRow(`SELECT count(*) FROM (` + before + `)`).Scan(&n); err != nil {
+		t.Fatalf("%s before: %v", name, err)
+	}
+	if n == 0 {
+		t.Fatalf("%s: no rows before: the fixture does not exercise it", name)
+	}
+	for _, q := range []struct{ label, a, b string }{{"only before", before, after}, {"only after", after, before}} {
+		diff := rows(t, db, `SELECT * FROM ((`+q.a+`) EXCEPT ALL (`+q.b+`)) LIMIT 5`)
+		if len(diff) > 0 {
+			t.Errorf("%s: %d rows before; rows %s:\n%v", name, n, q.label, diff)
+		}
+	}
+	t.Logf("%s: %d rows, the same before and after", name, n)
+}
+
+// TestMoversSameAsBefore pins the rewritten changes_movers_in (one join of the two months'
+// sites rows, one of their channel shares) and the digest's read of the month's largest moves
+// to the rows they returned before, on a random warehouse.
+func TestMoversSameAsBefore(t *testing.T) {
+	seed := pinSeed(t)
+	t.Logf("seed %d (SITEWATCH_PIN_SEED=%d replays it)", seed, seed)
+	db := openWarehouse(t).DB()
+	loadRandomMonths(t, db, seed, 400)
+	defineBefore(t, db, "movers_before.sql")
+	for _, against := range []string{"NULL", "'2026-01'"} {
+		sameRows(t, db, "changes_movers_in(against := "+against+")",
+			`SELECT * FROM changes_movers_before(against := `+against+`)`,
+			`SELECT * FROM changes_movers_in(against := `+against+`)`)
+		sameRows(t, db, "the digest's movers of 2026-04 against "+against,
+			`SELECT domain, metric, channel, previous_value, current_value, change, change_ratio, improved,
+				row_number() OVER (PARTITION BY metric ORDER BY mover_rank) AS r
+			FROM changes_movers_before(against := `+against+`) WHERE snapshot_month = '2026-04' AND change <> 0 QUALIFY r <= 5`,
+			`SELECT domain, metric, channel, previous_value, current_value, change, change_ratio, improved,
+				row_number() OVER (PARTITION BY metric ORDER BY importance DESC NULLS LAST, abs(change) DESC, domain, channel) AS r
+			FROM changes_movers_scored(against := `+against+`, for_month := '2026-04') WHERE change <> 0 QUALIFY r <= 5`)
+	}
+}
+
+// TestAttentionSameAsBefore pins needs_attention_all, its history step rewritten (the
+// snapshots hash-joined, consecutive months by a window, the month's domains picked last), to
+// the rows it returned before on a random warehouse: every month and one, the default settings
+// and looser ones that list more.
+func TestAttentionSameAsBefore(t *testing.T) {
+	seed := pinSeed(t)
+	t.Logf("seed %d (SITEWATCH_PIN_SEED=%d replays it)", seed, seed)
+	db := openWarehouse(t).DB()
+	loadRandomMonths(t, db, seed, 400)
+	defineBefore(t, db, "attention_before.sql")
+	for _, args := range []string{"NULL, NULL", "1000, 2", "1000, 2, only_month := '2026-04'", "NULL, NULL, only_month := '2026-02'"} {
+		sameRows(t, db, "needs_attention_all("+args+")",
+			`SELECT * FROM needs_attention_all_before(`+args+`)`, `SELECT * FROM needs_attention_all(`+args+`)`)
+	}
+}
+
+// TestAttentionOneDomain checks only_domain against the whole list: a listed domain gets its
+// rows (rank and domain_rank NULL), an unlisted one none.
+func TestAttentionOneDomain(t *testing.T) {
+	seed := pinSeed(t)
+	t.Logf("seed %d (SITEWATCH_PIN_SEED=%d replays it)", seed, seed)
+	db := openWarehouse(t).DB()
+	loadRandomMonths(t, db, seed, 200)
+	listed := rows(t, db, `SELECT DISTINCT domain FROM needs_attention_all(1000, 2, only_month := '2026-04') ORDER BY domain LIMIT 6`)
+	unlisted := rows(t, db, `SELECT domain FROM sites WHERE snapshot_month = '2026-04'
+		AND domain NOT IN (SELECT domain FROM needs_attention_all(1000, 2, only_month := '2026-04')) ORDER BY domain LIMIT 3`)
+	if len(listed) == 0 || len(unlisted) == 0 {
+		t.Fatalf("the fixture lists %d domains and leaves out %d: it must do both", len(listed), len(unlisted))
+	}
+	for _, d := range append(listed, unlisted...) {
+		whole := `SELECT * REPLACE (NULL::BIGINT AS rank, NULL::BIGINT AS domain_rank)
+			FROM needs_attention_all(1000, 2, only_month := '2026-04') WHERE domain = '` + d + `'`
+		one := `SELECT * FROM needs_attention_all(1000, 2, only_month := '2026-04', only_domain := '` + d + `')`
+		for _, q := range [][2]string{{whole, one}, {one, whole}} {
+			if diff := rows(t, db, `SELECT * FROM ((`+q[0]+`) EXCEPT ALL (`+q[1]+`))`); len(diff) > 0 {
+				t.Errorf("%s: rows of one query only:\n%v", d, diff)
+			}
+		}
+	}
+}

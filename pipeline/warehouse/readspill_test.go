@@ -1,0 +1,59 @@
+package warehouse
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+)
+
+// TestReadersSpillApart runs two read-only opens whose sorts exceed their memory limit at the
+// same time: each spills to a directory of its own, removed when it closes. Sharing DuckDB's
+// default <file>.tmp/, one reader deleted the other's spill file and the process crashed.
+func TestReadersSpillApart(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "w.duckdb")
+	w, err := Open(ctx, Options{DuckDBPath: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.DB().ExecContext(ctx, `CREATE TABLE big AS SELECT i, md5(i::VARCHAR) AS s FROM range(3000000) r(i)`); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	readers := make([]*Warehouse, 2)
+	for i := range readers {
+		if readers[i], err = Open(ctx, Options{DuckDBPath: path, ReadOnly: true, MemoryLimit: "64MB"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if readers[0].spillDir == "" || readers[0].spillDir == readers[1].spillDir {
+		t.Fatalf("spill directories %q and %q: want one of its own each", readers[0].spillDir, readers[1].spillDir)
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, len(readers))
+	for i, r := range readers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var n int64
+			errs[i] = r.DB().QueryRowContext(ctx, `SELECT count(*) FROM (SELECT s FROM big ORDER BY s OFFSET 1)`).Scan(&n)
+		}()
+	}
+	wg.Wait()
+	for i, r := range readers {
+		if errs[i] != nil {
+			t.Errorf("reader %d: %v", i, errs[i])
+		}
+		dir := r.spillDir
+		if err := r.Close(); err != nil {
+			t.Error(err)
+		}
+		if _, err := os.Stat(dir); !os.IsNotExist(err) {
+			t.Errorf("reader %d's spill directory %s is still there after Close (%v)", i, dir, err)
+		}
+	}
+}
