@@ -60,20 +60,3 @@ func flaggedMonths(ctx context.Context, db *sql.DB, domain string, s AttentionSe
 	}
 	return months, rows.Err()
 }
-
-// queryRows runs an attention query and calls each for every row.
-func queryRows(ctx context.Context, db *sql.DB, query string, args []any, each func(attentionRow)) error {
-	rows, err := db.QueryContext(ctx, query, args...)
-	if err != nil {
-		return err
-	}
-	defer func() { _ = rows.Close() }()
-	for rows.Next() {
-		row, err := scanAttentionRow(rows)
-		if err != nil {
-			return err
-		}
-		each(row)
-	}
-	return rows.Err()
-}
