@@ -43,6 +43,10 @@ type Env struct {
 	// PublishBound bounds the upload a run makes of the month it completed (0:
 	// AutoPublishBound); tests shorten it.
 	PublishBound time.Duration
+	// RetryMaxElapsed bounds the time one call keeps retrying transient failures (0:
+	// atlas.DefaultRetryMaxElapsed, 2 minutes); tests of what follows a failing API shorten it
+	// (the client's own backoff schedule is tested in pipeline/atlas).
+	RetryMaxElapsed time.Duration
 }
 
 // RunOptions are the flags of `sitewatch run`.

@@ -42,6 +42,7 @@ func openSources(cfg *config.Config, env Env) ([]*sources.Source, error) {
 		acfg.BaseURL, acfg.Mode, acfg.MarketplaceHost = sc.BaseURL, atlas.Mode(sc.Mode), sc.MarketplaceHost
 		acfg.RateLimit, acfg.MinCredits, acfg.Concurrency = sc.RateLimit, sc.MinCredits, runConcurrency(sc.RateLimit)
 		acfg.RunBudget = budget
+		acfg.RetryMaxElapsed = env.RetryMaxElapsed
 		client, err := atlas.New(acfg)
 		if err != nil {
 			msg := err.Error()
