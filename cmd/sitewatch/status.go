@@ -15,6 +15,7 @@ import (
 	"sitewatch/pipeline"
 	"sitewatch/pipeline/config"
 	"sitewatch/pipeline/livestatus"
+	"sitewatch/pipeline/model"
 	"sitewatch/pipeline/numfmt"
 	"sitewatch/pipeline/textout"
 	"sitewatch/pipeline/warehouse"
@@ -133,7 +134,7 @@ func printQuality(w io.Writer, v any) error {
 	}
 	var found []string
 	for _, c := range q.Checks {
-		if c.Severity != warehouse.SeverityOK {
+		if c.Severity != model.SeverityOK {
 			found = append(found, fmt.Sprintf("%s (%s errors, %s warnings)", c.Check, thousands(c.Errors), thousands(c.Warnings)))
 		}
 	}
@@ -259,7 +260,7 @@ func collectBounded(ctx context.Context, s statusSection, db *sql.DB, cfg *confi
 	return s.Collect(ctx, db, cfg)
 }
 
-func toRunJSON(r warehouse.RunRecord) runJSON {
+func toRunJSON(r model.RunRecord) runJSON {
 	j := runJSON{RunID: r.RunID, SnapshotMonth: r.SnapshotMonth, Status: r.Status, StartedAt: r.StartedAt,
 		FinishedAt: r.FinishedAt, DomainsTotal: r.DomainsTotal, DomainsLoaded: r.DomainsLoaded,
 		DomainsRejected: r.DomainsRejected, Requests: r.Requests, RateLimited: r.RateLimited,

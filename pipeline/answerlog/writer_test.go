@@ -8,6 +8,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"sitewatch/pipeline/model"
 	"sitewatch/pipeline/publish"
 	"sitewatch/pipeline/warehouse"
 	"sitewatch/schema"
@@ -78,7 +79,7 @@ func (f *fence) last() time.Time {
 func answer(domain string, at time.Time) warehouse.LogRows {
 	return warehouse.LogRows{
 		Raws:    []warehouse.LogRaw{{SnapshotMonth: "2026-10", Domain: domain, Endpoint: schema.EndpointOverview, FetchedAt: at, Body: []byte("{}"), Encoding: "identity", RunID: "run-a"}},
-		Charges: []warehouse.Charge{{RunID: "run-a", SnapshotMonth: "2026-10", Domain: domain, Endpoint: schema.EndpointOverview, HTTPStatus: 200, Credits: 1, FetchedAt: at, Outcome: "stored"}},
+		Charges: []model.Charge{{RunID: "run-a", SnapshotMonth: "2026-10", Domain: domain, Endpoint: schema.EndpointOverview, HTTPStatus: 200, Credits: 1, FetchedAt: at, Outcome: "stored"}},
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"sitewatch/pipeline/discover"
+	"sitewatch/pipeline/model"
 	"sitewatch/pipeline/months"
 	"sitewatch/pipeline/warehouse"
 )
@@ -106,7 +107,7 @@ type Digest struct {
 	Countries   []CountryChange
 
 	Quality        []warehouse.QualityCheckSummary // one per check run on Month; empty when never checked
-	QualityIssues  []warehouse.QualityFinding      // Month's error and warn findings, errors first
+	QualityIssues  []model.QualityFinding          // Month's error and warn findings, errors first
 	QualityChecked bool
 
 	// Attention is the month's needs-attention list (needs_attention), which every surface

@@ -4,11 +4,10 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"sitewatch/pipeline/model"
 	"strings"
 	"sync"
 	"time"
-
-	"sitewatch/pipeline/warehouse"
 )
 
 // The fault model: the real-process soak's (cmd/sitewatch/faultplan_test.go), with its
@@ -100,7 +99,7 @@ func newSim(seed uint64, answerLog bool) *sim {
 	s := &sim{seed: seed, answerLog: answerLog, b: newBucket(seed), bound: simBound(), wipes: map[int][]time.Duration{}}
 	for i := range simMachines {
 		s.machines = append(s.machines, &machine{id: i, s: s, cl: client{b: s.b, m: i},
-			rng: stream(seed, streamMachine+uint64(i)), local: map[string]warehouse.Charge{}})
+			rng: stream(seed, streamMachine+uint64(i)), local: map[string]model.Charge{}})
 	}
 	return s
 }

@@ -12,6 +12,7 @@ import (
 
 	"sitewatch/pipeline/answerlog"
 	"sitewatch/pipeline/lease"
+	"sitewatch/pipeline/model"
 	"sitewatch/pipeline/publish"
 	"sitewatch/pipeline/warehouse"
 	"sitewatch/schema"
@@ -180,8 +181,8 @@ type machine struct {
 	rng *rand.Rand // drawn only by the machine's loop goroutine
 
 	mu      sync.Mutex
-	local   map[string]warehouse.Charge // run/call → the ledger row: the warehouse
-	kill    context.CancelFunc          // the run in progress's
+	local   map[string]model.Charge // run/call → the ledger row: the warehouse
+	kill    context.CancelFunc      // the run in progress's
 	running bool
 }
 
@@ -260,7 +261,7 @@ func (m *machine) killRun(wipe bool) string {
 		what = "run killed"
 	}
 	if wipe {
-		m.local = map[string]warehouse.Charge{}
+		m.local = map[string]model.Charge{}
 		m.s.update(func() { m.s.wipes[m.id] = append(m.s.wipes[m.id], m.s.since()) })
 		what += ", warehouse wiped"
 	}
@@ -277,7 +278,7 @@ func (m *machine) holds() map[string]bool {
 	return held
 }
 
-func (m *machine) keep(rows []warehouse.Charge) {
+func (m *machine) keep(rows []model.Charge) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, c := range rows {
@@ -285,10 +286,10 @@ func (m *machine) keep(rows []warehouse.Charge) {
 	}
 }
 
-func (m *machine) rows() []warehouse.Charge {
+func (m *machine) rows() []model.Charge {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	rows := make([]warehouse.Charge, 0, len(m.local))
+	rows := make([]model.Charge, 0, len(m.local))
 	for _, c := range m.local {
 		rows = append(rows, c)
 	}
@@ -385,7 +386,7 @@ func (m *machine) pull(ctx context.Context, r *runRec) ([]publish.LogObject, err
 // "run call" per charge (JSON of whole rows was a fifth of the simulation's time).
 const monthKey = "sitewatch/run_calls/snapshot_month=" + simMonth + "/ledger.txt"
 
-func (m *machine) readMonth(ctx context.Context) ([]warehouse.Charge, string, error) {
+func (m *machine) readMonth(ctx context.Context) ([]model.Charge, string, error) {
 	body, etag, found, err := m.cl.GetSmall(ctx, monthKey)
 	if err != nil || !found {
 		return nil, "", err
@@ -394,7 +395,7 @@ func (m *machine) readMonth(ctx context.Context) ([]warehouse.Charge, string, er
 	return rows, etag, err
 }
 
-func formatLedger(rows []warehouse.Charge) []byte {
+func formatLedger(rows []model.Charge) []byte {
 	var b strings.Builder
 	for _, c := range rows {
 		fmt.Fprintf(&b, "%s %s\n", c.RunID, c.Domain)
@@ -402,14 +403,14 @@ func formatLedger(rows []warehouse.Charge) []byte {
 	return []byte(b.String())
 }
 
-func parseLedger(body []byte) ([]warehouse.Charge, error) {
-	var rows []warehouse.Charge
+func parseLedger(body []byte) ([]model.Charge, error) {
+	var rows []model.Charge
 	for _, line := range strings.Split(strings.TrimSuffix(string(body), "\n"), "\n") {
 		run, domain, ok := strings.Cut(line, " ")
 		if !ok {
 			return nil, fmt.Errorf("the month's ledger %s: line %q is not \"run call\"", monthKey, line)
 		}
-		rows = append(rows, warehouse.Charge{RunID: run, SnapshotMonth: simMonth, Domain: domain, Endpoint: schema.EndpointOverview, HTTPStatus: 200, Credits: 1, Outcome: "stored"})
+		rows = append(rows, model.Charge{RunID: run, SnapshotMonth: simMonth, Domain: domain, Endpoint: schema.EndpointOverview, HTTPStatus: 200, Credits: 1, Outcome: "stored"})
 	}
 	return rows, nil
 }
@@ -487,13 +488,13 @@ func (m *machine) pay(ctx context.Context, r *runRec, h *lease.Held, w *answerlo
 // warehouse's OnCommit callback).
 func (m *machine) commit(r *runRec, p *payment, w *answerlog.Writer) {
 	at := m.s.t0.Add(p.start)
-	charge := warehouse.Charge{RunID: r.id, SnapshotMonth: simMonth, Domain: p.call, Endpoint: schema.EndpointOverview,
+	charge := model.Charge{RunID: r.id, SnapshotMonth: simMonth, Domain: p.call, Endpoint: schema.EndpointOverview,
 		HTTPStatus: 200, Credits: 1, FetchedAt: at, Outcome: "stored"}
-	m.keep([]warehouse.Charge{charge})
+	m.keep([]model.Charge{charge})
 	if w != nil {
 		w.Take(warehouse.LogRows{
 			Raws:    []warehouse.LogRaw{{SnapshotMonth: simMonth, Domain: p.call, Endpoint: schema.EndpointOverview, FetchedAt: at, Body: []byte("{}"), Encoding: "identity", RunID: r.id}},
-			Charges: []warehouse.Charge{charge},
+			Charges: []model.Charge{charge},
 		})
 	}
 	m.s.update(func() { p.committed = true })
