@@ -23,15 +23,7 @@ func (s *site) yoyText() (text, toneClass string) {
 }
 
 // yoyFrom is the earliest month any site's year on year becomes available, or zero.
-func yoyFrom(d *data) time.Time {
-	var first time.Time
-	for _, s := range d.Sites {
-		if !s.YoYFrom.IsZero() && (first.IsZero() || s.YoYFrom.Before(first)) {
-			first = s.YoYFrom
-		}
-	}
-	return first
-}
+func yoyFrom(d *data) time.Time { return d.Totals.YoYFrom }
 
 // yoyPending is the year-on-year section when no domain has a month a year earlier yet: it
 // says from when the comparison exists instead of leaving the section out.
