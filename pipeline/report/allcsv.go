@@ -3,7 +3,6 @@ package report
 import (
 	"context"
 	"database/sql"
-	"encoding/csv"
 	"fmt"
 	"io"
 	"strconv"
@@ -30,43 +29,19 @@ type Files struct {
 }
 
 // WriteFiles is WriteWith writing f.Page, and every domain's All domains row to f.CSV: the
-// columns of the table, figures unrounded (changes as ratios: 0.025 = +2.5 %). Its errors are
-// WriteWith's and the CSV's write errors.
+// columns of the table, figures unrounded (changes as ratios: 0.025 = +2.5 %), written row by
+// row as the sites query passes (sitepass.go), so no list of every domain is held. Its errors
+// are WriteWith's and the CSV's write errors.
 func WriteFiles(ctx context.Context, db *sql.DB, snapshot string, s changes.AttentionSettings, f Files) error {
-	d, err := load(ctx, db, snapshot, settings{Attention: s, DiscoverMinVisits: f.DiscoverMinVisits})
+	d, err := loadWith(ctx, db, snapshot, settings{Attention: s, DiscoverMinVisits: f.DiscoverMinVisits}, loadOptions{CSV: f.CSV, CSVName: f.CSVName})
 	if err != nil {
 		return err
-	}
-	if f.CSV != nil {
-		d.CSVName = f.CSVName
-		if err := writeCSV(d, f.CSV); err != nil {
-			return fmt.Errorf("write %s: %w", f.CSVName, err)
-		}
 	}
 	return writePage(d, f.Page)
 }
 
 // csvHeads are the CSV's columns: the table's.
 var csvHeads = allHeads
-
-// writeCSV writes every loaded domain, most visited first, one row each.
-func writeCSV(d *data, w io.Writer) error {
-	cw := csv.NewWriter(w)
-	if _, err := io.WriteString(w, "\ufeff"); err != nil { // a spreadsheet then reads it as UTF-8
-		return err
-	}
-	if err := cw.Write(csvHeads); err != nil {
-		return err
-	}
-	flagged := attentionRanks(d)
-	for i := range d.Sites {
-		if err := cw.Write(csvRow(&d.Sites[i], flagged[d.Sites[i].Domain])); err != nil {
-			return err
-		}
-	}
-	cw.Flush()
-	return cw.Error()
-}
 
 // csvRow is one domain's row: texts guarded against spreadsheet formulas, figures unrounded,
 // "" where the warehouse holds none.
@@ -129,13 +104,10 @@ func attentionRanks(d *data) map[string]int {
 // pageSites are the domains the All domains table holds in the page: the allInPage most
 // visited and every domain needs attention names, in the report's order (most visited first).
 func pageSites(d *data) []site {
-	if len(d.Sites) <= allInPage {
-		return d.Sites
-	}
 	flagged := attentionRanks(d)
-	out := make([]site, 0, allInPage+len(flagged))
-	for i, s := range d.Sites {
-		if i < allInPage || flagged[s.Domain] > 0 {
+	out := make([]site, 0, min(len(d.Sites), allInPage+len(flagged)))
+	for _, s := range d.Sites {
+		if s.Place < allInPage || flagged[s.Domain] > 0 {
 			out = append(out, s)
 		}
 	}
@@ -145,13 +117,13 @@ func pageSites(d *data) []site {
 // allNote says which domains the All domains table holds: every one, or the most visited and
 // where every row is (the CSV beside the page, else the query that lists them).
 func allNote(d *data, inPage int) string {
-	if inPage >= len(d.Sites) {
-		return fmt.Sprintf("Every loaded domain (%s), most visited first.", count(len(d.Sites)))
+	if inPage >= d.Totals.Loaded {
+		return fmt.Sprintf("Every loaded domain (%s), most visited first.", count(d.Totals.Loaded))
 	}
 	where := fmt.Sprintf(`sitewatch query "SELECT * FROM sites WHERE snapshot_month = '%s'"`, d.Snapshot)
 	if d.CSVName != "" {
 		where = d.CSVName + ", written beside this file (same columns, unrounded, one line per domain)"
 	}
 	return fmt.Sprintf("The %s most visited of the %s loaded domains, and every domain needs attention names (%s rows), most visited first: a page stays quick to open and sort. Every domain's row is in %s.",
-		count(allInPage), count(len(d.Sites)), count(inPage), where)
+		count(allInPage), count(d.Totals.Loaded), count(inPage), where)
 }

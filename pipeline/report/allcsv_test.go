@@ -17,11 +17,25 @@ import (
 func TestAllDomainsCutKeepsFlagged(t *testing.T) {
 	n := allInPage + 7
 	d := &data{Snapshot: "2026-10", CSVName: "report-2026-10-domains.csv"}
-	for i := range n {
-		d.Sites = append(d.Sites, site{Domain: fmt.Sprintf("d%05d.com", i), TotalVisits: sql.NullFloat64{Float64: float64(n - i), Valid: true}})
+	name := func(i int) string { return fmt.Sprintf("d%05d.com", i) }
+	last := name(n - 1)
+	d.Attention = &changes.Attention{Domains: []changes.AttentionDomain{{Domain: last}, {Domain: name(0)}}}
+	var buf bytes.Buffer
+	pass, err := newSitePass(d, &buf)
+	if err != nil {
+		t.Fatal(err)
 	}
-	last := d.Sites[n-1].Domain
-	d.Attention = &changes.Attention{Domains: []changes.AttentionDomain{{Domain: last}, {Domain: d.Sites[0].Domain}}}
+	for i := range n {
+		if err := pass.add(site{Domain: name(i), TotalVisits: sql.NullFloat64{Float64: float64(n - i), Valid: true}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := pass.finish(); err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Sites) != allInPage+1 || d.Totals.Loaded != n {
+		t.Errorf("the pass kept %d rows of %d loaded, want the %d the page names of %d", len(d.Sites), d.Totals.Loaded, allInPage+1, n)
+	}
 	got := pageSites(d)
 	if len(got) != allInPage+1 || got[len(got)-1].Domain != last {
 		t.Fatalf("page holds %d rows ending %s, want %d ending with the flagged %s", len(got), got[len(got)-1].Domain, allInPage+1, last)
@@ -31,10 +45,6 @@ func TestAllDomainsCutKeepsFlagged(t *testing.T) {
 		if !strings.Contains(note, want) {
 			t.Errorf("note %q lacks %q", note, want)
 		}
-	}
-	var buf bytes.Buffer
-	if err := writeCSV(d, &buf); err != nil {
-		t.Fatal(err)
 	}
 	rows, err := csv.NewReader(strings.NewReader(strings.TrimPrefix(buf.String(), "\ufeff"))).ReadAll()
 	if err != nil {

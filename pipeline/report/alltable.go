@@ -99,14 +99,8 @@ type category struct {
 // categories are the top-level categories ("News & Media" of "News & Media > World") of the
 // loaded domains, by name.
 func categories(d *data) []category {
-	n := map[string]int{}
-	for _, s := range d.Sites {
-		if top, _, _ := strings.Cut(s.Category, " > "); strings.TrimSpace(top) != "" {
-			n[strings.TrimSpace(top)]++
-		}
-	}
-	out := make([]category, 0, len(n))
-	for name, c := range n {
+	out := make([]category, 0, len(d.Totals.Categories))
+	for name, c := range d.Totals.Categories {
 		out = append(out, category{name, c})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })

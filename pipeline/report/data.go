@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io"
 	"regexp"
 	"strings"
 	"time"
@@ -39,6 +40,8 @@ type site struct {
 	PrevVisits    sql.NullFloat64 // the calendar month before LastMonth
 	YearAgoVisits sql.NullFloat64 // LastMonth one year earlier, from any snapshot up to this one
 	YoYFrom       time.Time       // first month with a month a year earlier in the warehouse; zero without history
+
+	Place int // in the report's order over every loaded domain (0: the most visited)
 }
 
 // change returns cur/base - 1 when both are known and base is not 0.
@@ -99,10 +102,14 @@ type fetchError struct {
 // data is everything the report shows for one snapshot.
 type data struct {
 	Snapshot     string
-	PrevSnapshot string             // the newest earlier snapshot in the warehouse, or ""
-	Sites        []site             // by total visits, descending
-	History      map[string][]point // every month up to the snapshot, for the topN domains
-	YearPairs    []yearPair         // the latest 12 months against a year earlier; nil without any
+	PrevSnapshot string // the newest earlier snapshot in the warehouse, or ""
+	// Sites are the rows the page names, by total visits, descending: the allInPage most
+	// visited, every flagged domain, and each ranking's leaders (sitepass.go); Totals are
+	// every loaded domain's.
+	Sites     []site
+	Totals    siteTotals
+	History   map[string][]point // every month up to the snapshot, for the topN domains
+	YearPairs []yearPair         // the latest 12 months against a year earlier; nil without any
 	// Shown are the domains whose per-domain rows are read (channels, countries, keywords, AI
 	// platforms, whole history): the topN most visited and every domain the needs-attention
 	// list names, so what is read follows what the page draws, not the watchlist's length.
@@ -139,30 +146,66 @@ type data struct {
 // load reads the snapshot's figures. It returns an error naming the snapshot and the snapshots
 // that do exist when the warehouse has no sites rows for it.
 func load(ctx context.Context, db *sql.DB, snapshot string, set settings) (*data, error) {
+	return loadWith(ctx, db, snapshot, set, loadOptions{})
+}
+
+// loadOptions are load's extras: the CSV of every domain's row, written as the rows pass, and
+// a hook told each read's name and duration (the profile at 100,000 domains, profile_test.go).
+type loadOptions struct {
+	CSV     io.Writer // nil: no CSV
+	CSVName string
+	took    func(step string, took time.Duration)
+}
+
+// loadStep is one read of load, named for the profile.
+type loadStep struct {
+	name string
+	read func(context.Context, *sql.DB) error
+}
+
+func loadWith(ctx context.Context, db *sql.DB, snapshot string, set settings, o loadOptions) (*data, error) {
 	if !snapshotRE.MatchString(snapshot) {
 		return nil, fmt.Errorf("snapshot %q is not a month in the form YYYY-MM (e.g. 2026-01)", snapshot)
 	}
 	d := &data{Snapshot: snapshot, Countries: map[string][]countryShare{},
 		Keywords: map[string][]keyword{}, AI: map[string][]aiShare{}, settings: set}
-	if err := d.loadSites(ctx, db); err != nil {
+	if o.CSV != nil {
+		d.CSVName = o.CSVName
+	}
+	run := func(steps ...loadStep) error {
+		for _, s := range steps {
+			start := time.Now()
+			if err := s.read(ctx, db); err != nil {
+				return err
+			}
+			if o.took != nil {
+				o.took(s.name, time.Since(start))
+			}
+		}
+		return nil
+	}
+	if n, err := countSites(ctx, db, snapshot); err != nil || n == 0 {
+		if err == nil {
+			err = noData(ctx, db, snapshot)
+		}
 		return nil, err
 	}
-	if len(d.Sites) == 0 {
-		return nil, noData(ctx, db, snapshot)
-	}
-	// The digest and the needs-attention list come first: the domains they name are shown.
-	for _, step := range []func(context.Context, *sql.DB) error{d.loadQuality, d.loadDigest, d.attentionLoader(set.Attention), d.loadFalls} {
-		if err := step(ctx, db); err != nil {
-			return nil, err
-		}
+	// The digest, the needs-attention list and the largest falls come first: the domains they
+	// name are kept among the sites, and shown.
+	sites := func(ctx context.Context, db *sql.DB) error { return d.loadSites(ctx, db, o.CSV) }
+	err := run(loadStep{"quality", d.loadQuality}, loadStep{"digest", d.loadDigest}, loadStep{"attention", d.attentionLoader(set.Attention)},
+		loadStep{"falls", d.loadFalls}, loadStep{"sites and csv", sites}, loadStep{"previous", d.loadPrevious})
+	if err != nil {
+		return nil, err
 	}
 	d.Shown = shownDomains(d)
-	for _, step := range []func(context.Context, *sql.DB) error{d.loadHistory, d.loadYearPairs, d.loadChannels,
-		d.loadCountries, d.loadCountryWeights, d.loadKeywords, d.loadOverlaps, d.loadAI, d.loadAITotals, d.loadCompetitors, d.loadPanelCompetitors,
-		d.loadCandidates, d.loadRuns, d.loadFetchErrors} {
-		if err := step(ctx, db); err != nil {
-			return nil, err
-		}
+	err = run(loadStep{"history", d.loadHistory}, loadStep{"year pairs", d.loadYearPairs}, loadStep{"channels", d.loadChannels},
+		loadStep{"countries", d.loadCountries}, loadStep{"country weights", d.loadCountryWeights}, loadStep{"keywords", d.loadKeywords},
+		loadStep{"overlaps", d.loadOverlaps}, loadStep{"ai", d.loadAI}, loadStep{"ai totals", d.loadAITotals},
+		loadStep{"competitors", d.loadCompetitors}, loadStep{"panel competitors", d.loadPanelCompetitors},
+		loadStep{"candidates", d.loadCandidates}, loadStep{"runs", d.loadRuns}, loadStep{"fetch errors", d.loadFetchErrors})
+	if err != nil {
+		return nil, err
 	}
 	return d, nil
 }

@@ -18,7 +18,6 @@ import (
 	"fmt"
 	"html/template"
 	"io"
-	"sort"
 
 	"sitewatch/pipeline/changes"
 )
@@ -114,11 +113,7 @@ func build(d *data) (*page, error) {
 		return nil, err
 	}
 	p := &page{Snapshot: d.Snapshot, FontFace: ff}
-	var dates, periods []string
-	for _, s := range d.Sites {
-		dates, periods = append(dates, s.SnapshotDate), append(periods, s.Period)
-	}
-	p.SnapshotDates, p.Periods = span(dates), span(periods)
+	p.SnapshotDates, p.Periods = spanText(d.Totals.FirstDate, d.Totals.LastDate), spanText(d.Totals.FirstPeriod, d.Totals.LastPeriod)
 	p.Warning = completeness(d)
 	p.Headline = headline(d)
 	p.Attention = attentionOf(d)
@@ -215,22 +210,4 @@ func fontFace() (template.CSS, error) {
 	}
 	return template.CSS(`@font-face{font-family:"Liberation Sans";font-weight:normal;font-style:normal;src:url(data:font/ttf;base64,` +
 		base64.StdEncoding.EncodeToString(raw.Bytes()) + `) format("truetype");}`), nil
-}
-
-// span summarizes distinct non-empty values: "a", or "a – b" for the smallest and largest.
-func span(vals []string) string {
-	var vs []string
-	for _, v := range vals {
-		if v != "" {
-			vs = append(vs, v)
-		}
-	}
-	if len(vs) == 0 {
-		return "not stated by the API"
-	}
-	sort.Strings(vs)
-	if vs[0] == vs[len(vs)-1] {
-		return vs[0]
-	}
-	return vs[0] + " – " + vs[len(vs)-1]
 }

@@ -88,8 +88,8 @@ func buildYoY(d *data) *chartSection {
 		return rows[i].Value > rows[j].Value
 	})
 	note := "Visits in each domain's latest history month against the same month a year earlier (estimates)."
-	if len(d.Sites) > topN {
-		note += fmt.Sprintf(" Showing the %d of %d domains whose visits changed most year on year, in visits (the report's ranking rule); every domain's figure is in All domains below.", topN, len(d.Sites))
+	if d.Totals.Loaded > topN {
+		note += fmt.Sprintf(" Showing the %d of %d domains whose visits changed most year on year, in visits (the report's ranking rule); every domain's figure is in All domains below.", topN, d.Totals.Loaded)
 	}
 	if capped {
 		note += " Bars stop at ±100%; the printed value is the true change."

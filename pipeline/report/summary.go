@@ -29,7 +29,7 @@ var statusText = map[string]string{
 
 // completeness compares what is loaded with what the newest run of the snapshot expected.
 func completeness(d *data) *warning {
-	loaded := len(d.Sites)
+	loaded := d.Totals.Loaded
 	if len(d.Runs) == 0 {
 		return &warning{
 			Title:  fmt.Sprintf("Completeness unknown: %d domains loaded, no run recorded for %s", loaded, d.Snapshot),
@@ -77,41 +77,29 @@ func headline(d *data) []card {
 }
 
 func domainsCard(d *data) card {
-	c := card{Label: "Domains loaded", Value: count(len(d.Sites))}
+	c := card{Label: "Domains loaded", Value: count(d.Totals.Loaded)}
 	if len(d.Runs) > 0 {
 		last := d.Runs[len(d.Runs)-1]
 		expected := last.Total.Int64 - last.Rejected.Int64
-		c.Value = count(len(d.Sites)) + " of " + count(int(expected))
+		c.Value = count(d.Totals.Loaded) + " of " + count(int(expected))
 		c.Detail = "of the " + count(int(expected)) + " the last run expected"
 		if last.Rejected.Int64 > 0 {
 			c.Detail += fmt.Sprintf(" (%s rejected by the API)", count(int(last.Rejected.Int64)))
 		}
 		c.Detail += " · "
 	}
-	c.Detail += "API snapshot " + span(siteDates(d))
+	c.Detail += "API snapshot " + spanText(d.Totals.FirstDate, d.Totals.LastDate)
 	return c
-}
-
-func siteDates(d *data) []string {
-	var out []string
-	for _, s := range d.Sites {
-		out = append(out, s.SnapshotDate)
-	}
-	return out
 }
 
 // latestMonth is the newest history month most domains share (a domain with a shorter history
 // is left out of the watchlist total rather than mixing months).
 func latestMonth(d *data) time.Time {
-	count := map[time.Time]int{}
 	var best time.Time
-	for _, s := range d.Sites {
-		if s.LastMonth.IsZero() {
-			continue
-		}
-		count[s.LastMonth]++
-		if count[s.LastMonth] > count[best] || (count[s.LastMonth] == count[best] && s.LastMonth.After(best)) {
-			best = s.LastMonth
+	most := 0
+	for m, t := range d.Totals.ByLastMonth {
+		if t.Domains > most || (t.Domains == most && m.After(best)) {
+			best, most = m, t.Domains
 		}
 	}
 	return best
@@ -122,21 +110,9 @@ func visitsCard(d *data) card {
 	if m.IsZero() {
 		return card{Label: "Watchlist visits", Value: "—", Detail: "no traffic history in this snapshot"}
 	}
-	var total, curM, prevM, curY, prevY float64
-	n, nM, nY := 0, 0, 0
-	for _, s := range d.Sites {
-		if !s.LastMonth.Equal(m) {
-			continue
-		}
-		n++
-		total += s.LastVisits.Float64
-		if s.PrevVisits.Valid {
-			curM, prevM, nM = curM+s.LastVisits.Float64, prevM+s.PrevVisits.Float64, nM+1
-		}
-		if s.YearAgoVisits.Valid {
-			curY, prevY, nY = curY+s.LastVisits.Float64, prevY+s.YearAgoVisits.Float64, nY+1
-		}
-	}
+	t := d.Totals.ByLastMonth[m]
+	total, curM, prevM, curY, prevY := t.Visits, t.CurM, t.PrevM, t.CurY, t.PrevY
+	n, nM, nY := t.Domains, t.WithPrev, t.WithYearAgo
 	c := card{Label: "Watchlist visits, " + m.Format("Jan 2006") + " (estimate)", Value: numfmt.Count(total)}
 	if prevM > 0 {
 		ch := curM/prevM - 1
@@ -155,7 +131,7 @@ func visitsCard(d *data) card {
 // visitsDenominator says which domains the watchlist total sums, and which its changes
 // compare, whenever that is not every loaded domain ("4,942 domains" beside "5,000 of 5,000").
 func visitsDenominator(d *data, m time.Time, n, nM, nY int) string {
-	all := len(d.Sites)
+	all := d.Totals.Loaded
 	out := "sum of all " + count(all) + " domains"
 	if n < all {
 		out = fmt.Sprintf("sum of the %s domains whose history ends in %s (%s end earlier or have none)", count(n), m.Format("Jan 2006"), count(all-n))
@@ -195,23 +171,13 @@ func joinDot(parts []string) string {
 }
 
 func aiCard(d *data) (card, bool) {
-	var ai, visits float64
-	n := 0
-	for _, s := range d.Sites {
-		if s.AITotal.Valid {
-			ai += float64(s.AITotal.Int64)
-			n++
-			if s.TotalVisits.Valid {
-				visits += s.TotalVisits.Float64
-			}
-		}
-	}
+	ai, visits, n := d.Totals.AIVisits, d.Totals.AIDomainVisits, d.Totals.AIDomains
 	if n == 0 {
 		return card{}, false
 	}
 	c := card{Label: "AI-referred visits in the period (estimate)", Value: numfmt.Count(ai), Detail: "sum of all " + count(n) + " domains"}
-	if n < len(d.Sites) {
-		c.Detail = fmt.Sprintf("sum of the %s of %s domains the API states AI visits for", count(n), count(len(d.Sites)))
+	if n < d.Totals.Loaded {
+		c.Detail = fmt.Sprintf("sum of the %s of %s domains the API states AI visits for", count(n), count(d.Totals.Loaded))
 	}
 	if visits > 0 {
 		c.Detail = numfmt.Share(ai/visits) + " of their visits · " + c.Detail
@@ -233,9 +199,10 @@ func moverCards(d *data) []card {
 	return append(cards, fallCard(d)) // falls.go: ranked as the Largest falls section
 }
 
-// risers returns the domains whose visits rose from the previous month to the latest month of
-// their history, by the visits gained, largest first. Falls have their own ranking, by
-// percent (falls.go).
+// risers returns the domains of d.Sites whose visits rose from the previous month to the
+// latest month of their history, by the visits gained, largest first: the first moversShown
+// are every loaded domain's (sitePass keeps them). Falls have their own ranking, by percent
+// (falls.go).
 func risers(d *data) []site {
 	var up []site
 	for _, s := range d.Sites {
@@ -313,13 +280,15 @@ type moverRow struct{ Domain, Change, Tone, From, To, Months string }
 
 func buildChanges(d *data) *changesSection {
 	c := &changesSection{PrevSnapshot: d.PrevSnapshot, Digest: buildDigest(d.Digest), Folded: buildFolded(d.Digest), Note: d.DigestNote}
-	c.Risers = moverRows(risers(d), 5)
-	for _, s := range d.Sites {
-		if !s.GlobalRank.Valid || !s.PrevRank.Valid || s.GlobalRank.Int64 == s.PrevRank.Int64 || s.GlobalRank.Int64 <= 0 || s.PrevRank.Int64 <= 0 {
+	c.Risers = moverRows(risers(d), moversShown)
+	for i := range d.Sites {
+		s := &d.Sites[i]
+		weight, ok := rankWeight(s)
+		if !ok {
 			continue
 		}
 		delta := math.Log(float64(s.PrevRank.Int64) / float64(s.GlobalRank.Int64))
-		m := rankMove{Domain: s.Domain, From: rank(s.PrevRank), To: rank(s.GlobalRank), weight: math.Abs(delta) * s.TotalVisits.Float64, Tone: tone(delta)}
+		m := rankMove{Domain: s.Domain, From: rank(s.PrevRank), To: rank(s.GlobalRank), weight: weight, Tone: tone(delta)}
 		if delta > 0 {
 			m.Change = fmt.Sprintf("up %s places", numfmt.Thousands(s.PrevRank.Int64-s.GlobalRank.Int64))
 		} else {
@@ -328,10 +297,19 @@ func buildChanges(d *data) *changesSection {
 		c.RankMoves = append(c.RankMoves, m)
 	}
 	sort.SliceStable(c.RankMoves, func(i, j int) bool { return c.RankMoves[i].weight > c.RankMoves[j].weight })
-	if len(c.RankMoves) > 8 {
-		c.RankMoves = c.RankMoves[:8]
+	if len(c.RankMoves) > rankMovesShown {
+		c.RankMoves = c.RankMoves[:rankMovesShown]
 	}
 	return c
+}
+
+// rankWeight is a rank move's weight, |log-ratio| × visits (the rule of changes_movers for
+// ranks), false when the domain's rank did not move or is unknown in either snapshot.
+func rankWeight(s *site) (float64, bool) {
+	if !s.GlobalRank.Valid || !s.PrevRank.Valid || s.GlobalRank.Int64 == s.PrevRank.Int64 || s.GlobalRank.Int64 <= 0 || s.PrevRank.Int64 <= 0 {
+		return 0, false
+	}
+	return math.Abs(math.Log(float64(s.PrevRank.Int64)/float64(s.GlobalRank.Int64))) * s.TotalVisits.Float64, true
 }
 
 func moverRows(ss []site, n int) []moverRow {

@@ -2,7 +2,6 @@ package report
 
 import (
 	"fmt"
-	"math"
 	"sort"
 	"strings"
 )
@@ -29,17 +28,18 @@ func someNames(names []string) string {
 
 // cutNote says which domains a section shows when the watchlist is longer than topN.
 func cutNote(d *data, what string) string {
-	if len(d.Sites) <= topN {
+	if d.Totals.Loaded <= topN {
 		return ""
 	}
-	return fmt.Sprintf("Showing %s: the %d most visited of %d domains. Every domain is in All domains below.", what, topN, len(d.Sites))
+	return fmt.Sprintf("Showing %s: the %d most visited of %d domains. Every domain is in All domains below.", what, topN, d.Totals.Loaded)
 }
 
 // yoyLeaders are the topN domains whose visits changed most year on year, in visits (the
 // report's ranking rule), then the domains without a year-on-year figure among the most
-// visited, so a short watchlist still shows why a domain has no bar.
+// visited, so a short watchlist still shows why a domain has no bar. The leaders are every
+// loaded domain's: sitePass keeps them in d.Sites.
 func yoyLeaders(d *data) []site {
-	if len(d.Sites) <= topN {
+	if d.Totals.Loaded <= topN {
 		return d.Sites
 	}
 	var with []site
@@ -48,7 +48,7 @@ func yoyLeaders(d *data) []site {
 			with = append(with, s)
 		}
 	}
-	moved := func(s site) float64 { return math.Abs(s.LastVisits.Float64 - s.YearAgoVisits.Float64) }
+	moved := func(s site) float64 { return visitsMoved(s.LastVisits, s.YearAgoVisits) }
 	sort.SliceStable(with, func(i, j int) bool { return moved(with[i]) > moved(with[j]) })
 	return with[:min(topN, len(with))]
 }
