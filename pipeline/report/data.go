@@ -12,6 +12,7 @@ import (
 
 	"sitewatch/pipeline/changes"
 	"sitewatch/pipeline/discover"
+	"sitewatch/pipeline/model"
 	"sitewatch/pipeline/months"
 	"sitewatch/pipeline/warehouse"
 )
@@ -129,7 +130,7 @@ type data struct {
 	// QualityRecorded is false when the warehouse has no quality_checks table (an older schema).
 	QualityRecorded bool
 	QualitySummary  []warehouse.QualityCheckSummary // one per check run on the snapshot
-	Quality         []warehouse.QualityFinding      // error and warn findings, errors first
+	Quality         []model.QualityFinding          // error and warn findings, errors first
 	Digest          *changes.Digest                 // nil when DigestNote says why
 	DigestNote      string
 	CSVName         string             // the file beside the page holding every domain's row, "" when none is written

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"sitewatch/pipeline/atlas/atlastest"
+	"sitewatch/pipeline/model"
 	"sitewatch/pipeline/warehouse"
 	"sitewatch/schema"
 )
@@ -47,21 +48,21 @@ func simWarehouse(t *testing.T, domains []string) *sql.DB {
 		g := atlastest.NewGenerator(1, month)
 		fetched, _ := time.Parse("2006-01", month)
 		fetched = fetched.AddDate(0, 0, 1).Add(6 * time.Hour)
-		run := warehouse.RunRecord{RunID: fmt.Sprintf("sim-%d", i), SnapshotMonth: month, StartedAt: fetched, Status: "running",
+		run := model.RunRecord{RunID: fmt.Sprintf("sim-%d", i), SnapshotMonth: month, StartedAt: fetched, Status: "running",
 			DomainsTotal: len(domains)}
 		if err := w.StartRun(ctx, run); err != nil {
 			t.Fatal(err)
 		}
-		store := func(raw warehouse.Raw) {
+		store := func(raw model.Raw) {
 			raw.FetchedAt = fetched
 			if err := w.Store(ctx, month, raw); err != nil {
 				t.Fatalf("store %s %s: %v", raw.Domain, raw.Endpoint, err)
 			}
 		}
-		store(warehouse.Raw{Endpoint: schema.EndpointCountries, Body: g.CountriesBody()})
+		store(model.Raw{Endpoint: schema.EndpointCountries, Body: g.CountriesBody()})
 		for _, d := range domains {
-			store(warehouse.Raw{Endpoint: schema.EndpointOverview, Domain: d, Body: g.OverviewBody(d)})
-			store(warehouse.Raw{Endpoint: schema.EndpointSimilar, Domain: d, Body: g.SimilarBody(d)})
+			store(model.Raw{Endpoint: schema.EndpointOverview, Domain: d, Body: g.OverviewBody(d)})
+			store(model.Raw{Endpoint: schema.EndpointSimilar, Domain: d, Body: g.SimilarBody(d)})
 		}
 		if err := w.Flush(ctx); err != nil {
 			t.Fatal(err)
