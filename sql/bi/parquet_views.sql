@@ -192,32 +192,50 @@ WHERE CASE WHEN against IS NULL THEN previous_month IS NOT NULL ELSE snapshot_mo
 -- changes_movers: per pair of consecutive complete months, each domain's change in visits,
 -- global rank, AI-referred visits and share, and every channel share, with a mover rank per
 -- metric. Domains must have the metric in both months.
-CREATE OR REPLACE MACRO changes_movers_in(against := NULL) AS TABLE
+--
+-- changes_movers_scored(against, for_month) is every move with its importance but no rank:
+-- `sitewatch changes` takes the few largest moves of one month from it (for_month prunes the
+-- months before any join; NULL: every month). The sites columns are compared on one join of
+-- the two months' sites rows and the channel shares on one join of the two months' shares, not
+-- as one long list of (domain, metric, value) rows self-joined on four keys: at 100,000 domains
+-- that join and the rank's sort over every month took minutes.
+CREATE OR REPLACE MACRO changes_movers_scored(against := NULL, for_month := NULL) AS TABLE
 WITH pairs AS (
     SELECT snapshot_month, previous_month FROM change_pairs(against)
+    WHERE for_month IS NULL OR snapshot_month = CAST(for_month AS VARCHAR)
 ),
-metrics AS (
-    SELECT snapshot_month, domain, 'visits' AS metric, CAST(NULL AS VARCHAR) AS channel, total_visits AS value FROM sites
-    UNION ALL
-    SELECT snapshot_month, domain, 'global_rank', NULL, CAST(global_rank AS DOUBLE) FROM sites
-    UNION ALL
-    SELECT snapshot_month, domain, 'ai_visits', NULL, CAST(ai_total_visits AS DOUBLE) FROM sites
-    UNION ALL
-    SELECT snapshot_month, domain, 'ai_traffic_share', NULL, ai_global_traffic_share FROM sites
-    UNION ALL
-    SELECT snapshot_month, domain, 'channel_share', channel, share FROM sources_share
+site_pairs AS (
+    SELECT p.snapshot_month, p.previous_month, c.domain,
+           c.total_visits AS cur_visits, o.total_visits AS prev_visits,
+           CAST(c.global_rank AS DOUBLE) AS cur_rank, CAST(o.global_rank AS DOUBLE) AS prev_rank,
+           CAST(c.ai_total_visits AS DOUBLE) AS cur_ai, CAST(o.ai_total_visits AS DOUBLE) AS prev_ai,
+           c.ai_global_traffic_share AS cur_ai_share, o.ai_global_traffic_share AS prev_ai_share
+    FROM pairs p
+    JOIN sites c ON c.snapshot_month = p.snapshot_month
+    JOIN sites o ON o.snapshot_month = p.previous_month AND o.domain = c.domain
 ),
 joined AS (
-    SELECT p.snapshot_month, p.previous_month, c.domain, c.metric, c.channel,
-           o.value AS previous_value, c.value AS current_value
+    SELECT snapshot_month, previous_month, domain, 'visits' AS metric, CAST(NULL AS VARCHAR) AS channel,
+           prev_visits AS previous_value, cur_visits AS current_value
+    FROM site_pairs WHERE cur_visits IS NOT NULL AND prev_visits IS NOT NULL
+    UNION ALL
+    SELECT snapshot_month, previous_month, domain, 'global_rank', NULL, prev_rank, cur_rank
+    FROM site_pairs WHERE cur_rank IS NOT NULL AND prev_rank IS NOT NULL
+    UNION ALL
+    SELECT snapshot_month, previous_month, domain, 'ai_visits', NULL, prev_ai, cur_ai
+    FROM site_pairs WHERE cur_ai IS NOT NULL AND prev_ai IS NOT NULL
+    UNION ALL
+    SELECT snapshot_month, previous_month, domain, 'ai_traffic_share', NULL, prev_ai_share, cur_ai_share
+    FROM site_pairs WHERE cur_ai_share IS NOT NULL AND prev_ai_share IS NOT NULL
+    UNION ALL
+    SELECT p.snapshot_month, p.previous_month, c.domain, 'channel_share', c.channel, o.share, c.share
     FROM pairs p
-    JOIN metrics c ON c.snapshot_month = p.snapshot_month
-    JOIN metrics o ON o.snapshot_month = p.previous_month AND o.domain = c.domain
-                  AND o.metric = c.metric AND o.channel IS NOT DISTINCT FROM c.channel
-    WHERE c.value IS NOT NULL AND o.value IS NOT NULL
+    JOIN sources_share c ON c.snapshot_month = p.snapshot_month
+    JOIN sources_share o ON o.snapshot_month = p.previous_month AND o.domain = c.domain AND o.channel = c.channel
+    WHERE c.share IS NOT NULL AND o.share IS NOT NULL
 ),
 sizes AS (
-    SELECT snapshot_month, domain, total_visits AS visits FROM sites
+    SELECT s.snapshot_month, s.domain, s.total_visits AS visits FROM sites s SEMI JOIN pairs p USING (snapshot_month)
 ),
 -- importance is the visits a move stands for, so a 1 -> 2 visit change never leads a list of
 -- sites with millions: |change| for visits and AI visits; for a rank, |ln(previous / current)|
@@ -251,11 +269,15 @@ SELECT
         WHEN metric = 'global_rank' THEN change < 0
         ELSE change > 0
     END AS improved,
-    importance,
-    row_number() OVER (
-        PARTITION BY snapshot_month, metric
-        ORDER BY importance DESC NULLS LAST, abs(change) DESC, domain, channel) AS mover_rank
+    importance
 FROM scored;
+
+CREATE OR REPLACE MACRO changes_movers_in(against := NULL) AS TABLE
+SELECT *,
+       row_number() OVER (
+           PARTITION BY snapshot_month, metric
+           ORDER BY importance DESC NULLS LAST, abs(change) DESC, domain, channel) AS mover_rank
+FROM changes_movers_scored(against := against);
 
 CREATE OR REPLACE VIEW changes_movers AS SELECT * FROM changes_movers_in();
 
@@ -281,13 +303,13 @@ CREATE OR REPLACE MACRO changes_competitors_in(against := NULL) AS TABLE
 WITH pairs AS (
     SELECT snapshot_month, previous_month FROM change_pairs(against)
 ),
-both_months AS (
+both_months AS MATERIALIZED (
     SELECT p.snapshot_month, p.previous_month, s.domain
     FROM pairs p
     JOIN sites s ON s.snapshot_month = p.snapshot_month
     JOIN sites o ON o.snapshot_month = p.previous_month AND o.domain = s.domain
 ),
-comp AS (
+comp AS MATERIALIZED (
     SELECT snapshot_month, domain,
            regexp_replace(rtrim(lower(similar_domain), '.'), '^www\.', '') AS competitor,
            min(position) AS position,
@@ -340,13 +362,13 @@ CREATE OR REPLACE MACRO changes_ai_platforms_in(against := NULL) AS TABLE
 WITH pairs AS (
     SELECT snapshot_month, previous_month FROM change_pairs(against)
 ),
-both_months AS (
+both_months AS MATERIALIZED (
     SELECT p.snapshot_month, p.previous_month, s.domain
     FROM pairs p
     JOIN sites s ON s.snapshot_month = p.snapshot_month
     JOIN sites o ON o.snapshot_month = p.previous_month AND o.domain = s.domain
 ),
-plat AS (
+plat AS MATERIALIZED (
     SELECT snapshot_month, domain, lower(trim(platform)) AS platform,
            min(rank) AS rank, arg_min(share_pct, rank) AS share_pct
     FROM ai_platforms
@@ -380,13 +402,13 @@ CREATE OR REPLACE MACRO changes_keywords_in(against := NULL) AS TABLE
 WITH pairs AS (
     SELECT snapshot_month, previous_month FROM change_pairs(against)
 ),
-both_months AS (
+both_months AS MATERIALIZED (
     SELECT p.snapshot_month, p.previous_month, s.domain
     FROM pairs p
     JOIN sites s ON s.snapshot_month = p.snapshot_month
     JOIN sites o ON o.snapshot_month = p.previous_month AND o.domain = s.domain
 ),
-kw AS (
+kw AS MATERIALIZED (
     SELECT snapshot_month, domain, lower(trim(keyword)) AS key,
            arg_min(keyword, position) AS keyword, min(position) AS position,
            arg_min(search_volume, position) AS search_volume,
@@ -423,13 +445,13 @@ CREATE OR REPLACE MACRO changes_top_countries_in(against := NULL) AS TABLE
 WITH pairs AS (
     SELECT snapshot_month, previous_month FROM change_pairs(against)
 ),
-both_months AS (
+both_months AS MATERIALIZED (
     SELECT p.snapshot_month, p.previous_month, s.domain
     FROM pairs p
     JOIN sites s ON s.snapshot_month = p.snapshot_month
     JOIN sites o ON o.snapshot_month = p.previous_month AND o.domain = s.domain
 ),
-ranked AS (
+ranked AS MATERIALIZED (
     SELECT snapshot_month, domain, upper(country_code) AS country_code, share,
            row_number() OVER (PARTITION BY snapshot_month, domain
                               ORDER BY share DESC NULLS LAST, upper(country_code)) AS position
@@ -838,9 +860,12 @@ COMMENT ON COLUMN latest_sites.fetched_at IS 'As sites.fetched_at (TIMESTAMP, UT
 --
 -- requires: _format.sql
 
--- needs_attention_all(min_visits, threshold, only_month): every complete month, or only_month
--- alone when given (a constant: sitewatch reads one month this way at half the cost of two).
-CREATE OR REPLACE MACRO needs_attention_all(min_visits, threshold, only_month := NULL) AS TABLE
+-- needs_attention_all(min_visits, threshold, only_month, only_domain): every complete month, or
+-- only_month alone when given (a constant: sitewatch reads one month this way at half the cost
+-- of two). only_domain (a constant) returns that domain's rows only, reading only its own
+-- history: whether it is listed, and why, at a fraction of the cost (`sitewatch show` asks this
+-- first). Its rank and domain_rank are then NULL: a place in the list needs every domain's rows.
+CREATE OR REPLACE MACRO needs_attention_all(min_visits, threshold, only_month := NULL, only_domain := NULL) AS TABLE
 WITH p AS MATERIALIZED (
     SELECT c.snapshot_month, c.previous_month,
            CAST(c.snapshot_month || '-01' AS DATE) AS month_start,
@@ -858,19 +883,30 @@ prev_sites AS MATERIALIZED (
     SELECT p.snapshot_month, s.domain, s.total_visits, s.global_rank, s.ai_total_visits
     FROM sites s JOIN p ON s.snapshot_month = p.previous_month
 ),
+-- The snapshots a month's history reads (the month and the 25 before it), as equality keys: the
+-- history is hash-joined on these few rows instead of range-joined with the months (a sort of
+-- every history row: a sixth of the list's time at 100,000 domains).
+hist_snaps AS MATERIALIZED (
+    SELECT p.snapshot_month, p.month_start, CAST(p.month_start - INTERVAL 25 MONTH AS DATE) AS oldest_month,
+           strftime(p.month_start - to_months(CAST(k AS INTEGER)), '%Y-%m') AS hist_snapshot
+    FROM p, range(26) r(k)
+),
 -- Monthly visits as traffic_monthly merges them, limited to snapshots up to the month: one
--- value per month, domain and calendar month, the newest snapshot holding a value wins.
+-- value per month, domain and calendar month, the newest snapshot holding a value wins. Every
+-- domain's (or only_domain's): the steps below are each domain's own, so the month's domains
+-- are picked where a row is made, a semi join on a few rows there instead of on every history
+-- row here.
 hist AS MATERIALIZED (
-    SELECT p.snapshot_month, h.domain, h.month,
+    SELECT s.snapshot_month, h.domain, h.month,
            arg_max(h.visits, h.snapshot_month) FILTER (WHERE h.visits IS NOT NULL) AS visits
     FROM traffic_history h
-    JOIN p ON h.snapshot_month <= p.snapshot_month AND h.snapshot_month >= p.oldest_snapshot
-    SEMI JOIN cur_sites c ON c.snapshot_month = p.snapshot_month AND c.domain = h.domain
-    WHERE h.month <= p.month_start AND h.month >= CAST(p.month_start - INTERVAL 25 MONTH AS DATE)
-    GROUP BY p.snapshot_month, h.domain, h.month
+    JOIN hist_snaps s ON h.snapshot_month = s.hist_snapshot
+    WHERE h.month <= s.month_start AND h.month >= s.oldest_month
+      AND (only_domain IS NULL OR h.domain = CAST(only_domain AS VARCHAR))
+    GROUP BY s.snapshot_month, h.domain, h.month
 ),
 -- Consecutive calendar months as a self-join (a hash join: no sort of every history, as a
--- window would need).
+-- window would need; a window measured twice as slow at 100,000 domains).
 pairs AS MATERIALIZED (
     SELECT c.snapshot_month, c.domain, c.month, CAST(c.visits AS DOUBLE) AS visits, CAST(o.visits AS DOUBLE) AS prev_visits
     FROM hist c
@@ -898,6 +934,7 @@ visit_z AS MATERIALIZED (
            greatest(w.mad, 0.02) AS sd,
            (c.r - w.center) / greatest(w.mad, 0.02) AS z
     FROM steps c JOIN p USING (snapshot_month) LEFT JOIN swing w USING (snapshot_month, domain)
+    SEMI JOIN cur_sites s ON s.snapshot_month = c.snapshot_month AND s.domain = c.domain
     WHERE c.month = p.month_start
 ),
 visit_rows AS (
@@ -925,6 +962,7 @@ visit_rows AS (
 zero_falls AS (
     SELECT snapshot_month, domain, prev_visits FROM pairs
     JOIN p USING (snapshot_month)
+    SEMI JOIN cur_sites c USING (snapshot_month, domain)
     WHERE month = p.month_start AND visits = 0 AND prev_visits > 0
     UNION ALL
     SELECT c.snapshot_month, c.domain, o.total_visits
@@ -1121,11 +1159,12 @@ SELECT
     r.severity,
     r.reason,
     r.score,
-    r.rank,
-    CAST(dense_rank() OVER (PARTITION BY r.snapshot_month ORDER BY r.domain_first) AS BIGINT) AS domain_rank,
+    CASE WHEN only_domain IS NULL THEN r.rank END AS rank,
+    CASE WHEN only_domain IS NULL THEN CAST(dense_rank() OVER (PARTITION BY r.snapshot_month ORDER BY r.domain_first) AS BIGINT) END AS domain_rank,
     p.floor_visits AS min_visits,
     p.z_min AS threshold
-FROM firsts r JOIN p USING (snapshot_month);
+FROM firsts r JOIN p USING (snapshot_month)
+WHERE only_domain IS NULL OR r.domain = CAST(only_domain AS VARCHAR);
 
 -- needs_attention_in filters needs_attention_all by month: the month never enters the steps,
 -- so a caller may pass a column (LATERAL) as well as a constant.
