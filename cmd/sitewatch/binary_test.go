@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -120,7 +121,10 @@ func (h *harness) assertNoStaging() {
 	h.t.Helper()
 	_ = filepath.Walk(filepath.Join(h.dir, "data"), func(path string, info os.FileInfo, err error) error {
 		name := filepath.Base(path)
-		if err == nil && (strings.Contains(name, "staging") || strings.HasSuffix(name, ".tmp")) {
+		// A reader this test holds open (h.db) spills to a directory of its own, named after
+		// this process, until the test's cleanup closes it: not a stray file.
+		ownReader := strings.HasPrefix(name, fmt.Sprintf(".w.duckdb.read-%d-", os.Getpid()))
+		if err == nil && !ownReader && (strings.Contains(name, "staging") || strings.HasSuffix(name, ".tmp")) {
 			h.t.Errorf("stray staging file left: %s", path)
 		}
 		return nil

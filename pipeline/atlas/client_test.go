@@ -201,7 +201,9 @@ func TestRateLimitStorm(t *testing.T) {
 	srv := newServer(t, atlastest.Options{Rate: 100000, Faults: atlastest.Faults{RateLimited: 0.3, RetryAfter: time.Second}})
 	clock := newFakeClock()
 	c := newClient(t, srv, Config{MaxAttempts: 12, Clock: clock})
-	reqs := domainReqs(10)
+	// The simulator draws each 429 at 30 %: over 10 requests no storm at all came 1 time in
+	// 36 (0.7^10; it went red in CI), over 60 it comes 1 time in 2 billion (0.7^60).
+	reqs := domainReqs(60)
 	got, err := run(t, context.Background(), c, reqs, nil)
 	if err != nil {
 		t.Fatalf("FetchAll: %v", err)

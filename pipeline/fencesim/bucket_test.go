@@ -201,8 +201,9 @@ func (c client) ReadObject(ctx context.Context, rel string) ([]byte, bool, error
 	return body, found, err
 }
 
-func (c client) PutConditional(ctx context.Context, rel string, body []byte, ifMatch string) (etag string, err error) {
-	err = c.do(ctx, "PUT", rel, true, func() error {
+func (c client) PutConditional(ctx context.Context, rel string, body []byte, ifMatch string) (string, error) {
+	var etag string
+	err := c.do(ctx, "PUT", rel, true, func() error {
 		o, ok := c.b.objs[rel]
 		if ifMatch == "" && ok || ifMatch != "" && (!ok || o.etag != ifMatch) {
 			return publish.ErrPrecondition
@@ -212,7 +213,13 @@ func (c client) PutConditional(ctx context.Context, rel string, body []byte, ifM
 		c.b.objs[rel] = object{body: append([]byte(nil), body...), etag: etag}
 		return nil
 	})
-	return etag, err
+	// op runs under b.mu, and may run again after this returns (a write abandoned during a cut
+	// that lands after the heal: landLate), so etag is copied under b.mu: the race detector
+	// caught the unguarded read in CI.
+	c.b.mu.Lock()
+	got := etag
+	c.b.mu.Unlock()
+	return got, err
 }
 
 func (c client) DeleteConditional(ctx context.Context, rel, etag string) error {

@@ -2,7 +2,9 @@ package warehouse
 
 import (
 	"context"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -55,5 +57,44 @@ func TestReadersSpillApart(t *testing.T) {
 		if _, err := os.Stat(dir); !os.IsNotExist(err) {
 			t.Errorf("reader %d's spill directory %s is still there after Close (%v)", i, dir, err)
 		}
+	}
+}
+
+// TestDeadReadersSpillDirsRemoved: a reader killed before Close (kill -9 of a run) leaves its
+// spill directory; the next read-only open removes it once its process is gone, and leaves a
+// live process's alone.
+func TestDeadReadersSpillDirsRemoved(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "w.duckdb")
+	w, err := Open(ctx, Options{DuckDBPath: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	gone := exec.Command("true")
+	if err := gone.Run(); err != nil {
+		t.Fatal(err)
+	}
+	dead := filepath.Join(filepath.Dir(path), fmt.Sprintf("%s%d-123.tmp", spillPrefix(path), gone.Process.Pid))
+	live := filepath.Join(filepath.Dir(path), fmt.Sprintf("%s%d-456.tmp", spillPrefix(path), os.Getppid()))
+	for _, dir := range []string{dead, live} {
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r, err := Open(ctx, Options{DuckDBPath: path, ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(dead); !os.IsNotExist(err) {
+		t.Errorf("the dead reader's spill directory is still there (%v)", err)
+	}
+	if _, err := os.Stat(live); err != nil {
+		t.Errorf("a live process's spill directory was removed: %v", err)
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 	"unsafe"
 
@@ -179,6 +180,7 @@ func Open(ctx context.Context, opts Options) (*Warehouse, error) {
 	case opts.MemoryLimit != "":
 		params.Set("memory_limit", opts.MemoryLimit)
 	}
+	removeDeadSpillDirs(opts.DuckDBPath, w.log) // a killed run's readers' (every open: the next is often a writer's)
 	if opts.ReadOnly {
 		params.Set("access_mode", "read_only")
 		w.spillDir = readerSpillDir(opts.DuckDBPath, w.log)
@@ -198,6 +200,9 @@ func Open(ctx context.Context, opts Options) (*Warehouse, error) {
 		}
 	}
 	if err != nil {
+		if w.spillDir != "" {
+			_ = os.RemoveAll(w.spillDir) // nothing opened: a refused reader (a writer holds the file) leaves no directory
+		}
 		return nil, fmt.Errorf("open warehouse %s: %w", opts.DuckDBPath, lockError(opts.DuckDBPath, err))
 	}
 	w.db = db
@@ -341,14 +346,44 @@ func (w *Warehouse) Close() error {
 // spilling at once (changes beside a report, under the 256 MB read limit) deleted each other's
 // spill file and crashed (SIGSEGV, "Could not read enough bytes"; seen under a 256 MB limit at
 // 100,000 domains, and possible whenever readers spill). "" (DuckDB's default) when
-// the directory cannot be made, e.g. on a read-only share.
+// the directory cannot be made, e.g. on a read-only share. Its name carries the process ID:
+// a reader killed before Close leaves its directory, which the next open (a reader's or a
+// writer's) removes once that process is gone (removeDeadSpillDirs).
 func readerSpillDir(duckdbPath string, log *slog.Logger) string {
-	dir, err := os.MkdirTemp(filepath.Dir(duckdbPath), "."+filepath.Base(duckdbPath)+".read-*.tmp")
+	dir, err := os.MkdirTemp(filepath.Dir(duckdbPath), spillPrefix(duckdbPath)+strconv.Itoa(os.Getpid())+"-*.tmp")
 	if err != nil {
 		log.Debug("no spill directory of its own for a reader; DuckDB's default is shared", "err", err)
 		return ""
 	}
 	return dir
+}
+
+// spillPrefix is the start of a reader's spill directory's name beside duckdbPath.
+func spillPrefix(duckdbPath string) string { return "." + filepath.Base(duckdbPath) + ".read-" }
+
+// removeDeadSpillDirs removes the spill directories of readers whose process is gone (killed
+// before Close: a `sitewatch run` killed with kill -9 left one per kill). A live process's
+// directory, or one whose name carries no process ID, is left alone.
+func removeDeadSpillDirs(duckdbPath string, log *slog.Logger) {
+	prefix := spillPrefix(duckdbPath)
+	found, _ := filepath.Glob(filepath.Join(filepath.Dir(duckdbPath), prefix+"*.tmp"))
+	for _, dir := range found {
+		pidText, _, ok := strings.Cut(strings.TrimPrefix(filepath.Base(dir), prefix), "-")
+		pid, err := strconv.Atoi(pidText)
+		if !ok || err != nil || pid == os.Getpid() || processAlive(pid) {
+			continue
+		}
+		if err := os.RemoveAll(dir); err != nil {
+			log.Debug("could not remove a dead reader's spill directory", "dir", dir, "err", err)
+		}
+	}
+}
+
+// processAlive says whether a process with ID pid exists (signal 0 reaches it, or it exists
+// but belongs to another user).
+func processAlive(pid int) bool {
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
 // DB is the underlying database, for queries; it commits what Store accepted first, so the
