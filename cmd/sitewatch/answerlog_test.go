@@ -37,6 +37,11 @@ const (
 	// logTestBound is what a takeover may pay again: ⌈rate × (log_interval + margin +
 	// longest call)⌉ + 1 (the limiter's burst) = ⌈3 × (0.5 + 1.5 + 0.3)⌉ + 1 = 8 (docs/sharing.md).
 	logTestBound = 8
+	// logTestInFlight is the tests' api.timeout: a call charged up to that long before a cut
+	// may be committed (and logged) after it, as the documented bound counts ("those in flight
+	// at it"). Comparing charge times with the cut alone called a correct tree red with two
+	// busy loops beside it (7 repaid against 6 charged after the cut, bound 8).
+	logTestInFlight = 2 * time.Second
 )
 
 var logTestSim = atlastest.Options{Rate: logTestRate, LatencyMin: 100 * time.Millisecond, LatencyMax: 300 * time.Millisecond}
@@ -222,15 +227,15 @@ func TestCutOffPayerCostsTheTakerOnlyItsLastSegment(t *testing.T) {
 	lastCut := cuts[len(cuts)-1]
 	after := 0
 	for _, c := range ac {
-		if c.After(lastCut) {
+		if c.After(lastCut.Add(-logTestInFlight)) {
 			after++
 		}
 	}
 	n := repaid(a, b)
-	t.Logf("A paid %d (%d after its last acknowledged cut, %v before the cut); B paid %d, %d of them A's; healed %v after the cut",
+	t.Logf("A paid %d (%d after its last acknowledged cut or in flight at it, %v before the cut); B paid %d, %d of them A's; healed %v after the cut",
 		len(ac), after, cut.Sub(lastCut).Round(time.Millisecond), len(bc), n, healedAt.Sub(cut).Round(time.Millisecond))
 	if n > after || n > logTestBound {
-		t.Errorf("B paid again %d of A's calls, want at most the %d A paid after its last segment and at most %d", n, after, logTestBound)
+		t.Errorf("B paid again %d of A's calls, want at most the %d A paid after its last segment or in flight at it, and at most %d", n, after, logTestBound)
 	}
 	if len(bc) > 0 && len(ac) > 0 && !ac[len(ac)-1].Before(bc[0]) {
 		t.Errorf("A's last charge (%v after the cut) does not precede B's first (%v after the cut)", ac[len(ac)-1].Sub(cut), bc[0].Sub(cut))
@@ -306,7 +311,7 @@ func TestKilledAndWipedPayerCostsOnlyItsLastSegment(t *testing.T) {
 	ac := aCalls.all()
 	after := 0
 	for _, c := range ac {
-		if c.After(cuts[len(cuts)-1]) {
+		if c.After(cuts[len(cuts)-1].Add(-logTestInFlight)) {
 			after++
 		}
 	}
@@ -333,9 +338,9 @@ func TestKilledAndWipedPayerCostsOnlyItsLastSegment(t *testing.T) {
 	}
 	t.Logf("B done %v after the kill", time.Since(killed).Round(time.Millisecond))
 	n := repaid(a, b)
-	t.Logf("A paid %d (%d after its last acknowledged cut) and was killed; B paid %d, %d of them A's", len(ac), after, len(bCalls.all()), n)
+	t.Logf("A paid %d (%d after its last acknowledged cut or in flight at it) and was killed; B paid %d, %d of them A's", len(ac), after, len(bCalls.all()), n)
 	if n > after || n > logTestBound {
-		t.Errorf("B paid again %d of A's calls, want at most the %d A paid after its last segment and at most %d", n, after, logTestBound)
+		t.Errorf("B paid again %d of A's calls, want at most the %d A paid after its last segment or in flight at it, and at most %d", n, after, logTestBound)
 	}
 	got := ledgerRows(t, gw)
 	if least := len(ac) - after + len(bCalls.all()); got < least {
