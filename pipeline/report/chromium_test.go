@@ -63,7 +63,7 @@ window.addEventListener('load', function () { document.fonts.load('12px "Liberat
 </script>`
 
 // chromiumPath finds Debian's chromium; CI=true makes its absence a failure.
-func chromiumPath(t *testing.T) string {
+func chromiumPath(t testing.TB) string {
 	t.Helper()
 	if _, err := os.Stat("/usr/bin/chromium"); err == nil {
 		return "/usr/bin/chromium"
@@ -77,7 +77,7 @@ func chromiumPath(t *testing.T) string {
 
 // renderedDOM opens html (plus the layout probe) in headless Chromium with networking off and
 // returns the DOM after the probe ran.
-func renderedDOM(t *testing.T, html string, width int) string {
+func renderedDOM(t testing.TB, html string, width int) string {
 	t.Helper()
 	probed := strings.Replace(html, "</body>", layoutProbe+"</body>", 1)
 	return string(runChromium(t, probed, width, 2000, "--virtual-time-budget=10000", "--dump-dom"))

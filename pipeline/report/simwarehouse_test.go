@@ -34,7 +34,7 @@ var simMonths = []string{"2026-10", "2026-11"}
 // simulator's bodies through warehouse.Store (the pipeline's own loading path, without HTTP,
 // rate limits or credits, which the layout does not depend on), each month with a complete
 // run. It returns the warehouse's database.
-func simWarehouse(t *testing.T, domains []string) *sql.DB {
+func simWarehouse(t testing.TB, domains []string) *sql.DB {
 	t.Helper()
 	ctx := context.Background()
 	dir := t.TempDir()
