@@ -159,7 +159,7 @@ func firstRun(ctx context.Context, cfg *config.Config, env pipeline.Env) error {
 	if err != nil {
 		return err
 	}
-	held, err := p.HoldsOtherThanLeases(ctx)
+	held, err := p.HoldsObjectsRestoreCannotRead(ctx)
 	if err != nil {
 		return err
 	}

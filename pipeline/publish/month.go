@@ -50,7 +50,7 @@ func (p *Publisher) Month(ctx context.Context, parquetRoot, month, runID string)
 	}
 	// The complete month now stands in the bucket and restore prefers it: the restore copy an
 	// incomplete run saved is no longer needed.
-	if err := p.DropRestoreCopy(ctx, month); err != nil {
+	if err := p.dropRestoreCopy(ctx, monthSet); err != nil {
 		return res, err
 	}
 	res.Duration = time.Since(start)

@@ -100,6 +100,43 @@ func TestCompleteMonthNeverDropsACopyNamingAnotherRun(t *testing.T) {
 	}
 }
 
+// TestCompleteMonthLeavesACopySavedWhileItPublished: a restore copy another machine saves
+// after the complete month's guard read the bucket, while the publish uploads, is not dropped
+// with the month's own: the drop reads the copy again and refuses (a StaleError) over a run
+// this warehouse lacks, and the copy stands for the next run's pull.
+func TestCompleteMonthLeavesACopySavedWhileItPublished(t *testing.T) {
+	a, b := publishtest.NewFixture(t), publishtest.NewFixture(t)
+	g := newGateway(t)
+	px := newProxy(t, g.Endpoint)
+	ctx := context.Background()
+	guarded := func(o *publish.Options) { o.GuardRuns = true }
+	pa := newPublisher(t, g.config(px.URL, "team"), io.Discard, guarded)
+	pb := newPublisher(t, g.config(g.Endpoint, "team"), io.Discard, guarded)
+	key := "team/_manifests/snapshot_month=" + monthB + ".json"
+	var once sync.Once
+	px.setHook(func(_ http.ResponseWriter, r *http.Request) bool {
+		if r.Method == http.MethodPut && strings.HasSuffix(r.URL.Path, key) {
+			once.Do(func() { // B saves its copy between A's guard and A's drop
+				if _, err := pb.SaveRestoreCopy(ctx, b.Parquet(), monthB, "probe-of-b", true); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		return false
+	})
+	_, err := pa.Month(ctx, a.Parquet(), monthB, fixtureRun(t, a, monthB))
+	var stale *publish.StaleError
+	if !errors.As(err, &stale) || !strings.Contains(err.Error(), "probe-of-b") {
+		t.Fatalf("A's drop over a copy B saved meanwhile: %v, want a StaleError naming probe-of-b", err)
+	}
+	if m, ok := g.manifest(t, "team/_restore", monthB); !ok || m.RunID != "probe-of-b" {
+		t.Errorf("B's restore copy, saved while A published, was dropped: %v %v", m, ok)
+	}
+	if _, ok := g.manifest(t, "team", monthB); !ok {
+		t.Error("A's complete month was not written")
+	}
+}
+
 // TestManifestWrittenOnlyOverTheVersionRead: a manifest written by another machine between
 // a publish's read and its write (If-Match on the ETag read; If-None-Match: * for a new
 // one) makes the publish fail with a StaleError, and the other machine's manifest stands.

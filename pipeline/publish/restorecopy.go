@@ -94,14 +94,20 @@ func (p *Publisher) SaveRestoreCopy(ctx context.Context, parquetRoot, month, run
 	return res, nil
 }
 
-// DropRestoreCopy deletes the restore copy of month, once the Hive layout holds the complete
+// dropRestoreCopy deletes the restore copy of s's month, once the Hive layout holds the complete
 // month: its objects, then its manifest (a drop cut short leaves the manifest, and the next
 // publish of the month finishes it; a restore meanwhile takes the complete month, never the
-// copy). A month without a restore copy costs one GET.
-func (p *Publisher) DropRestoreCopy(ctx context.Context, month string) error {
+// copy). It reads the copy's manifest again rather than trusting guardRestoreCopy's read: a
+// machine that took the bucket while this one published may have saved a copy since, and with
+// Options.GuardRuns a copy naming a run this warehouse lacks is left standing (a StaleError: the
+// next run pulls it and publishes both). A month without a restore copy costs one GET.
+func (p *Publisher) dropRestoreCopy(ctx context.Context, s set) error {
 	c := p.RestoreCopies()
-	m, err := c.readManifest(ctx, month)
+	m, err := c.readManifest(ctx, s.month)
 	if err != nil || m == nil {
+		return err
+	}
+	if err := c.guard(ctx, set{rel: manifestRel(s.month), root: s.root, month: s.month, runID: s.runID}, m); err != nil {
 		return err
 	}
 	for _, f := range m.Files {
@@ -109,10 +115,10 @@ func (p *Publisher) DropRestoreCopy(ctx context.Context, month string) error {
 			return err
 		}
 	}
-	if err := c.delete(ctx, manifestRel(month)); err != nil {
+	if err := c.delete(ctx, manifestRel(s.month)); err != nil {
 		return err
 	}
-	p.log.Info("removed the restore copy of a month the bucket now holds complete", "month", month, "objects", len(m.Files))
+	p.log.Info("removed the restore copy of a month the bucket now holds complete", "month", s.month, "objects", len(m.Files))
 	return nil
 }
 
@@ -152,7 +158,7 @@ func SaveAfterStop(ctx context.Context, cfg config.PublishConfig, parquetRoot, m
 	return &res, err
 }
 
-// HoldsOtherThanLeases reports whether the prefix holds an object a first run must not
+// HoldsObjectsRestoreCannotRead reports whether the prefix holds an object a first run must not
 // ignore: a prefix without a manifest is a first run only when it holds nothing but the bucket
 // lease (under _sitewatch/), the answer log of runs that published nothing yet (a run's pull
 // takes it in), and the files of a publish killed or cut before it wrote its first manifest
@@ -163,7 +169,7 @@ func SaveAfterStop(ctx context.Context, cfg config.PublishConfig, parquetRoot, m
 // months a new warehouse would pay for again. Before it ignored the orphans of an interrupted
 // first publish, a bucket holding them refused every machine's --restore-if-missing for good
 // (two of 100 fault-soak schedules: 900 refused runs in five minutes).
-func (p *Publisher) HoldsOtherThanLeases(ctx context.Context) (bool, error) {
+func (p *Publisher) HoldsObjectsRestoreCannotRead(ctx context.Context) (bool, error) {
 	var prefix *string
 	if p.loc.Prefix != "" {
 		prefix = aws.String(p.loc.Prefix + "/")
@@ -184,7 +190,7 @@ func (p *Publisher) HoldsOtherThanLeases(ctx context.Context) (bool, error) {
 }
 
 // firstRunMayIgnore says whether rel (a key relative to the prefix) is an object a prefix
-// without a manifest may hold and still be a first run (see HoldsOtherThanLeases).
+// without a manifest may hold and still be a first run (see HoldsObjectsRestoreCannotRead).
 func firstRunMayIgnore(rel string) bool {
 	if strings.HasPrefix(rel, "_sitewatch/") || strings.HasPrefix(rel, RestoreCopyDir+"/") {
 		return true
