@@ -5,7 +5,6 @@ import (
 	"context"
 	"slices"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 )
@@ -68,11 +67,7 @@ func BenchmarkReport5000(b *testing.B) {
 // loadEvent opens html with the budget probe at width and returns when its load event fired.
 func loadEvent(tb testing.TB, html string, width int) time.Duration {
 	tb.Helper()
-	dom := renderedDOM(tb, strings.Replace(html, "</body>", budgetProbe+"</body>", 1), width)
-	m := budgetRE.FindStringSubmatch(dom)
-	if m == nil {
-		tb.Fatalf("%d px: the budget probe did not run; DOM tail:\n%s", width, tail(dom, 2000))
-	}
+	_, m := runBudgetProbe(tb, html, width)
 	ms, _ := strconv.Atoi(m[4])
 	return time.Duration(ms) * time.Millisecond
 }

@@ -188,11 +188,7 @@ func TestLayoutBudgets(t *testing.T) {
 // It returns the width of the widest chart drawn.
 func checkLayout(t *testing.T, html string, n, width int, b budget, loadCPU time.Duration) int {
 	t.Helper()
-	dom := renderedDOM(t, strings.Replace(html, "</body>", budgetProbe+"</body>", 1), width)
-	m := budgetRE.FindStringSubmatch(dom)
-	if m == nil {
-		t.Fatalf("%d px: the budget probe did not run; DOM tail:\n%s", width, tail(dom, 2000))
-	}
+	dom, m := runBudgetProbe(t, html, width)
 	h, _ := strconv.Atoi(m[1])
 	w, _ := strconv.Atoi(m[2])
 	vw, _ := strconv.Atoi(m[3])
@@ -229,6 +225,17 @@ func checkLayout(t *testing.T, html string, n, width int, b budget, loadCPU time
 		t.Errorf("%d px: layout probe:\n%s", width, problems)
 	}
 	return widest
+}
+
+// runBudgetProbe renders html with budgetProbe at width and returns the DOM and the probe's
+// findings (budgetRE's submatches).
+func runBudgetProbe(tb testing.TB, html string, width int) (dom string, m []string) {
+	tb.Helper()
+	dom = renderedDOM(tb, strings.Replace(html, "</body>", budgetProbe+"</body>", 1), width)
+	if m = budgetRE.FindStringSubmatch(dom); m == nil {
+		tb.Fatalf("%d px: the budget probe did not run; DOM tail:\n%s", width, tail(dom, 2000))
+	}
+	return dom, m
 }
 
 // checkPrint applies the print stylesheet on screen at A4's printable width and runs
