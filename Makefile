@@ -5,7 +5,7 @@ PKGS      := ./...
 DEMO_ADDR ?= 127.0.0.1:18080
 export CGO_ENABLED := 1
 
-.PHONY: build release test test-seconds soak test-short test-long demo bench bench-scale bench-analyst lint fmt clean tools
+.PHONY: build release test test-seconds soak test-short test-long demo bench bench-compare bench-scale bench-analyst lint fmt clean tools
 
 # The version every output names (--version, manifests, webhooks), stamped by the linker so it
 # holds where the toolchain records no VCS data (GOFLAGS=-buildvcs=false, a tarball).
@@ -82,6 +82,12 @@ bench:
 # 2 GB of disk on 2 cores.
 bench-scale:
 	SITEWATCH_SCALE_DOMAINS=$${SITEWATCH_SCALE_DOMAINS:-100000} $(GO) test -run '^$$' -bench BenchmarkScale -benchtime 1x -timeout 120m ./cmd/sitewatch/
+
+# A change against BASE (a commit): the run's scale at 1,000 domains and the in-process rebuild,
+# BASE and the work tree alternately, ROUNDS times (default 3), medians and head/base ratios
+# (scripts/bench-compare.sh; BENCH and PKGS pick other benchmarks).
+bench-compare:
+	GO=$(GO) scripts/bench-compare.sh $${BASE:?set BASE=<commit>} $${ROUNDS:-3}
 
 # What an analyst opens after two months of 100,000 domains (SITEWATCH_ANALYST_DOMAINS to
 # change it): report, changes, needs attention, discover, show and status, each's wall time and
