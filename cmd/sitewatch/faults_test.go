@@ -191,6 +191,8 @@ func TestStatusWithHungBucket(t *testing.T) {
 		t.Fatalf("run: exit %d\n%s", code, h.stdout)
 	}
 	withHungBucket(t, h, hang)
+	statusSectionBound = productStatusBound // what a user's status holds to (TestMain raises it)
+	t.Cleanup(func() { statusSectionBound = testStatusBound })
 	start := time.Now()
 	if code := h.runCtx(context.Background(), statusSectionBound+20*time.Second, "status"); code != ExitOK {
 		t.Fatalf("status: exit %d\n%s%s", code, h.stdout, h.stderr)

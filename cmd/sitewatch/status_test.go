@@ -22,10 +22,15 @@ import (
 // run does, prints "holding", and keeps it until its stdin closes (see TestMain).
 const envHoldForWriting = "SITEWATCH_TEST_HOLD_FOR_WRITING"
 
+// testStatusBound is status's section bound in this package's tests: a guard against a hang,
+// not a measure (see statusSectionBound).
+const testStatusBound = 5 * time.Minute
+
 func TestMain(m *testing.M) {
 	if path := os.Getenv(envHoldForWriting); path != "" {
 		os.Exit(holdForWriting(path))
 	}
+	statusSectionBound = testStatusBound
 	os.Exit(m.Run())
 }
 
