@@ -6,7 +6,6 @@ package pipeline
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"log/slog"
 	"time"
@@ -78,12 +77,12 @@ type Store interface {
 	MonthCompleteSince(ctx context.Context, month string) (time.Time, bool, error)
 }
 
-// Warehouse is the warehouse a run opened: the Store, the database its after-run effects
-// query (attention, growth, the digest), the runs its open found abandoned, the bucket's pull
-// and the answer log bound to it, and Close (which checkpoints: its error fails the run).
+// Warehouse is the warehouse a run opened: the Store, the runs its open found abandoned, the
+// bucket's pull and the answer log bound to it, and Close (which checkpoints: its error fails
+// the run). The after-run effects that query it (attention, growth, the digest) are
+// pipeline/wire's listeners of RunSettled (observe.go), which opened it.
 type Warehouse interface {
 	Store
-	DB() *sql.DB
 	Abandoned() []model.RunRecord
 	// Pull takes the bucket's newer months in before the run plans (0 credits); it does nothing
 	// without a bucket, and fails when the bucket cannot be read.

@@ -8,7 +8,6 @@ import (
 
 	"sitewatch/pipeline/atlas"
 	"sitewatch/pipeline/config"
-	"sitewatch/pipeline/notify"
 	"sitewatch/pipeline/sources"
 )
 
@@ -17,7 +16,7 @@ import (
 // of the two instead of their sum (~0.4 s of a two-source run at 200–800 ms of latency). A
 // failure of either returns its error with nothing held; runs the warehouse closed as
 // abandoned on the way are still notified. ctx is the run's context (the lease's).
-func openRun(ctx context.Context, cfg *config.Config, opts RunOptions, env Env, notifier *notify.Notifier) (context.Context, Fetcher, Warehouse, func(), HeldLease, error) {
+func openRun(ctx context.Context, cfg *config.Config, opts RunOptions, env Env, obs Observer) (context.Context, Fetcher, Warehouse, func(), HeldLease, error) {
 	type probed struct {
 		srcs *probedSources
 		err  error
@@ -50,7 +49,7 @@ func openRun(ctx context.Context, cfg *config.Config, opts RunOptions, env Env, 
 	wh, err := env.Warehouses.OpenRun(runCtx, cfg, env.Logger)
 	p := <-done
 	if err == nil {
-		notifyAbandoned(runCtx, notifier, wh.Abandoned(), env.Logger)
+		notifyAbandoned(runCtx, obs, wh.Abandoned(), env.Logger)
 	}
 	switch {
 	case p.err != nil:

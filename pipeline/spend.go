@@ -13,7 +13,6 @@ import (
 
 	"sitewatch/pipeline/atlas"
 	"sitewatch/pipeline/config"
-	"sitewatch/pipeline/metrics"
 	"sitewatch/pipeline/model"
 	"sitewatch/pipeline/sources"
 	"sitewatch/pipeline/textout"
@@ -242,15 +241,6 @@ func (s *Summary) creditsBySource() string {
 		spend[i] = model.SourceCredits{Name: src.Name, Credits: src.Credits}
 	}
 	return model.CreditsBySourceJSON(spend)
-}
-
-// sourceCredits is spendBySource for the metrics recorder.
-func sourceCredits(f Fetcher) []metrics.SourceCredits {
-	var out []metrics.SourceCredits
-	for _, s := range spendBySource(f) {
-		out = append(out, metrics.SourceCredits{Name: s.Name, Spent: s.Credits, Left: s.Remaining})
-	}
-	return out
 }
 
 // SourcesText is the spend of a run by source, e.g. "marketplace 100, direct 201" ("" for

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -69,12 +70,14 @@ func cmdRun(ctx context.Context, args []string, env pipeline.Env) error {
 	if *dry {
 		return dryRun(ctx, cfg, opts, env)
 	}
+	var rec *metrics.Recorder
 	if *metricsFile != "" {
-		env.Metrics = metrics.New(metrics.Options{HealthGrace: cfg.HealthGrace.Duration})
+		rec = metrics.New(metrics.Options{HealthGrace: cfg.HealthGrace.Duration})
 	}
+	watchRuns(&env, rec)
 	sum, err := pipeline.Run(ctx, cfg, opts, env)
 	if *metricsFile != "" {
-		if werr := env.Metrics.WriteTextfile(*metricsFile); werr != nil {
+		if werr := rec.WriteTextfile(*metricsFile); werr != nil {
 			env.Logger.Warn("could not write the metrics file", "file", *metricsFile, "err", werr)
 		}
 	}
@@ -168,15 +171,31 @@ func cmdSchedule(ctx context.Context, args []string, env pipeline.Env) error {
 	}
 	bindBucket(&env, sync, answers)
 	env.Publisher = wire.Publisher{After: publishFormats()} // publish_iceberg.go
+	var rec *metrics.Recorder
 	if *listen != "" {
-		env.Metrics = metrics.New(metrics.Options{HealthGrace: cfg.HealthGrace.Duration, Logger: env.Logger, StallBound: stallBound(cfg)})
-		seedLastComplete(ctx, cfg, env)
-		if _, err := env.Metrics.Serve(ctx, *listen); err != nil {
+		rec = metrics.New(metrics.Options{HealthGrace: cfg.HealthGrace.Duration, Logger: env.Logger, StallBound: stallBound(cfg)})
+		seedLastComplete(ctx, cfg, env, rec)
+		if _, err := rec.Serve(ctx, *listen); err != nil {
 			return &UsageError{Msg: fmt.Sprintf("--listen %s: %v", *listen, err)}
 		}
 	}
+	watchRuns(&env, rec)
 	onRun := func(sum *pipeline.Summary, err error) { PrintSummary(env.Stdout, sum, err) }
 	return pipeline.Schedule(ctx, cfg, env, pipeline.ScheduleOptions{OnRun: onRun})
+}
+
+// watchRuns makes env's runs watched (env.Observe): pipeline/wire's listeners (the recorder
+// rec when not nil, the live status file, the webhook, the watchlist's growth), then the
+// progress line on env's stderr, a report a second on a terminal.
+func watchRuns(env *pipeline.Env, rec *metrics.Recorder) {
+	if env.IsTerminal {
+		env.ProgressEvery = time.Second
+	}
+	streams := *env
+	watch := wire.Watch{Metrics: rec, Getenv: env.Getenv}
+	env.Observe = func(cfg *config.Config, logger *slog.Logger) pipeline.Observer {
+		return pipeline.Observers{watch.Observer(cfg, logger), newProgressLine(streams, logger)}
+	}
 }
 
 // stallBound is how long a run may show no progress before /healthz calls it stuck: the
@@ -188,7 +207,7 @@ func stallBound(cfg *config.Config) time.Duration {
 
 // seedLastComplete tells the recorder the newest complete month held, so /healthz is right
 // before the daemon's first run.
-func seedLastComplete(ctx context.Context, cfg *config.Config, env pipeline.Env) {
+func seedLastComplete(ctx context.Context, cfg *config.Config, env pipeline.Env, rec *metrics.Recorder) {
 	if _, err := os.Stat(cfg.Warehouse.DuckDB); errors.Is(err, os.ErrNotExist) {
 		return
 	}
@@ -203,7 +222,7 @@ func seedLastComplete(ctx context.Context, cfg *config.Config, env pipeline.Env)
 	err = wh.DB().QueryRowContext(ctx, `SELECT snapshot_month, max(finished_at) FROM runs
 		WHERE status IN ('complete', 'up_to_date') GROUP BY snapshot_month ORDER BY snapshot_month DESC LIMIT 1`).Scan(&month, &finished)
 	if err == nil {
-		_ = env.Metrics.MonthComplete(month, finished)
+		_ = rec.MonthComplete(month, finished)
 	}
 }
 
