@@ -13,7 +13,6 @@ import (
 	"sitewatch/pipeline/atlas"
 	"sitewatch/pipeline/config"
 	"sitewatch/pipeline/model"
-	"sitewatch/pipeline/sources"
 )
 
 // Fetcher is what a run needs of the API client.
@@ -42,7 +41,27 @@ type QueueFetcher interface {
 // for the summary, the ledger's sources and the reserve (countries.go); a Fetcher without it
 // is taken to know no balance.
 type SourceCounter interface {
-	PerSource() []sources.SourceStats
+	Spend() []model.SourceSpend
+}
+
+// Credits opens a run's credit sources: pipeline/wire implements it over pipeline/atlas (one
+// client per source, the keys from the environment) and pipeline/sources (who pays for what);
+// cmd/sitewatch sets Env.Credits.
+type Credits interface {
+	// Open builds the clients of cfg's credit sources and, with api.sources, makes each one's
+	// free probe (0 credits). Errors: *config.Error or *atlas.ConfigError (nothing was called),
+	// a credit stop when every source is empty or at its reserve, a probe's failure naming its
+	// source.
+	Open(ctx context.Context, cfg *config.Config, env Env) (CreditSources, error)
+}
+
+// CreditSources are a run's credit sources, opened (and probed with api.sources).
+type CreditSources interface {
+	// Fetcher is the run's fetcher for a run that needs calls calls (0 with one source: it
+	// pays for all): with api.sources who pays for what is planned now, from calls, and logged
+	// with note. Every paid call passes admit right before it is sent (nil: no fence). A credit
+	// stop when no source can pay.
+	Fetcher(ctx context.Context, calls int, admit func(context.Context) error, note ...any) (Fetcher, error)
 }
 
 // Store is what a run needs of the warehouse.
@@ -113,6 +132,9 @@ type Warehouses interface {
 	OpenReadOnly(ctx context.Context, duckdbPath string, logger *slog.Logger) (ReadWarehouse, error)
 }
 
+// errNoCredits is the error of a run whose Env names no way to open its credit sources.
+var errNoCredits = errors.New("pipeline: Env.Credits is not set (cmd/sitewatch sets pipeline/wire.Credits)")
+
 // errNoWarehouses is the error of a run or dry run whose Env names no way to open the warehouse.
 var errNoWarehouses = errors.New("pipeline: Env.Warehouses is not set (cmd/sitewatch sets pipeline/wire.Warehouses)")
 
@@ -123,10 +145,6 @@ type Clock interface {
 	After(d time.Duration) <-chan time.Time
 }
 
-// The adapters implement the interfaces (checked at compile time).
-var (
-	_ Fetcher       = (*atlas.Client)(nil)
-	_ QueueFetcher  = (*sources.Multi)(nil)
-	_ SourceCounter = (*sources.Multi)(nil)
-	_ Clock         = atlas.RealClock{}
-)
+// The client's clock serves the schedule (checked at compile time); pipeline/wire asserts the
+// adapters implement the other ports.
+var _ Clock = atlas.RealClock{}

@@ -31,6 +31,9 @@ type Env struct {
 	ProgressEvery time.Duration
 	// Lease, when set, is taken before a run's first credit (lease.go).
 	Lease Lease
+	// Credits opens the run's credit sources (pipeline/wire: the API clients and the plan of
+	// who pays; `check` and the dry run's balance are pipeline/wire's too).
+	Credits Credits
 	// Warehouses opens the warehouse (pipeline/wire; the answer log and the bucket's pull are
 	// bound to the warehouse a run opens).
 	Warehouses Warehouses

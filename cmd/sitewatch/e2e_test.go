@@ -98,6 +98,7 @@ func (h *harness) env() pipeline.Env {
 		Logger:          slog.New(slog.NewTextHandler(h.stderr, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		ProgressEvery:   50 * time.Millisecond,
 		RetryMaxElapsed: h.retryMaxElapsed,
+		Credits:         wire.Credits{},
 		Warehouses:      wire.Warehouses{},
 		Publisher:       wire.Publisher{},
 	}

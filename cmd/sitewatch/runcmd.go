@@ -120,11 +120,11 @@ func dryRun(ctx context.Context, cfg *config.Config, opts pipeline.RunOptions, e
 		return err
 	}
 	printPlan(env.Stdout, plan, cfg, config.NewWatchlist(cfg))
-	if err := pipeline.CheckCredentials(cfg, env.Getenv); err != nil {
+	if err := wire.CheckCredentials(cfg, env.Getenv); err != nil {
 		fmt.Fprintln(env.Stdout, "balance: not checked (no usable API key in the environment)")
 		return nil
 	}
-	r, err := pipeline.CheckPlan(ctx, cfg, env, plan) // the bucket was read once, for the plan
+	r, err := wire.CheckPlan(ctx, cfg, env, plan) // the bucket was read once, for the plan
 	if r == nil || r.Needed == 0 && err != nil {
 		fmt.Fprintf(env.Stdout, "balance: could not ask the API (no credit spent): %v\n", err)
 		return nil
@@ -150,7 +150,7 @@ func cmdSchedule(ctx context.Context, args []string, env pipeline.Env) error {
 	if err != nil {
 		return err
 	}
-	if err := pipeline.CheckCredentials(cfg, env.Getenv); err != nil {
+	if err := wire.CheckCredentials(cfg, env.Getenv); err != nil {
 		return err
 	}
 	if *restoreFirst {
@@ -227,7 +227,7 @@ func seedLastComplete(ctx context.Context, cfg *config.Config, env pipeline.Env,
 }
 
 // printReadiness writes the balance, rate and duration lines of check and --dry-run.
-func printReadiness(w io.Writer, r *pipeline.Readiness) {
+func printReadiness(w io.Writer, r *wire.Readiness) {
 	if r.Spend != nil {
 		printSpend(w, r) // check.go: api.sources
 		return
