@@ -1,7 +1,8 @@
 // Package pipeline is the run itself: which calls a snapshot still needs, fetching them
 // through a Fetcher, landing the answers in a Store under the month the API's data is for, and
 // the schedule that keeps the current month complete. It declares the small interfaces it
-// needs; pipeline/atlas and pipeline/warehouse implement them, and cmd/sitewatch wires them.
+// needs (deps.go, observe.go); the adapters implement them, and pipeline/wire and cmd/sitewatch
+// wire them: the core imports no adapter (docs/design.md, "Layering").
 package pipeline
 
 import (
@@ -99,7 +100,7 @@ type Store interface {
 // Warehouse is the warehouse a run opened: the Store, the runs its open found abandoned, the
 // bucket's pull and the answer log bound to it, and Close (which checkpoints: its error fails
 // the run). The after-run effects that query it (attention, growth, the digest) are
-// pipeline/wire's listeners of RunSettled (observe.go), which opened it.
+// pipeline/wire's listeners of RunSettled (wire/observe.go), which opened it.
 type Warehouse interface {
 	Store
 	Abandoned() []model.RunRecord

@@ -60,7 +60,7 @@ type RunOptions struct {
 	Snapshot string
 	Refresh  bool
 	// GrowWatchlist lets a complete month grow the watchlist per the config's discover: block
-	// (grow.go); `schedule` sets it.
+	// (pipeline/wire's listener of RunSettled); `schedule` sets it.
 	GrowWatchlist bool
 }
 

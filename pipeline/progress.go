@@ -107,7 +107,7 @@ func (p *progress) stop() {
 
 // start reports until the returned function is called; that function draws the last line.
 func (p *progress) start(ctx context.Context) (stop func()) {
-	// Under the lock: the live-status keeper (observe.go) may already read the progress.
+	// Under the lock: the live-status keeper (pipeline/wire) may already read the progress.
 	p.mu.Lock()
 	p.begun = p.env.Now()
 	p.mu.Unlock()
