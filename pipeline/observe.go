@@ -15,9 +15,8 @@ import (
 // draws, posts and records nothing itself; cmd/sitewatch renders the progress line and
 // pipeline/wire attaches the metrics, the live status file, the webhook and the watchlist's
 // growth (docs/design.md, "Layering"). Event may be called from several of the run's
-// goroutines (the progress ticker, the fetch), never concurrently with itself for one call of
-// the fetch; a listener guards its own state. A listener's failure is its own: it logs it and
-// never changes the run's outcome.
+// goroutines at once (the progress ticker beside the fetch): a listener guards its own state.
+// A listener's failure is its own: it logs it and never changes the run's outcome.
 type Observer interface {
 	Event(ctx context.Context, ev Event)
 }
@@ -96,7 +95,6 @@ type RunSettled struct {
 	Summary *Summary
 	Err     error
 	Store   Warehouse
-	Config  *config.Config
 	Grow    bool
 	At      time.Time
 }

@@ -60,7 +60,7 @@ func Run(ctx context.Context, cfg *config.Config, opts RunOptions, env Env) (*Su
 	stopLog()                     // no paid call after this: the last answers go to the bucket before the warehouse closes
 	r.foldLogs = ctx.Err() == nil // under the lease: its publish may remove the segments it holds
 	// The after-run effects (attention metrics, watchlist growth, the webhook) read the open warehouse.
-	r.tell(ctx, RunSettled{Summary: r.sum, Err: runErr, Store: wh, Config: cfg, Grow: opts.GrowWatchlist, At: env.Now()})
+	r.tell(ctx, RunSettled{Summary: r.sum, Err: runErr, Store: wh, Grow: opts.GrowWatchlist, At: env.Now()})
 	// Closing checkpoints the WAL into the file: a failure (a full disk) leaves the run's work
 	// in the WAL, which the next open replays, but this run must not report success.
 	if err := wh.Close(); err != nil && runErr == nil {

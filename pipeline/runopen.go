@@ -79,7 +79,7 @@ func openRun(ctx context.Context, cfg *config.Config, opts RunOptions, env Env, 
 }
 
 // planFetcher gives the run's credit sources their shares of what the run is about to pay
-// for, read from the warehouse after the bucket's pull (neededNow): the calls the month it
+// for, read from the warehouse after the bucket's pull (NeededNow): the calls the month it
 // expects still lacks, the probe's one when that month is held complete, a whole month when
 // the warehouse holds none.
 func planFetcher(ctx context.Context, cfg *config.Config, opts RunOptions, wh monthReader, srcs CreditSources, admit func(context.Context) error) (Fetcher, error) {
