@@ -43,6 +43,7 @@ type core struct {
 	opts  RunOptions
 	store *storetest.Store
 	api   *fetchtest.Fetcher
+	obs   Observer // nil: nothing watches the run
 }
 
 // newCore is a run of domains against an API serving served with credits to spare, and an
@@ -90,6 +91,9 @@ func (c *core) run() outcome {
 	c.t.Helper()
 	env := Env{}.WithDefaults()
 	r := newRunState(c.cfg, c.opts, env, c.store, c.api, config.NewWatchlist(c.cfg))
+	if c.obs != nil {
+		r.obs = c.obs
+	}
 	err := r.execute(context.Background())
 	return outcome{sum: r.sum, err: err, exit: exitOf(err)}
 }

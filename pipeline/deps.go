@@ -1,12 +1,12 @@
 // Package pipeline is the run itself: which calls a snapshot still needs, fetching them
 // through a Fetcher, landing the answers in a Store under the month the API's data is for, and
 // the schedule that keeps the current month complete. It declares the small interfaces it
-// needs; pipeline/atlas and pipeline/warehouse implement them, and cmd/sitewatch wires them.
+// needs (deps.go, observe.go); the adapters implement them, and pipeline/wire and cmd/sitewatch
+// wire them: the core imports no adapter (docs/design.md, "Layering").
 package pipeline
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"log/slog"
 	"time"
@@ -14,7 +14,6 @@ import (
 	"sitewatch/pipeline/atlas"
 	"sitewatch/pipeline/config"
 	"sitewatch/pipeline/model"
-	"sitewatch/pipeline/sources"
 )
 
 // Fetcher is what a run needs of the API client.
@@ -43,7 +42,27 @@ type QueueFetcher interface {
 // for the summary, the ledger's sources and the reserve (countries.go); a Fetcher without it
 // is taken to know no balance.
 type SourceCounter interface {
-	PerSource() []sources.SourceStats
+	Spend() []model.SourceSpend
+}
+
+// Credits opens a run's credit sources: pipeline/wire implements it over pipeline/atlas (one
+// client per source, the keys from the environment) and pipeline/sources (who pays for what);
+// cmd/sitewatch sets Env.Credits.
+type Credits interface {
+	// Open builds the clients of cfg's credit sources and, with api.sources, makes each one's
+	// free probe (0 credits). Errors: *config.Error or *atlas.ConfigError (nothing was called),
+	// a credit stop when every source is empty or at its reserve, a probe's failure naming its
+	// source.
+	Open(ctx context.Context, cfg *config.Config, env Env) (CreditSources, error)
+}
+
+// CreditSources are a run's credit sources, opened (and probed with api.sources).
+type CreditSources interface {
+	// Fetcher is the run's fetcher for a run that needs calls calls (0 with one source: it
+	// pays for all): with api.sources who pays for what is planned now, from calls, and logged
+	// with note. Every paid call passes admit right before it is sent (nil: no fence). A credit
+	// stop when no source can pay.
+	Fetcher(ctx context.Context, calls int, admit func(context.Context) error, note ...any) (Fetcher, error)
 }
 
 // Store is what a run needs of the warehouse.
@@ -78,12 +97,12 @@ type Store interface {
 	MonthCompleteSince(ctx context.Context, month string) (time.Time, bool, error)
 }
 
-// Warehouse is the warehouse a run opened: the Store, the database its after-run effects
-// query (attention, growth, the digest), the runs its open found abandoned, the bucket's pull
-// and the answer log bound to it, and Close (which checkpoints: its error fails the run).
+// Warehouse is the warehouse a run opened: the Store, the runs its open found abandoned, the
+// bucket's pull and the answer log bound to it, and Close (which checkpoints: its error fails
+// the run). The after-run effects that query it (attention, growth, the digest) are
+// pipeline/wire's listeners of RunSettled (wire/observe.go), which opened it.
 type Warehouse interface {
 	Store
-	DB() *sql.DB
 	Abandoned() []model.RunRecord
 	// Pull takes the bucket's newer months in before the run plans (0 credits); it does nothing
 	// without a bucket, and fails when the bucket cannot be read.
@@ -114,6 +133,9 @@ type Warehouses interface {
 	OpenReadOnly(ctx context.Context, duckdbPath string, logger *slog.Logger) (ReadWarehouse, error)
 }
 
+// errNoCredits is the error of a run whose Env names no way to open its credit sources.
+var errNoCredits = errors.New("pipeline: Env.Credits is not set (cmd/sitewatch sets pipeline/wire.Credits)")
+
 // errNoWarehouses is the error of a run or dry run whose Env names no way to open the warehouse.
 var errNoWarehouses = errors.New("pipeline: Env.Warehouses is not set (cmd/sitewatch sets pipeline/wire.Warehouses)")
 
@@ -124,10 +146,6 @@ type Clock interface {
 	After(d time.Duration) <-chan time.Time
 }
 
-// The adapters implement the interfaces (checked at compile time).
-var (
-	_ Fetcher       = (*atlas.Client)(nil)
-	_ QueueFetcher  = (*sources.Multi)(nil)
-	_ SourceCounter = (*sources.Multi)(nil)
-	_ Clock         = atlas.RealClock{}
-)
+// The client's clock serves the schedule (checked at compile time); pipeline/wire asserts the
+// adapters implement the other ports.
+var _ Clock = atlas.RealClock{}

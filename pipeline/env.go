@@ -7,8 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"sitewatch/pipeline/atlas"
-	"sitewatch/pipeline/metrics"
+	"sitewatch/pipeline/config"
 )
 
 // Env is what a command reads from and writes to the outside world; tests fill it in.
@@ -18,19 +17,23 @@ type Env struct {
 	Stdout     io.Writer
 	Stderr     io.Writer
 	Logger     *slog.Logger
-	IsTerminal bool // stderr is a terminal: draw a live progress line instead of log lines
+	IsTerminal bool // stderr is a terminal: cmd/sitewatch draws a live progress line instead of log lines
 	// TermWidth returns the terminal's width in columns (nil or <= 0: 80).
 	TermWidth func() int
-	// Metrics, when set, records runs for Prometheus (schedule --listen, run --metrics-file).
-	Metrics *metrics.Recorder
-	// OnProgress, when set, is told the run's progress about once a second and at the end
-	// (the live status file and metrics are fed from it).
-	OnProgress func(Progress, atlas.Stats)
-	Now        func() time.Time
-	// ProgressEvery is the interval of progress log lines when not on a terminal.
+	// Observe, when set, gives each run its Observer, built from the run's config (the
+	// schedule re-reads it before each run) and the run's logger (which redacts its secrets):
+	// cmd/sitewatch's progress line and pipeline/wire's metrics, live status file, webhook and
+	// watchlist growth (observe.go). Without it nothing watches the run.
+	Observe func(cfg *config.Config, logger *slog.Logger) Observer
+	Now     func() time.Time
+	// ProgressEvery is the interval of the run's progress reports (cmd/sitewatch sets a
+	// second on a terminal).
 	ProgressEvery time.Duration
 	// Lease, when set, is taken before a run's first credit (lease.go).
 	Lease Lease
+	// Credits opens the run's credit sources (pipeline/wire: the API clients and the plan of
+	// who pays; `check` and the dry run's balance are pipeline/wire's too).
+	Credits Credits
 	// Warehouses opens the warehouse (pipeline/wire; the answer log and the bucket's pull are
 	// bound to the warehouse a run opens).
 	Warehouses Warehouses
@@ -57,7 +60,7 @@ type RunOptions struct {
 	Snapshot string
 	Refresh  bool
 	// GrowWatchlist lets a complete month grow the watchlist per the config's discover: block
-	// (grow.go); `schedule` sets it.
+	// (pipeline/wire's listener of RunSettled); `schedule` sets it.
 	GrowWatchlist bool
 }
 

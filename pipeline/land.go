@@ -8,7 +8,6 @@ import (
 	"sitewatch/pipeline/atlas"
 	"sitewatch/pipeline/model"
 	"sitewatch/schema"
-	"sitewatch/schema/flatten"
 )
 
 // recordCharge puts a charged answer that is not stored on the run_calls ledger, so the
@@ -45,6 +44,7 @@ func (r *runState) handle(ctx context.Context, res atlas.Result) {
 	switch {
 	case err == nil:
 		r.landed()
+		r.tell(ctx, CallLanded{Request: res.Request, Month: month, Charged: res.Charged})
 	case isBodyError(err):
 		// The body cannot be loaded (a malformed date, say): this domain's problem, not the
 		// warehouse's. A pair that decodes is kept raw (*warehouse.UnloadableError), so no
@@ -82,20 +82,18 @@ const CodeMalformedBody = "MALFORMED_BODY"
 // when its second body arrives, which need not be the faulty one.
 func blamedEndpoint(err error, arrived schema.Endpoint) schema.Endpoint {
 	var de *schema.DecodeError
-	var fe *flatten.FlattenError
 	switch {
 	case errors.As(err, &de):
 		return de.Endpoint
-	case errors.As(err, &fe):
+	case errors.Is(err, schema.ErrMalformedValue): // schema/flatten's *FlattenError
 		return schema.EndpointOverview // every date the flattener parses is in the overview
 	}
 	return arrived
 }
 
 func isBodyError(err error) bool {
-	var fe *flatten.FlattenError
 	var de *schema.DecodeError
-	return errors.As(err, &fe) || errors.As(err, &de)
+	return errors.Is(err, schema.ErrMalformedValue) || errors.As(err, &de)
 }
 
 // recordFailure records one failed call in fetch_errors and in the summary.
@@ -106,6 +104,7 @@ func (r *runState) recordFailure(ctx context.Context, req atlas.Request, status 
 		HTTPStatus: status, Code: code, Message: cause.Error(), OccurredAt: r.env.Now().UTC(),
 	}
 	r.env.Logger.Warn("call failed", "domain", req.Domain, "endpoint", string(req.Endpoint), "status", status, "code", code, "err", cause)
+	r.tell(ctx, CallFailed{Request: req, Status: status, Code: code, Err: cause})
 	if month != "" {
 		if err := r.store.RecordFetchError(ctx, fe); err != nil {
 			r.fail(fmt.Errorf("record the failure of %s %s: %w", req.Endpoint, model.DisplayDomain(req.Domain), err))

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-
-	"sitewatch/pipeline/sources"
 )
 
 // Lease keeps one payer per bucket across machines: a run takes it before its first credit
@@ -34,16 +32,6 @@ func takeLease(ctx context.Context, l Lease) (HeldLease, error) {
 		return nil, nil
 	}
 	return l.Hold(ctx)
-}
-
-// fenceCalls makes every credit source's client pass the lease's fence before each call.
-func fenceCalls(f *sources.Multi, admit func(context.Context) error) {
-	if f == nil || admit == nil {
-		return
-	}
-	for _, s := range f.Sources() {
-		s.Client.SetFence(admit)
-	}
 }
 
 // stopReason is why a run's context ended: a signal, or the loss of the bucket lease.

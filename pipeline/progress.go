@@ -2,18 +2,15 @@ package pipeline
 
 import (
 	"context"
-	"fmt"
-	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"sitewatch/pipeline/atlas"
 )
 
-// progress tracks finished calls and reports them: a live line on a terminal, a structured
-// log line every few seconds otherwise, and a Progress value for Env.OnProgress (the live
-// status file and metrics).
+// progress tracks finished calls and reports them to the run's observer every
+// Env.ProgressEvery and at the end (cmd/sitewatch draws them: a live line on a terminal, a log
+// line otherwise; pipeline/wire feeds the metrics).
 type progress struct {
 	env    Env
 	client Fetcher
@@ -32,8 +29,8 @@ type progress struct {
 	domains    int // domains with calls planned
 	domainsOK  int // domains whose calls have all finished
 	stopping   bool
-	loadedBase int                         // domains of the month loaded before this run
-	onReport   func(Progress, atlas.Stats) // told each report
+	loadedBase int                  // domains of the month loaded before this run
+	onReport   func(ProgressReport) // told each report
 }
 
 // Progress is a run's state as reported while it runs.
@@ -110,14 +107,11 @@ func (p *progress) stop() {
 
 // start reports until the returned function is called; that function draws the last line.
 func (p *progress) start(ctx context.Context) (stop func()) {
-	// Under the lock: the live-status keeper (observe.go) may already read the progress.
+	// Under the lock: the live-status keeper (pipeline/wire) may already read the progress.
 	p.mu.Lock()
 	p.begun = p.env.Now()
 	p.mu.Unlock()
 	every := p.env.ProgressEvery
-	if p.env.IsTerminal {
-		every = time.Second
-	}
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -163,33 +157,9 @@ func (p *progress) report(last bool) {
 	if last {
 		pr.ETA = -1 // the run has ended: whatever calls it did not make, it will not make
 	}
-	stats := p.client.Stats()
 	if p.onReport != nil {
-		p.onReport(pr, stats)
+		p.onReport(ProgressReport{Progress: pr, Stats: p.client.Stats(), Sources: spendBySource(p.client), Planned: p.planned(), Last: last})
 	}
-	if !p.planned() {
-		p.reportProbe(pr, last)
-		return
-	}
-	credits := "?"
-	if stats.CreditsRemaining >= 0 {
-		credits = fmt.Sprint(stats.CreditsRemaining)
-	}
-	eta := "-"
-	if pr.ETA >= 0 {
-		eta = pr.ETA.Round(time.Second).String()
-	}
-	if p.env.IsTerminal {
-		end := "\r"
-		if last {
-			end = "\n"
-		}
-		fmt.Fprintf(p.env.Stderr, "\r\033[K%s%s", fitLine(progressSegments(pr, stats, credits, eta), p.width()), end)
-		return
-	}
-	p.env.Logger.Info("progress", "month", pr.Month, "domains_done", pr.DomainsDone, "domains_total", pr.DomainsTotal,
-		"calls_done", pr.CallsDone, "calls_total", pr.CallsTotal, "req_per_s", fmt.Sprintf("%.2f", pr.RatePerSecond),
-		"rate_limited", stats.RateLimited, "credits_left", credits, "eta", eta, "stopping", pr.Stopping)
 }
 
 // planned says whether the run knows its month and its calls: before that only the probe has
@@ -198,59 +168,4 @@ func (p *progress) planned() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.single != nil
-}
-
-// reportProbe is the progress of a run that has not planned yet: at a terminal a line saying
-// so (cleared at the end: an up-to-date run ends here and its summary says the rest); in the
-// log nothing, since the run's own lines say what it learned.
-func (p *progress) reportProbe(pr Progress, last bool) {
-	if !p.env.IsTerminal {
-		return
-	}
-	if last {
-		fmt.Fprint(p.env.Stderr, "\r\033[K")
-		return
-	}
-	fmt.Fprintf(p.env.Stderr, "\r\033[K%s", fitLine([]string{"asking the API which month it serves", fmt.Sprintf("calls %d", pr.CallsDone)}, p.width()))
-}
-
-func (p *progress) width() int {
-	if p.env.TermWidth != nil {
-		if w := p.env.TermWidth(); w > 0 {
-			return w
-		}
-	}
-	return 80
-}
-
-// progressSegments are the parts of the live line, most important first; fitLine drops
-// from the end until the line fits the terminal.
-func progressSegments(pr Progress, stats atlas.Stats, credits, eta string) []string {
-	pct := 0.0
-	if pr.CallsTotal > 0 {
-		pct = 100 * float64(pr.CallsDone) / float64(pr.CallsTotal)
-	}
-	head := fmt.Sprintf("%3.0f%% %d/%d domains", pct, pr.DomainsDone, pr.DomainsTotal)
-	if pr.Stopping {
-		return []string{head, fmt.Sprintf("stopping: waiting for %d calls in flight — press Ctrl-C again to abort", stats.InFlight)}
-	}
-	return []string{head, "ETA " + eta, fmt.Sprintf("%.1f req/s", pr.RatePerSecond), "credits left " + credits,
-		fmt.Sprintf("429s %d", stats.RateLimited), fmt.Sprintf("calls %d/%d", pr.CallsDone, pr.CallsTotal)}
-}
-
-// fitLine joins segments with two spaces, dropping trailing ones (and finally cutting the
-// first) so the line is shorter than width: a line as wide as the terminal wraps.
-func fitLine(segments []string, width int) string {
-	limit := width - 1
-	for n := len(segments); n > 0; n-- {
-		line := strings.Join(segments[:n], "  ")
-		if utf8.RuneCountInString(line) <= limit {
-			return line
-		}
-	}
-	r := []rune(segments[0])
-	if limit < 1 {
-		return ""
-	}
-	return string(r[:min(len(r), limit)])
 }

@@ -9,7 +9,6 @@ import (
 
 	"sitewatch/pipeline/config"
 	"sitewatch/pipeline/model"
-	"sitewatch/pipeline/notify"
 	"sitewatch/pipeline/secret"
 	"sitewatch/schema"
 )
@@ -23,7 +22,7 @@ type runState struct {
 	stopper           // stop.go: the first cause that stopped the fetch, the failure streak
 	plan        *Plan // calls.go: the calls the learned month still needs
 	progress    *progress
-	obs         observers // observe.go
+	obs         Observer // observe.go: told what the run does
 	sum         *Summary
 	foldLogs    bool // the run's publish may fold the answer log (it still held the lease)
 }
@@ -47,21 +46,21 @@ func Run(ctx context.Context, cfg *config.Config, opts RunOptions, env Env) (*Su
 	if len(wl.Domains) == 0 {
 		return nil, &config.Error{Path: cfg.Path, Msg: ErrNothingToFetch.Error() + "; `sitewatch validate` lists why each entry was rejected"}
 	}
-	notifier := notify.New(cfg.Notify.WebhookURL, env.Logger).Only(cfg.Notify.On)
+	obs := observerOf(env, cfg, env.Logger)
 	signalCtx := ctx
-	ctx, client, wh, release, held, err := openRun(ctx, cfg, opts, env, notifier) // runopen.go: probes beside the warehouse
+	ctx, client, wh, release, held, err := openRun(ctx, cfg, opts, env, obs) // runopen.go: probes beside the warehouse
 	if err != nil {
 		return nil, err
 	}
 	defer release() // after publishAfter: the lease is held until the run's answers are in the bucket
 	r := newRunState(cfg, opts, env, wh, client, wl)
+	r.obs = obs
 	stopLog := wh.StartLog(signalCtx, r.sum.RunID, held) // pipeline/wire: the answer log bound to wh
 	runErr := r.execute(ctx)
 	stopLog()                     // no paid call after this: the last answers go to the bucket before the warehouse closes
 	r.foldLogs = ctx.Err() == nil // under the lease: its publish may remove the segments it holds
-	r.recordAttention(ctx, wh.DB())
-	r.growWatchlist(ctx, wh.DB(), runErr) // grow.go: after the month, before the digest
-	notifyOutcome(ctx, notifier, wh.DB(), r.sum, AttentionSettings(cfg), runErr)
+	// The after-run effects (attention metrics, watchlist growth, the webhook) read the open warehouse.
+	r.tell(ctx, RunSettled{Summary: r.sum, Err: runErr, Store: wh, Grow: opts.GrowWatchlist, At: env.Now()})
 	// Closing checkpoints the WAL into the file: a failure (a full disk) leaves the run's work
 	// in the WAL, which the next open replays, but this run must not report success.
 	if err := wh.Close(); err != nil && runErr == nil {
@@ -78,12 +77,14 @@ func Run(ctx context.Context, cfg *config.Config, opts RunOptions, env Env) (*Su
 }
 
 func newRunState(cfg *config.Config, opts RunOptions, env Env, store Store, client Fetcher, wl *config.Watchlist) *runState {
-	return &runState{
+	r := &runState{
 		runInputs:  runInputs{cfg: cfg, opts: opts, env: env, store: store, client: client, wl: wl},
 		monthState: newMonthState(),
-		stopper:    stopper{fetch: client, logger: env.Logger},
+		obs:        nopObserver{},
 		sum:        &Summary{RunID: newRunID(env.Now()), DomainsTotal: len(wl.Domains), Watchlist: wl, CreditsRemaining: -1},
 	}
+	r.stopper = stopper{fetch: client, logger: env.Logger, told: func(ev RunStopping) { r.tell(context.Background(), ev) }}
+	return r
 }
 
 func newRunID(now time.Time) string {
@@ -105,13 +106,15 @@ func (r *runState) execute(ctx context.Context) error {
 		return fmt.Errorf("record run start: %w", err)
 	}
 	r.progress = newProgress(r.env, r.client, len(r.wl.Domains)*len(schema.DomainEndpoints)+1)
-	r.progress.onReport = r.observeProgress
-	r.startObserving(started, candidate)
+	r.progress.onReport = func(rep ProgressReport) { r.tell(ctx, rep) }
+	r.tell(ctx, RunStarted{RunID: r.sum.RunID, Month: candidate, Domains: len(r.wl.Domains), At: started, Now: r.progressNow})
 	stopProgress := r.progress.start(ctx)
 	// A signal (or the loss of the bucket lease) stops new calls; the calls in flight finish
 	// and their results are stored, so no answered (charged) call is thrown away.
 	stopOnSignal := context.AfterFunc(ctx, func() {
-		r.client.Stop(stopReason(ctx)) // lease.go
+		reason := stopReason(ctx) // lease.go
+		r.tell(ctx, RunStopping{Cause: reason})
+		r.client.Stop(reason)
 		r.progress.stop()
 	})
 	stopErr := r.fetch(keep, candidate)
@@ -137,7 +140,7 @@ func (r *runState) execute(ctx context.Context) error {
 			r.env.Logger.Warn("could not export the run-health tables to Parquet", "snapshot", r.sum.Snapshot, "err", err)
 		}
 	}
-	r.finishObserving(finished, msg)
+	r.tell(ctx, RunFinished{Summary: r.sum, Message: msg, At: finished, MonthLoaded: r.mismatch == nil})
 	return runErr
 }
 

@@ -87,8 +87,8 @@ func (r *runState) publish(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, bound)
 	defer cancel()
-	r.env.Metrics.Phase("publish", bound+time.Minute)
-	defer r.env.Metrics.Phase("", 0)
+	r.tell(ctx, PhaseChanged{Name: "publish", Bound: bound + time.Minute})
+	defer r.tell(ctx, PhaseChanged{})
 	res, err := r.publisher().Month(ctx, r.cfg, r.sum.Snapshot, r.sum.RunID, r.publishOptions())
 	if err != nil {
 		err = explainPublishStop(ctx, bound, err)

@@ -21,6 +21,7 @@ type stopper struct {
 	streak int
 	fetch  interface{ Stop(reason error) } // the fetcher each stop stops
 	logger *slog.Logger
+	told   func(RunStopping) // the run's observer (nil: none)
 }
 
 // fail stops the run for err (the first such error wins): no new call starts.
@@ -30,6 +31,9 @@ func (s *stopper) fail(err error) {
 	}
 	s.first = err
 	s.logger.Error("stopping the run", "err", err)
+	if s.told != nil {
+		s.told(RunStopping{Cause: err})
+	}
 	s.fetch.Stop(err)
 }
 

@@ -8,7 +8,6 @@ import (
 
 	"sitewatch/pipeline/atlas"
 	"sitewatch/pipeline/config"
-	"sitewatch/pipeline/discover"
 	"sitewatch/pipeline/model"
 )
 
@@ -82,8 +81,6 @@ type Summary struct {
 	Failures                []model.FetchError
 	// Sources is what each credit source paid, in spend order (spend.go).
 	Sources []SourceSpend
-	// Growth is what discover appended to the watchlist after the month (grow.go), or nil.
-	Growth *discover.Growth
 }
 
 // statusOf maps the client's stop reason to a run status.
@@ -167,6 +164,3 @@ func (s *Summary) notePublished(published, failure string) {
 func (s *Summary) redactPublishError(redact func(string) string) {
 	s.PublishError = redact(s.PublishError)
 }
-
-// noteGrowth records what discover appended to the watchlist.
-func (s *Summary) noteGrowth(g *discover.Growth) { s.Growth = g }

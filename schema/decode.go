@@ -15,6 +15,11 @@ var ErrLegacyV1 = errors.New("legacy v1 response (boolean success flag, camelCas
 // ErrNotSuccess reports a 200 body whose status is not "success".
 var ErrNotSuccess = errors.New(`response status is not "success"`)
 
+// ErrMalformedValue matches (errors.Is) an error about a value of a decoded body that cannot
+// be loaded, such as schema/flatten's *FlattenError for a malformed date: callers that must not
+// link the flattener (the core) tell the body's fault from the warehouse's by it.
+var ErrMalformedValue = errors.New("a value of the body is malformed")
+
 // DecodeError says why a body could not be decoded, for which endpoint.
 type DecodeError struct {
 	Endpoint Endpoint

@@ -11,6 +11,7 @@ import (
 
 	"sitewatch/pipeline"
 	"sitewatch/pipeline/changes"
+	"sitewatch/pipeline/wire"
 )
 
 var changesHelp = help{
@@ -47,7 +48,7 @@ func cmdChanges(ctx context.Context, args []string, env pipeline.Env) error {
 		return err
 	}
 	defer func() { _ = wh.Close() }() // read-only
-	d, err := changes.BuildOptions(ctx, wh.DB(), f.snapshot, changes.Options{Attention: pipeline.AttentionSettings(cfg), Top: *top,
+	d, err := changes.BuildOptions(ctx, wh.DB(), f.snapshot, changes.Options{Attention: wire.AttentionSettings(cfg), Top: *top,
 		DiscoverMinVisits: cfg.Discover.MinVisits, Against: *against})
 	if err != nil {
 		return err

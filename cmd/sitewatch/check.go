@@ -11,6 +11,7 @@ import (
 	"sitewatch/pipeline/atlas"
 	"sitewatch/pipeline/config"
 	"sitewatch/pipeline/textout"
+	"sitewatch/pipeline/wire"
 )
 
 var checkHelp = help{
@@ -40,7 +41,7 @@ func cmdCheck(ctx context.Context, args []string, env pipeline.Env) error {
 	if line := wl.SkippedLine(); line != "" {
 		fmt.Fprintf(env.Stdout, "watchlist   %s\n", line)
 	}
-	if err := pipeline.CheckCredentials(cfg, env.Getenv); err != nil {
+	if err := wire.CheckCredentials(cfg, env.Getenv); err != nil {
 		// The checklist says why it stops, where the reader looks; printed once.
 		fmt.Fprintf(env.Stdout, "key         NOT USABLE: %v\nnot ready: nothing was called\n", err)
 		return reportedError{err}
@@ -51,7 +52,7 @@ func cmdCheck(ctx context.Context, args []string, env pipeline.Env) error {
 	if err != nil {
 		env.Logger.Warn("the bucket cannot be read: the estimate counts only what this warehouse holds", "err", err)
 	}
-	r, err := pipeline.Check(ctx, cfg, env)
+	r, err := wire.Check(ctx, cfg, env)
 	if stop := printProbeFailure(env.Stdout, r, err); stop {
 		return err
 	}
@@ -77,7 +78,7 @@ func cmdCheck(ctx context.Context, args []string, env pipeline.Env) error {
 // answered something other than the API (a wrong base URL answering 404 or an HTML page)
 // is named with the request and its answer, and no key, balance or rate is claimed. It
 // reports whether check stops here.
-func printProbeFailure(w io.Writer, r *pipeline.Readiness, err error) bool {
+func printProbeFailure(w io.Writer, r *wire.Readiness, err error) bool {
 	var unreachable *atlas.UnreachableError
 	switch {
 	case err == nil, r != nil && pipeline.IsCreditStop(err):
@@ -105,7 +106,7 @@ func answerOf(err error) string {
 
 // neededText is the "next run needs" line: what a run now spends, and, when the month held
 // is complete, what a new month will need.
-func neededText(r *pipeline.Readiness) string {
+func neededText(r *wire.Readiness) string {
 	text := fmt.Sprintf("%s (at most %d with refetches)", credits(r.Needed), r.MaxCredits)
 	if r.NewMonth > 0 {
 		text = fmt.Sprintf("%s: %s is complete, a run now only checks it is still served; %s when the API serves a new month",
@@ -122,7 +123,7 @@ func credits(n int) string {
 }
 
 // printSpend writes each source's probe and the spend plan (api.sources).
-func printSpend(w io.Writer, r *pipeline.Readiness) {
+func printSpend(w io.Writer, r *wire.Readiness) {
 	rows := [][2]string{}
 	for _, p := range r.Sources {
 		rows = append(rows, [2]string{"source " + p.Name, sourceText(p, pacedRate(r, p))})
@@ -142,7 +143,7 @@ func printSpend(w io.Writer, r *pipeline.Readiness) {
 
 // pacedRate is the rate a source really runs at: its rate_limit, lowered by the server's
 // X-RateLimit-Limit (the plan's allowance); 0 when the plan does not know it.
-func pacedRate(r *pipeline.Readiness, p pipeline.SourceProbe) float64 {
+func pacedRate(r *wire.Readiness, p wire.SourceProbe) float64 {
 	for _, sh := range r.Spend.Shares {
 		if sh.Name == p.Name {
 			return sh.Rate
@@ -153,7 +154,7 @@ func pacedRate(r *pipeline.Readiness, p pipeline.SourceProbe) float64 {
 
 // sourceText is one source's line: its wallet or quota and the rate it runs at (rate, the
 // configured rate_limit unless the server allows less).
-func sourceText(p pipeline.SourceProbe, rate float64) string {
+func sourceText(p wire.SourceProbe, rate float64) string {
 	if p.Err != nil && !errors.Is(p.Err, atlas.ErrOutOfCredits) {
 		return "NO: " + answerOf(p.Err)
 	}

@@ -100,7 +100,7 @@ func TestScheduleListenMetrics(t *testing.T) {
 	h := newHarness(t, atlastest.Options{LatencyMin: 30 * time.Millisecond, LatencyMax: 60 * time.Millisecond}, domains, "  rate_limit: 10\n")
 	rec := metrics.New(metrics.Options{})
 	env := h.env()
-	env.Metrics = rec
+	watchRuns(&env, rec)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	addr, err := rec.Serve(ctx, "127.0.0.1:0")

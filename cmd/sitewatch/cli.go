@@ -80,6 +80,9 @@ func MainLogging(ctx context.Context, args []string, env pipeline.Env, level *sl
 	if env.Warehouses == nil {
 		env.Warehouses = wire.Warehouses{} // no bucket: the commands that have one rebind it (bindBucket)
 	}
+	if env.Credits == nil {
+		env.Credits = wire.Credits{}
+	}
 	if env.Publisher == nil {
 		env.Publisher = wire.Publisher{} // Hive only: run and schedule add the formats (publishFormats)
 	}

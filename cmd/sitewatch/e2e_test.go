@@ -92,15 +92,18 @@ func (h *harness) env() pipeline.Env {
 	for k, v := range h.extraEnv {
 		vars[k] = v
 	}
-	return pipeline.Env{
+	env := pipeline.Env{
 		Getenv: func(k string) string { return vars[k] },
 		Stdout: h.stdout, Stderr: h.stderr,
 		Logger:          slog.New(slog.NewTextHandler(h.stderr, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		ProgressEvery:   50 * time.Millisecond,
 		RetryMaxElapsed: h.retryMaxElapsed,
+		Credits:         wire.Credits{},
 		Warehouses:      wire.Warehouses{},
 		Publisher:       wire.Publisher{},
 	}
+	watchRuns(&env, nil) // as `run` and `schedule` do; tests that call pipeline.Run directly see the same
+	return env
 }
 
 // run runs `sitewatch <args> --config <cfg>` in-process and returns the exit code.

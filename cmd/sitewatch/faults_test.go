@@ -554,7 +554,8 @@ func TestHealthzStuckPublish(t *testing.T) {
 	now := time.Date(2026, 10, 20, 6, 0, 0, 0, time.UTC) // testMonth, past its grace
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
 	env := h.env()
-	env.Metrics = sitewatchMetrics(clock)
+	rec := sitewatchMetrics(clock)
+	watchRuns(&env, rec)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan struct{})
@@ -563,13 +564,13 @@ func TestHealthzStuckPublish(t *testing.T) {
 		_, _ = pipeline.Run(ctx, cfg, pipeline.RunOptions{Snapshot: testMonth}, env)
 	}()
 	<-hang.accepted
-	if ok, why := env.Metrics.Healthy(); !ok {
+	if ok, why := rec.Healthy(); !ok {
 		t.Errorf("unhealthy as the upload starts: %s", why)
 	}
 	mu.Lock()
 	now = now.Add(pipeline.AutoPublishBound + 2*time.Minute)
 	mu.Unlock()
-	if ok, why := env.Metrics.Healthy(); ok || !strings.Contains(why, "publish is stuck") {
+	if ok, why := rec.Healthy(); ok || !strings.Contains(why, "publish is stuck") {
 		t.Errorf("healthy = %v (%s) with the upload hung past its bound, want unhealthy: the publish is stuck", ok, why)
 	}
 	cancel() // SIGTERM

@@ -8,6 +8,7 @@ import (
 	"sitewatch/pipeline"
 	"sitewatch/pipeline/config"
 	"sitewatch/pipeline/textout"
+	"sitewatch/pipeline/wire"
 	"text/tabwriter"
 )
 
@@ -29,7 +30,7 @@ func printPlan(w io.Writer, p *pipeline.Plan, cfg *config.Config, wl *config.Wat
 		{"domains to fetch", fmt.Sprintf("%d (%d half-loaded: only the missing call)", p.PendingDomains(), p.HalfLoaded)},
 		{"country-metadata", map[bool]string{true: "to fetch (1 call)", false: "already loaded"}[p.Countries]},
 		{"calls", fmt.Sprint(p.Credits())},
-		{"credits (at most)", fmt.Sprintf("%d (%s, plus up to api.max_wasted_credits refetches of broken answers)", pipeline.MaxCredits(cfg, p.Credits()), textout.Plural(p.Credits(), "call", "calls"))},
+		{"credits (at most)", fmt.Sprintf("%d (%s, plus up to api.max_wasted_credits refetches of broken answers)", wire.MaxCredits(cfg, p.Credits()), textout.Plural(p.Credits(), "call", "calls"))},
 		{"min_credits reserve", reserveText(cfg)},
 		{"max_credits_per_run", capText(cfg.API.MaxCreditsPerRun)},
 	}

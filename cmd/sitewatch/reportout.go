@@ -11,10 +11,10 @@ import (
 	"path/filepath"
 	"strings"
 
-	"sitewatch/pipeline"
 	"sitewatch/pipeline/atomicfile"
 	"sitewatch/pipeline/config"
 	"sitewatch/pipeline/report"
+	"sitewatch/pipeline/wire"
 )
 
 // reportCSVPath is the CSV written beside the page out: every domain's All domains row,
@@ -43,7 +43,7 @@ func checkReportTargets(out string, cfg *config.Config, force bool) (string, err
 // writeReport writes the CSV of every domain, then the page that names it, each atomically:
 // on an error neither is half written.
 func writeReport(ctx context.Context, db *sql.DB, snapshot string, cfg *config.Config, out, csvPath string) error {
-	s := pipeline.AttentionSettings(cfg)
+	s := wire.AttentionSettings(cfg)
 	return atomicfile.Write(csvPath, 0o644, func(csv io.Writer) error {
 		return atomicfile.Write(out, 0o644, func(page io.Writer) error {
 			return report.WriteFiles(ctx, db, snapshot, s, report.Files{Page: page, CSV: csv, CSVName: filepath.Base(csvPath),

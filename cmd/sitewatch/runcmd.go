@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -69,12 +70,14 @@ func cmdRun(ctx context.Context, args []string, env pipeline.Env) error {
 	if *dry {
 		return dryRun(ctx, cfg, opts, env)
 	}
+	var rec *metrics.Recorder
 	if *metricsFile != "" {
-		env.Metrics = metrics.New(metrics.Options{HealthGrace: cfg.HealthGrace.Duration})
+		rec = metrics.New(metrics.Options{HealthGrace: cfg.HealthGrace.Duration})
 	}
+	watchRuns(&env, rec)
 	sum, err := pipeline.Run(ctx, cfg, opts, env)
 	if *metricsFile != "" {
-		if werr := env.Metrics.WriteTextfile(*metricsFile); werr != nil {
+		if werr := rec.WriteTextfile(*metricsFile); werr != nil {
 			env.Logger.Warn("could not write the metrics file", "file", *metricsFile, "err", werr)
 		}
 	}
@@ -117,11 +120,11 @@ func dryRun(ctx context.Context, cfg *config.Config, opts pipeline.RunOptions, e
 		return err
 	}
 	printPlan(env.Stdout, plan, cfg, config.NewWatchlist(cfg))
-	if err := pipeline.CheckCredentials(cfg, env.Getenv); err != nil {
+	if err := wire.CheckCredentials(cfg, env.Getenv); err != nil {
 		fmt.Fprintln(env.Stdout, "balance: not checked (no usable API key in the environment)")
 		return nil
 	}
-	r, err := pipeline.CheckPlan(ctx, cfg, env, plan) // the bucket was read once, for the plan
+	r, err := wire.CheckPlan(ctx, cfg, env, plan) // the bucket was read once, for the plan
 	if r == nil || r.Needed == 0 && err != nil {
 		fmt.Fprintf(env.Stdout, "balance: could not ask the API (no credit spent): %v\n", err)
 		return nil
@@ -147,7 +150,7 @@ func cmdSchedule(ctx context.Context, args []string, env pipeline.Env) error {
 	if err != nil {
 		return err
 	}
-	if err := pipeline.CheckCredentials(cfg, env.Getenv); err != nil {
+	if err := wire.CheckCredentials(cfg, env.Getenv); err != nil {
 		return err
 	}
 	if *restoreFirst {
@@ -168,15 +171,31 @@ func cmdSchedule(ctx context.Context, args []string, env pipeline.Env) error {
 	}
 	bindBucket(&env, sync, answers)
 	env.Publisher = wire.Publisher{After: publishFormats()} // publish_iceberg.go
+	var rec *metrics.Recorder
 	if *listen != "" {
-		env.Metrics = metrics.New(metrics.Options{HealthGrace: cfg.HealthGrace.Duration, Logger: env.Logger, StallBound: stallBound(cfg)})
-		seedLastComplete(ctx, cfg, env)
-		if _, err := env.Metrics.Serve(ctx, *listen); err != nil {
+		rec = metrics.New(metrics.Options{HealthGrace: cfg.HealthGrace.Duration, Logger: env.Logger, StallBound: stallBound(cfg)})
+		seedLastComplete(ctx, cfg, env, rec)
+		if _, err := rec.Serve(ctx, *listen); err != nil {
 			return &UsageError{Msg: fmt.Sprintf("--listen %s: %v", *listen, err)}
 		}
 	}
+	watchRuns(&env, rec)
 	onRun := func(sum *pipeline.Summary, err error) { PrintSummary(env.Stdout, sum, err) }
 	return pipeline.Schedule(ctx, cfg, env, pipeline.ScheduleOptions{OnRun: onRun})
+}
+
+// watchRuns makes env's runs watched (env.Observe): pipeline/wire's listeners (the recorder
+// rec when not nil, the live status file, the webhook, the watchlist's growth), then the
+// progress line on env's stderr, a report a second on a terminal.
+func watchRuns(env *pipeline.Env, rec *metrics.Recorder) {
+	if env.IsTerminal {
+		env.ProgressEvery = time.Second
+	}
+	streams := *env
+	watch := wire.Watch{Metrics: rec, Getenv: env.Getenv}
+	env.Observe = func(cfg *config.Config, logger *slog.Logger) pipeline.Observer {
+		return pipeline.Observers{watch.Observer(cfg, logger), newProgressLine(streams, logger)}
+	}
 }
 
 // stallBound is how long a run may show no progress before /healthz calls it stuck: the
@@ -188,7 +207,7 @@ func stallBound(cfg *config.Config) time.Duration {
 
 // seedLastComplete tells the recorder the newest complete month held, so /healthz is right
 // before the daemon's first run.
-func seedLastComplete(ctx context.Context, cfg *config.Config, env pipeline.Env) {
+func seedLastComplete(ctx context.Context, cfg *config.Config, env pipeline.Env, rec *metrics.Recorder) {
 	if _, err := os.Stat(cfg.Warehouse.DuckDB); errors.Is(err, os.ErrNotExist) {
 		return
 	}
@@ -203,12 +222,12 @@ func seedLastComplete(ctx context.Context, cfg *config.Config, env pipeline.Env)
 	err = wh.DB().QueryRowContext(ctx, `SELECT snapshot_month, max(finished_at) FROM runs
 		WHERE status IN ('complete', 'up_to_date') GROUP BY snapshot_month ORDER BY snapshot_month DESC LIMIT 1`).Scan(&month, &finished)
 	if err == nil {
-		_ = env.Metrics.MonthComplete(month, finished)
+		_ = rec.MonthComplete(month, finished)
 	}
 }
 
 // printReadiness writes the balance, rate and duration lines of check and --dry-run.
-func printReadiness(w io.Writer, r *pipeline.Readiness) {
+func printReadiness(w io.Writer, r *wire.Readiness) {
 	if r.Spend != nil {
 		printSpend(w, r) // check.go: api.sources
 		return

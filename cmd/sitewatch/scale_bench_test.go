@@ -199,7 +199,7 @@ func printPeakRSS(t *testing.T, prefix string) {
 }
 
 func scaleEnv() pipeline.Env {
-	env := pipeline.Env{Getenv: os.Getenv, Warehouses: wire.Warehouses{}, Publisher: wire.Publisher{}}
+	env := pipeline.Env{Getenv: os.Getenv, Credits: wire.Credits{}, Warehouses: wire.Warehouses{}, Publisher: wire.Publisher{}}
 	if os.Getenv("SITEWATCH_SCALE_TRACE") != "" {
 		env.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 		env.ProgressEvery = time.Second

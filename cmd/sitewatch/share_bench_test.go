@@ -110,7 +110,7 @@ func shareRun(b *testing.B, n int) *config.Config {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if _, err := pipeline.Run(context.Background(), cfg, pipeline.RunOptions{}, pipeline.Env{Getenv: getenv, Warehouses: wire.Warehouses{}, Publisher: wire.Publisher{}}); err != nil {
+	if _, err := pipeline.Run(context.Background(), cfg, pipeline.RunOptions{}, pipeline.Env{Getenv: getenv, Credits: wire.Credits{}, Warehouses: wire.Warehouses{}, Publisher: wire.Publisher{}}); err != nil {
 		b.Fatal(err)
 	}
 	return cfg

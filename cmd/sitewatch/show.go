@@ -12,6 +12,7 @@ import (
 	"sitewatch/pipeline/config"
 	"sitewatch/pipeline/numfmt"
 	"sitewatch/pipeline/textout"
+	"sitewatch/pipeline/wire"
 )
 
 var showHelp = help{
@@ -42,7 +43,7 @@ func cmdShow(ctx context.Context, args []string, env pipeline.Env) error {
 	if err != nil {
 		return &UsageError{Msg: fmt.Sprintf("show %q: %v; give a domain such as example.com", f.args[0], err)}
 	}
-	v, err := changes.ReadDomain(ctx, wh.DB(), domain, pipeline.AttentionSettings(cfg))
+	v, err := changes.ReadDomain(ctx, wh.DB(), domain, wire.AttentionSettings(cfg))
 	if err != nil {
 		return err
 	}

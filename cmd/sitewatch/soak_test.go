@@ -65,7 +65,7 @@ func BenchmarkSoak(b *testing.B) {
 			b.Fatal(err)
 		}
 		log := &syncBuffer{}
-		env := pipeline.Env{Getenv: getenv, Stdout: log, Stderr: log, Warehouses: wire.Warehouses{}, Publisher: wire.Publisher{}}
+		env := pipeline.Env{Getenv: getenv, Stdout: log, Stderr: log, Credits: wire.Credits{}, Warehouses: wire.Warehouses{}, Publisher: wire.Publisher{}}
 		b.ResetTimer()
 		start := time.Now()
 		var runs []string

@@ -86,7 +86,7 @@ type APIConfig struct {
 // NotifyConfig is the notify section of domains.yaml.
 type NotifyConfig struct {
 	WebhookURL string // SITEWATCH_WEBHOOK_URL overrides it; a secret, never printed in full
-	// On lists the kinds of outcome posted (notify.Kinds); nil: notify.DefaultOn.
+	// On lists the kinds of outcome posted (NotifyKinds); nil: NotifyDefaultOn.
 	On []string
 }
 

@@ -20,7 +20,7 @@ import (
 
 	"sitewatch/pipeline/atlas"
 	"sitewatch/pipeline/atlas/atlastest"
-	"sitewatch/pipeline/sources"
+	"sitewatch/pipeline/model"
 	"sitewatch/schema"
 )
 
@@ -356,7 +356,8 @@ func (f *Fetcher) Stats() atlas.Stats {
 	return s
 }
 
-// PerSource reports the one source's counters, as a fetcher of one credit source does.
-func (f *Fetcher) PerSource() []sources.SourceStats {
-	return []sources.SourceStats{{Name: f.opts.Source, Stats: f.Stats()}}
+// Spend reports the one source's spend, as a fetcher of one credit source does.
+func (f *Fetcher) Spend() []model.SourceSpend {
+	st := f.Stats()
+	return []model.SourceSpend{{Name: f.opts.Source, Credits: st.CreditsSpent, Remaining: st.CreditsRemaining}}
 }

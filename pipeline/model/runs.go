@@ -33,6 +33,13 @@ type FetchError struct {
 	OccurredAt                   time.Time
 }
 
+// SourceSpend is what one credit source paid in a run and what it has left.
+type SourceSpend struct {
+	Name      string
+	Credits   int64 // credits it was charged in this run
+	Remaining int64 // its last known balance or quota; -1 unknown
+}
+
 // SourceCredits is what one credit source was charged in a run (runs.credits_by_source).
 type SourceCredits struct {
 	Name    string

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"sitewatch/pipeline/atlas"
+	"sitewatch/pipeline/model"
 )
 
 // Source is one credit source: its name and the client that spends it.
@@ -364,6 +365,20 @@ func (m *Multi) Stop(reason error) {
 type SourceStats struct {
 	Name string
 	atlas.Stats
+}
+
+// Spend is what each source paid in the run and has left (its quota when it has one, else its
+// balance), in spend order: the core's SourceCounter.
+func (m *Multi) Spend() []model.SourceSpend {
+	var out []model.SourceSpend
+	for _, s := range m.PerSource() {
+		left := s.CreditsRemaining
+		if s.QuotaRemaining >= 0 {
+			left = s.QuotaRemaining
+		}
+		out = append(out, model.SourceSpend{Name: s.Name, Credits: s.CreditsSpent, Remaining: left})
+	}
+	return out
 }
 
 // PerSource returns each source's counters, in spend order.

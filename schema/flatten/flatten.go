@@ -25,6 +25,9 @@ func (e *FlattenError) Error() string {
 		e.Domain, e.Path, e.Value, e.Want)
 }
 
+// Is makes errors.Is(err, schema.ErrMalformedValue) hold for a *FlattenError.
+func (e *FlattenError) Is(target error) bool { return target == schema.ErrMalformedValue }
+
 // Batch accumulates the flattened rows of many domains in Arrow builders, one per snapshot
 // table. NewRecords hands them out as records and resets the builders, so a Batch can be
 // reused for bounded-size chunks of a stream. A Batch is not safe for concurrent use; Release

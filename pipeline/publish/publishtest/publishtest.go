@@ -108,7 +108,7 @@ func runMonth(dir, month string, n int) error {
 	if err != nil {
 		return err
 	}
-	_, err = pipeline.Run(context.Background(), cfg, pipeline.RunOptions{Snapshot: month}, pipeline.Env{Getenv: getenv, Warehouses: wire.Warehouses{}, Publisher: wire.Publisher{}})
+	_, err = pipeline.Run(context.Background(), cfg, pipeline.RunOptions{Snapshot: month}, pipeline.Env{Getenv: getenv, Credits: wire.Credits{}, Warehouses: wire.Warehouses{}, Publisher: wire.Publisher{}})
 	return err
 }
 

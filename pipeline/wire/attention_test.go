@@ -1,4 +1,4 @@
-package pipeline
+package wire
 
 import (
 	"bytes"
@@ -16,6 +16,7 @@ import (
 	"strings"
 	"testing"
 
+	"sitewatch/pipeline"
 	"sitewatch/pipeline/changes"
 	"sitewatch/pipeline/changes/attentiontest"
 	"sitewatch/pipeline/config"
@@ -81,8 +82,8 @@ func TestAttentionSameOnEverySurface(t *testing.T) {
 		posted <- p
 	}))
 	defer srv.Close()
-	sum := &Summary{RunID: "att-r", Snapshot: attentiontest.Month, Status: StatusComplete, DomainsLoaded: 15, DomainsTotal: 15}
-	notifyOutcome(ctx, notify.New(srv.URL, slog.New(slog.DiscardHandler)), db, sum, settings, nil)
+	sum := &pipeline.Summary{RunID: "att-r", Snapshot: attentiontest.Month, Status: pipeline.StatusComplete, DomainsLoaded: 15, DomainsTotal: 15}
+	notifyOutcome(ctx, notify.New(srv.URL, slog.New(slog.DiscardHandler)), db, sum, settings, nil, nil)
 	p := <-posted
 	lead, _ := a.Lines(changes.AttentionLeadLines)
 	if got, want := webhookRows(t, p), viewRows(a); !equalLines(got, want) {
@@ -95,9 +96,8 @@ func TestAttentionSameOnEverySurface(t *testing.T) {
 
 	// /metrics
 	rec := metrics.New(metrics.Options{})
-	r := &runState{runInputs: runInputs{cfg: cfg, env: Env{}.WithDefaults()}, sum: sum}
-	r.obs.metrics = rec
-	r.recordAttention(ctx, db)
+	w := &runWatch{cfg: cfg, logger: slog.New(slog.DiscardHandler), metrics: rec}
+	w.recordAttention(ctx, db, sum)
 	ms := httptest.NewServer(rec.Handler())
 	defer ms.Close()
 	fams, err := metrics.Scrape(ctx, ms.URL)
@@ -231,8 +231,8 @@ func TestAttentionQuietMonthOnEverySurface(t *testing.T) {
 		posted <- p
 	}))
 	defer srv.Close()
-	sum := &Summary{RunID: "att-q", Snapshot: attentiontest.Quiet, Status: StatusComplete, DomainsLoaded: 16, DomainsTotal: 16}
-	notifyOutcome(ctx, notify.New(srv.URL, slog.New(slog.DiscardHandler)), db, sum, changes.AttentionSettings{}, nil)
+	sum := &pipeline.Summary{RunID: "att-q", Snapshot: attentiontest.Quiet, Status: pipeline.StatusComplete, DomainsLoaded: 16, DomainsTotal: 16}
+	notifyOutcome(ctx, notify.New(srv.URL, slog.New(slog.DiscardHandler)), db, sum, changes.AttentionSettings{}, nil, nil)
 	p := <-posted
 	if list, ok := p["needs_attention"].([]any); !ok || len(list) != 0 || p["needs_attention_total"] != 0.0 {
 		t.Errorf("needs_attention = %v, total %v; want [] and 0", p["needs_attention"], p["needs_attention_total"])
@@ -241,9 +241,8 @@ func TestAttentionQuietMonthOnEverySurface(t *testing.T) {
 		t.Errorf("the webhook's text lacks %q:\n%s", quiet, msg)
 	}
 	rec := metrics.New(metrics.Options{})
-	r := &runState{runInputs: runInputs{cfg: &config.Config{}, env: Env{}.WithDefaults()}, sum: sum}
-	r.obs.metrics = rec
-	r.recordAttention(ctx, db)
+	w := &runWatch{cfg: &config.Config{}, logger: slog.New(slog.DiscardHandler), metrics: rec}
+	w.recordAttention(ctx, db, sum)
 	ms := httptest.NewServer(rec.Handler())
 	defer ms.Close()
 	fams, err := metrics.Scrape(ctx, ms.URL)
