@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -112,46 +111,48 @@ func logMachine(t *testing.T, endpoint string) (*harness, *callLog) {
 	return h, calls
 }
 
-// ackedCuts reads the cuts of the answer log's acknowledged segments from a --verbose run's
-// log: every answer committed before a cut was in the bucket when its line was written.
-func ackedCuts(t *testing.T, log string) []time.Time {
-	t.Helper()
-	re := regexp.MustCompile(`msg="answer log: segment acknowledged".* cut=(\S+)`)
-	var cuts []time.Time
-	sc := bufio.NewScanner(strings.NewReader(log))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		if m := re.FindStringSubmatch(sc.Text()); m != nil {
-			c, err := time.Parse(time.RFC3339Nano, m[1])
-			if err != nil {
-				t.Fatalf("cut %q: %v", m[1], err)
-			}
-			cuts = append(cuts, c)
-		}
-	}
-	return cuts
+// ackedSegment is one "segment acknowledged" line of a --verbose run's log: the answers it
+// holds, when it was cut (every answer committed before is in it) and when the bucket
+// acknowledged it (from then on a taker's pull sees it).
+type ackedSegment struct {
+	answers    int
+	cut, acked time.Time
 }
 
-// ackedAnswers counts the answers of the segments a --verbose run's log says the bucket
-// acknowledged, those cut before before (every one when before is zero): what a taker pulls.
-// A's calls beyond them are what it may pay again — counted from the log, not from charge
-// times against the cut (a call charged before a cut may be committed after it: with two busy
-// loops beside CI that lag made a correct tree red).
-func ackedAnswers(t *testing.T, log string, before time.Time) int {
+// ackedSegments reads the acknowledged segments from a --verbose run's log, in order.
+func ackedSegments(t *testing.T, log string) []ackedSegment {
 	t.Helper()
-	re := regexp.MustCompile(`msg="answer log: segment acknowledged".* answers=(\d+) cut=(\S+)`)
-	n := 0
+	re := regexp.MustCompile(`msg="answer log: segment acknowledged".* answers=(\d+) cut=(\S+) acked=(\S+)`)
+	var segs []ackedSegment
 	for _, m := range re.FindAllStringSubmatch(log, -1) {
-		c, err := time.Parse(time.RFC3339Nano, m[2])
+		n, _ := strconv.Atoi(m[1])
+		cut, err := time.Parse(time.RFC3339Nano, m[2])
 		if err != nil {
 			t.Fatalf("cut %q: %v", m[2], err)
 		}
-		if before.IsZero() || c.Before(before) {
-			k, _ := strconv.Atoi(m[1])
-			n += k
+		acked, err := time.Parse(time.RFC3339Nano, m[3])
+		if err != nil {
+			t.Fatalf("acked %q: %v", m[3], err)
+		}
+		segs = append(segs, ackedSegment{answers: n, cut: cut, acked: acked})
+	}
+	return segs
+}
+
+// ackedBefore keeps the segments the bucket acknowledged before t (every one when t is zero):
+// what a taker that pulled at t reads. A's calls beyond their answers are what it may pay
+// again — counted from the log, not from charge times against the cut (a call charged before a
+// cut may be committed after it: with two busy loops beside CI that lag made a correct tree
+// red), and by the acknowledgement, not the segment's cut (a segment cut before a network cut
+// and acknowledged after the heal was counted as pulled, and a loaded CI went red).
+func ackedBefore(segs []ackedSegment, t time.Time) (kept []ackedSegment, answers int) {
+	for _, s := range segs {
+		if t.IsZero() || s.acked.Before(t) {
+			kept = append(kept, s)
+			answers += s.answers
 		}
 	}
-	return n
+	return kept, answers
 }
 
 // repaid counts the calls b's simulator charged that a's had charged too.
@@ -233,17 +234,12 @@ func TestCutOffPayerCostsTheTakerOnlyItsLastSegment(t *testing.T) {
 	}
 
 	ac, bc := aCalls.all(), bCalls.all()
-	var cuts []time.Time
-	for _, c := range ackedCuts(t, outA.String()) {
-		if c.Before(cut) {
-			cuts = append(cuts, c)
-		}
+	pulled, held := ackedBefore(ackedSegments(t, outA.String()), cut)
+	if len(pulled) == 0 {
+		t.Fatalf("A had no segment acknowledged before the cut:\n%s", outA)
 	}
-	if len(cuts) == 0 {
-		t.Fatalf("A acknowledged no segment before the cut:\n%s", outA)
-	}
-	lastCut := cuts[len(cuts)-1]
-	after := max(0, len(ac)-ackedAnswers(t, outA.String(), cut))
+	lastCut := pulled[len(pulled)-1].cut
+	after := max(0, len(ac)-held)
 	n := repaid(a, b)
 	t.Logf("A paid %d (%d not in an acknowledged segment, %v before the cut); B paid %d, %d of them A's; healed %v after the cut",
 		len(ac), after, cut.Sub(lastCut).Round(time.Millisecond), len(bc), n, healedAt.Sub(cut).Round(time.Millisecond))
@@ -317,12 +313,12 @@ func TestKilledAndWipedPayerCostsOnlyItsLastSegment(t *testing.T) {
 	if code := b.run("run", "--dry-run"); code != ExitOK || !strings.Contains(b.stdout.String(), "note: the bucket holds") {
 		t.Errorf("B's dry run does not count the dead run's answer log as held: exit %d\n%s%s", code, b.stdout, b.stderr)
 	}
-	cuts := ackedCuts(t, outA.String())
-	if len(cuts) == 0 {
+	segs, held := ackedBefore(ackedSegments(t, outA.String()), time.Time{})
+	if len(segs) == 0 {
 		t.Fatalf("A acknowledged no segment:\n%s", outA)
 	}
 	ac := aCalls.all()
-	after := max(0, len(ac)-ackedAnswers(t, outA.String(), time.Time{}))
+	after := max(0, len(ac)-held)
 	if code := b.run("check"); code != ExitOK || !strings.Contains(b.stdout.String(), "a run pulls them first") {
 		t.Errorf("B's check does not count the dead run's answer log as held: exit %d\n%s%s", code, b.stdout, b.stderr)
 	}

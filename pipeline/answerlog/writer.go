@@ -268,9 +268,10 @@ func (w *Writer) write(ctx context.Context, s cutSegment) bool {
 	w.acked[s.key] = publish.SeenLog{Month: s.month, ETag: strings.Trim(etag, `"`)}
 	w.segments++
 	w.answers += s.answers
-	// Tests (and the soak) read when a run's answers were in the bucket from this line: every
-	// answer committed before cut is.
+	// Tests read from this line what a taker could pull: every answer committed before cut was
+	// in the bucket from acked on (a segment cut before a network cut may be acknowledged only
+	// after it heals, when a taker has pulled without it).
 	w.opts.Logger.Debug("answer log: segment acknowledged", "segment", s.seq, "run", w.opts.RunID, "answers", s.answers,
-		"cut", s.cut.UTC().Format(time.RFC3339Nano), "key", s.key)
+		"cut", s.cut.UTC().Format(time.RFC3339Nano), "acked", time.Now().UTC().Format(time.RFC3339Nano), "key", s.key)
 	return true
 }
