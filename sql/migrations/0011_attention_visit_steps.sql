@@ -20,7 +20,7 @@ CREATE TABLE IF NOT EXISTS attention_visit_sources (
     snapshot_month VARCHAR NOT NULL,
     source_month VARCHAR NOT NULL,
     row_count BIGINT NOT NULL,
-    checksum HUGEINT NOT NULL
+    checksum UBIGINT NOT NULL
 );
 
 COMMENT ON TABLE attention_visit_steps IS 'Derived cache of needs_attention (not part of the data): per complete month and domain, the month''s visits and the month before''s (traffic history merged across snapshots up to the month, newest first) with the median (center), count (n) and 1.4826 × MAD (mad) of its earlier monthly log changes. Used only while attention_visit_sources matches the history; query needs_attention instead.';
