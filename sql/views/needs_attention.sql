@@ -304,16 +304,6 @@ prev_shares AS MATERIALIZED (
     FROM sources_share s JOIN p ON s.snapshot_month = p.previous_month
     WHERE s.share IS NOT NULL
 ),
--- The channel with the largest share the month before (the first by name on a tie): a max and
--- a min over plain columns, not an arg_min over a struct (2.5 s of operator time).
-top_share AS (
-    SELECT snapshot_month, domain, max(share) AS share FROM prev_shares GROUP BY ALL
-),
-top_channel AS (
-    SELECT snapshot_month, domain, min(channel) AS channel
-    FROM prev_shares JOIN top_share USING (snapshot_month, domain, share)
-    GROUP BY ALL
-),
 channel_moves AS MATERIALIZED (
     SELECT s.snapshot_month, s.domain, s.channel, o.share AS prev_share, s.share, s.share - o.share AS m
     FROM cur_shares s
@@ -327,12 +317,31 @@ channel_stats AS (
     FROM channel_moves c JOIN channel_med x USING (snapshot_month, channel)
     GROUP BY c.snapshot_month, c.channel
 ),
+-- The channel falls that pass their test, whichever channel was the domain's top: the top
+-- channel is then found for these few domains only, not for every domain of the month.
+channel_falls AS MATERIALIZED (
+    SELECT c.*, s.med, s.sd
+    FROM channel_moves c JOIN channel_stats s USING (snapshot_month, channel) JOIN p USING (snapshot_month)
+    WHERE (c.m - s.med) / s.sd <= -p.z_min AND c.m <= -0.05
+),
+-- The channel with the largest share the month before (the first by name on a tie): a max and
+-- a min over plain columns, not an arg_min over a struct.
+top_share AS (
+    SELECT snapshot_month, domain, max(share) AS share
+    FROM prev_shares SEMI JOIN channel_falls USING (snapshot_month, domain)
+    GROUP BY ALL
+),
+top_channel AS (
+    SELECT snapshot_month, domain, min(channel) AS channel
+    FROM prev_shares JOIN top_share USING (snapshot_month, domain, share)
+    GROUP BY ALL
+),
 channel_rows AS (
     SELECT c.snapshot_month, c.domain, 'top_channel_fell' AS kind, 'channel_share' AS metric, c.channel,
            100 * c.share AS value, 100 * c.prev_share AS previous_value,
            CAST(NULL AS DOUBLE) AS change_pct, 100 * c.m AS change_points,
-           (c.m - s.med) / s.sd AS z, -(c.m - s.med) / s.sd AS score,
-           CASE WHEN -(c.m - s.med) / s.sd >= 2 * p.z_min THEN 'high' ELSE 'medium' END AS severity,
+           (c.m - c.med) / c.sd AS z, -(c.m - c.med) / c.sd AS score,
+           CASE WHEN -(c.m - c.med) / c.sd >= 2 * p.z_min THEN 'high' ELSE 'medium' END AS severity,
            CASE c.channel
                WHEN 'organic_search' THEN 'Organic search' WHEN 'paid_search' THEN 'Paid search'
                WHEN 'organic_social' THEN 'Organic social' WHEN 'paid_social' THEN 'Paid social'
@@ -340,15 +349,13 @@ channel_rows AS (
                ELSE upper(c.channel[1]) || c.channel[2:] END
            || ', its top channel, fell from ' || printf('%.1f', 100 * c.prev_share) || '% to '
            || printf('%.1f', 100 * c.share) || '% of its visits'
-           || ' — the watchlist''s share of it moved ±' || printf('%.1f', 100 * s.sd) || ' points this month' AS reason,
+           || ' — the watchlist''s share of it moved ±' || printf('%.1f', 100 * c.sd) || ' points this month' AS reason,
            0 AS tier, coalesce(pr.visits, pr.prev_visits) AS size
-    FROM channel_moves c
+    FROM channel_falls c
     JOIN top_channel t USING (snapshot_month, domain, channel)
-    JOIN channel_stats s USING (snapshot_month, channel)
     JOIN pair pr USING (snapshot_month, domain)
     JOIN p USING (snapshot_month)
-    WHERE (c.m - s.med) / s.sd <= -p.z_min AND c.m <= -0.05
-      AND coalesce(pr.visits, pr.prev_visits) >= p.floor_visits
+    WHERE coalesce(pr.visits, pr.prev_visits) >= p.floor_visits
 ),
 last_error AS (
     SELECT e.snapshot_month, e.domain, arg_max(e.http_status, e.occurred_at) AS http_status,
