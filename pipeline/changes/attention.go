@@ -153,6 +153,14 @@ func ReadDomainAttention(ctx context.Context, db *sql.DB, month, domain string, 
 	return readAttention(ctx, db, month, domain, s)
 }
 
+// attentionRead says how readAttention reads a domain's rows.
+type attentionRead int
+
+const (
+	askDomainFirst attentionRead = iota // ask only_domain whether it is listed before reading the whole list
+	knownListed                         // the caller knows it is listed: read the whole list at once
+)
+
 // attentionSQL reads one month's rows through needs_attention_all's only_month, so only that
 // month is computed (needs_attention_in filters every month's rows, which LATERAL needs).
 const attentionSQL = `SELECT snapshot_month, coalesce(previous_month, ''), domain, kind, coalesce(metric, ''), coalesce(channel, ''),
@@ -162,6 +170,12 @@ const attentionSQL = `SELECT snapshot_month, coalesce(previous_month, ''), domai
 	ORDER BY rank`
 
 func readAttention(ctx context.Context, db *sql.DB, month, domain string, s AttentionSettings) (*Attention, error) {
+	return readAttentionAs(ctx, db, month, domain, s, askDomainFirst)
+}
+
+// readAttentionAs is readAttention; with knownListed it skips the only_domain question (a
+// second computation of the month's watchlist-wide moves) for a domain the caller found listed.
+func readAttentionAs(ctx context.Context, db *sql.DB, month, domain string, s AttentionSettings, how attentionRead) (*Attention, error) {
 	if month != "" && !monthRE.MatchString(month) {
 		return nil, fmt.Errorf("needs attention: month %q is not YYYY-MM (e.g. 2026-01)", month)
 	}
@@ -181,7 +195,7 @@ func readAttention(ctx context.Context, db *sql.DB, month, domain string, s Atte
 	if err := db.QueryRowContext(ctx, `SELECT coalesce(max(previous_month), '') FROM complete_months WHERE snapshot_month = ?`, a.Month).Scan(&a.PreviousMonth); err != nil {
 		return nil, fmt.Errorf("needs attention of %s: read complete_months: %w", a.Month, err)
 	}
-	if domain != "" && !domainListed(ctx, db, a.Month, domain, s) {
+	if domain != "" && how == askDomainFirst && !domainListed(ctx, db, a.Month, domain, s) {
 		return a, nil
 	}
 	rows, err := db.QueryContext(ctx, attentionSQL, s.MinVisits, s.Threshold, a.Month, domain, domain)

@@ -26,7 +26,7 @@ func (v *DomainView) readAttention(ctx context.Context, db *sql.DB, latest strin
 		return fmt.Errorf("needs attention of %s: %w", v.Domain, err)
 	}
 	for _, m := range months {
-		a, err := readAttention(ctx, db, m, v.Domain, s)
+		a, err := readAttentionAs(ctx, db, m, v.Domain, s, knownListed) // flaggedMonths asked only_domain
 		if err != nil {
 			return err
 		}

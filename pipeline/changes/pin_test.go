@@ -1,6 +1,7 @@
 package changes
 
 import (
+	"context"
 	"database/sql"
 	"os"
 	"strconv"
@@ -152,15 +153,51 @@ func TestMoversSameAsBefore(t *testing.T) {
 // snapshots hash-joined, consecutive months by a window, the month's domains picked last), to
 // the rows it returned before on a random warehouse: every month and one, the default settings
 // and looser ones that list more.
+//
+// It pins each way the visits step is read: computed from the history at the read (the cache
+// empty), from attention_visit_steps after RefreshAttention, and from the history again once an
+// UPDATE of one history row has made the cache stale (the cache must never change a row).
 func TestAttentionSameAsBefore(t *testing.T) {
 	seed := pinSeed(t)
 	t.Logf("seed %d (SITEWATCH_PIN_SEED=%d replays it)", seed, seed)
-	db := openWarehouse(t).DB()
+	w := openWarehouse(t)
+	db := w.DB()
 	loadRandomMonths(t, db, seed, 400)
 	defineBefore(t, db, "attention_before.sql")
-	for _, args := range []string{"NULL, NULL", "1000, 2", "1000, 2, only_month := '2026-04'", "NULL, NULL, only_month := '2026-02'"} {
-		sameRows(t, db, "needs_attention_all("+args+")",
-			`SELECT * FROM needs_attention_all_before(`+args+`)`, `SELECT * FROM needs_attention_all(`+args+`)`)
+	complete := []string{"2026-01", "2026-02", "2026-04"}
+	steps := []struct {
+		name   string
+		change func()
+		cached []string
+	}{
+		{"computed at the read", func() {}, nil},
+		{"from the cache", func() {
+			if err := w.RefreshAttention(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+		}, complete},
+		{"stale cache", func() {
+			mustExec(t, db, `UPDATE traffic_history SET visits = visits + 1
+				WHERE (snapshot_month, domain, month) = (SELECT (snapshot_month, domain, month) FROM traffic_history
+					WHERE snapshot_month = '2026-02' AND visits > 0 ORDER BY domain, month LIMIT 1)`)
+		}, []string{"2026-01"}},
+	}
+	for _, st := range steps {
+		st.change()
+		if got := rows(t, db, `SELECT snapshot_month FROM attention_visit_months() WHERE cached ORDER BY 1`); strings.Join(got, ",") != strings.Join(st.cached, ",") {
+			t.Fatalf("%s: months read from the cache %v, want %v", st.name, got, st.cached)
+		}
+		for _, args := range []string{"NULL, NULL", "1000, 2", "1000, 2, only_month := '2026-04'", "NULL, NULL, only_month := '2026-02'"} {
+			sameRows(t, db, st.name+": needs_attention_all("+args+")",
+				`SELECT * FROM needs_attention_all_before(`+args+`)`, `SELECT * FROM needs_attention_all(`+args+`)`)
+		}
+	}
+}
+
+func mustExec(t *testing.T, db *sql.DB, q string) {
+	t.Helper()
+	if _, err := db.Exec(q); err != nil {
+		t.Fatalf("%s: %v", q, err)
 	}
 }
 
@@ -169,8 +206,19 @@ func TestAttentionSameAsBefore(t *testing.T) {
 func TestAttentionOneDomain(t *testing.T) {
 	seed := pinSeed(t)
 	t.Logf("seed %d (SITEWATCH_PIN_SEED=%d replays it)", seed, seed)
-	db := openWarehouse(t).DB()
+	w := openWarehouse(t)
+	db := w.DB()
 	loadRandomMonths(t, db, seed, 200)
+	oneDomainSameAsList(t, db)
+	if err := w.RefreshAttention(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Log("again with the visits step read from attention_visit_steps")
+	oneDomainSameAsList(t, db)
+}
+
+func oneDomainSameAsList(t *testing.T, db *sql.DB) {
+	t.Helper()
 	listed := rows(t, db, `SELECT DISTINCT domain FROM needs_attention_all(1000, 2, only_month := '2026-04') ORDER BY domain LIMIT 6`)
 	unlisted := rows(t, db, `SELECT domain FROM sites WHERE snapshot_month = '2026-04'
 		AND domain NOT IN (SELECT domain FROM needs_attention_all(1000, 2, only_month := '2026-04')) ORDER BY domain LIMIT 3`)

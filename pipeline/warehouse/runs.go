@@ -65,6 +65,9 @@ func (w *Warehouse) FinishRun(ctx context.Context, r model.RunRecord) error {
 	if err != nil {
 		return fmt.Errorf("record end of run %s: %w", r.RunID, err)
 	}
+	if r.Status != "running" {
+		w.refreshAttentionQuietly(ctx) // the run may have completed its month, or changed one
+	}
 	return nil
 }
 

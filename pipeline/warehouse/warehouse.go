@@ -230,6 +230,7 @@ func Open(ctx context.Context, opts Options) (*Warehouse, error) {
 		_ = w.Close() // the open error is the one to report
 		return nil, fmt.Errorf("open warehouse %s: close the runs of dead processes: %w", opts.DuckDBPath, err)
 	}
+	w.refreshAttentionQuietly(ctx) // a warehouse older than the cache, or a month changed by hand
 	return w, nil
 }
 

@@ -1,0 +1,57 @@
+package warehouse
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestAttentionCacheFollowsWrites checks that every path that changes the history leaves
+// attention_visit_steps holding every complete month as of the history now: the end of a run,
+// a rebuild, and a writer's open after a change made by hand. (That a stale month is computed
+// at the read instead, with the same rows, is pinned in pipeline/changes.)
+func TestAttentionCacheFollowsWrites(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	w := testWarehouse(t, dir)
+	loadTwoRunMonths(t, w) // two runs, each ending in FinishRun
+	cached := func(when string) {
+		t.Helper()
+		got := strings.ReplaceAll(strings.Join(queryRows(t, w.DB(), `SELECT snapshot_month || ' ' || cached FROM attention_visit_months() ORDER BY 1`), ", "), `"`, "")
+		if got != "2026-01 true, 2026-02 true" {
+			t.Errorf("%s: months in the cache %q, want both complete months", when, got)
+		}
+		if n := count(t, w.DB(), `SELECT count(*) FROM attention_visit_sources`); n != 2*26 {
+			t.Errorf("%s: attention_visit_sources has %d rows, want 26 snapshots for each of 2 months", when, n)
+		}
+	}
+	cached("after the runs")
+
+	makeStale := func() {
+		t.Helper()
+		if _, err := w.DB().Exec(`UPDATE traffic_history SET visits = visits + 1 WHERE snapshot_month = '2026-01'`); err != nil {
+			t.Fatal(err)
+		}
+		if got := count(t, w.DB(), `SELECT count(*) FROM attention_visit_months() WHERE cached`); got != 0 {
+			t.Fatalf("after an UPDATE of 2026-01's history %d months still read from the cache, want 0 (2026-02 reads 2026-01's snapshot too)", got)
+		}
+	}
+	makeStale()
+	if _, err := w.Rebuild(ctx, "2026-01"); err != nil {
+		t.Fatal(err)
+	}
+	cached("after a rebuild")
+
+	makeStale()
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	w2, err := Open(ctx, Options{DuckDBPath: filepath.Join(dir, "db", "sitewatch.duckdb"), ParquetDir: filepath.Join(dir, "parquet")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = w2.Close() }()
+	w = w2
+	cached("after a writer's open")
+}
