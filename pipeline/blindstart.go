@@ -6,7 +6,7 @@ import (
 	"slices"
 	"sync"
 
-	"sitewatch/pipeline/atlas"
+	"sitewatch/pipeline/model"
 	"sitewatch/schema"
 )
 
@@ -27,9 +27,9 @@ func (r *runState) blindStart(candidate string) bool {
 func (r *runState) fetchBlind(ctx context.Context) error {
 	r.plan = BuildPlan("", r.wl.Domains, emptyState(), r.opts.Refresh)
 	r.progress.plan(r.plan)
-	var held []atlas.Result
+	var held []model.Result
 	gate := &blindGate{wake: make(chan struct{}, 1)}
-	handle := func(res atlas.Result) {
+	handle := func(res model.Result) {
 		r.progress.finished(res)
 		// Told after the answer is handled: the answer that names the month opens the gate.
 		defer func() { gate.answered(res, r.months.Month() != "") }()
@@ -69,7 +69,7 @@ func (r *runState) fetchBlind(ctx context.Context) error {
 // date: bracket.go); one lacking an overview is resumed with that overview as the closing
 // call, paying nothing twice (resumeBracket). A call that failed leaves the held-back one for
 // the next run too. Held back only when credits may run short: otherwise it costs a round trip.
-func (r *runState) fetchHoldingBack(ctx context.Context, gate *blindGate, handle func(atlas.Result)) error {
+func (r *runState) fetchHoldingBack(ctx context.Context, gate *blindGate, handle func(model.Result)) error {
 	calls := r.plan.calls
 	if r.countriesAlone() {
 		var err error
@@ -83,7 +83,7 @@ func (r *runState) fetchHoldingBack(ctx context.Context, gate *blindGate, handle
 	}
 	closer := r.plan.request(last)
 	failed := 0
-	err := r.fetchCalls(ctx, gate, rest, func(res atlas.Result) {
+	err := r.fetchCalls(ctx, gate, rest, func(res model.Result) {
 		if res.Err != nil && !isRejection(res.Err) {
 			failed++
 		}
@@ -94,18 +94,18 @@ func (r *runState) fetchHoldingBack(ctx context.Context, gate *blindGate, handle
 			"domain", closer.Domain, "failed_calls", failed)
 		return err
 	}
-	return r.client.FetchAll(ctx, []atlas.Request{closer}, handle)
+	return r.client.FetchAll(ctx, []model.Request{closer}, handle)
 }
 
 // fetchCountriesAlone is countriesAlone for a blind start: one site-overview call goes alone
 // first, so the countries (calls[0]), paid alone next, have a month to be filed under; when
 // that overview names none, the countries wait in the gate with the other calls that carry no
 // date. It returns the calls left.
-func (r *runState) fetchCountriesAlone(ctx context.Context, gate *blindGate, calls []call, handle func(atlas.Result)) ([]call, error) {
+func (r *runState) fetchCountriesAlone(ctx context.Context, gate *blindGate, calls []call, handle func(model.Result)) ([]call, error) {
 	countries, rest := calls[0], calls[1:]
 	if i := slices.IndexFunc(rest, func(c call) bool { return c.endpoint() == schema.EndpointOverview }); i >= 0 {
 		gate.handedOut() // its answer is counted like those the gate hands out
-		if err := r.client.FetchAll(ctx, []atlas.Request{r.plan.request(rest[i])}, handle); err != nil {
+		if err := r.client.FetchAll(ctx, []model.Request{r.plan.request(rest[i])}, handle); err != nil {
 			return nil, err
 		}
 		rest = append(rest[:i:i], rest[i+1:]...)
@@ -113,7 +113,7 @@ func (r *runState) fetchCountriesAlone(ctx context.Context, gate *blindGate, cal
 	if r.months.Month() == "" {
 		return append([]call{countries}, rest...), nil
 	}
-	return rest, r.client.FetchAll(ctx, []atlas.Request{r.plan.request(countries)}, handle)
+	return rest, r.client.FetchAll(ctx, []model.Request{r.plan.request(countries)}, handle)
 }
 
 // holdBackOverview takes the last site-overview call out of calls when they also hold a
@@ -137,7 +137,7 @@ func holdBackOverview(calls []call) (rest []call, closer call, ok bool) {
 
 // isRejection says whether err is the API's 400 for a domain (recorded as rejected: done).
 func isRejection(err error) bool {
-	var ae *atlas.Error
+	var ae *model.Error
 	return errors.As(err, &ae) && ae.Status == 400
 }
 
@@ -168,7 +168,7 @@ type blindGate struct {
 }
 
 // answered notes an answer (known: the run knows its month now) and wakes the queue.
-func (g *blindGate) answered(res atlas.Result, known bool) {
+func (g *blindGate) answered(res model.Result, known bool) {
 	g.mu.Lock()
 	if !g.known && res.Endpoint == schema.EndpointOverview {
 		g.overviewed++
@@ -193,10 +193,10 @@ func (g *blindGate) handedOut() {
 // queue hands out calls for the client's FetchFrom: overview calls first while the month is
 // unknown, the others once it is known. When every overview handed out was answered and none
 // named the month, it ends: the calls left would buy answers no month can hold.
-func (g *blindGate) queue(ctx context.Context, stopped <-chan struct{}, plan *Plan, calls []call) func() (atlas.Request, bool) {
+func (g *blindGate) queue(ctx context.Context, stopped <-chan struct{}, plan *Plan, calls []call) func() (model.Request, bool) {
 	var waiting []call
 	next := 0
-	return func() (atlas.Request, bool) {
+	return func() (model.Request, bool) {
 		for {
 			g.mu.Lock()
 			if g.known {
@@ -210,7 +210,7 @@ func (g *blindGate) queue(ctx context.Context, stopped <-chan struct{}, plan *Pl
 					next++
 					return plan.request(calls[next-1]), true
 				}
-				return atlas.Request{}, false
+				return model.Request{}, false
 			}
 			for next < len(calls) && calls[next].endpoint() != schema.EndpointOverview {
 				waiting = append(waiting, calls[next])
@@ -225,14 +225,14 @@ func (g *blindGate) queue(ctx context.Context, stopped <-chan struct{}, plan *Pl
 			done := g.overviewed == g.sent
 			g.mu.Unlock()
 			if done {
-				return atlas.Request{}, false
+				return model.Request{}, false
 			}
 			select {
 			case <-g.wake:
 			case <-stopped:
-				return atlas.Request{}, false
+				return model.Request{}, false
 			case <-ctx.Done():
-				return atlas.Request{}, false
+				return model.Request{}, false
 			}
 		}
 	}
@@ -240,7 +240,7 @@ func (g *blindGate) queue(ctx context.Context, stopped <-chan struct{}, plan *Pl
 
 // fetchCalls fetches calls from a queue when the fetcher takes one (one credit source; no
 // list of Requests is built), through gate unless it is nil; else as a list, in order.
-func (r *runState) fetchCalls(ctx context.Context, gate *blindGate, calls []call, handle func(atlas.Result)) error {
+func (r *runState) fetchCalls(ctx context.Context, gate *blindGate, calls []call, handle func(model.Result)) error {
 	qf, ok := r.client.(QueueFetcher)
 	if !ok || !qf.Queueable() {
 		return r.client.FetchAll(ctx, r.plan.requests(calls), handle)

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"time"
 
-	"sitewatch/pipeline/atlas"
 	"sitewatch/pipeline/model"
 	"sitewatch/schema"
 )
@@ -38,9 +37,9 @@ func similarOnly(plan *Plan) bool {
 // their credits go on the ledger as month_unknown, and a rerun fetches them again. The
 // bracket costs 2 credits, the two probes, unless a closing probe fails: up to
 // closingAttempts are made before the held answers are given up (closeBracket).
-func (r *runState) fetchBracketed(ctx context.Context, handle func(atlas.Result)) error {
-	var held []atlas.Result
-	hold := func(res atlas.Result) {
+func (r *runState) fetchBracketed(ctx context.Context, handle func(model.Result)) error {
+	var held []model.Result
+	hold := func(res model.Result) {
 		if res.Err != nil || res.Endpoint != schema.EndpointSimilar {
 			handle(res)
 			return
@@ -71,7 +70,7 @@ const closingAttempts = 3
 // closeBracket makes closing probes until one answers, at most closingAttempts
 // (closingDomains). It stops at once when the run stops (credits, a signal) or a probe names
 // another month. It says whether the month is confirmed, and if not, why.
-func (r *runState) closeBracket(ctx context.Context, held []atlas.Result) (bool, string) {
+func (r *runState) closeBracket(ctx context.Context, held []model.Result) (bool, string) {
 	if len(r.probed) == 0 && r.closer == "" {
 		return false, "no opening probe was made"
 	}
@@ -100,7 +99,7 @@ func (r *runState) closeBracket(ctx context.Context, held []atlas.Result) (bool,
 // apart); only when no other domain is left does it close its own bracket, rather than losing
 // the held answers. A probe that failed bought nothing: its domain may close (its overview is
 // still lacking).
-func (r *runState) closingDomains(held []atlas.Result) []string {
+func (r *runState) closingDomains(held []model.Result) []string {
 	var domains []string
 	if r.closer != "" {
 		domains = append(domains, r.closer)
@@ -136,15 +135,15 @@ func (r *runState) closingDomains(held []atlas.Result) []string {
 // Its answer is handled like any other: an answer of another month is a month turn, which
 // stops the run.
 func (r *runState) closingProbe(ctx context.Context, domain string) (confirmed, failed bool, why string) {
-	req := atlas.Request{Endpoint: schema.EndpointOverview, Domain: domain}
-	var answer *atlas.Result
-	err := r.client.FetchAll(ctx, []atlas.Request{req}, func(res atlas.Result) { answer = &res })
+	req := model.Request{Endpoint: schema.EndpointOverview, Domain: domain}
+	var answer *model.Result
+	err := r.client.FetchAll(ctx, []model.Request{req}, func(res model.Result) { answer = &res })
 	if answer == nil {
 		return false, false, fmt.Sprintf("the closing site-overview call could not be made (%v)", err)
 	}
 	if answer.Err != nil {
 		r.handleFailure(ctx, *answer)
-		return false, !atlas.IsStop(answer.Err), fmt.Sprintf("the closing site-overview call failed (%v)", answer.Err)
+		return false, !model.IsStop(answer.Err), fmt.Sprintf("the closing site-overview call failed (%v)", answer.Err)
 	}
 	month := r.months.OverviewMonth(overviewOf(*answer))
 	r.handle(ctx, *answer)
@@ -155,7 +154,7 @@ func (r *runState) closingProbe(ctx context.Context, domain string) (confirmed, 
 }
 
 // dropUnconfirmed puts the held answers' credits on the ledger without storing them.
-func (r *runState) dropUnconfirmed(ctx context.Context, held []atlas.Result, why string) {
+func (r *runState) dropUnconfirmed(ctx context.Context, held []model.Result, why string) {
 	r.env.Logger.Warn("site-similar answers not stored: their month could not be confirmed; a rerun fetches them again",
 		"answers", len(held), "snapshot", r.months.Month(), "why", why)
 	for _, res := range held {
@@ -194,11 +193,11 @@ func (r *runState) resumeBracket(ctx context.Context, candidate string, state *m
 	r.env.Logger.Info("resuming the month without a probe: its one lacking site-overview call closes the bracket of its site-similar calls",
 		"snapshot", candidate, "closing", closer.Domain, "newest_overview", newest.Format(time.RFC3339))
 	r.closer = closer.Domain // closeBracket's first closing call
-	r.probed = []atlas.Request{closer}
+	r.probed = []model.Request{closer}
 	plan.drop(closer)
 	r.plan = plan
 	r.progress.plan(plan)
-	return true, r.fetchBracketed(ctx, func(res atlas.Result) {
+	return true, r.fetchBracketed(ctx, func(res model.Result) {
 		r.progress.finished(res)
 		r.handle(ctx, res)
 	})
@@ -206,8 +205,8 @@ func (r *runState) resumeBracket(ctx context.Context, candidate string, state *m
 
 // soleOverview returns the plan's one site-overview call when it has exactly one and at
 // least one site-similar call.
-func soleOverview(plan *Plan) (atlas.Request, bool) {
-	var overview atlas.Request
+func soleOverview(plan *Plan) (model.Request, bool) {
+	var overview model.Request
 	overviews, similar := 0, false
 	for _, c := range plan.calls {
 		switch c.endpoint() {

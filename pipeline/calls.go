@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"sitewatch/pipeline/atlas"
+	"sitewatch/pipeline/model"
 )
 
 // fetch learns the API's month from one site-overview answer (the probe), then fetches what
@@ -34,7 +34,7 @@ func (r *runState) fetch(ctx context.Context, candidate string) error {
 		r.plan.drop(req)
 	}
 	r.progress.plan(r.plan)
-	handle := func(res atlas.Result) {
+	handle := func(res model.Result) {
 		r.progress.finished(res)
 		r.handle(ctx, res)
 	}
@@ -46,7 +46,7 @@ func (r *runState) fetch(ctx context.Context, candidate string) error {
 
 // fetchPlan makes the plan's calls, country-metadata first: alone when the credits might not
 // cover the plan (countries.go), else beside the other calls.
-func (r *runState) fetchPlan(ctx context.Context, handle func(atlas.Result)) error {
+func (r *runState) fetchPlan(ctx context.Context, handle func(model.Result)) error {
 	calls := r.plan.calls
 	if r.countriesAlone() {
 		if err := r.client.FetchAll(ctx, r.plan.requests(calls[:1]), handle); err != nil {

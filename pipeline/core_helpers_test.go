@@ -12,7 +12,6 @@ import (
 	"testing/synctest"
 	"time"
 
-	"sitewatch/pipeline/atlas"
 	"sitewatch/pipeline/atlas/atlastest"
 	"sitewatch/pipeline/config"
 	"sitewatch/pipeline/fetchtest"
@@ -106,7 +105,7 @@ func exitOf(err error) int {
 		return 0
 	case IsCreditStop(err):
 		return 3
-	case errors.Is(err, atlas.ErrUnauthorized):
+	case errors.Is(err, model.ErrUnauthorized):
 		return 4
 	case errors.As(err, new(*MonthMismatchError)):
 		return 5
@@ -123,7 +122,7 @@ func inBubble(t *testing.T, f func(t *testing.T)) {
 }
 
 // call is a compact name of one call for comparing call logs: "o:a.com", "s:a.com", "c".
-func callName(r atlas.Request) string {
+func callName(r model.Request) string {
 	switch r.Endpoint {
 	case schema.EndpointOverview:
 		return "o:" + r.Domain
@@ -258,8 +257,8 @@ func wantLoaded(t *testing.T, c *core, month string, want ...string) {
 	}
 }
 
-func requestOf(e model.FetchError) atlas.Request {
-	return atlas.Request{Endpoint: e.Endpoint, Domain: e.Domain}
+func requestOf(e model.FetchError) model.Request {
+	return model.Request{Endpoint: e.Endpoint, Domain: e.Domain}
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"testing"
 
-	"sitewatch/pipeline/atlas"
 	"sitewatch/pipeline/fetchtest"
 	"sitewatch/pipeline/model"
 	"sitewatch/schema"
@@ -22,7 +21,7 @@ func TestStopRules(t *testing.T) {
 		wantStatus: StatusStoppedCredits,
 		wantCalls:  []string{"o:a.com", "c", "s:a.com", "o:b.com"},
 		check: func(t *testing.T, c *core, o outcome) {
-			wantErrorIs(t, o.err, atlas.ErrOutOfCredits)
+			wantErrorIs(t, o.err, model.ErrOutOfCredits)
 			wantLoaded(t, c, jun, "a.com")
 		},
 	}, {
@@ -49,7 +48,7 @@ func TestStopRules(t *testing.T) {
 		wantStatus: StatusStoppedCredits,
 		wantCalls:  []string{"o:a.com", "c"},
 		check: func(t *testing.T, c *core, o outcome) {
-			wantErrorIs(t, o.err, atlas.ErrCreditReserve)
+			wantErrorIs(t, o.err, model.ErrCreditReserve)
 			if got, want := c.api.Balance(), int64(8); got != want {
 				t.Errorf("balance %d, want %d: the reserve is kept", got, want)
 			}
@@ -65,7 +64,7 @@ func TestStopRules(t *testing.T) {
 		// The cap may not cover the month: the last overview is held back (blindstart.go).
 		wantCalls: []string{"o:a.com", "c", "s:a.com", "o:b.com"},
 		check: func(t *testing.T, c *core, o outcome) {
-			wantErrorIs(t, o.err, atlas.ErrRunBudget)
+			wantErrorIs(t, o.err, model.ErrRunBudget)
 			if got, want := o.sum.CreditsSpent, 4; got != want {
 				t.Errorf("credits %d, want %d", got, want)
 			}

@@ -11,7 +11,6 @@ import (
 	"log/slog"
 	"time"
 
-	"sitewatch/pipeline/atlas"
 	"sitewatch/pipeline/config"
 	"sitewatch/pipeline/model"
 )
@@ -20,10 +19,10 @@ import (
 type Fetcher interface {
 	// FetchAll makes the calls, handing each result to handle from one goroutine, and returns
 	// the reason the client stopped early (nil when every call was attempted).
-	FetchAll(ctx context.Context, reqs []atlas.Request, handle func(atlas.Result)) error
+	FetchAll(ctx context.Context, reqs []model.Request, handle func(model.Result)) error
 	// Stop ends the run's fetching: no new call starts; calls in flight finish.
 	Stop(reason error)
-	Stats() atlas.Stats
+	Stats() model.Stats
 }
 
 // QueueFetcher is a Fetcher that can also take its calls from a queue, one at a time (one
@@ -33,7 +32,7 @@ type QueueFetcher interface {
 	Fetcher
 	Queueable() bool
 	// FetchFrom is FetchAll over the calls next hands out until it reports none left.
-	FetchFrom(ctx context.Context, next func() (atlas.Request, bool), handle func(atlas.Result)) error
+	FetchFrom(ctx context.Context, next func() (model.Request, bool), handle func(model.Result)) error
 	// Stopped is closed when the fetcher stops.
 	Stopped() <-chan struct{}
 }
@@ -146,6 +145,12 @@ type Clock interface {
 	After(d time.Duration) <-chan time.Time
 }
 
-// The client's clock serves the schedule (checked at compile time); pipeline/wire asserts the
-// adapters implement the other ports.
-var _ Clock = atlas.RealClock{}
+// WallClock is the real time: the schedule's default Clock. The core keeps its own rather than
+// borrowing the client's (pipeline/atlas is an adapter the core does not import).
+type WallClock struct{}
+
+// Now is time.Now.
+func (WallClock) Now() time.Time { return time.Now() }
+
+// After is time.After.
+func (WallClock) After(d time.Duration) <-chan time.Time { return time.After(d) }

@@ -5,14 +5,13 @@ import (
 	"errors"
 	"fmt"
 
-	"sitewatch/pipeline/atlas"
 	"sitewatch/pipeline/model"
 	"sitewatch/schema"
 )
 
 // recordCharge puts a charged answer that is not stored on the run_calls ledger, so the
 // run's spend is exact even if its process dies before the end.
-func (r *runState) recordCharge(ctx context.Context, res atlas.Result, month, outcome string) {
+func (r *runState) recordCharge(ctx context.Context, res model.Result, month, outcome string) {
 	credits := res.Charged
 	if credits == 0 { // month "" (no answer told it yet) is kept: the credit was spent all the same
 		return
@@ -26,7 +25,7 @@ func (r *runState) recordCharge(ctx context.Context, res atlas.Result, month, ou
 
 // handle lands one result: a body is stored (and its domain loaded when complete), a failure
 // is recorded in fetch_errors. A storage failure stops the run.
-func (r *runState) handle(ctx context.Context, res atlas.Result) {
+func (r *runState) handle(ctx context.Context, res model.Result) {
 	if res.Err != nil {
 		r.handleFailure(ctx, res)
 		return
@@ -59,14 +58,14 @@ func (r *runState) handle(ctx context.Context, res atlas.Result) {
 
 // handleFailure records a call that failed after its retries, unless the run's own stop
 // ended it (its status says that).
-func (r *runState) handleFailure(ctx context.Context, res atlas.Result) {
-	if atlas.IsStop(res.Err) || errors.Is(res.Err, context.Canceled) {
+func (r *runState) handleFailure(ctx context.Context, res model.Result) {
+	if model.IsStop(res.Err) || errors.Is(res.Err, context.Canceled) {
 		// The answer that stops the run (a v1 body, a junk balance) may have been charged.
 		r.recordCharge(ctx, res, r.monthOrExpected(), model.OutcomeRefused)
 		return
 	}
 	status, code := 0, ""
-	var ae *atlas.Error
+	var ae *model.Error
 	if errors.As(res.Err, &ae) {
 		status, code = ae.Status, ae.Code
 	}
@@ -97,7 +96,7 @@ func isBodyError(err error) bool {
 }
 
 // recordFailure records one failed call in fetch_errors and in the summary.
-func (r *runState) recordFailure(ctx context.Context, req atlas.Request, status int, code string, cause error) {
+func (r *runState) recordFailure(ctx context.Context, req model.Request, status int, code string, cause error) {
 	month := r.monthOrExpected()
 	fe := model.FetchError{
 		RunID: r.sum.RunID, SnapshotMonth: month, Domain: req.Domain, Endpoint: req.Endpoint,

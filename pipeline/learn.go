@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"sitewatch/pipeline/atlas"
 	"sitewatch/pipeline/model"
 	"sitewatch/pipeline/months"
 	"sitewatch/schema"
@@ -20,7 +19,7 @@ type monthState struct {
 	mismatch *MonthMismatchError
 	upToDate bool
 	touched  map[string]bool // months other than the run's that answers were stored under
-	probed   []atlas.Request // the probe calls made (not planned again in this run)
+	probed   []model.Request // the probe calls made (not planned again in this run)
 	// closer is the domain whose site-overview call closes a bracket opened without a probe
 	// (resumeBracket); "" when a probe opened it.
 	closer string
@@ -67,7 +66,7 @@ func (r *runState) probe(ctx context.Context, candidate string, state *model.Sna
 		}
 		lacking = held[:1] // all held: one answer tells whether the month is still served
 	}
-	var rejected []atlas.Result // 400s answered before the month was known: filed once it is
+	var rejected []model.Result // 400s answered before the month was known: filed once it is
 	fellBack := false
 	for i := 0; i < len(lacking); i++ {
 		answer, err := r.probeOne(ctx, lacking[i])
@@ -102,11 +101,11 @@ func (r *runState) probe(ctx context.Context, candidate string, state *model.Sna
 
 // probeOne makes the site-overview call of domain alone; the answer is nil when the call
 // was not made (the fetcher stopped).
-func (r *runState) probeOne(ctx context.Context, domain string) (*atlas.Result, error) {
-	req := atlas.Request{Endpoint: schema.EndpointOverview, Domain: domain}
+func (r *runState) probeOne(ctx context.Context, domain string) (*model.Result, error) {
+	req := model.Request{Endpoint: schema.EndpointOverview, Domain: domain}
 	r.probed = append(r.probed, req)
-	var answer *atlas.Result
-	err := r.client.FetchAll(ctx, []atlas.Request{req}, func(res atlas.Result) {
+	var answer *model.Result
+	err := r.client.FetchAll(ctx, []model.Request{req}, func(res model.Result) {
 		r.progress.finished(res)
 		answer = &res
 	})
@@ -118,7 +117,7 @@ func (r *runState) probeOne(ctx context.Context, domain string) (*atlas.Result, 
 
 // fileRejections records the probe's 400s now that an answer named the month (if none did,
 // they are only logged: no month can hold them).
-func (r *runState) fileRejections(ctx context.Context, rejected []atlas.Result) {
+func (r *runState) fileRejections(ctx context.Context, rejected []model.Result) {
 	for _, res := range rejected {
 		r.handleFailure(ctx, res)
 	}
@@ -182,7 +181,7 @@ func probeOrder(domains []string, state *model.SnapshotState) (lacking, held []s
 }
 
 // decide acts on the probe's answer once its month is known.
-func (r *runState) decide(ctx context.Context, res atlas.Result) error {
+func (r *runState) decide(ctx context.Context, res model.Result) error {
 	month := r.months.Overview(res.Domain, overviewOf(res))
 	if month == "" {
 		r.recordCharge(ctx, res, r.monthOrExpected(), OutcomeMonthUnknown) // paid, not stored: on the ledger all the same
@@ -227,7 +226,7 @@ func (r *runState) decideMonth(ctx context.Context, month string) error {
 
 // overviewOf returns the decoded site-overview of a successful answer (the client decodes
 // each body once).
-func overviewOf(res atlas.Result) *schema.SiteOverview {
+func overviewOf(res model.Result) *schema.SiteOverview {
 	if res.Overview == nil {
 		return &schema.SiteOverview{}
 	}
@@ -235,7 +234,7 @@ func overviewOf(res atlas.Result) *schema.SiteOverview {
 }
 
 // monthOf returns the month an answer belongs to, and notes a turn of the API's month.
-func (r *runState) monthOf(res atlas.Result) string {
+func (r *runState) monthOf(res model.Result) string {
 	switch res.Endpoint {
 	case schema.EndpointOverview:
 		month := r.months.Overview(res.Domain, overviewOf(res))

@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"time"
 
-	"sitewatch/pipeline/atlas"
 	"sitewatch/pipeline/config"
 	"sitewatch/pipeline/model"
 	"sitewatch/schema"
@@ -41,7 +40,7 @@ type RunStarted struct {
 
 // CallLanded: an answer was stored under Month (its domain is loaded once both are in).
 type CallLanded struct {
-	Request atlas.Request
+	Request model.Request
 	Month   string
 	Charged int64
 }
@@ -49,7 +48,7 @@ type CallLanded struct {
 // CallFailed: a call failed after its retries (Status 400: the API rejected the domain; 200:
 // a body that cannot be loaded), recorded in fetch_errors.
 type CallFailed struct {
-	Request atlas.Request
+	Request model.Request
 	Status  int
 	Code    string
 	Err     error
@@ -65,7 +64,7 @@ type RunStopping struct{ Cause error }
 // known yet.
 type ProgressReport struct {
 	Progress
-	Stats   atlas.Stats
+	Stats   model.Stats
 	Sources []SourceSpend // per credit source, with api.sources
 	Planned bool
 	Last    bool

@@ -3,7 +3,6 @@ package pipeline
 import (
 	"math"
 
-	"sitewatch/pipeline/atlas"
 	"sitewatch/pipeline/model"
 	"sitewatch/schema"
 )
@@ -50,7 +49,7 @@ func (p *Plan) Complete(state *model.SnapshotState, domains []string) bool {
 
 // call is one planned call in 4 bytes: the domain's place in Plan.domains (shifted left by
 // one) and the endpoint (bit 0: site-similar), or countryCall. A plan holds one per call for
-// the whole fetch: as an atlas.Request (two strings, 32 bytes) that was 64 MB of the run's
+// the whole fetch: as an model.Request (two strings, 32 bytes) that was 64 MB of the run's
 // heap at a million domains; as a call 8 MB.
 type call uint32
 
@@ -80,16 +79,16 @@ func (c call) endpoint() schema.Endpoint {
 func (c call) sameDomain(o call) bool { return c != countryCall && o != countryCall && c>>1 == o>>1 }
 
 // request is c as the client sends it.
-func (p *Plan) request(c call) atlas.Request {
+func (p *Plan) request(c call) model.Request {
 	if c == countryCall {
-		return atlas.Request{Endpoint: schema.EndpointCountries}
+		return model.Request{Endpoint: schema.EndpointCountries}
 	}
-	return atlas.Request{Endpoint: c.endpoint(), Domain: p.domains[c>>1]}
+	return model.Request{Endpoint: c.endpoint(), Domain: p.domains[c>>1]}
 }
 
 // requests is cs as the client sends them (for a fetcher that takes a list, not a queue).
-func (p *Plan) requests(cs []call) []atlas.Request {
-	reqs := make([]atlas.Request, len(cs))
+func (p *Plan) requests(cs []call) []model.Request {
+	reqs := make([]model.Request, len(cs))
 	for i, c := range cs {
 		reqs[i] = p.request(c)
 	}
@@ -97,11 +96,11 @@ func (p *Plan) requests(cs []call) []atlas.Request {
 }
 
 // queue hands out cs in order, one request at a time, for a fetcher's FetchFrom.
-func (p *Plan) queue(cs []call) func() (atlas.Request, bool) {
+func (p *Plan) queue(cs []call) func() (model.Request, bool) {
 	next := 0
-	return func() (atlas.Request, bool) {
+	return func() (model.Request, bool) {
 		if next == len(cs) {
-			return atlas.Request{}, false
+			return model.Request{}, false
 		}
 		next++
 		return p.request(cs[next-1]), true
@@ -109,10 +108,10 @@ func (p *Plan) queue(cs []call) func() (atlas.Request, bool) {
 }
 
 // Requests lists the plan's calls in order, as the client sends them.
-func (p *Plan) Requests() []atlas.Request { return p.requests(p.calls) }
+func (p *Plan) Requests() []model.Request { return p.requests(p.calls) }
 
 // drop removes a call already made (the probe) from the plan.
-func (p *Plan) drop(done atlas.Request) {
+func (p *Plan) drop(done model.Request) {
 	for i, c := range p.calls {
 		if p.request(c) == done {
 			p.calls = append(p.calls[:i:i], p.calls[i+1:]...)

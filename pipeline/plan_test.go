@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"testing"
 
-	"sitewatch/pipeline/atlas"
 	"sitewatch/pipeline/internal/heapgrowth"
 	"sitewatch/pipeline/model"
 	"sitewatch/schema"
@@ -20,7 +19,7 @@ func TestPlanOrderAndCounts(t *testing.T) {
 	state.Rejected["c.example"] = "invalid_domain"
 	state.AddStored("e.example", model.Endpoints(2)) // its site-similar body is stored
 	plan := BuildPlan("2026-10", []string{"a.example", "b.example", "c.example", "d.example", "e.example"}, state, false)
-	want := []atlas.Request{
+	want := []model.Request{
 		{Endpoint: schema.EndpointCountries},
 		{Endpoint: schema.EndpointOverview, Domain: "a.example"}, {Endpoint: schema.EndpointSimilar, Domain: "a.example"},
 		{Endpoint: schema.EndpointOverview, Domain: "d.example"}, {Endpoint: schema.EndpointSimilar, Domain: "d.example"},
@@ -32,12 +31,12 @@ func TestPlanOrderAndCounts(t *testing.T) {
 	if plan.Credits() != 6 || plan.PendingDomains() != 3 || plan.Loaded != 1 || plan.HalfLoaded != 1 || len(plan.RejectedByAPI) != 1 {
 		t.Errorf("credits %d pending %d loaded %d half %d rejected %v", plan.Credits(), plan.PendingDomains(), plan.Loaded, plan.HalfLoaded, plan.RejectedByAPI)
 	}
-	plan.drop(atlas.Request{Endpoint: schema.EndpointOverview, Domain: "d.example"})
-	plan.drop(atlas.Request{Endpoint: schema.EndpointCountries})
+	plan.drop(model.Request{Endpoint: schema.EndpointOverview, Domain: "d.example"})
+	plan.drop(model.Request{Endpoint: schema.EndpointCountries})
 	if got := plan.Requests(); !slices.Equal(got, append(want[1:3:3], want[4:]...)) || plan.PendingDomains() != 3 {
 		t.Errorf("after dropping d's overview and the countries: %v (%d domains)", got, plan.PendingDomains())
 	}
-	var drained []atlas.Request
+	var drained []model.Request
 	for next := plan.queue(plan.calls); ; {
 		req, ok := next()
 		if !ok {

@@ -5,7 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"sitewatch/pipeline/atlas"
+	"sitewatch/pipeline/model"
 )
 
 // progress tracks finished calls and reports them to the run's observer every
@@ -74,7 +74,7 @@ func (p *progress) plan(plan *Plan) {
 }
 
 // finished counts one finished call.
-func (p *progress) finished(res atlas.Result) { p.done(res.Domain) }
+func (p *progress) finished(res model.Result) { p.done(res.Domain) }
 
 // done counts one finished call of domain ("" for country-metadata).
 func (p *progress) done(domain string) {

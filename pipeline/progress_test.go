@@ -4,7 +4,6 @@ import (
 	"slices"
 	"testing"
 
-	"sitewatch/pipeline/atlas"
 	"sitewatch/pipeline/model"
 	"sitewatch/schema"
 )
@@ -18,8 +17,8 @@ func TestProgressCountsDomains(t *testing.T) {
 	state := emptyState()
 	state.AddStored("d.example", model.Endpoints(1)) // half-loaded: its overview is stored
 	plan := BuildPlan("2026-10", []string{"a.example", "b.example", "c.example", "d.example"}, state, false)
-	plan.drop(atlas.Request{Endpoint: schema.EndpointOverview, Domain: "b.example"})
-	want := []atlas.Request{
+	plan.drop(model.Request{Endpoint: schema.EndpointOverview, Domain: "b.example"})
+	want := []model.Request{
 		{Endpoint: schema.EndpointCountries},
 		{Endpoint: schema.EndpointOverview, Domain: "a.example"}, {Endpoint: schema.EndpointSimilar, Domain: "a.example"},
 		{Endpoint: schema.EndpointSimilar, Domain: "b.example"},

@@ -10,7 +10,6 @@ import (
 
 	"github.com/robfig/cron/v3"
 
-	"sitewatch/pipeline/atlas"
 	"sitewatch/pipeline/config"
 	"sitewatch/pipeline/model"
 )
@@ -55,7 +54,7 @@ func Schedule(ctx context.Context, cfg *config.Config, env Env, opts ScheduleOpt
 		opts.Parse = cron.ParseStandard
 	}
 	if opts.Clock == nil {
-		opts.Clock = atlas.RealClock{}
+		opts.Clock = WallClock{}
 	}
 	sched, err := opts.Parse(cfg.Schedule)
 	if err != nil {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"sitewatch/pipeline/atlas"
 	"sitewatch/pipeline/config"
 	"sitewatch/pipeline/model"
 )
@@ -93,7 +92,7 @@ func statusOf(stopErr error) string {
 		return StatusMonthTurned
 	case IsCreditStop(stopErr):
 		return StatusStoppedCredits
-	case errors.Is(stopErr, atlas.ErrUnauthorized):
+	case errors.Is(stopErr, model.ErrUnauthorized):
 		return StatusUnauthorized
 	case errors.Is(stopErr, context.Canceled):
 		return StatusInterrupted
@@ -104,7 +103,7 @@ func statusOf(stopErr error) string {
 
 // IsCreditStop says whether err stops a run (or a check) for credits: exit 3.
 func IsCreditStop(err error) bool {
-	return errors.Is(err, atlas.ErrOutOfCredits) || errors.Is(err, atlas.ErrCreditReserve) || errors.Is(err, atlas.ErrRunBudget) ||
+	return errors.Is(err, model.ErrOutOfCredits) || errors.Is(err, model.ErrCreditReserve) || errors.Is(err, model.ErrRunBudget) ||
 		errors.Is(err, ErrNotEnoughCredits)
 }
 
@@ -137,7 +136,7 @@ func (s *Summary) noteTurnedMonth(st *model.SnapshotState) {
 func (s *Summary) noteFailure(fe model.FetchError) { s.Failures = append(s.Failures, fe) }
 
 // noteSpend records what the fetcher made and spent, in all and per credit source.
-func (s *Summary) noteSpend(stats atlas.Stats, sources []SourceSpend) {
+func (s *Summary) noteSpend(stats model.Stats, sources []SourceSpend) {
 	s.Requests, s.RateLimited = int(stats.Requests), int(stats.RateLimited)
 	s.CreditsSpent, s.CreditsRemaining = int(stats.CreditsSpent), stats.CreditsRemaining
 	s.Sources = sources

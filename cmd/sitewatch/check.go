@@ -10,6 +10,7 @@ import (
 	"sitewatch/pipeline"
 	"sitewatch/pipeline/atlas"
 	"sitewatch/pipeline/config"
+	"sitewatch/pipeline/model"
 	"sitewatch/pipeline/textout"
 	"sitewatch/pipeline/wire"
 )
@@ -85,9 +86,9 @@ func printProbeFailure(w io.Writer, r *wire.Readiness, err error) bool {
 		return false // the API answered: what it said is printed by the caller
 	case errors.As(err, &unreachable):
 		fmt.Fprintf(w, "reachable   NO: %s failed\n", unreachable.Stage)
-	case errors.Is(err, atlas.ErrUnauthorized):
+	case errors.Is(err, model.ErrUnauthorized):
 		fmt.Fprintln(w, "reachable   ok\nkey         REJECTED: check the key variables (ATLAS_API_KEY; in marketplace mode ATLAS_MARKETPLACE_KEY; with api.sources each source's key_env and marketplace_key_env)")
-	case errors.Is(err, atlas.ErrMisconfigured):
+	case errors.Is(err, model.ErrMisconfigured):
 		fmt.Fprintf(w, "reachable   yes, but it does not serve the API: %s\n", answerOf(err))
 	case r != nil:
 		fmt.Fprintf(w, "api         NO answer usable from the API: %s\n", answerOf(err))
@@ -95,9 +96,9 @@ func printProbeFailure(w io.Writer, r *wire.Readiness, err error) bool {
 	return true
 }
 
-// answerOf is the request and answer an *atlas.Error describes, else the error itself.
+// answerOf is the request and answer an *model.Error describes, else the error itself.
 func answerOf(err error) string {
-	var ae *atlas.Error
+	var ae *model.Error
 	if errors.As(err, &ae) && ae.Message != "" {
 		return ae.Message
 	}
@@ -155,7 +156,7 @@ func pacedRate(r *wire.Readiness, p wire.SourceProbe) float64 {
 // sourceText is one source's line: its wallet or quota and the rate it runs at (rate, the
 // configured rate_limit unless the server allows less).
 func sourceText(p wire.SourceProbe, rate float64) string {
-	if p.Err != nil && !errors.Is(p.Err, atlas.ErrOutOfCredits) {
+	if p.Err != nil && !errors.Is(p.Err, model.ErrOutOfCredits) {
 		return "NO: " + answerOf(p.Err)
 	}
 	var text string
@@ -173,7 +174,7 @@ func sourceText(p wire.SourceProbe, rate float64) string {
 	if rate > 0 {
 		text += fmt.Sprintf(", %g requests/s", rate)
 	}
-	if errors.Is(p.Err, atlas.ErrOutOfCredits) {
+	if errors.Is(p.Err, model.ErrOutOfCredits) {
 		text += " (402: pays nothing)"
 	}
 	return text

@@ -15,6 +15,7 @@ import (
 	"sitewatch/pipeline/atlas"
 	"sitewatch/pipeline/config"
 	"sitewatch/pipeline/model"
+	"sitewatch/pipeline/secret"
 	"sitewatch/pipeline/sources"
 	"sitewatch/pipeline/textout"
 )
@@ -46,7 +47,7 @@ func ExitCode(err error) int {
 		return ExitUsage
 	case pipeline.IsCreditStop(err):
 		return ExitCredits
-	case errors.Is(err, atlas.ErrUnauthorized):
+	case errors.Is(err, model.ErrUnauthorized):
 		return ExitUnauthorized
 	case errors.As(err, new(*pipeline.MonthMismatchError)):
 		return ExitWrongMonth
@@ -71,12 +72,12 @@ func advice(err error, snapshot string) string {
 		switch {
 		case errors.As(err, new(*pipeline.MonthTurnedError)):
 			return "rerun `sitewatch run` to complete the new month (`sitewatch schedule` does so by itself)"
-		case errors.Is(err, atlas.ErrMisconfigured), errors.Is(err, atlas.ErrBodyTooLarge), errors.Is(err, atlas.ErrInsecureHTTP):
+		case errors.Is(err, model.ErrMisconfigured), errors.Is(err, model.ErrBodyTooLarge), errors.Is(err, secret.ErrInsecureHTTP):
 			// The same call would get the same answer: only a corrected address helps.
 			return "what was loaded stays loaded; correct api.base_url (or ATLAS_BASE_URL, or api.mode) to the API's address, then `sitewatch check` shows whether it answers as the API"
-		case errors.Is(err, atlas.ErrUntrustedCertificate):
+		case errors.Is(err, model.ErrUntrustedCertificate):
 			return "what was loaded stays loaded; correct api.base_url or install the issuing CA in the system trust store, then `sitewatch check`"
-		case errors.Is(err, atlas.ErrServerRateLimit):
+		case errors.Is(err, model.ErrServerRateLimit):
 			return "what was loaded stays loaded; the key's plan allows almost no requests: check the plan with the API provider, then `sitewatch check`"
 		}
 		return "what was loaded stays loaded; rerun `sitewatch run` to fetch only what is missing"
@@ -156,7 +157,7 @@ func PrintSummary(w io.Writer, s *pipeline.Summary, runErr error) {
 // ("atlas start: …") says who stopped (the wallet, or which credit source) and which setting
 // holds the reserve (api.min_credits, or that source's min_credits under api.sources).
 func stopText(err error) string {
-	var ae *atlas.Error
+	var ae *model.Error
 	if !errors.As(err, &ae) || ae.Op != "start" {
 		return err.Error()
 	}
@@ -165,7 +166,7 @@ func stopText(err error) string {
 	if errors.As(err, &se) {
 		who, reserve = "credit source "+se.Source, "min_credits of source "+se.Source+" (api.sources)"
 	}
-	if errors.Is(err, atlas.ErrCreditReserve) {
+	if errors.Is(err, model.ErrCreditReserve) {
 		return fmt.Sprintf("%s reached its reserve, %s: %s; top up %s (or lower %s) and rerun to resume",
 			who, reserve, strings.TrimRight(ae.Message, ". "), who, reserve)
 	}

@@ -10,7 +10,7 @@ import (
 	"unicode/utf8"
 
 	"sitewatch/pipeline"
-	"sitewatch/pipeline/atlas"
+	"sitewatch/pipeline/model"
 )
 
 // progressLine draws a run's progress reports (pipeline.ProgressReport): a live line on a
@@ -85,7 +85,7 @@ func (l progressLine) columns() int {
 
 // progressSegments are the parts of the live line, most important first; fitLine drops
 // from the end until the line fits the terminal.
-func progressSegments(pr pipeline.Progress, stats atlas.Stats, credits, eta string) []string {
+func progressSegments(pr pipeline.Progress, stats model.Stats, credits, eta string) []string {
 	pct := 0.0
 	if pr.CallsTotal > 0 {
 		pct = 100 * float64(pr.CallsDone) / float64(pr.CallsTotal)

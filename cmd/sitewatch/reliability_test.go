@@ -827,7 +827,7 @@ func TestTLSVerification(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		res := c.Fetch(context.Background(), atlas.Request{Endpoint: schema.EndpointOverview, Domain: "example.com"})
+		res := c.Fetch(context.Background(), model.Request{Endpoint: schema.EndpointOverview, Domain: "example.com"})
 		if res.Err != nil {
 			t.Fatalf("fetch over TLS with the CA trusted: %v", res.Err)
 		}
@@ -840,7 +840,7 @@ func TestTLSVerification(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		res := c.Fetch(context.Background(), atlas.Request{Endpoint: schema.EndpointCountries})
+		res := c.Fetch(context.Background(), model.Request{Endpoint: schema.EndpointCountries})
 		var ce *tls.CertificateVerificationError
 		if res.Err == nil {
 			t.Fatal("the default client accepted a self-signed certificate")

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"golang.org/x/time/rate"
+
+	"sitewatch/pipeline/model"
 )
 
 // admit reserves credits for an attempt about to start. It waits while in-flight attempts
@@ -50,13 +52,13 @@ func (c *Client) admit(ctx context.Context, refetch bool) error {
 }
 
 func (c *Client) admissibleLocked(refetch bool) (wait bool, err error) {
-	stop := func(msg string, sentinel error) error { return &Error{Op: "start", Message: msg, Err: sentinel} }
+	stop := func(msg string, sentinel error) error { return &model.Error{Op: "start", Message: msg, Err: sentinel} }
 	if refetch && c.stats.Refetches >= c.cfg.MaxWastedCredits {
-		return false, stop(fmt.Sprintf("%d refetches of answers that may have been charged this run, the most api.max_wasted_credits allows", c.stats.Refetches), ErrWasteBudget)
+		return false, stop(fmt.Sprintf("%d refetches of answers that may have been charged this run, the most api.max_wasted_credits allows", c.stats.Refetches), model.ErrWasteBudget)
 	}
 	reserve := c.cfg.MinCredits > 0
 	if reserve && c.blind {
-		return false, stop("a charged answer came without a readable X-Gateway-Remaining-Credits", ErrBalanceUnknown)
+		return false, stop("a charged answer came without a readable X-Gateway-Remaining-Credits", model.ErrBalanceUnknown)
 	}
 	balanceKnown := c.remaining >= 0 || c.quota >= 0
 	if c.inflight > 0 && (!c.seenResponse || (reserve && !balanceKnown)) {
@@ -74,17 +76,17 @@ func (c *Client) admissibleLocked(refetch bool) (wait bool, err error) {
 			return wait, err
 		}
 	} else if lim := c.cfg.MaxCreditsPerRun; lim > 0 && c.stats.CreditsSpent+(c.stats.Unanswered+c.inflight+1)*unit > lim {
-		return blocked(stop(fmt.Sprintf("%d of %d credits spent this run", c.stats.CreditsSpent, lim), ErrRunBudget))
+		return blocked(stop(fmt.Sprintf("%d of %d credits spent this run", c.stats.CreditsSpent, lim), model.ErrRunBudget))
 	}
 	if c.remaining >= 0 && c.remaining-(c.inflight+1)*unit < c.cfg.MinCredits {
 		if !reserve {
 			// No reserve to lower: the wallet is simply empty.
-			return blocked(stop(fmt.Sprintf("the wallet has %d credits left (X-Gateway-Remaining-Credits), a call costs %d; top it up", c.remaining, unit), ErrOutOfCredits))
+			return blocked(stop(fmt.Sprintf("the wallet has %d credits left (X-Gateway-Remaining-Credits), a call costs %d; top it up", c.remaining, unit), model.ErrOutOfCredits))
 		}
-		return blocked(stop(fmt.Sprintf("%d credits remain, a call costs %d, reserve is %d", c.remaining, unit, c.cfg.MinCredits), ErrCreditReserve))
+		return blocked(stop(fmt.Sprintf("%d credits remain, a call costs %d, reserve is %d", c.remaining, unit, c.cfg.MinCredits), model.ErrCreditReserve))
 	}
 	if c.quota >= 0 && c.quota-c.inflight-1 < c.cfg.MinCredits {
-		return blocked(stop(fmt.Sprintf("%d requests of the marketplace monthly quota remain, reserve is %d", c.quota, c.cfg.MinCredits), ErrCreditReserve))
+		return blocked(stop(fmt.Sprintf("%d requests of the marketplace monthly quota remain, reserve is %d", c.quota, c.cfg.MinCredits), model.ErrCreditReserve))
 	}
 	return false, nil
 }
@@ -101,8 +103,8 @@ func (c *Client) sharedBudgetLocked(unit int64) (wait bool, err error) {
 	if c.inflight > 0 || othersInflight > 0 {
 		return true, nil
 	}
-	return false, &Error{Op: "start", Message: fmt.Sprintf("%d of %d credits spent this run by all credit sources together (api.max_credits_per_run)",
-		spent, b.Limit), Err: ErrRunBudget}
+	return false, &model.Error{Op: "start", Message: fmt.Sprintf("%d of %d credits spent this run by all credit sources together (api.max_credits_per_run)",
+		spent, b.Limit), Err: model.ErrRunBudget}
 }
 
 // unreserve gives back the reservation of an attempt that was never sent.
@@ -182,8 +184,8 @@ func bucketRate(limit float64) rate.Limit { return rate.Limit(limit * paceFactor
 // pause stops every new attempt until d from now (a 429's Retry-After), and slows the
 // bucket: a 429 means the server counts our calls faster than we think we send them. The
 // run's total paused time is bounded by MaxRateLimitWait: a pause that would pass it stops
-// the client (ErrRateLimitWait) instead of being waited out.
-func (c *Client) pause(d time.Duration, e *Error) {
+// the client (model.ErrRateLimitWait) instead of being waited out.
+func (c *Client) pause(d time.Duration, e *model.Error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	now := c.clock.Now()
@@ -191,9 +193,9 @@ func (c *Client) pause(d time.Duration, e *Error) {
 	if until.After(c.pausedUntil) {
 		added := until.Sub(maxTime(now, c.pausedUntil))
 		if c.stats.RateLimitWaited+added > c.cfg.MaxRateLimitWait {
-			c.stopLocked(&Error{Op: "start", Status: e.Status, Code: e.Code, Message: fmt.Sprintf(
+			c.stopLocked(&model.Error{Op: "start", Status: e.Status, Code: e.Code, Message: fmt.Sprintf(
 				"429 answers paused this run for %s in all; the next Retry-After (%s) would pass api.max_rate_limit_wait (%s)",
-				c.stats.RateLimitWaited.Round(time.Millisecond), d.Round(time.Millisecond), c.cfg.MaxRateLimitWait), Err: ErrRateLimitWait})
+				c.stats.RateLimitWaited.Round(time.Millisecond), d.Round(time.Millisecond), c.cfg.MaxRateLimitWait), Err: model.ErrRateLimitWait})
 			return
 		}
 		c.stats.RateLimitWaited += added

@@ -21,6 +21,8 @@ import (
 	"sync"
 	"time"
 
+	"sitewatch/pipeline/model"
+	"sitewatch/pipeline/secret"
 	"sitewatch/schema"
 )
 
@@ -55,7 +57,7 @@ type outcome struct {
 	err          error
 }
 
-func (c *Client) requestURL(req Request) (string, error) {
+func (c *Client) requestURL(req model.Request) (string, error) {
 	switch req.Endpoint {
 	case schema.EndpointCountries:
 		return c.base + "/" + string(req.Endpoint), nil
@@ -68,7 +70,7 @@ func (c *Client) requestURL(req Request) (string, error) {
 }
 
 // attempt makes one HTTP attempt: reserve credits, wait for a token, send, classify.
-func (c *Client) attempt(ctx context.Context, req Request, refetch bool) outcome {
+func (c *Client) attempt(ctx context.Context, req model.Request, refetch bool) outcome {
 	ctx, endAbortable := c.abortable(ctx) // abort.go: a signal's grace ends the wait for an answer
 	defer endAbortable()
 	target, err := c.requestURL(req)
@@ -100,7 +102,7 @@ func (c *Client) attempt(ctx context.Context, req Request, refetch bool) outcome
 	}
 	c.setHeaders(hreq)
 	sentAt := c.clock.Now()
-	c.count(func(s *Stats) { s.Requests++ })
+	c.count(func(s *model.Stats) { s.Requests++ })
 	if c.onSend != nil {
 		c.onSend(sentAt)
 	}
@@ -121,7 +123,7 @@ func (c *Client) attempt(ctx context.Context, req Request, refetch bool) outcome
 }
 
 // noAnswer classifies an attempt that got no HTTP answer.
-func (c *Client) noAnswer(ctx, actx context.Context, req Request, err error, tr *connTrace) outcome {
+func (c *Client) noAnswer(ctx, actx context.Context, req model.Request, err error, tr *connTrace) outcome {
 	at := c.clock.Now().UTC()
 	e := c.newError(req, 0, "", "")
 	e.Message = c.transportMessage(err)
@@ -132,10 +134,10 @@ func (c *Client) noAnswer(ctx, actx context.Context, req Request, err error, tr 
 	switch {
 	case isCertificateError(err) && first:
 		return outcome{sent: true, kind: outcomeFatal, at: at, err: &UnreachableError{Stage: StageTLS, Host: c.host(),
-			BaseURL: c.baseURL, Err: fmt.Errorf("%w: %s", ErrUntrustedCertificate, e.Message)}}
+			BaseURL: c.baseURL, Err: fmt.Errorf("%w: %s", model.ErrUntrustedCertificate, e.Message)}}
 	case isCertificateError(err):
 		// Retrying cannot make an untrusted certificate trusted: stop at once.
-		e.Err = ErrUntrustedCertificate
+		e.Err = model.ErrUntrustedCertificate
 		return outcome{sent: true, kind: outcomeFatal, at: at, err: e}
 	case ctx.Err() != nil:
 		return outcome{sent: true, kind: outcomeCanceled, at: at, maybeCharged: wrote,
@@ -147,7 +149,7 @@ func (c *Client) noAnswer(ctx, actx context.Context, req Request, err error, tr 
 	case actx.Err() != nil:
 		e.Message = fmt.Sprintf("no answer within %s (api.timeout)", c.cfg.Timeout)
 	}
-	e.Err = ErrServer
+	e.Err = model.ErrServer
 	return outcome{sent: true, kind: outcomeTransient, at: at, maybeCharged: wrote, err: e}
 }
 
@@ -228,7 +230,7 @@ func (t *connTrace) result(err error) (stage string, wrote bool) {
 }
 
 // answer reads and classifies an HTTP answer.
-func (c *Client) answer(ctx, actx context.Context, req Request, hreq *http.Request, resp *http.Response) outcome {
+func (c *Client) answer(ctx, actx context.Context, req model.Request, hreq *http.Request, resp *http.Response) outcome {
 	if resp.StatusCode == http.StatusOK {
 		return c.readOK(ctx, actx, req, resp)
 	}
@@ -239,31 +241,31 @@ func (c *Client) answer(ctx, actx context.Context, req Request, hreq *http.Reque
 	out := outcome{sent: true, at: at, err: e}
 	switch s := resp.StatusCode; {
 	case s == http.StatusBadRequest:
-		e.Err = map[string]error{"INVALID_DOMAIN": ErrInvalidDomain, "MISSING_PARAMETER": ErrMissingParameter}[eb.code]
+		e.Err = map[string]error{"INVALID_DOMAIN": model.ErrInvalidDomain, "MISSING_PARAMETER": model.ErrMissingParameter}[eb.code]
 		if e.Err == nil {
-			e.Err = ErrBadRequest
+			e.Err = model.ErrBadRequest
 		}
 		out.kind = outcomePermanent
 	case s == http.StatusUnauthorized || s == http.StatusForbidden:
-		e.Err, out.kind = ErrUnauthorized, outcomeFatal
+		e.Err, out.kind = model.ErrUnauthorized, outcomeFatal
 	case s == http.StatusPaymentRequired:
 		e.RemainingBalance = eb.remainingBalance
-		e.Err, out.kind = ErrOutOfCredits, outcomeFatal
+		e.Err, out.kind = model.ErrOutOfCredits, outcomeFatal
 	case s == http.StatusNotFound || s == http.StatusMethodNotAllowed || s == http.StatusRequestEntityTooLarge:
 		e.Message = strings.TrimSuffix(fmt.Sprintf("GET %s answered %d: %s", c.redactedPath(hreq.URL), s, e.Message), ": ")
-		e.Err, out.kind = ErrMisconfigured, outcomeFatal
+		e.Err, out.kind = model.ErrMisconfigured, outcomeFatal
 	case s >= 300 && s < 400:
-		e.Message = fmt.Sprintf("GET %s was redirected to %q", c.redactedPath(hreq.URL), RedactURL(c.secrets.redact(resp.Header.Get("Location"))))
-		e.Err, out.kind = ErrMisconfigured, outcomeFatal
+		e.Message = fmt.Sprintf("GET %s was redirected to %q", c.redactedPath(hreq.URL), secret.RedactURL(c.secrets.redact(resp.Header.Get("Location"))))
+		e.Err, out.kind = model.ErrMisconfigured, outcomeFatal
 	case s == http.StatusTooManyRequests && c.cfg.Mode == ModeMarketplace &&
 		strings.TrimSpace(resp.Header.Get("X-Ratelimit-Requests-Remaining")) == "0":
 		// The listing's monthly quota is used up: waiting seconds will not help.
 		e.Message = strings.TrimSuffix("marketplace monthly quota exhausted: "+e.Message, ": ")
-		e.Err, out.kind = ErrOutOfCredits, outcomeFatal
+		e.Err, out.kind = model.ErrOutOfCredits, outcomeFatal
 	case s == http.StatusTooManyRequests:
 		d := c.retryAfter(resp.Header.Get("Retry-After"))
-		e.RetryAfter, e.Err, out.kind = d, ErrRateLimited, outcomeRateLimited
-		c.count(func(s *Stats) { s.RateLimited++ })
+		e.RetryAfter, e.Err, out.kind = d, model.ErrRateLimited, outcomeRateLimited
+		c.count(func(s *model.Stats) { s.RateLimited++ })
 		c.log.Warn("atlas rate limited: pausing every request", "endpoint", req.Endpoint, "domain", req.Domain, "pause", d)
 		c.pause(d, e)
 	case s >= 500 || s == http.StatusRequestTimeout || s == http.StatusTooEarly:
@@ -271,9 +273,9 @@ func (c *Client) answer(ctx, actx context.Context, req Request, hreq *http.Reque
 		if ra := resp.Header.Get("Retry-After"); ra != "" {
 			out.retryAfter = c.retryAfter(ra)
 		}
-		e.Err, out.kind = ErrServer, outcomeTransient
+		e.Err, out.kind = model.ErrServer, outcomeTransient
 	default:
-		e.Err, out.kind = ErrBadRequest, outcomePermanent
+		e.Err, out.kind = model.ErrBadRequest, outcomePermanent
 	}
 	return out
 }
@@ -284,9 +286,9 @@ const maxErrorBody = 64 << 10
 // readOK reads, checks and decodes a 200 body, once. A 200 was charged (observe counts it),
 // so a refetch of a broken one costs another credit: each call gets at most one, within
 // the run's waste budget.
-func (c *Client) readOK(ctx, actx context.Context, req Request, resp *http.Response) outcome {
+func (c *Client) readOK(ctx, actx context.Context, req model.Request, resp *http.Response) outcome {
 	e := c.newError(req, resp.StatusCode, "", "")
-	e.Err = ErrServer
+	e.Err = model.ErrServer
 	broken := func(msg string) outcome {
 		e.Message = msg
 		return outcome{sent: true, kind: outcomeTransient, maybeCharged: true, at: c.clock.Now().UTC(), err: e}
@@ -297,12 +299,12 @@ func (c *Client) readOK(ctx, actx context.Context, req Request, resp *http.Respo
 	}
 	tooLarge := fmt.Sprintf("body larger than %d bytes", c.cfg.MaxBodyBytes)
 	if resp.ContentLength > c.cfg.MaxBodyBytes {
-		return refused("BODY_TOO_LARGE", fmt.Sprintf("body of %d bytes, larger than %d", resp.ContentLength, c.cfg.MaxBodyBytes), ErrBodyTooLarge)
+		return refused("BODY_TOO_LARGE", fmt.Sprintf("body of %d bytes, larger than %d", resp.ContentLength, c.cfg.MaxBodyBytes), model.ErrBodyTooLarge)
 	}
 	body, held, err := c.readBody(actx, resp.Body, resp.ContentLength)
 	switch {
 	case errors.Is(err, errTooLarge):
-		return refused("BODY_TOO_LARGE", tooLarge, ErrBodyTooLarge)
+		return refused("BODY_TOO_LARGE", tooLarge, model.ErrBodyTooLarge)
 	case err != nil && ctx.Err() != nil:
 		return outcome{sent: true, kind: outcomeCanceled, at: c.clock.Now().UTC(),
 			err: fmt.Errorf("atlas fetch %s %q: %w", req.Endpoint, req.Domain, ctx.Err())}
@@ -314,7 +316,7 @@ func (c *Client) readOK(ctx, actx context.Context, req Request, resp *http.Respo
 	out := outcome{sent: true, kind: outcomeOK, at: c.clock.Now().UTC(), body: body, held: held}
 	if c.secrets.in(body) {
 		c.releaseBytes(held)
-		return refused("SECRET_IN_BODY", "", ErrSecretInBody)
+		return refused("SECRET_IN_BODY", "", model.ErrSecretInBody)
 	}
 	ct := c.secrets.redact(resp.Header.Get("Content-Type"))
 	if err := c.decode(req.Endpoint, &out); err != nil {
@@ -329,7 +331,7 @@ func (c *Client) readOK(ctx, actx context.Context, req Request, resp *http.Respo
 		case isDrift(err):
 			// Well-formed JSON of the wrong shape comes back the same on every try: a retry
 			// would only spend another credit.
-			return refused("", "malformed 200 body: "+c.secrets.redact(err.Error()), ErrSchemaDrift)
+			return refused("", "malformed 200 body: "+c.secrets.redact(err.Error()), model.ErrSchemaDrift)
 		}
 		return broken("malformed 200 body: " + c.secrets.redact(err.Error()))
 	}
@@ -453,8 +455,8 @@ func (c *Client) observe(h http.Header, status int, sentAt time.Time, out *outco
 	if status == http.StatusOK && c.cfg.MinCredits > 0 && !okBalance && !okQuota && c.stopErr == nil {
 		// Fail closed: with a reserve, spending on without knowing the balance could break it.
 		c.blind = true
-		c.stopLocked(&Error{Op: "start", Message: fmt.Sprintf("X-Gateway-Remaining-Credits was %q",
-			c.secrets.redact(clip(h.Get("X-Gateway-Remaining-Credits"), 40))), Err: ErrBalanceUnknown})
+		c.stopLocked(&model.Error{Op: "start", Message: fmt.Sprintf("X-Gateway-Remaining-Credits was %q",
+			c.secrets.redact(clip(h.Get("X-Gateway-Remaining-Credits"), 40))), Err: model.ErrBalanceUnknown})
 	}
 	c.followRateLimitLocked(h, sentAt)
 }
@@ -477,14 +479,14 @@ func (c *Client) chargeLocked(h http.Header, out *outcome) {
 }
 
 // followRateLimitLocked follows the server's X-RateLimit-Limit (down, and back up to the
-// configured ceiling); a limit below MinServerRateLimit stops the client.
+// configured ceiling); a limit below model.MinServerRateLimit stops the client.
 func (c *Client) followRateLimitLocked(h http.Header, sentAt time.Time) {
 	v, ok := headerFloat(h, "X-RateLimit-Limit")
 	if !ok || sentAt.Before(c.limitFrom) {
 		return
 	}
-	if v < MinServerRateLimit {
-		c.stopLocked(&Error{Op: "start", Message: fmt.Sprintf("X-RateLimit-Limit is %g requests/s", v), Err: ErrServerRateLimit})
+	if v < model.MinServerRateLimit {
+		c.stopLocked(&model.Error{Op: "start", Message: fmt.Sprintf("X-RateLimit-Limit is %g requests/s", v), Err: model.ErrServerRateLimit})
 		return
 	}
 	c.limitFrom = sentAt
@@ -596,13 +598,13 @@ func firstNonEmpty(s ...string) string {
 	return ""
 }
 
-func (c *Client) newError(req Request, status int, code, message string) *Error {
+func (c *Client) newError(req model.Request, status int, code, message string) *model.Error {
 	const maxMsg = 300
 	message = c.secrets.redact(strings.TrimSpace(message))
 	if len(message) > maxMsg {
 		message = message[:maxMsg] + "…"
 	}
-	return &Error{Op: "fetch", Domain: req.Domain, Endpoint: req.Endpoint, Status: status,
+	return &model.Error{Op: "fetch", Domain: req.Domain, Endpoint: req.Endpoint, Status: status,
 		Code: clip(c.secrets.redact(code), 80), Message: message}
 }
 
@@ -617,7 +619,7 @@ func (c *Client) transportMessage(err error) string {
 }
 
 func (c *Client) redactedPath(u *url.URL) string {
-	return c.secrets.redact(RedactURL(u.String()))
+	return c.secrets.redact(secret.RedactURL(u.String()))
 }
 
 // isDrift tells a body that parsed but does not fit the v2 schema (a field of another type, a

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"sitewatch/pipeline/atlas/atlastest"
+	"sitewatch/pipeline/model"
 	"sitewatch/schema"
 )
 
@@ -48,7 +49,7 @@ func TestBackoffSchedule(t *testing.T) {
 			clock := &recordingClock{fakeClock: newFakeClock()}
 			c := newClient(t, srv, Config{Clock: clock, RetryInitial: 4 * time.Second, RetryMax: 16 * time.Second,
 				RetryMaxElapsed: tt.maxElapsed, MaxAttempts: 6})
-			res := c.Fetch(context.Background(), Request{Endpoint: schema.EndpointOverview, Domain: "example.com"})
+			res := c.Fetch(context.Background(), model.Request{Endpoint: schema.EndpointOverview, Domain: "example.com"})
 			if res.Err == nil {
 				t.Fatal("Fetch succeeded against a server failing every call")
 			}

@@ -30,8 +30,8 @@ import (
 	"github.com/cenkalti/backoff/v4"
 	"golang.org/x/time/rate"
 
+	"sitewatch/pipeline/model"
 	"sitewatch/pipeline/secret"
-	"sitewatch/schema"
 )
 
 // Mode selects how the API is reached.
@@ -68,10 +68,7 @@ const (
 	DefaultMaxBodyBytes = 16 << 20
 	// DefaultMaxInflightBytes caps the bodies held by all calls in flight together.
 	DefaultMaxInflightBytes = 64 << 20
-	// MinServerRateLimit is the lowest X-RateLimit-Limit taken as real (one call per 20 s);
-	// below it the client stops with ErrServerRateLimit instead of stalling.
-	MinServerRateLimit = 0.05
-	servicePrefix      = "/atlas"
+	servicePrefix           = "/atlas"
 )
 
 // Config configures a Client. Only BaseURL and the keys are required.
@@ -89,7 +86,7 @@ type Config struct {
 	RateLimit float64
 	// MinCredits: never start a call that would take remaining credits (or the remaining
 	// marketplace quota) below this. With a reserve, a charged answer without a readable
-	// balance stops the client (ErrBalanceUnknown).
+	// balance stops the client (model.ErrBalanceUnknown).
 	MinCredits int64
 	// MaxCreditsPerRun: never start a call that could spend past it; 0 = no cap.
 	MaxCreditsPerRun int64
@@ -99,11 +96,11 @@ type Config struct {
 	// MaxWastedCredits bounds the refetches of calls whose answer may have been charged but
 	// was unusable (a broken 200 body, or no answer after the request was sent): each call
 	// is refetched at most once, and the run at most this many times (0 =>
-	// DefaultMaxWastedCredits); then the client stops with ErrWasteBudget.
+	// DefaultMaxWastedCredits); then the client stops with model.ErrWasteBudget.
 	MaxWastedCredits int64
 	// MaxRateLimitWait bounds the total time the run stays paused by 429 answers (0 =>
 	// DefaultMaxRateLimitWait); a pause that would pass it stops the client with
-	// ErrRateLimitWait.
+	// model.ErrRateLimitWait.
 	MaxRateLimitWait time.Duration
 	Timeout          time.Duration // per HTTP attempt; 0 => DefaultTimeout
 	// Concurrency is the most requests in flight; 0 => ceil(3*RateLimit)+1, enough to keep
@@ -111,7 +108,7 @@ type Config struct {
 	Concurrency int
 	MaxAttempts int // HTTP attempts per request, 429s not counted; 0 => DefaultMaxAttempts
 	// MaxRateLimited bounds the 429 answers one request takes before it gives up
-	// (ErrRateLimited); 0 => DefaultMaxRateLimited. 429s are free and every call waits out
+	// (model.ErrRateLimited); 0 => DefaultMaxRateLimited. 429s are free and every call waits out
 	// their Retry-After together, so the bound is looser than MaxAttempts.
 	MaxRateLimited int
 	MaxRetryAfter  time.Duration // cap on an honoured Retry-After (429 and 503); 0 => DefaultMaxRetryAfter
@@ -123,7 +120,7 @@ type Config struct {
 	// first failure (0 => DefaultRetryMaxElapsed); past it the call gives up with its last error.
 	RetryMaxElapsed time.Duration
 	// MaxBodyBytes caps one body (0 => DefaultMaxBodyBytes); a bigger 200 body is an
-	// ErrBodyTooLarge failure. MaxInflightBytes caps the bodies of all calls in flight
+	// model.ErrBodyTooLarge failure. MaxInflightBytes caps the bodies of all calls in flight
 	// together (0 => DefaultMaxInflightBytes); a call takes the room its body may need
 	// before reading it (Content-Length, else MaxBodyBytes) and gives back the rest after.
 	MaxBodyBytes     int64
@@ -138,7 +135,7 @@ type Config struct {
 // String describes c without its keys, so printing a Config never leaks them.
 func (c Config) String() string {
 	return fmt.Sprintf("atlas.Config{BaseURL:%q Mode:%q APIKey:%s MarketplaceHost:%q MarketplaceKey:%s RateLimit:%g MinCredits:%d MaxCreditsPerRun:%d MaxWastedCredits:%d MaxRateLimitWait:%s Timeout:%s Concurrency:%d AllowInsecureHTTP:%t}",
-		RedactURL(c.BaseURL), c.Mode, mask(c.APIKey), c.MarketplaceHost, mask(c.MarketplaceKey),
+		secret.RedactURL(c.BaseURL), c.Mode, mask(c.APIKey), c.MarketplaceHost, mask(c.MarketplaceKey),
 		c.RateLimit, c.MinCredits, c.MaxCreditsPerRun, c.MaxWastedCredits, c.MaxRateLimitWait, c.Timeout,
 		c.Concurrency, c.AllowInsecureHTTP)
 }
@@ -173,62 +170,6 @@ func MaxCredits(calls int, cfg Config) int {
 		most = min(most, cfg.MaxCreditsPerRun)
 	}
 	return int(most)
-}
-
-// Request is one call: an operation and, for the per-domain operations, the domain.
-type Request struct {
-	Endpoint schema.Endpoint // schema.EndpointOverview, EndpointSimilar or EndpointCountries
-	Domain   string          // normalized domain; ignored for EndpointCountries
-}
-
-// Result is the outcome of one request, after its retries.
-type Result struct {
-	Request
-	// Body is the 200 body exactly as received (to be stored); nil unless Err is nil.
-	Body []byte
-	// Overview, Similar or Countries (the one matching Endpoint) is Body decoded, set when
-	// Err is nil: the body is decoded once, here, and never again downstream.
-	Overview  *schema.SiteOverview
-	Similar   *schema.SiteSimilar
-	Countries *schema.CountryMetadata
-	FetchedAt time.Time // UTC time the last answer arrived (zero if none did)
-	Attempts  int       // HTTP attempts made
-	// Charged is the credits the server charged for this request's answers, all attempts
-	// together (X-Gateway-Credit-Cost of every 200, including bodies then refused: broken,
-	// drift, legacy v1, secret in body); set whatever Err is, for the per-call ledger.
-	Charged int64
-	Err     error // nil on success; an *Error (or a wrapped stop reason or context error) otherwise
-	// Source names the credit source that made the call ("" from a lone Client; set by a
-	// fetcher spreading calls over several sources), for the ledger.
-	Source string
-}
-
-// Stats are the client's counters since New.
-type Stats struct {
-	Requests         int64   // HTTP attempts sent
-	Succeeded        int64   // requests answered with a valid 200 body
-	RateLimited      int64   // 429 answers seen
-	Retries          int64   // attempts beyond the first of a request
-	CreditsSpent     int64   // credits charged (every 200, usable or not, from X-Gateway-Credit-Cost)
-	CreditsRemaining int64   // last known X-Gateway-Remaining-Credits; -1 unknown
-	QuotaRemaining   int64   // last known x-ratelimit-requests-remaining (marketplace); -1 unknown
-	RateLimit        float64 // min(api.rate_limit, the server's X-RateLimit-Limit)
-	PacedRate        float64 // the requests/second the bucket runs at now: below RateLimit after 429s
-	// Unanswered counts attempts sent that got no answer (time-outs, resets before the
-	// headers). The server may have charged them, so the run cap counts them as spent.
-	Unanswered int64
-	// ByStatus counts answers by HTTP status; 0 counts attempts that got no answer.
-	ByStatus map[int]int64
-	// WastedCredits is the credits charged for answers that gave nothing usable (broken,
-	// drifted, legacy, oversized or secret-bearing 200 bodies).
-	WastedCredits int64
-	// Refetches is the retries after an attempt that may have been charged (bounded by
-	// MaxWastedCredits).
-	Refetches int64
-	// RateLimitWaited is the total time the run has been paused by 429 answers.
-	RateLimitWaited time.Duration
-	// InFlight is the attempts sent and not yet answered now.
-	InFlight int64
 }
 
 // Client calls the API. Its methods are safe for concurrent use.
@@ -266,7 +207,7 @@ type Client struct {
 	heldBytes    int64         // body bytes held by calls in flight
 	peakHeld     int64         // the most heldBytes has been (tests check the budget with it)
 	stopErr      error
-	stats        Stats
+	stats        model.Stats
 }
 
 // New checks cfg and returns a Client. It returns a *ConfigError (naming the setting to
@@ -290,7 +231,7 @@ func New(cfg Config) (*Client, error) {
 	c := &Client{
 		cfg:         cfg,
 		base:        base,
-		baseURL:     RedactURL(cfg.BaseURL),
+		baseURL:     secret.RedactURL(cfg.BaseURL),
 		hc:          noRedirects(cfg.HTTPClient, conc),
 		log:         log,
 		clock:       cfg.Clock,
@@ -317,10 +258,10 @@ func checkConfig(cfg *Config) (string, error) {
 	if cfg.Mode == "" {
 		cfg.Mode = ModeDirect
 	}
-	if err := CheckBaseURL(cfg.BaseURL, cfg.AllowInsecureHTTP); err != nil {
+	if err := secret.CheckBaseURL(cfg.BaseURL, cfg.AllowInsecureHTTP); err != nil {
 		return "", &ConfigError{Setting: "api.base_url", Err: err}
 	}
-	u, _ := url.Parse(strings.TrimSpace(cfg.BaseURL)) // CheckBaseURL parsed it
+	u, _ := url.Parse(strings.TrimSpace(cfg.BaseURL)) // secret.CheckBaseURL parsed it
 	base := strings.TrimRight(u.Scheme+"://"+u.Host+u.EscapedPath(), "/")
 	if err := checkKey("ATLAS_API_KEY", cfg.APIKey); err != nil {
 		return "", err
@@ -413,7 +354,7 @@ func noRedirects(hc *http.Client, conc int) *http.Client {
 func (c *Client) Concurrency() int { return c.concurrency }
 
 // Stats returns a snapshot of the counters.
-func (c *Client) Stats() Stats {
+func (c *Client) Stats() model.Stats {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	s := c.stats
@@ -437,11 +378,11 @@ func (c *Client) Err() error {
 // FetchAll fetches reqs with up to Concurrency in flight, paced by the token bucket,
 // calling handle for every started request as it finishes (never concurrently; in-flight
 // calls finish and are handed over even after a stop). It returns nil when every request
-// was attempted, or the stop reason (IsStop: ErrOutOfCredits, ErrCreditReserve,
-// ErrRunBudget, ErrUnauthorized, *UnreachableError, ...) or ctx.Err(). Requests never
+// was attempted, or the stop reason (model.IsStop: model.ErrOutOfCredits, model.ErrCreditReserve,
+// model.ErrRunBudget, model.ErrUnauthorized, *UnreachableError, ...) or ctx.Err(). Requests never
 // started are not passed to handle. Per-request failures are in Result.Err only. The
 // bytes of a Result's body count against MaxInflightBytes until handle returns.
-func (c *Client) FetchAll(ctx context.Context, reqs []Request, handle func(Result)) error {
+func (c *Client) FetchAll(ctx context.Context, reqs []model.Request, handle func(model.Result)) error {
 	if err := c.Err(); err != nil {
 		return err
 	}
@@ -454,9 +395,9 @@ func (c *Client) FetchAll(ctx context.Context, reqs []Request, handle func(Resul
 		}
 	}
 	i := 0
-	next := func() (Request, bool) {
+	next := func() (model.Request, bool) {
 		if i == len(reqs) {
-			return Request{}, false
+			return model.Request{}, false
 		}
 		i++
 		return reqs[i-1], true
@@ -467,7 +408,7 @@ func (c *Client) FetchAll(ctx context.Context, reqs []Request, handle func(Resul
 // FetchFrom is FetchAll over the requests next hands out, one at a time, until it reports
 // none left (next is called from one goroutine; it may block). Each request must be valid
 // (its URL builds). It lets several clients share one queue of calls.
-func (c *Client) FetchFrom(ctx context.Context, next func() (Request, bool), handle func(Result)) error {
+func (c *Client) FetchFrom(ctx context.Context, next func() (model.Request, bool), handle func(model.Result)) error {
 	if err := c.Err(); err != nil {
 		return err
 	}
@@ -477,12 +418,12 @@ func (c *Client) FetchFrom(ctx context.Context, next func() (Request, bool), han
 	return c.fetchFrom(ctx, next, c.concurrency, handle)
 }
 
-func (c *Client) fetchFrom(ctx context.Context, next func() (Request, bool), workers int, handle func(Result)) error {
+func (c *Client) fetchFrom(ctx context.Context, next func() (model.Request, bool), workers int, handle func(model.Result)) error {
 	type held struct {
-		res   Result
+		res   model.Result
 		bytes int64
 	}
-	jobs := make(chan Request)
+	jobs := make(chan model.Request)
 	results := make(chan held)
 	var wg sync.WaitGroup
 	for range workers {
@@ -516,7 +457,7 @@ func (c *Client) fetchFrom(ctx context.Context, next func() (Request, bool), wor
 
 // feed hands the requests of next to the workers until none is left, the client stops or
 // ctx ends.
-func (c *Client) feed(ctx context.Context, next func() (Request, bool), jobs chan<- Request) {
+func (c *Client) feed(ctx context.Context, next func() (model.Request, bool), jobs chan<- model.Request) {
 	defer close(jobs)
 	for {
 		select {
@@ -543,7 +484,7 @@ func (c *Client) feed(ctx context.Context, next func() (Request, bool), jobs cha
 // Fetch makes one request, with its retries, and returns its Result. If the client has
 // stopped, or stops before the request could start, Result.Err is the stop reason and
 // Attempts is 0. A stop reason met by this request (402, 401, ...) also stops the client.
-func (c *Client) Fetch(ctx context.Context, req Request) Result {
+func (c *Client) Fetch(ctx context.Context, req model.Request) model.Result {
 	res, n := c.fetch(ctx, req)
 	c.releaseBytes(n)
 	return res
@@ -551,8 +492,8 @@ func (c *Client) Fetch(ctx context.Context, req Request) Result {
 
 // fetch is Fetch that leaves the body's bytes counted in the in-flight budget; the caller
 // releases them (returned) once the body is handed over.
-func (c *Client) fetch(ctx context.Context, req Request) (Result, int64) {
-	f := fetchState{res: Result{Request: req}}
+func (c *Client) fetch(ctx context.Context, req model.Request) (model.Result, int64) {
+	f := fetchState{res: model.Result{Request: req}}
 	for {
 		if err := f.exhausted(c); err != nil {
 			f.res.Err = err
@@ -570,7 +511,7 @@ func (c *Client) fetch(ctx context.Context, req Request) (Result, int64) {
 		switch out.kind {
 		case outcomeOK:
 			f.res.Body, f.res.Overview, f.res.Similar, f.res.Countries = out.body, out.overview, out.similar, out.countries
-			c.count(func(s *Stats) { s.Succeeded++ })
+			c.count(func(s *model.Stats) { s.Succeeded++ })
 			return f.res, out.held
 		case outcomePermanent:
 			f.res.Err = out.err
@@ -585,9 +526,9 @@ func (c *Client) fetch(ctx context.Context, req Request) (Result, int64) {
 			return f.res, 0
 		case outcomeRateLimited:
 			// The pause was already set for everyone; the next turn waits for it.
-			f.last, f.limited = out.err.(*Error), f.limited+1
+			f.last, f.limited = out.err.(*model.Error), f.limited+1
 		case outcomeTransient:
-			f.last = out.err.(*Error)
+			f.last = out.err.(*model.Error)
 			if f.exhausted(c) != nil {
 				continue
 			}
@@ -604,8 +545,8 @@ func (c *Client) fetch(ctx context.Context, req Request) (Result, int64) {
 
 // fetchState is what one request's retry loop knows.
 type fetchState struct {
-	res          Result
-	last         *Error
+	res          model.Result
+	last         *model.Error
 	limited      int  // attempts answered 429: free, so they have their own, larger bound
 	maybeCharged int  // failed attempts the server may have charged (broken 200, no answer)
 	refetched    bool // the one refetch this call may make was sent
@@ -627,7 +568,7 @@ func (f *fetchState) exhausted(c *Client) error {
 	return nil
 }
 
-func (f *fetchState) withNote(note string) *Error {
+func (f *fetchState) withNote(note string) *model.Error {
 	e := *f.last
 	e.Message = strings.TrimSuffix(strings.TrimRight(e.Message, ". ")+"; "+note, "; ")
 	if e.Message == note {
@@ -648,7 +589,7 @@ func (f *fetchState) record(c *Client, out outcome, refetch bool) {
 		f.maybeCharged++
 	}
 	if f.res.Attempts > 1 {
-		c.count(func(s *Stats) { s.Retries++ })
+		c.count(func(s *model.Stats) { s.Retries++ })
 	}
 }
 
@@ -668,7 +609,7 @@ func (f *fetchState) gaveUp(err error) error {
 // call's exponential schedule (cenkalti/backoff, on the client's clock), or the server's
 // Retry-After (503) when longer; it logs which attempt comes next. Past the schedule's
 // max elapsed time it returns errRetryTimeUp without waiting.
-func (c *Client) backoff(ctx context.Context, req Request, f *fetchState, retryAfter time.Duration) error {
+func (c *Client) backoff(ctx context.Context, req model.Request, f *fetchState, retryAfter time.Duration) error {
 	if f.schedule == nil {
 		f.schedule = c.newSchedule()
 	}
@@ -701,7 +642,7 @@ func (c *Client) newSchedule() *backoff.ExponentialBackOff {
 	)
 }
 
-func (c *Client) count(f func(*Stats)) {
+func (c *Client) count(f func(*model.Stats)) {
 	c.mu.Lock()
 	f(&c.stats)
 	c.mu.Unlock()

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"sitewatch/pipeline/atlas/atlastest"
+	"sitewatch/pipeline/model"
 	"sitewatch/schema"
 )
 
@@ -95,21 +96,21 @@ func assertNoKey(t testing.TB, what, s string) {
 }
 
 // domainReqs returns n site-overview requests for distinct domains.
-func domainReqs(n int) []Request {
-	reqs := make([]Request, n)
+func domainReqs(n int) []model.Request {
+	reqs := make([]model.Request, n)
 	for i := range reqs {
-		reqs[i] = Request{Endpoint: schema.EndpointOverview, Domain: fmt.Sprintf("site%03d.example.com", i)}
+		reqs[i] = model.Request{Endpoint: schema.EndpointOverview, Domain: fmt.Sprintf("site%03d.example.com", i)}
 	}
 	return reqs
 }
 
 // run calls FetchAll and returns what was handed over, checking the key stays secret
 // and handle is never called concurrently.
-func run(t testing.TB, ctx context.Context, c *Client, reqs []Request, onResult func(n int, r Result)) ([]Result, error) {
+func run(t testing.TB, ctx context.Context, c *Client, reqs []model.Request, onResult func(n int, r model.Result)) ([]model.Result, error) {
 	t.Helper()
-	var got []Result
+	var got []model.Result
 	var busy sync.Mutex
-	err := c.FetchAll(ctx, reqs, func(r Result) {
+	err := c.FetchAll(ctx, reqs, func(r model.Result) {
 		if !busy.TryLock() {
 			t.Errorf("handle called concurrently")
 			return
@@ -129,7 +130,7 @@ func run(t testing.TB, ctx context.Context, c *Client, reqs []Request, onResult 
 	return got, err
 }
 
-func countOK(rs []Result) int {
+func countOK(rs []model.Result) int {
 	n := 0
 	for _, r := range rs {
 		if r.Err == nil {
@@ -152,9 +153,9 @@ func TestFetchAllOK(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := newServer(t, atlastest.Options{LatencyMin: 5 * time.Millisecond, LatencyMax: 20 * time.Millisecond})
 			c := newClient(t, srv, tt.cfg)
-			reqs := []Request{{Endpoint: schema.EndpointCountries}}
+			reqs := []model.Request{{Endpoint: schema.EndpointCountries}}
 			for _, r := range domainReqs(6) {
-				reqs = append(reqs, r, Request{Endpoint: schema.EndpointSimilar, Domain: r.Domain})
+				reqs = append(reqs, r, model.Request{Endpoint: schema.EndpointSimilar, Domain: r.Domain})
 			}
 			got, err := run(t, context.Background(), c, reqs, nil)
 			if err != nil {
@@ -246,9 +247,9 @@ func TestRateLimitedExhausted(t *testing.T) {
 			c := newClient(t, srv, Config{MaxAttempts: 2, MaxRateLimited: 2, MaxRetryAfter: tt.maxRetryAfter, Clock: clock})
 			r := c.Fetch(context.Background(), domainReqs(1)[0])
 			elapsed := clock.Since()
-			var e *Error
-			if !errors.Is(r.Err, ErrRateLimited) || !errors.As(r.Err, &e) {
-				t.Fatalf("Err = %v, want an *Error wrapping ErrRateLimited", r.Err)
+			var e *model.Error
+			if !errors.Is(r.Err, model.ErrRateLimited) || !errors.As(r.Err, &e) {
+				t.Fatalf("Err = %v, want an *model.Error wrapping model.ErrRateLimited", r.Err)
 			}
 			assertNoKey(t, "error", r.Err.Error())
 			if r.Attempts != 2 || e.Status != http.StatusTooManyRequests {
@@ -316,9 +317,9 @@ func TestServerErrorExhausted(t *testing.T) {
 		t.Fatalf("FetchAll = %v; a failing request must not stop the run", err)
 	}
 	for _, r := range got {
-		var e *Error
-		if !errors.Is(r.Err, ErrServer) || !errors.As(r.Err, &e) || e.Status < 500 || r.Attempts != 3 {
-			t.Errorf("%s: Err = %v after %d attempts, want an ErrServer 5xx after 3", r.Domain, r.Err, r.Attempts)
+		var e *model.Error
+		if !errors.Is(r.Err, model.ErrServer) || !errors.As(r.Err, &e) || e.Status < 500 || r.Attempts != 3 {
+			t.Errorf("%s: Err = %v after %d attempts, want an model.ErrServer 5xx after 3", r.Domain, r.Err, r.Attempts)
 		}
 	}
 }
@@ -327,14 +328,14 @@ func TestOutOfCreditsMidBatch(t *testing.T) {
 	srv := newServer(t, atlastest.Options{LatencyMin: 20 * time.Millisecond, LatencyMax: 80 * time.Millisecond})
 	c := newClient(t, srv, Config{Concurrency: 8})
 	reqs := domainReqs(60)
-	got, err := run(t, context.Background(), c, reqs, func(n int, r Result) {
+	got, err := run(t, context.Background(), c, reqs, func(n int, r model.Result) {
 		if n == 10 {
 			srv.SetCredits(canary, 0) // the wallet empties behind the client's back
 		}
 	})
-	var e *Error
-	if !errors.Is(err, ErrOutOfCredits) || !errors.As(err, &e) {
-		t.Fatalf("FetchAll = %v, want an *Error wrapping ErrOutOfCredits", err)
+	var e *model.Error
+	if !errors.Is(err, model.ErrOutOfCredits) || !errors.As(err, &e) {
+		t.Fatalf("FetchAll = %v, want an *model.Error wrapping model.ErrOutOfCredits", err)
 	}
 	t.Logf("stop error: %v", err)
 	if e.Status != http.StatusPaymentRequired || e.RemainingBalance == nil {
@@ -359,8 +360,8 @@ func TestOutOfCreditsMidBatch(t *testing.T) {
 	}
 	// The stop is sticky: nothing more is sent.
 	before := srv.Stats().Requests
-	if err := c.FetchAll(context.Background(), domainReqs(3), func(Result) { t.Error("handed a result after the stop") }); !errors.Is(err, ErrOutOfCredits) {
-		t.Errorf("second FetchAll = %v, want ErrOutOfCredits", err)
+	if err := c.FetchAll(context.Background(), domainReqs(3), func(model.Result) { t.Error("handed a result after the stop") }); !errors.Is(err, model.ErrOutOfCredits) {
+		t.Errorf("second FetchAll = %v, want model.ErrOutOfCredits", err)
 	}
 	if after := srv.Stats().Requests; after != before {
 		t.Errorf("%d requests sent after the stop", after-before)
@@ -375,10 +376,10 @@ func TestStopsBeforeCredits(t *testing.T) {
 		want        error
 		wantCharged int
 	}{
-		{"ReserveStop", 20, Config{MinCredits: 5}, ErrCreditReserve, 15},
-		{"EmptyWalletWithoutA402", 3, Config{}, ErrOutOfCredits, 3},
-		{"RunBudget", 100, Config{MaxCreditsPerRun: 7}, ErrRunBudget, 7},
-		{"BudgetTighterThanReserve", 100, Config{MaxCreditsPerRun: 4, MinCredits: 90}, ErrRunBudget, 4},
+		{"ReserveStop", 20, Config{MinCredits: 5}, model.ErrCreditReserve, 15},
+		{"EmptyWalletWithoutA402", 3, Config{}, model.ErrOutOfCredits, 3},
+		{"RunBudget", 100, Config{MaxCreditsPerRun: 7}, model.ErrRunBudget, 7},
+		{"BudgetTighterThanReserve", 100, Config{MaxCreditsPerRun: 4, MinCredits: 90}, model.ErrRunBudget, 4},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -412,7 +413,7 @@ func TestMarketplace(t *testing.T) {
 		{"NoBearer", false, "", nil},
 		{"WithBearer", false, canary, nil},
 		{"RequiredBearerGiven", true, canary, nil},
-		{"RequiredBearerMissing", true, "", ErrUnauthorized},
+		{"RequiredBearerMissing", true, "", model.ErrUnauthorized},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -420,7 +421,7 @@ func TestMarketplace(t *testing.T) {
 				MarketplaceRequireBearer: tt.requireBearer, MarketplaceQuota: 500})
 			c := newClient(t, srv, Config{Mode: ModeMarketplace, MarketplaceHost: host,
 				MarketplaceKey: canaryMarket, APIKey: tt.apiKey})
-			reqs := append(domainReqs(4), Request{Endpoint: schema.EndpointCountries})
+			reqs := append(domainReqs(4), model.Request{Endpoint: schema.EndpointCountries})
 			got, err := run(t, context.Background(), c, reqs, nil)
 			if !errors.Is(err, tt.want) {
 				t.Fatalf("FetchAll = %v, want %v", err, tt.want)
@@ -448,8 +449,8 @@ func TestMarketplaceQuotaReserve(t *testing.T) {
 	c := newClient(t, srv, Config{Mode: ModeMarketplace, MarketplaceHost: host, MarketplaceKey: canaryMarket,
 		MinCredits: 3, Concurrency: 6})
 	got, err := run(t, context.Background(), c, domainReqs(20), nil)
-	if !errors.Is(err, ErrCreditReserve) {
-		t.Fatalf("FetchAll = %v, want ErrCreditReserve", err)
+	if !errors.Is(err, model.ErrCreditReserve) {
+		t.Fatalf("FetchAll = %v, want model.ErrCreditReserve", err)
 	}
 	if n, want := int(srv.Stats().Requests), 7; n != want || countOK(got) != want {
 		t.Errorf("server saw %d requests, %d ok; want %d (quota 10, reserve 3)", n, countOK(got), want)
@@ -481,7 +482,7 @@ func TestRateLimitFollowsServer(t *testing.T) {
 	srv := newServer(t, atlastest.Options{Rate: 20, LatencyMin: 20 * time.Millisecond, LatencyMax: 60 * time.Millisecond})
 	c := newClient(t, srv, Config{RateLimit: 30})
 	var mid float64
-	got, err := run(t, context.Background(), c, domainReqs(30), func(n int, r Result) {
+	got, err := run(t, context.Background(), c, domainReqs(30), func(n int, r model.Result) {
 		switch n {
 		case 2:
 			mid = c.Stats().RateLimit
@@ -521,19 +522,19 @@ func TestRejectedRequests(t *testing.T) {
 		want     error
 		wantCode string
 	}{
-		{"IPAddress", "192.168.0.1", ErrInvalidDomain, "INVALID_DOMAIN"},
-		{"Markup", "<b>x</b>", ErrInvalidDomain, "INVALID_DOMAIN"},
-		{"Empty", "", ErrMissingParameter, "MISSING_PARAMETER"},
+		{"IPAddress", "192.168.0.1", model.ErrInvalidDomain, "INVALID_DOMAIN"},
+		{"Markup", "<b>x</b>", model.ErrInvalidDomain, "INVALID_DOMAIN"},
+		{"Empty", "", model.ErrMissingParameter, "MISSING_PARAMETER"},
 	}
 	srv := newServer(t, atlastest.Options{})
 	c := newClient(t, srv, Config{})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			before := srv.Stats().Requests
-			r := c.Fetch(context.Background(), Request{Endpoint: schema.EndpointOverview, Domain: tt.domain})
-			var e *Error
+			r := c.Fetch(context.Background(), model.Request{Endpoint: schema.EndpointOverview, Domain: tt.domain})
+			var e *model.Error
 			if !errors.Is(r.Err, tt.want) || !errors.As(r.Err, &e) {
-				t.Fatalf("Err = %v, want an *Error wrapping %v", r.Err, tt.want)
+				t.Fatalf("Err = %v, want an *model.Error wrapping %v", r.Err, tt.want)
 			}
 			t.Logf("error: %v", r.Err)
 			if e.Status != http.StatusBadRequest || e.Code != tt.wantCode || e.Message == "" {
@@ -560,12 +561,12 @@ func TestFatalAnswers(t *testing.T) {
 		want    error
 		wantMsg string
 	}{
-		{"Unauthorized", func(cfg *Config, _ string) { cfg.APIKey = canary + "-revoked" }, ErrUnauthorized, "check ATLAS_API_KEY"},
-		{"UnauthorizedXAPIKey", func(cfg *Config, _ string) { cfg.APIKey, cfg.UseXAPIKey = canary+"x", true }, ErrUnauthorized, "check ATLAS_API_KEY"},
-		{"DoublePrefix", func(cfg *Config, u string) { cfg.BaseURL = u + "/atlas" }, ErrMisconfigured, "base_url or api.mode is likely wrong"},
+		{"Unauthorized", func(cfg *Config, _ string) { cfg.APIKey = canary + "-revoked" }, model.ErrUnauthorized, "check ATLAS_API_KEY"},
+		{"UnauthorizedXAPIKey", func(cfg *Config, _ string) { cfg.APIKey, cfg.UseXAPIKey = canary+"x", true }, model.ErrUnauthorized, "check ATLAS_API_KEY"},
+		{"DoublePrefix", func(cfg *Config, u string) { cfg.BaseURL = u + "/atlas" }, model.ErrMisconfigured, "base_url or api.mode is likely wrong"},
 		{"MarketplaceModeOnDirectGateway", func(cfg *Config, _ string) {
 			cfg.Mode, cfg.MarketplaceHost, cfg.MarketplaceKey = ModeMarketplace, "x.example", canaryMarket
-		}, ErrMisconfigured, "base_url or api.mode is likely wrong"},
+		}, model.ErrMisconfigured, "base_url or api.mode is likely wrong"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -576,7 +577,7 @@ func TestFatalAnswers(t *testing.T) {
 			got, err := run(t, context.Background(), c, domainReqs(10), nil)
 			if tt.want == nil {
 				// Whatever a gateway answers to a wrong mode, it must stop the run at once.
-				if !IsStop(err) {
+				if !model.IsStop(err) {
 					t.Fatalf("FetchAll = %v, want a stop reason", err)
 				}
 			} else if !errors.Is(err, tt.want) {
@@ -597,9 +598,9 @@ func TestTimeouts(t *testing.T) {
 	srv := newServer(t, atlastest.Options{Faults: atlastest.Faults{Hang: 3 * time.Second}})
 	c := newClient(t, srv, Config{Timeout: 100 * time.Millisecond, MaxAttempts: 2})
 	r := c.Fetch(context.Background(), domainReqs(1)[0])
-	var e *Error
-	if !errors.Is(r.Err, ErrServer) || !errors.As(r.Err, &e) {
-		t.Fatalf("Err = %v, want an *Error wrapping ErrServer", r.Err)
+	var e *model.Error
+	if !errors.Is(r.Err, model.ErrServer) || !errors.As(r.Err, &e) {
+		t.Fatalf("Err = %v, want an *model.Error wrapping model.ErrServer", r.Err)
 	}
 	t.Logf("error: %v", r.Err)
 	if !strings.Contains(e.Message, "api.timeout") || r.Attempts != 2 {
@@ -662,8 +663,8 @@ func TestBroken200(t *testing.T) {
 			for _, r := range got {
 				if r.Err != nil {
 					// Broken twice: given up after its one refetch, both answers charged.
-					if !errors.Is(r.Err, ErrServer) || r.Attempts != 2 || r.Charged != 2 {
-						t.Errorf("%s: Err = %v after %d attempts, %d charged; want ErrServer after one refetch, 2 charged", r.Domain, r.Err, r.Attempts, r.Charged)
+					if !errors.Is(r.Err, model.ErrServer) || r.Attempts != 2 || r.Charged != 2 {
+						t.Errorf("%s: Err = %v after %d attempts, %d charged; want model.ErrServer after one refetch, 2 charged", r.Domain, r.Err, r.Attempts, r.Charged)
 					}
 					continue
 				}
@@ -776,8 +777,8 @@ func TestSchemaDriftIsNotRetried(t *testing.T) {
 		t.Fatalf("FetchAll: %v", err)
 	}
 	for _, r := range got {
-		if !errors.Is(r.Err, ErrSchemaDrift) {
-			t.Errorf("%s: Err = %v, want ErrSchemaDrift", r.Domain, r.Err)
+		if !errors.Is(r.Err, model.ErrSchemaDrift) {
+			t.Errorf("%s: Err = %v, want model.ErrSchemaDrift", r.Domain, r.Err)
 		}
 	}
 	if st := c.Stats(); st.Retries != 0 || st.CreditsSpent != int64(len(reqs)) {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"sitewatch/pipeline/atlas/atlastest"
+	"sitewatch/pipeline/model"
 	"sitewatch/schema"
 )
 
@@ -19,7 +20,7 @@ import (
 // the client (a signal) ends a paused wait at once.
 func TestFence(t *testing.T) {
 	lost := errors.New("the bucket lease was lost")
-	reqs := []Request{{Endpoint: schema.EndpointOverview, Domain: "a.com"}, {Endpoint: schema.EndpointOverview, Domain: "b.com"},
+	reqs := []model.Request{{Endpoint: schema.EndpointOverview, Domain: "a.com"}, {Endpoint: schema.EndpointOverview, Domain: "b.com"},
 		{Endpoint: schema.EndpointSimilar, Domain: "a.com"}}
 	for _, tc := range []struct {
 		name        string
@@ -59,7 +60,7 @@ func TestFence(t *testing.T) {
 				time.AfterFunc(tc.stopAfter, func() { c.Stop(context.Canceled) })
 			}
 			start := time.Now()
-			err := c.FetchAll(context.Background(), reqs, func(Result) {})
+			err := c.FetchAll(context.Background(), reqs, func(model.Result) {})
 			if !errors.Is(err, tc.wantErr) || (tc.wantErr == nil && err != nil) {
 				t.Errorf("FetchAll = %v, want %v", err, tc.wantErr)
 			}
@@ -102,7 +103,7 @@ func TestSignalAbandonsHungCalls(t *testing.T) {
 	c := newClient(t, nil, Config{BaseURL: srv.URL, Timeout: time.Minute, Concurrency: 1})
 	time.AfterFunc(100*time.Millisecond, func() { c.Stop(fmt.Errorf("interrupted by a signal: %w", context.Canceled)) })
 	start := time.Now()
-	err := c.FetchAll(context.Background(), []Request{{Endpoint: schema.EndpointOverview, Domain: "a.com"}}, func(Result) {})
+	err := c.FetchAll(context.Background(), []model.Request{{Endpoint: schema.EndpointOverview, Domain: "a.com"}}, func(model.Result) {})
 	took := time.Since(start)
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("FetchAll = %v, want the signal's stop", err)

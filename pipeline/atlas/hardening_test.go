@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"sitewatch/pipeline/atlas/atlastest"
+	"sitewatch/pipeline/model"
 	"sitewatch/schema"
 )
 
@@ -38,8 +39,8 @@ func TestBrokenBodiesRefetchedOnceWithinBudget(t *testing.T) {
 			c := newClient(t, srv, cfg)
 			reqs := domainReqs(20)
 			got, err := run(t, context.Background(), c, reqs, nil)
-			if !errors.Is(err, ErrWasteBudget) || !IsStop(err) {
-				t.Fatalf("FetchAll = %v, want the ErrWasteBudget stop", err)
+			if !errors.Is(err, model.ErrWasteBudget) || !model.IsStop(err) {
+				t.Fatalf("FetchAll = %v, want the model.ErrWasteBudget stop", err)
 			}
 			t.Logf("stop error: %v", err)
 			ss, st := srv.Stats(), c.Stats()
@@ -73,7 +74,7 @@ func TestMaxCreditsIsAnUpperBound(t *testing.T) {
 	c := newClient(t, srv, cfg)
 	reqs := domainReqs(40)
 	_, err := run(t, context.Background(), c, reqs, nil)
-	if err != nil && !errors.Is(err, ErrWasteBudget) {
+	if err != nil && !errors.Is(err, model.ErrWasteBudget) {
 		t.Fatalf("FetchAll = %v", err)
 	}
 	if most, got := MaxCredits(len(reqs), cfg), int(srv.Stats().Charged); got > most || most != len(reqs)+DefaultMaxWastedCredits {
@@ -94,7 +95,7 @@ func TestRefusedBodiesAreCharged(t *testing.T) {
 			t.Fatalf("FetchAll: %v", err)
 		}
 		for _, r := range got {
-			if !errors.Is(r.Err, ErrSchemaDrift) || r.Charged != 1 || r.Body != nil || r.Overview != nil {
+			if !errors.Is(r.Err, model.ErrSchemaDrift) || r.Charged != 1 || r.Body != nil || r.Overview != nil {
 				t.Errorf("%s: Err %v, charged %d, body kept %v: want drift, 1 credit, nothing kept", r.Domain, r.Err, r.Charged, r.Body != nil)
 			}
 		}
@@ -149,8 +150,8 @@ func TestReserveFailsClosed(t *testing.T) {
 			calls, u := balanceServer(t, body, 1000, 1, func(int64) string { return junk })
 			c := newClient(t, nil, Config{BaseURL: u, MinCredits: 995, Concurrency: 8})
 			_, err := run(t, context.Background(), c, domainReqs(20), nil)
-			if !errors.Is(err, ErrBalanceUnknown) || !IsStop(err) {
-				t.Fatalf("FetchAll = %v, want the ErrBalanceUnknown stop", err)
+			if !errors.Is(err, model.ErrBalanceUnknown) || !model.IsStop(err) {
+				t.Fatalf("FetchAll = %v, want the model.ErrBalanceUnknown stop", err)
 			}
 			t.Logf("stop error: %v", err)
 			if n := calls.value(); n != 1 {
@@ -174,8 +175,8 @@ func TestCreditCostAboveOne(t *testing.T) {
 		calls, u := balanceServer(t, body, 1000, 3, func(n int64) string { return strconv.FormatInt(n, 10) })
 		c := newClient(t, nil, Config{BaseURL: u, MaxCreditsPerRun: 10, Concurrency: 8})
 		_, err := run(t, context.Background(), c, domainReqs(20), nil)
-		if !errors.Is(err, ErrRunBudget) {
-			t.Fatalf("FetchAll = %v, want ErrRunBudget", err)
+		if !errors.Is(err, model.ErrRunBudget) {
+			t.Fatalf("FetchAll = %v, want model.ErrRunBudget", err)
 		}
 		if spent := c.Stats().CreditsSpent; spent > 10 || calls.value() != 3 {
 			t.Errorf("%d calls spent %d credits under a cap of 10, want 3 calls and 9 credits", calls.value(), spent)
@@ -185,8 +186,8 @@ func TestCreditCostAboveOne(t *testing.T) {
 		calls, u := balanceServer(t, body, 30, 3, func(n int64) string { return strconv.FormatInt(n, 10) })
 		c := newClient(t, nil, Config{BaseURL: u, MinCredits: 20, Concurrency: 8})
 		_, err := run(t, context.Background(), c, domainReqs(20), nil)
-		if !errors.Is(err, ErrCreditReserve) {
-			t.Fatalf("FetchAll = %v, want ErrCreditReserve", err)
+		if !errors.Is(err, model.ErrCreditReserve) {
+			t.Fatalf("FetchAll = %v, want model.ErrCreditReserve", err)
 		}
 		if left := c.Stats().CreditsRemaining; left < 20 || calls.value() != 3 {
 			t.Errorf("%d calls left %d credits under a reserve of 20, want 3 calls leaving 21", calls.value(), left)
@@ -225,8 +226,8 @@ func TestRateLimitWaitIsBounded(t *testing.T) {
 	c := newClient(t, srv, Config{MaxRateLimitWait: 10 * time.Minute, MaxRateLimited: 1000, Concurrency: 4, Clock: clock})
 	start := time.Now()
 	_, err := run(t, context.Background(), c, domainReqs(10), nil)
-	if !errors.Is(err, ErrRateLimitWait) || !IsStop(err) {
-		t.Fatalf("FetchAll = %v, want the ErrRateLimitWait stop", err)
+	if !errors.Is(err, model.ErrRateLimitWait) || !model.IsStop(err) {
+		t.Fatalf("FetchAll = %v, want the model.ErrRateLimitWait stop", err)
 	}
 	t.Logf("stop error: %v", err)
 	st := c.Stats()
@@ -254,8 +255,8 @@ func TestServerRateLimitBelowFloor(t *testing.T) {
 	c := newClient(t, nil, Config{BaseURL: srv.URL, Concurrency: 4})
 	start := time.Now()
 	_, err := run(t, context.Background(), c, domainReqs(5), nil)
-	if !errors.Is(err, ErrServerRateLimit) || !IsStop(err) {
-		t.Fatalf("FetchAll = %v, want ErrServerRateLimit", err)
+	if !errors.Is(err, model.ErrServerRateLimit) || !model.IsStop(err) {
+		t.Fatalf("FetchAll = %v, want model.ErrServerRateLimit", err)
 	}
 	t.Logf("stop error: %v", err)
 	if calls.Load() != 1 || time.Since(start) > 20*time.Second { // pacing at 1e-6/s would never end
@@ -284,7 +285,7 @@ func TestStopWakesEveryWait(t *testing.T) {
 				t.Fatal(err)
 			}
 			done := make(chan error, 1)
-			go func() { done <- c.FetchAll(context.Background(), domainReqs(10), func(Result) {}) }()
+			go func() { done <- c.FetchAll(context.Background(), domainReqs(10), func(model.Result) {}) }()
 			time.Sleep(300 * time.Millisecond)
 			stopped := time.Now()
 			reason := errors.New("signal: terminated")
@@ -325,20 +326,20 @@ func TestReflectedKeyNeverLeaves(t *testing.T) {
 			{"ContentType", func(w http.ResponseWriter, r *http.Request) {
 				w.Header().Set("Content-Type", `text/html; key="`+form+`"`)
 				w.Write([]byte("<html>oops</html>"))
-			}, ErrServer},
+			}, model.ErrServer},
 			{"ErrorBody", func(w http.ResponseWriter, r *http.Request) {
 				w.Header().Set("Content-Type", "application/json")
 				w.WriteHeader(http.StatusBadRequest)
 				fmt.Fprintf(w, `{"error":"BAD_%s","message":"your key %s is odd"}`, form, form)
-			}, ErrBadRequest},
+			}, model.ErrBadRequest},
 			{"Location", func(w http.ResponseWriter, r *http.Request) {
 				http.Redirect(w, r, "https://elsewhere.example/?k="+form, http.StatusFound)
-			}, ErrMisconfigured},
+			}, model.ErrMisconfigured},
 			{"Body200", func(w http.ResponseWriter, r *http.Request) {
 				w.Header().Set("Content-Type", "application/json")
 				w.Header().Set("X-Gateway-Remaining-Credits", "100")
 				w.Write(bytes.Replace(body, []byte(`"success"`), []byte(`"success","echo":"`+form+`"`), 1))
-			}, ErrSecretInBody},
+			}, model.ErrSecretInBody},
 		}
 		for _, tc := range cases {
 			t.Run(name+"/"+tc.name, func(t *testing.T) {
@@ -353,8 +354,8 @@ func TestReflectedKeyNeverLeaves(t *testing.T) {
 				if r.Body != nil || r.Overview != nil {
 					t.Errorf("a body reflecting the key was handed over")
 				}
-				if tc.want == ErrSecretInBody {
-					var e *Error
+				if tc.want == model.ErrSecretInBody {
+					var e *model.Error
 					if !errors.As(r.Err, &e) || e.Code != "SECRET_IN_BODY" || r.Charged != 1 || r.Attempts != 1 {
 						t.Errorf("Err %+v, charged %d, attempts %d: want SECRET_IN_BODY, charged 1, not refetched", r.Err, r.Charged, r.Attempts)
 					}
@@ -384,8 +385,8 @@ func TestNoRedirectWhateverTheHTTPClient(t *testing.T) {
 	} {
 		c := newClient(t, nil, cfg)
 		r := c.Fetch(context.Background(), domainReqs(1)[0])
-		if !errors.Is(r.Err, ErrMisconfigured) {
-			t.Errorf("Err = %v, want ErrMisconfigured for a redirect", r.Err)
+		if !errors.Is(r.Err, model.ErrMisconfigured) {
+			t.Errorf("Err = %v, want model.ErrMisconfigured for a redirect", r.Err)
 		}
 	}
 	if n := leaked.Load(); n != 0 {
@@ -412,8 +413,8 @@ func TestBodyCaps(t *testing.T) {
 			})
 			c := newClient(t, nil, Config{BaseURL: srv.URL, MaxBodyBytes: 1 << 20})
 			r := c.Fetch(context.Background(), domainReqs(1)[0])
-			if !errors.Is(r.Err, ErrBodyTooLarge) || r.Attempts != 1 || r.Charged != 1 {
-				t.Errorf("chunked %v: Err %v after %d attempts, charged %d; want ErrBodyTooLarge, 1 attempt, charged", chunked, r.Err, r.Attempts, r.Charged)
+			if !errors.Is(r.Err, model.ErrBodyTooLarge) || r.Attempts != 1 || r.Charged != 1 {
+				t.Errorf("chunked %v: Err %v after %d attempts, charged %d; want model.ErrBodyTooLarge, 1 attempt, charged", chunked, r.Err, r.Attempts, r.Charged)
 			}
 			if c.heldBytes != 0 {
 				t.Errorf("chunked %v: %d bytes still held", chunked, c.heldBytes)
@@ -437,7 +438,7 @@ func TestBodyCaps(t *testing.T) {
 		})
 		const budget = 2 << 20
 		c := newClient(t, nil, Config{BaseURL: srv.URL, MaxBodyBytes: 1 << 20, MaxInflightBytes: budget, Concurrency: 12, RateLimit: 1000})
-		err := c.FetchAll(context.Background(), domainReqs(24), func(r Result) {
+		err := c.FetchAll(context.Background(), domainReqs(24), func(r model.Result) {
 			if r.Err != nil {
 				t.Errorf("%s: %v", r.Domain, r.Err)
 			}
@@ -475,7 +476,7 @@ func TestUnreachableOnFirstCall(t *testing.T) {
 			start := time.Now()
 			got, err := run(t, context.Background(), c, domainReqs(5), nil)
 			var ue *UnreachableError
-			if !errors.As(err, &ue) || !errors.Is(err, ErrUnreachable) || !IsStop(err) {
+			if !errors.As(err, &ue) || !errors.Is(err, model.ErrUnreachable) || !model.IsStop(err) {
 				t.Fatalf("FetchAll = %v, want an *UnreachableError stop", err)
 			}
 			t.Logf("stop error: %v", err)
@@ -504,8 +505,8 @@ func TestRefusedAfterFirstAnswerIsRetried(t *testing.T) {
 	}
 	srv.Close()
 	r := c.Fetch(context.Background(), domainReqs(2)[1])
-	if !errors.Is(r.Err, ErrServer) || r.Attempts != 3 || c.Err() != nil {
-		t.Errorf("Err %v after %d attempts, client stop %v: want ErrServer after 3 attempts and no stop", r.Err, r.Attempts, c.Err())
+	if !errors.Is(r.Err, model.ErrServer) || r.Attempts != 3 || c.Err() != nil {
+		t.Errorf("Err %v after %d attempts, client stop %v: want model.ErrServer after 3 attempts and no stop", r.Err, r.Attempts, c.Err())
 	}
 	if st := c.Stats(); st.Unanswered != 0 || st.Refetches != 0 {
 		t.Errorf("Unanswered %d, Refetches %d: a refused connection was never sent, so cannot be charged", st.Unanswered, st.Refetches)
@@ -561,68 +562,34 @@ func TestProbe(t *testing.T) {
 	t.Run("Unauthorized", func(t *testing.T) {
 		srv := newServer(t, atlastest.Options{})
 		c := newClient(t, srv, Config{APIKey: canary + "-revoked"})
-		if _, err := c.Probe(context.Background()); !errors.Is(err, ErrUnauthorized) {
-			t.Errorf("Probe = %v, want ErrUnauthorized", err)
+		if _, err := c.Probe(context.Background()); !errors.Is(err, model.ErrUnauthorized) {
+			t.Errorf("Probe = %v, want model.ErrUnauthorized", err)
 		}
 	})
 	t.Run("OutOfCredits", func(t *testing.T) {
 		srv := newServer(t, atlastest.Options{Keys: map[string]int64{canary: 0}})
 		c := newClient(t, srv, Config{})
 		p, err := c.Probe(context.Background())
-		var e *Error
-		if !errors.Is(err, ErrOutOfCredits) || !errors.As(err, &e) || e.RemainingBalance == nil || p.Balance != 0 {
-			t.Errorf("Probe = %+v, %v: want ErrOutOfCredits with balance 0", p, err)
+		var e *model.Error
+		if !errors.Is(err, model.ErrOutOfCredits) || !errors.As(err, &e) || e.RemainingBalance == nil || p.Balance != 0 {
+			t.Errorf("Probe = %+v, %v: want model.ErrOutOfCredits with balance 0", p, err)
 		}
 	})
 	t.Run("WrongMode", func(t *testing.T) {
 		srv := newServer(t, atlastest.Options{})
 		c := newClient(t, srv, Config{BaseURL: srv.URL + "/atlas"})
-		if _, err := c.Probe(context.Background()); !errors.Is(err, ErrMisconfigured) {
-			t.Errorf("Probe = %v, want ErrMisconfigured", err)
+		if _, err := c.Probe(context.Background()); !errors.Is(err, model.ErrMisconfigured) {
+			t.Errorf("Probe = %v, want model.ErrMisconfigured", err)
 		}
 	})
 }
-
-func TestCheckBaseURL(t *testing.T) {
-	tests := []struct {
-		raw      string
-		insecure bool
-		want     error // nil: accepted; errAny: refused for another reason
-	}{
-		{"https://gateway.example", false, nil},
-		{"http://127.0.0.1:8080", false, nil},
-		{"http://localhost:8080/base", false, nil},
-		{"http://[::1]:9", false, nil},
-		{"http://gateway.example", false, ErrInsecureHTTP},
-		{"http://10.0.0.5", false, ErrInsecureHTTP},
-		{"http://gateway.example", true, nil},
-		{"ftp://gateway.example", true, errAny},
-		{"https://u:p@gateway.example", false, errAny},
-		{"https://gateway.example/?k=v", false, errAny},
-		{"", false, errAny},
-	}
-	for _, tt := range tests {
-		err := CheckBaseURL(tt.raw, tt.insecure)
-		switch {
-		case tt.want == nil && err != nil:
-			t.Errorf("CheckBaseURL(%q, %v) = %v, want accepted", tt.raw, tt.insecure, err)
-		case tt.want == errAny && err == nil, tt.want != nil && tt.want != errAny && !errors.Is(err, tt.want):
-			t.Errorf("CheckBaseURL(%q, %v) = %v, want %v", tt.raw, tt.insecure, err, tt.want)
-		}
-	}
-	if got := RedactURL("https://user:" + canary + "@gw.example/base?key=" + canary + "#" + canary); got != "https://gw.example/base" {
-		t.Errorf("RedactURL = %q", got)
-	}
-}
-
-var errAny = errors.New("any error")
 
 // The client-level form of cmd/sitewatch's TestDriftFaultNeverRetried, deterministic:
 // every answer drifts, so the check cannot pass by drawing no fault.
 func TestDriftNeverRefetched(t *testing.T) {
 	srv := newServer(t, atlastest.Options{Faults: atlastest.Faults{Drift: 1}})
 	c := newClient(t, srv, Config{MaxWastedCredits: 1, Concurrency: 4})
-	reqs := append(domainReqs(6), Request{Endpoint: schema.EndpointCountries})
+	reqs := append(domainReqs(6), model.Request{Endpoint: schema.EndpointCountries})
 	got, err := run(t, context.Background(), c, reqs, nil)
 	if err != nil {
 		t.Fatalf("FetchAll = %v: drift is per request, and never spends the refetch budget", err)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"sitewatch/pipeline/atlas/atlastest"
+	"sitewatch/pipeline/model"
 	"sitewatch/schema"
 )
 
@@ -45,7 +46,7 @@ func (f *fakeClock) After(d time.Duration) <-chan time.Time {
 // Since is the time the clock has moved since it was made.
 func (f *fakeClock) Since() time.Duration { return f.Now().Sub(f.start) }
 
-func assertDecoded(t testing.TB, r Result) {
+func assertDecoded(t testing.TB, r model.Result) {
 	t.Helper()
 	var ok bool
 	switch r.Endpoint {
@@ -67,7 +68,7 @@ func goodBody(t testing.TB, endpoint schema.Endpoint) []byte {
 	t.Helper()
 	srv := newServer(t, atlastest.Options{})
 	c := newClient(t, srv, Config{})
-	r := c.Fetch(context.Background(), Request{Endpoint: endpoint, Domain: "example.com"})
+	r := c.Fetch(context.Background(), model.Request{Endpoint: endpoint, Domain: "example.com"})
 	if r.Err != nil {
 		t.Fatalf("fetch a good %s body: %v", endpoint, r.Err)
 	}

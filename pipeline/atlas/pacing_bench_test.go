@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"sitewatch/pipeline/atlas/atlastest"
+	"sitewatch/pipeline/model"
 )
 
 // pacingFigures are the figures of one pacing run.
@@ -46,7 +47,7 @@ func measurePacing(b *testing.B, cfg Config, limit, calls int) pacingFigures {
 		sends = append(sends, t)
 	}
 	ok := 0
-	err = c.FetchAll(context.Background(), domainReqs(calls), func(r Result) {
+	err = c.FetchAll(context.Background(), domainReqs(calls), func(r model.Result) {
 		if r.Err == nil {
 			ok++
 		} else {

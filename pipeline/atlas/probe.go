@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"sitewatch/pipeline/model"
 	"sitewatch/schema"
 )
 
@@ -27,13 +28,13 @@ type Probe struct {
 // Probe makes the free preflight call: a site overview request without its url parameter.
 // The API checks the key and the wallet first, then answers 400 MISSING_PARAMETER with
 // the usual headers and charges nothing. It returns what the headers say, and an error:
-// ErrUnauthorized (401/403), ErrOutOfCredits (402, Probe.Balance and Error.RemainingBalance
-// set), *UnreachableError (DNS, TCP or TLS failed), ErrMisconfigured (an answer other than
-// the expected 400, e.g. 404 from a wrong base URL or mode), ErrRateLimited (429) or
-// ErrServer (5xx, no answer in time). Probe ignores the client's stop state and pacing.
+// model.ErrUnauthorized (401/403), model.ErrOutOfCredits (402, Probe.Balance and model.Error.RemainingBalance
+// set), *UnreachableError (DNS, TCP or TLS failed), model.ErrMisconfigured (an answer other than
+// the expected 400, e.g. 404 from a wrong base URL or mode), model.ErrRateLimited (429) or
+// model.ErrServer (5xx, no answer in time). Probe ignores the client's stop state and pacing.
 func (c *Client) Probe(ctx context.Context) (Probe, error) {
 	p := Probe{Balance: -1, QuotaLimit: -1, QuotaRemaining: -1}
-	req := Request{Endpoint: schema.EndpointOverview}
+	req := model.Request{Endpoint: schema.EndpointOverview}
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
 	defer cancel()
 	tr := &connTrace{}
@@ -44,15 +45,15 @@ func (c *Client) Probe(ctx context.Context) (Probe, error) {
 	}
 	c.setHeaders(hreq)
 	start := time.Now()
-	c.count(func(s *Stats) { s.Requests++ })
+	c.count(func(s *model.Stats) { s.Requests++ })
 	resp, err := c.hc.Do(hreq)
 	if err != nil {
-		c.count(func(s *Stats) { s.ByStatus[0]++ })
+		c.count(func(s *model.Stats) { s.ByStatus[0]++ })
 		return p, c.probeFailure(ctx, req, err, tr)
 	}
 	defer func() { _ = resp.Body.Close() }() // the body was read as far as needed
 	p.Latency = time.Since(start)
-	c.count(func(s *Stats) { s.ByStatus[resp.StatusCode]++ })
+	c.count(func(s *model.Stats) { s.ByStatus[resp.StatusCode]++ })
 	p.readHeaders(resp.Header)
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 	eb := parseErrorBody(body)
@@ -64,35 +65,35 @@ func (c *Client) Probe(ctx context.Context) (Probe, error) {
 		c.learn(resp.Header, start)
 		return p, nil
 	case s == http.StatusUnauthorized || s == http.StatusForbidden:
-		e.Err = ErrUnauthorized
+		e.Err = model.ErrUnauthorized
 	case s == http.StatusPaymentRequired:
-		e.RemainingBalance, e.Err = eb.remainingBalance, ErrOutOfCredits
+		e.RemainingBalance, e.Err = eb.remainingBalance, model.ErrOutOfCredits
 		if p.Balance < 0 && eb.remainingBalance != nil {
 			p.Balance = int64(*eb.remainingBalance)
 		}
 	case s == http.StatusTooManyRequests:
-		e.RetryAfter, e.Err = c.retryAfter(resp.Header.Get("Retry-After")), ErrRateLimited
+		e.RetryAfter, e.Err = c.retryAfter(resp.Header.Get("Retry-After")), model.ErrRateLimited
 	case s >= 500:
-		e.Err = ErrServer
+		e.Err = model.ErrServer
 	default:
 		e.Message = strings.TrimSuffix(fmt.Sprintf("GET %s without url answered %d instead of 400 MISSING_PARAMETER: %s",
 			c.redactedPath(hreq.URL), s, e.Message), ": ")
-		e.Err = ErrMisconfigured
+		e.Err = model.ErrMisconfigured
 	}
 	return p, e
 }
 
-func (c *Client) probeFailure(ctx context.Context, req Request, err error, tr *connTrace) error {
+func (c *Client) probeFailure(ctx context.Context, req model.Request, err error, tr *connTrace) error {
 	msg := c.transportMessage(err)
 	if stage, wrote := tr.result(err); stage != "" && !wrote {
 		cause := error(fmt.Errorf("%s", msg))
 		if isCertificateError(err) {
-			cause = fmt.Errorf("%w: %s", ErrUntrustedCertificate, msg)
+			cause = fmt.Errorf("%w: %s", model.ErrUntrustedCertificate, msg)
 		}
 		return &UnreachableError{Stage: stage, Host: c.host(), BaseURL: c.baseURL, Err: cause}
 	}
 	e := c.newError(req, 0, "", "")
-	e.Op, e.Message, e.Err = "probe", msg, ErrServer
+	e.Op, e.Message, e.Err = "probe", msg, model.ErrServer
 	if ctx.Err() != nil {
 		e.Message = fmt.Sprintf("no answer within %s (api.timeout)", c.cfg.Timeout)
 	}

@@ -7,7 +7,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"sitewatch/pipeline/atlas"
+	"sitewatch/pipeline/secret"
 )
 
 // SourceConfig is one credit source of api.sources: a direct gateway wallet or a marketplace
@@ -93,7 +93,7 @@ func (c *Config) BaseURLFromEnv() bool { return c.baseURLFromEnv }
 // validateSources checks api.sources, one problem per bad key, each on its own line.
 func (c *Config) validateSources(p *problems) {
 	if c.baseURLFromEnv {
-		if err := atlas.CheckBaseURL(c.API.BaseURL, c.API.AllowInsecureHTTP); err != nil {
+		if err := secret.CheckBaseURL(c.API.BaseURL, c.API.AllowInsecureHTTP); err != nil {
 			p.add(0, "%s (which overrides the base_url of every source in api.sources): %v", EnvBaseURL, err)
 		}
 	}
@@ -170,7 +170,7 @@ func (s *SourceConfig) validate(bad func(key, format string, args ...any), insec
 	if !sourceName.MatchString(s.Name) {
 		bad("name", "%q: want a short lower-case name (letters, digits, - and _), e.g. marketplace or direct", s.Name)
 	}
-	if err := atlas.CheckBaseURL(s.BaseURL, insecure); err != nil && !fromEnv { // ATLAS_BASE_URL is checked once
+	if err := secret.CheckBaseURL(s.BaseURL, insecure); err != nil && !fromEnv { // ATLAS_BASE_URL is checked once
 		bad("base_url", "%v", err)
 	}
 	switch s.Mode {

@@ -5,12 +5,14 @@ import (
 	"math"
 	"net/url"
 	"regexp"
-	"sitewatch/pipeline/atlas"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/robfig/cron/v3"
+
+	"sitewatch/pipeline/model"
+	"sitewatch/pipeline/secret"
 )
 
 // validate checks every setting after defaults, adding one problem per bad key.
@@ -26,7 +28,7 @@ func (c *Config) validate(p *problems) {
 	// The client's own check, so config and client never disagree on a usable base URL.
 	if c.present["api.sources"] {
 		c.validateSources(p) // each source has its own base URL
-	} else if err := atlas.CheckBaseURL(c.API.BaseURL, c.API.AllowInsecureHTTP); err != nil {
+	} else if err := secret.CheckBaseURL(c.API.BaseURL, c.API.AllowInsecureHTTP); err != nil {
 		if c.baseURLFromEnv {
 			p.add(0, "%s (which overrides api.base_url): %v", EnvBaseURL, err)
 		} else {
@@ -99,11 +101,11 @@ const (
 // checkRateLimit bounds a requests/second limit: at least the floor the client refuses from
 // a server (below it a month would take weeks), at most maxRateLimit; NaN and Inf refused.
 func checkRateLimit(r float64) string {
-	if r >= atlas.MinServerRateLimit && r <= maxRateLimit {
+	if r >= model.MinServerRateLimit && r <= maxRateLimit {
 		return ""
 	}
 	return fmt.Sprintf("%v is out of range: use %g to %d requests per second (the client refuses a server's limit below %g/s too)",
-		r, atlas.MinServerRateLimit, maxRateLimit, atlas.MinServerRateLimit)
+		r, model.MinServerRateLimit, maxRateLimit, model.MinServerRateLimit)
 }
 
 func (c *Config) validateOutputs(p *problems, bad func(key, format string, args ...any)) {
@@ -153,11 +155,11 @@ func checkS3URL(raw string) string {
 	u, err := url.Parse(raw)
 	switch {
 	case err != nil || u.Scheme != "s3":
-		return fmt.Sprintf("%q is not an s3://bucket/prefix URL", atlas.RedactURL(raw))
+		return fmt.Sprintf("%q is not an s3://bucket/prefix URL", secret.RedactURL(raw))
 	case u.User != nil:
 		return "must not carry credentials; the AWS credentials come from the environment (AWS_ACCESS_KEY_ID …) or the shared AWS config"
 	case u.RawQuery != "" || u.Fragment != "":
-		return fmt.Sprintf("%q must not have a query or fragment", atlas.RedactURL(raw))
+		return fmt.Sprintf("%q must not have a query or fragment", secret.RedactURL(raw))
 	case !s3Bucket.MatchString(u.Host) || strings.Contains(u.Host, ".."):
 		return fmt.Sprintf("bucket %q is not a valid S3 bucket name (3-63 lower-case letters, digits, dots and hyphens)", u.Host)
 	case strings.Contains(strings.Trim(u.Path, "/"), "//"):
@@ -173,11 +175,11 @@ func checkEndpoint(raw string) string {
 	u, err := url.Parse(raw)
 	switch {
 	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
-		return fmt.Sprintf("%q is not an http(s) URL such as https://s3.eu-central-1.amazonaws.com or http://127.0.0.1:9000", atlas.RedactURL(raw))
+		return fmt.Sprintf("%q is not an http(s) URL such as https://s3.eu-central-1.amazonaws.com or http://127.0.0.1:9000", secret.RedactURL(raw))
 	case u.User != nil:
 		return "must not carry credentials; the AWS credentials come from the environment or the shared AWS config"
 	case u.RawQuery != "" || u.Fragment != "":
-		return fmt.Sprintf("%q must not have a query or fragment", atlas.RedactURL(raw))
+		return fmt.Sprintf("%q must not have a query or fragment", secret.RedactURL(raw))
 	}
 	return ""
 }

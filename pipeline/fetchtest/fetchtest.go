@@ -8,7 +8,7 @@
 // It keeps the credit rules of the specification and the client's stop reasons: a 200 costs
 // 1 credit; a call the balance cannot pay is answered 402 and stops; a call that would take the
 // balance below MinCredits, or the run's spend above MaxCreditsPerRun, is not made and stops
-// (atlas.ErrCreditReserve, atlas.ErrRunBudget); a 401 stops. Calls are answered in the order
+// (model.ErrCreditReserve, model.ErrRunBudget); a 401 stops. Calls are answered in the order
 // they are asked for, one at a time, so a run against it is the same every time.
 package fetchtest
 
@@ -18,7 +18,6 @@ import (
 	"sync"
 	"time"
 
-	"sitewatch/pipeline/atlas"
 	"sitewatch/pipeline/atlas/atlastest"
 	"sitewatch/pipeline/model"
 	"sitewatch/schema"
@@ -69,10 +68,10 @@ type Fetcher struct {
 	script   map[key][]Answer
 	gens     map[string]*atlastest.Generator
 	balance  int64
-	stats    atlas.Stats
+	stats    model.Stats
 	stopErr  error
 	stopCh   chan struct{}
-	calls    []atlas.Request
+	calls    []model.Request
 	answered int
 }
 
@@ -120,10 +119,10 @@ func (f *Fetcher) TurnAfter(calls int, to string) *Fetcher {
 }
 
 // Calls returns the calls answered (each once, whatever its status), in order.
-func (f *Fetcher) Calls() []atlas.Request {
+func (f *Fetcher) Calls() []model.Request {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return append([]atlas.Request(nil), f.calls...)
+	return append([]model.Request(nil), f.calls...)
 }
 
 // Month is the month served now (after any turn).
@@ -142,11 +141,11 @@ func (f *Fetcher) Balance() int64 {
 
 // FetchAll answers reqs in order until the fetcher stops; it returns the stop reason (nil when
 // every call was answered) or ctx's error.
-func (f *Fetcher) FetchAll(ctx context.Context, reqs []atlas.Request, handle func(atlas.Result)) error {
+func (f *Fetcher) FetchAll(ctx context.Context, reqs []model.Request, handle func(model.Result)) error {
 	i := 0
-	return f.FetchFrom(ctx, func() (atlas.Request, bool) {
+	return f.FetchFrom(ctx, func() (model.Request, bool) {
 		if i == len(reqs) {
-			return atlas.Request{}, false
+			return model.Request{}, false
 		}
 		i++
 		return reqs[i-1], true
@@ -154,7 +153,7 @@ func (f *Fetcher) FetchAll(ctx context.Context, reqs []atlas.Request, handle fun
 }
 
 // FetchFrom is FetchAll over the calls next hands out.
-func (f *Fetcher) FetchFrom(ctx context.Context, next func() (atlas.Request, bool), handle func(atlas.Result)) error {
+func (f *Fetcher) FetchFrom(ctx context.Context, next func() (model.Request, bool), handle func(model.Result)) error {
 	for {
 		if err := f.Err(); err != nil {
 			return err
@@ -175,16 +174,16 @@ func (f *Fetcher) FetchFrom(ctx context.Context, next func() (atlas.Request, boo
 
 // answer makes one call: admitted (reserve, cap), then answered from the script or the
 // simulator. made is false when the call was not started (the fetcher stopped).
-func (f *Fetcher) answer(req atlas.Request) (res atlas.Result, made bool) {
+func (f *Fetcher) answer(req model.Request) (res model.Result, made bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.admitLocked(); err != nil {
 		f.stopLocked(err)
-		return atlas.Result{}, false
+		return model.Result{}, false
 	}
 	f.calls = append(f.calls, req)
 	a := f.nextAnswerLocked(req)
-	res = atlas.Result{Request: req, Attempts: 1, FetchedAt: f.opts.Now().UTC(), Source: f.opts.Source}
+	res = model.Result{Request: req, Attempts: 1, FetchedAt: f.opts.Now().UTC(), Source: f.opts.Source}
 	f.stats.Requests++
 	if a.Status == 0 {
 		a.Status = 200
@@ -211,15 +210,15 @@ func (f *Fetcher) answer(req atlas.Request) (res atlas.Result, made bool) {
 // admitLocked refuses a call the reserve or the cap forbids (1 credit a call).
 func (f *Fetcher) admitLocked() error {
 	if lim := f.opts.MaxCreditsPerRun; lim > 0 && f.stats.CreditsSpent+1 > lim {
-		return &atlas.Error{Op: "start", Message: fmt.Sprintf("%d credits spent", f.stats.CreditsSpent), Err: atlas.ErrRunBudget}
+		return &model.Error{Op: "start", Message: fmt.Sprintf("%d credits spent", f.stats.CreditsSpent), Err: model.ErrRunBudget}
 	}
 	if f.opts.MinCredits > 0 && f.balance >= 0 && f.balance-1 < f.opts.MinCredits {
-		return &atlas.Error{Op: "start", Message: fmt.Sprintf("%d credits left", f.balance), Err: atlas.ErrCreditReserve}
+		return &model.Error{Op: "start", Message: fmt.Sprintf("%d credits left", f.balance), Err: model.ErrCreditReserve}
 	}
 	return nil
 }
 
-func (f *Fetcher) nextAnswerLocked(req atlas.Request) Answer {
+func (f *Fetcher) nextAnswerLocked(req model.Request) Answer {
 	k := key{req.Endpoint, req.Domain}
 	if req.Endpoint == schema.EndpointCountries {
 		k.domain = ""
@@ -233,28 +232,28 @@ func (f *Fetcher) nextAnswerLocked(req atlas.Request) Answer {
 }
 
 // failLocked is the client's error for a non-200 answer; 401 and 402 stop the fetcher.
-func (f *Fetcher) failLocked(req atlas.Request, status int) error {
-	e := &atlas.Error{Op: "fetch", Domain: req.Domain, Endpoint: req.Endpoint, Status: status}
+func (f *Fetcher) failLocked(req model.Request, status int) error {
+	e := &model.Error{Op: "fetch", Domain: req.Domain, Endpoint: req.Endpoint, Status: status}
 	switch {
 	case status == 400:
-		e.Code, e.Err = "INVALID_DOMAIN", atlas.ErrInvalidDomain
+		e.Code, e.Err = "INVALID_DOMAIN", model.ErrInvalidDomain
 	case status == 401:
-		e.Code, e.Err = "Unauthorized", atlas.ErrUnauthorized
+		e.Code, e.Err = "Unauthorized", model.ErrUnauthorized
 	case status == 402:
-		e.Code, e.Err = "Payment Required", atlas.ErrOutOfCredits
+		e.Code, e.Err = "Payment Required", model.ErrOutOfCredits
 	case status == 429:
 		f.stats.RateLimited++
-		e.Code, e.Err = "Too Many Requests", atlas.ErrRateLimited
+		e.Code, e.Err = "Too Many Requests", model.ErrRateLimited
 	default:
-		e.Err = atlas.ErrServer
+		e.Err = model.ErrServer
 	}
-	if atlas.IsStop(e) {
+	if model.IsStop(e) {
 		f.stopLocked(e)
 	}
 	return e
 }
 
-func (f *Fetcher) chargeLocked(res *atlas.Result) {
+func (f *Fetcher) chargeLocked(res *model.Result) {
 	res.Charged = 1
 	f.stats.CreditsSpent++
 	if f.balance > 0 {
@@ -264,7 +263,7 @@ func (f *Fetcher) chargeLocked(res *atlas.Result) {
 
 // bodyLocked fills a 200's body and its decoded value; a body that does not decode is
 // refused as drift, charged all the same.
-func (f *Fetcher) bodyLocked(res *atlas.Result, a Answer) {
+func (f *Fetcher) bodyLocked(res *model.Result, a Answer) {
 	month := a.Month
 	if month == "" {
 		month = f.month
@@ -285,7 +284,7 @@ func (f *Fetcher) bodyLocked(res *atlas.Result, a Answer) {
 	if err != nil {
 		f.stats.WastedCredits++
 		res.Overview, res.Similar, res.Countries = nil, nil, nil
-		res.Err = &atlas.Error{Op: "fetch", Domain: res.Domain, Endpoint: res.Endpoint, Status: 200, Message: err.Error(), Err: atlas.ErrSchemaDrift}
+		res.Err = &model.Error{Op: "fetch", Domain: res.Domain, Endpoint: res.Endpoint, Status: 200, Message: err.Error(), Err: model.ErrSchemaDrift}
 		return
 	}
 	f.stats.Succeeded++
@@ -344,7 +343,7 @@ func (f *Fetcher) Stopped() <-chan struct{} { return f.stopCh }
 func (f *Fetcher) Queueable() bool { return true }
 
 // Stats returns the counters; CreditsRemaining is the balance (-1 unknown).
-func (f *Fetcher) Stats() atlas.Stats {
+func (f *Fetcher) Stats() model.Stats {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	s := f.stats

@@ -5,19 +5,19 @@ import (
 	"errors"
 	"testing"
 
-	"sitewatch/pipeline/atlas"
+	"sitewatch/pipeline/model"
 	"sitewatch/schema"
 )
 
-func overview(d string) atlas.Request {
-	return atlas.Request{Endpoint: schema.EndpointOverview, Domain: d}
+func overview(d string) model.Request {
+	return model.Request{Endpoint: schema.EndpointOverview, Domain: d}
 }
 
 // fetch makes reqs and returns the results handed over and FetchAll's error.
-func fetch(t *testing.T, f *Fetcher, reqs ...atlas.Request) ([]atlas.Result, error) {
+func fetch(t *testing.T, f *Fetcher, reqs ...model.Request) ([]model.Result, error) {
 	t.Helper()
-	var got []atlas.Result
-	err := f.FetchAll(context.Background(), reqs, func(r atlas.Result) { got = append(got, r) })
+	var got []model.Result
+	err := f.FetchAll(context.Background(), reqs, func(r model.Result) { got = append(got, r) })
 	return got, err
 }
 
@@ -49,10 +49,10 @@ func TestStops(t *testing.T) {
 		wantCalls int
 		wantErr   error
 	}{
-		{"ErrOutOfCredits", Options{Balance: 1}, nil, 2, atlas.ErrOutOfCredits},
-		{"ErrCreditReserve", Options{Balance: 3, MinCredits: 2}, nil, 1, atlas.ErrCreditReserve},
-		{"ErrRunBudget", Options{Unlimited: true, MaxCreditsPerRun: 2}, nil, 2, atlas.ErrRunBudget},
-		{"ErrUnauthorized", Options{Unlimited: true}, []Answer{{Status: 401}}, 1, atlas.ErrUnauthorized},
+		{"ErrOutOfCredits", Options{Balance: 1}, nil, 2, model.ErrOutOfCredits},
+		{"ErrCreditReserve", Options{Balance: 3, MinCredits: 2}, nil, 1, model.ErrCreditReserve},
+		{"ErrRunBudget", Options{Unlimited: true, MaxCreditsPerRun: 2}, nil, 2, model.ErrRunBudget},
+		{"ErrUnauthorized", Options{Unlimited: true}, []Answer{{Status: 401}}, 1, model.ErrUnauthorized},
 		{"NoStopOn429", Options{Unlimited: true}, []Answer{{Status: 429}}, 3, nil},
 		{"NoStopOn400", Options{Unlimited: true}, []Answer{{Status: 400}}, 3, nil},
 	}
@@ -67,7 +67,7 @@ func TestStops(t *testing.T) {
 			if !errors.Is(err, tt.wantErr) && !(err == nil && tt.wantErr == nil) {
 				t.Errorf("error %v, want %v", err, tt.wantErr)
 			}
-			if tt.wantErr != nil && !atlas.IsStop(err) {
+			if tt.wantErr != nil && !model.IsStop(err) {
 				t.Errorf("error %v is not a stop", err)
 			}
 		})
@@ -80,7 +80,7 @@ func TestUndecodableBodyIsChargedAndRefused(t *testing.T) {
 	if err != nil || len(got) != 1 {
 		t.Fatalf("got %d results, error %v", len(got), err)
 	}
-	if !errors.Is(got[0].Err, atlas.ErrSchemaDrift) || got[0].Charged != 1 || got[0].Body != nil {
+	if !errors.Is(got[0].Err, model.ErrSchemaDrift) || got[0].Charged != 1 || got[0].Body != nil {
 		t.Errorf("result %+v, want ErrSchemaDrift, charged 1, no body", got[0])
 	}
 }
@@ -89,7 +89,7 @@ func TestStopEndsTheQueue(t *testing.T) {
 	f := New(Options{Month: "2026-06", Unlimited: true})
 	reason := errors.New("lease lost")
 	var n int
-	err := f.FetchAll(context.Background(), []atlas.Request{overview("a.com"), overview("b.com")}, func(atlas.Result) {
+	err := f.FetchAll(context.Background(), []model.Request{overview("a.com"), overview("b.com")}, func(model.Result) {
 		n++
 		f.Stop(reason)
 	})

@@ -3,6 +3,8 @@
 // quote what an untrusted peer (the API, the webhook, the S3 service) answered. Each secret is
 // recognized in every encoding a peer could reflect it in: plain, percent-encoded (path and
 // query escaping, either hex case), JSON- and HTML-escaped, and base64 (four alphabets).
+// It also keeps the API key from leaving in clear: CheckBaseURL (read by the config and by the
+// client) and RedactURL, a URL without the parts a secret would sit in.
 package secret
 
 import (

@@ -9,6 +9,7 @@ import (
 
 	"sitewatch/pipeline/atlas"
 	"sitewatch/pipeline/atlas/atlastest"
+	"sitewatch/pipeline/model"
 	"sitewatch/schema"
 )
 
@@ -28,12 +29,12 @@ func BenchmarkTwoSources(b *testing.B) {
 		for i := 150; i < 300; i++ {
 			reqs[i].Endpoint = schema.EndpointSimilar
 		}
-		reqs = append(reqs, atlas.Request{Endpoint: schema.EndpointCountries})
+		reqs = append(reqs, model.Request{Endpoint: schema.EndpointCountries})
 		plan := NewPlan([]Allowance{allowanceOf(b, direct, 20), allowanceOf(b, market, 10)}, len(reqs), time.Now().Add(24*time.Hour))
 		m := NewMulti([]*Source{market, direct})
 		start := time.Now()
 		ok := 0
-		err := m.FetchAll(context.Background(), reqs, func(res atlas.Result) {
+		err := m.FetchAll(context.Background(), reqs, func(res model.Result) {
 			if res.Err == nil {
 				ok++
 			}

@@ -7,6 +7,7 @@ import (
 
 	"sitewatch/pipeline/atlas"
 	"sitewatch/pipeline/atlas/atlastest"
+	"sitewatch/pipeline/model"
 )
 
 // Two clients sharing one atlas.RunBudget of 10 are charged 10 together (not 10 each), and
@@ -24,11 +25,11 @@ func TestMultiSharedRunBudget(t *testing.T) {
 		b := newSource(t, "b", roomB, atlas.Config{BaseURL: srv.URL, APIKey: keyB, RunBudget: budget})
 		m := NewMulti([]*Source{a, b})
 		if shares {
-			m.Cap(&atlas.Error{Op: "start", Err: atlas.ErrRunBudget, Message: "cap of 10 spent"})
+			m.Cap(&model.Error{Op: "start", Err: model.ErrRunBudget, Message: "cap of 10 spent"})
 		}
 		paid := map[string]int64{}
-		err := m.FetchAll(context.Background(), requests(30), func(res atlas.Result) { paid[res.Source] += res.Charged })
-		if !errors.Is(err, atlas.ErrRunBudget) {
+		err := m.FetchAll(context.Background(), requests(30), func(res model.Result) { paid[res.Source] += res.Charged })
+		if !errors.Is(err, model.ErrRunBudget) {
 			t.Errorf("shares %t: FetchAll = %v, want ErrRunBudget", shares, err)
 		}
 		if got := srv.Stats().Charged; got != 10 {

@@ -30,8 +30,8 @@ type Multi struct {
 	mu      sync.Mutex
 	cond    *sync.Cond
 	room    []int64           // calls each source may still take (-1 unbounded)
-	queue   [][]atlas.Request // calls waiting for each source
-	out     []map[atlas.Request]bool
+	queue   [][]model.Request // calls waiting for each source
+	out     []map[model.Request]bool
 	dead    []error // the credit stop of each source, nil while it can pay
 	running []bool
 	fatal   error // a stop of the whole fetch (a Stop, a 401, an unreachable source, ...)
@@ -47,17 +47,17 @@ func NewMulti(sources []*Source) *Multi {
 	m := &Multi{sources: sources}
 	m.cond = sync.NewCond(&m.mu)
 	n := len(sources)
-	m.room, m.queue, m.out = make([]int64, n), make([][]atlas.Request, n), make([]map[atlas.Request]bool, n)
+	m.room, m.queue, m.out = make([]int64, n), make([][]model.Request, n), make([]map[model.Request]bool, n)
 	m.dead, m.running = make([]error, n), make([]bool, n)
 	for i, s := range sources {
-		m.room[i], m.out[i] = s.Room, map[atlas.Request]bool{}
+		m.room[i], m.out[i] = s.Room, map[model.Request]bool{}
 	}
 	return m
 }
 
 // Cap makes the sources' rooms shares of a run cap (api.max_credits_per_run, see Capped):
 // no source fetches past its room, a source stopped for credits hands its room over with its
-// calls, and calls no room covers end the fetch with err (an atlas.ErrRunBudget).
+// calls, and calls no room covers end the fetch with err (an model.ErrRunBudget).
 func (m *Multi) Cap(err error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -69,16 +69,16 @@ func (m *Multi) Sources() []*Source { return m.sources }
 
 // IsHandoff says whether err stops one source for credits, so that its calls go to another.
 func IsHandoff(err error) bool {
-	return errors.Is(err, atlas.ErrOutOfCredits) || errors.Is(err, atlas.ErrCreditReserve)
+	return errors.Is(err, model.ErrOutOfCredits) || errors.Is(err, model.ErrCreditReserve)
 }
 
 // FetchAll fetches reqs through the sources (see Multi) and returns nil when every call was
 // attempted, else why not: the stop of the whole fetch, ctx's error, or the credit stop of
 // the last source that could pay (every source exhausted: the run stops for credits).
-func (m *Multi) FetchAll(ctx context.Context, reqs []atlas.Request, handle func(atlas.Result)) error {
+func (m *Multi) FetchAll(ctx context.Context, reqs []model.Request, handle func(model.Result)) error {
 	if len(m.sources) == 1 { // one source: its client alone, results named
 		s := m.sources[0]
-		return s.Client.FetchAll(ctx, reqs, func(res atlas.Result) { res.Source = s.Name; handle(res) })
+		return s.Client.FetchAll(ctx, reqs, func(res model.Result) { res.Source = s.Name; handle(res) })
 	}
 	m.mu.Lock()
 	if err := m.fatal; err != nil {
@@ -121,12 +121,12 @@ func (m *Multi) Queueable() bool { return len(m.sources) == 1 }
 
 // FetchFrom is FetchAll over the calls next hands out (it may block), for one source
 // (Queueable); with several it fetches nothing and says so.
-func (m *Multi) FetchFrom(ctx context.Context, next func() (atlas.Request, bool), handle func(atlas.Result)) error {
+func (m *Multi) FetchFrom(ctx context.Context, next func() (model.Request, bool), handle func(model.Result)) error {
 	if !m.Queueable() {
 		return errors.New("sources: a queue of calls needs a single credit source")
 	}
 	s := m.sources[0]
-	return s.Client.FetchFrom(ctx, next, func(res atlas.Result) { res.Source = s.Name; handle(res) })
+	return s.Client.FetchFrom(ctx, next, func(res model.Result) { res.Source = s.Name; handle(res) })
 }
 
 // Stopped is closed once the single source's client has stopped (nil with several sources).
@@ -139,7 +139,7 @@ func (m *Multi) Stopped() <-chan struct{} {
 
 // assignLocked queues reqs: each live source in spend order up to its room, the rest to the
 // last live source (whose own client then stops for credits). It returns the live sources.
-func (m *Multi) assignLocked(reqs []atlas.Request) []int {
+func (m *Multi) assignLocked(reqs []model.Request) []int {
 	var alive []int
 	for i := range m.sources {
 		m.queue[i] = nil
@@ -163,7 +163,7 @@ func (m *Multi) assignLocked(reqs []atlas.Request) []int {
 }
 
 // work runs source i until nothing is left that it may fetch, or the fetch stops.
-func (m *Multi) work(ctx context.Context, i int, handle func(atlas.Result)) {
+func (m *Multi) work(ctx context.Context, i int, handle func(model.Result)) {
 	s := m.sources[i]
 	for {
 		err := s.Client.FetchFrom(ctx, m.puller(i), m.handler(i, handle))
@@ -186,7 +186,7 @@ func (m *Multi) work(ctx context.Context, i int, handle func(atlas.Result)) {
 // settleLocked puts back the calls source i took and did not finish, and records its stop.
 func (m *Multi) settleLocked(ctx context.Context, i int, err error) {
 	for r := range m.out[i] {
-		m.queue[i] = append([]atlas.Request{r}, m.queue[i]...)
+		m.queue[i] = append([]model.Request{r}, m.queue[i]...)
 		delete(m.out[i], r)
 		if m.capped != nil && m.room[i] >= 0 {
 			m.room[i]++ // not paid: its share of the cap is still to spend
@@ -271,21 +271,21 @@ func (m *Multi) victimLocked(i int) (int, bool) {
 }
 
 // puller hands source i its next call: its own queue first, then one taken from a victim.
-func (m *Multi) puller(i int) func() (atlas.Request, bool) {
-	return func() (atlas.Request, bool) {
+func (m *Multi) puller(i int) func() (model.Request, bool) {
+	return func() (model.Request, bool) {
 		m.mu.Lock()
 		defer m.mu.Unlock()
 		if m.dead[i] != nil || m.fatal != nil || (m.capped != nil && m.room[i] == 0) {
-			return atlas.Request{}, false
+			return model.Request{}, false
 		}
-		var r atlas.Request
+		var r model.Request
 		if q := m.queue[i]; len(q) > 0 {
 			r, m.queue[i] = q[0], q[1:]
 		} else if j, ok := m.victimLocked(i); ok {
 			q := m.queue[j]
 			r, m.queue[j] = q[len(q)-1], q[:len(q)-1]
 		} else {
-			return atlas.Request{}, false
+			return model.Request{}, false
 		}
 		if m.room[i] > 0 {
 			m.room[i]--
@@ -297,9 +297,9 @@ func (m *Multi) puller(i int) func() (atlas.Request, bool) {
 
 // handler names the source on each result and hands it over; a call the source could not
 // pay for stays with it and is put back for another source.
-func (m *Multi) handler(i int, handle func(atlas.Result)) func(atlas.Result) {
+func (m *Multi) handler(i int, handle func(model.Result)) func(model.Result) {
 	name := m.sources[i].Name
-	return func(res atlas.Result) {
+	return func(res model.Result) {
 		res.Source = name
 		if res.Err != nil && IsHandoff(res.Err) && res.Charged == 0 {
 			return
@@ -335,7 +335,7 @@ func (m *Multi) creditStopLocked() error {
 			return &SourceError{Source: m.sources[i].Name, Err: m.dead[i]}
 		}
 	}
-	return atlas.ErrOutOfCredits
+	return model.ErrOutOfCredits
 }
 
 // SourceError is the stop of one credit source (its 402, its reserve), naming the source so
@@ -364,7 +364,7 @@ func (m *Multi) Stop(reason error) {
 // SourceStats is one source's counters.
 type SourceStats struct {
 	Name string
-	atlas.Stats
+	model.Stats
 }
 
 // Spend is what each source paid in the run and has left (its quota when it has one, else its
@@ -392,8 +392,8 @@ func (m *Multi) PerSource() []SourceStats {
 
 // Stats adds up the sources' counters. Remaining credits and quota are the sums of those
 // known (-1 when none is); rates add up, as the sources work at once.
-func (m *Multi) Stats() atlas.Stats {
-	var t atlas.Stats
+func (m *Multi) Stats() model.Stats {
+	var t model.Stats
 	t.ByStatus = map[int]int64{}
 	t.CreditsRemaining, t.QuotaRemaining = -1, -1
 	for _, s := range m.sources {

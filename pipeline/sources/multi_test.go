@@ -9,6 +9,7 @@ import (
 
 	"sitewatch/pipeline/atlas"
 	"sitewatch/pipeline/atlas/atlastest"
+	"sitewatch/pipeline/model"
 	"sitewatch/schema"
 )
 
@@ -41,21 +42,21 @@ func newSource(t *testing.T, name string, room int64, cfg atlas.Config) *Source 
 	return &Source{Name: name, Client: c, Room: room}
 }
 
-func requests(n int) []atlas.Request {
-	reqs := make([]atlas.Request, n)
+func requests(n int) []model.Request {
+	reqs := make([]model.Request, n)
 	for i := range reqs {
-		reqs[i] = atlas.Request{Endpoint: schema.EndpointOverview, Domain: fmt.Sprintf("site%03d.example.com", i)}
+		reqs[i] = model.Request{Endpoint: schema.EndpointOverview, Domain: fmt.Sprintf("site%03d.example.com", i)}
 	}
 	return reqs
 }
 
 // fetchAll runs m.FetchAll and returns the calls each source paid for, checking that every
 // call succeeded once and handle was never called concurrently.
-func fetchAll(t *testing.T, m *Multi, reqs []atlas.Request, onResult ...func(atlas.Result)) (map[string]int, error) {
+func fetchAll(t *testing.T, m *Multi, reqs []model.Request, onResult ...func(model.Result)) (map[string]int, error) {
 	t.Helper()
 	var inHandle atomic.Int32
-	paid, seen := map[string]int{}, map[atlas.Request]bool{}
-	err := m.FetchAll(context.Background(), reqs, func(res atlas.Result) {
+	paid, seen := map[string]int{}, map[model.Request]bool{}
+	err := m.FetchAll(context.Background(), reqs, func(res model.Result) {
 		if inHandle.Add(1) > 1 {
 			t.Error("handle called concurrently")
 		}
@@ -113,7 +114,7 @@ func TestMulti402HandsOver(t *testing.T) {
 	a := newSource(t, "a", 10, atlas.Config{BaseURL: srv.URL, APIKey: keyA, Concurrency: 1})
 	b := newSource(t, "b", 100, atlas.Config{BaseURL: srv.URL, APIKey: keyB})
 	var fromA int
-	paid, err := fetchAll(t, NewMulti([]*Source{a, b}), requests(10), func(res atlas.Result) {
+	paid, err := fetchAll(t, NewMulti([]*Source{a, b}), requests(10), func(res model.Result) {
 		if res.Source == "a" {
 			if fromA++; fromA == 3 {
 				srv.SetCredits(keyA, 0) // spent elsewhere: the plan counted 10, a's next call meets a 402
@@ -148,7 +149,7 @@ func TestMultiAllExhausted(t *testing.T) {
 		t.Errorf("paid %v, want a 2 and b 3", paid)
 	}
 	before := srv.Stats().Requests
-	if err := m.FetchAll(context.Background(), requests(1), func(atlas.Result) {}); !IsHandoff(err) {
+	if err := m.FetchAll(context.Background(), requests(1), func(model.Result) {}); !IsHandoff(err) {
 		t.Errorf("second FetchAll = %v, want the credit stop", err)
 	}
 	if got := srv.Stats().Requests; got != before {
@@ -166,7 +167,7 @@ func TestMultiStop(t *testing.T) {
 	reason := fmt.Errorf("signal: interrupt")
 	time.AfterFunc(300*time.Millisecond, func() { m.Stop(reason) })
 	start := time.Now()
-	err := m.FetchAll(context.Background(), requests(100), func(atlas.Result) {})
+	err := m.FetchAll(context.Background(), requests(100), func(model.Result) {})
 	if err != reason {
 		t.Errorf("FetchAll = %v, want the stop reason", err)
 	}

@@ -46,7 +46,7 @@ func NewClient(cfg *config.Config, env pipeline.Env) (*atlas.Client, error) {
 // Check is the preflight: it spends no credit. It asks the API (a request without url, which
 // the API answers with a free 400 after checking the key and the wallet) and reads the plan
 // of the next run from the warehouse. Errors: *config.Error / *atlas.ConfigError (nothing
-// called), *atlas.UnreachableError, atlas.ErrUnauthorized, atlas.ErrOutOfCredits, and
+// called), *atlas.UnreachableError, model.ErrUnauthorized, model.ErrOutOfCredits, and
 // pipeline.ErrNotEnoughCredits when the wallet does not cover the next run (Readiness is then set).
 func Check(ctx context.Context, cfg *config.Config, env pipeline.Env) (*Readiness, error) {
 	return CheckPlan(ctx, cfg, env, nil)

@@ -15,6 +15,8 @@ import (
 	"sitewatch/pipeline"
 	"sitewatch/pipeline/atlas"
 	"sitewatch/pipeline/config"
+	"sitewatch/pipeline/model"
+	"sitewatch/pipeline/secret"
 	"sitewatch/pipeline/sources"
 	"sitewatch/pipeline/textout"
 )
@@ -55,7 +57,7 @@ func (p *probedSources) Fetcher(ctx context.Context, calls int, admit func(conte
 // form as a list of one), in config order. Errors are *config.Error: nothing was called.
 func openSources(cfg *config.Config, env pipeline.Env) ([]*sources.Source, error) {
 	if cfg.MultiSource() && cfg.BaseURLFromEnv() {
-		env.Logger.Warn("ATLAS_BASE_URL overrides the base_url of every credit source", "base_url", atlas.RedactURL(cfg.API.BaseURL))
+		env.Logger.Warn("ATLAS_BASE_URL overrides the base_url of every credit source", "base_url", secret.RedactURL(cfg.API.BaseURL))
 	}
 	var out []*sources.Source
 	var budget *atlas.RunBudget
@@ -144,7 +146,7 @@ func probeAllowances(ctx context.Context, cfg *config.Config, srcs []*sources.So
 		p, err := probes[i].Probe, probes[i].Err
 		a := allowance(sc, p, sc.RateLimit)
 		switch {
-		case errors.Is(err, atlas.ErrOutOfCredits):
+		case errors.Is(err, model.ErrOutOfCredits):
 			a.Usable = 0
 		case err != nil && firstErr == nil:
 			firstErr = fmt.Errorf("source %s: %w", sc.Name, err)
@@ -191,7 +193,7 @@ func probeFetcher(ctx context.Context, cfg *config.Config, env pipeline.Env) (*p
 	}
 	if !slices.ContainsFunc(p.allow, func(a sources.Allowance) bool { return a.Usable != 0 }) {
 		plan := sources.NewPlan(p.allow, len(cfg.Domains)*2+1, nextScheduled(cfg, env.Now()))
-		return nil, fmt.Errorf("%w: every credit source is empty or at its reserve (%s)", atlas.ErrOutOfCredits, plan)
+		return nil, fmt.Errorf("%w: every credit source is empty or at its reserve (%s)", model.ErrOutOfCredits, plan)
 	}
 	return p, nil
 }
@@ -223,12 +225,12 @@ func (p *probedSources) fetcher(cfg *config.Config, env pipeline.Env, calls int,
 		ordered = append(ordered, s)
 	}
 	if len(ordered) == 0 {
-		return nil, plan, fmt.Errorf("%w: every credit source is empty or at its reserve (%s)", atlas.ErrOutOfCredits, plan)
+		return nil, plan, fmt.Errorf("%w: every credit source is empty or at its reserve (%s)", model.ErrOutOfCredits, plan)
 	}
 	env.Logger.Info("credit sources planned", append([]any{"calls", calls, "plan", plan.String()}, note...)...)
 	multi := sources.NewMulti(ordered)
 	if capped {
-		multi.Cap(&atlas.Error{Op: "start", Err: atlas.ErrRunBudget, Message: fmt.Sprintf(
+		multi.Cap(&model.Error{Op: "start", Err: model.ErrRunBudget, Message: fmt.Sprintf(
 			"the %s credits of api.max_credits_per_run are spent across the credit sources (%s)", textout.Thousands(cfg.API.MaxCreditsPerRun), plan)})
 	}
 	return multi, plan, nil

@@ -9,10 +9,10 @@ import (
 	"time"
 
 	"sitewatch/pipeline"
-	"sitewatch/pipeline/atlas"
 	"sitewatch/pipeline/config"
 	"sitewatch/pipeline/livestatus"
 	"sitewatch/pipeline/metrics"
+	"sitewatch/pipeline/model"
 )
 
 // TestWatchFollowsARunsEvents feeds Watch's observer a run's events as the core tells them and
@@ -28,7 +28,7 @@ func TestWatchFollowsARunsEvents(t *testing.T) {
 	obs := Watch{Metrics: rec}.Observer(cfg, slog.New(slog.DiscardHandler))
 	started := time.Date(2026, 6, 3, 4, 0, 0, 0, time.UTC)
 	now := pipeline.ProgressReport{Progress: pipeline.Progress{Month: "2026-06", Loaded: 2, ETA: 30 * time.Second, RatePerSecond: 2.5},
-		Stats:   atlas.Stats{Requests: 5, CreditsSpent: 5, CreditsRemaining: 95, ByStatus: map[int]int64{200: 5}},
+		Stats:   model.Stats{Requests: 5, CreditsSpent: 5, CreditsRemaining: 95, ByStatus: map[int]int64{200: 5}},
 		Sources: []pipeline.SourceSpend{{Name: "direct", Credits: 5, Remaining: 95}}, Planned: true}
 	obs.Event(ctx, pipeline.RunStarted{RunID: "r1", Month: "2026-06", Domains: 3, At: started, Now: func() pipeline.ProgressReport { return now }})
 
