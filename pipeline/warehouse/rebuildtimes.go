@@ -20,7 +20,7 @@ type RebuildTimes struct {
 	Checks time.Duration // the quality checks
 	Export time.Duration // the Parquet export
 
-	Threads int // DuckDB's threads while inserting and committing (rebuildThreads)
+	Threads int // DuckDB's threads while inserting, committing, checking and exporting (rebuildThreads), read after the export
 }
 
 // Total is the rebuild's wall-clock time: the phases that do not overlap.

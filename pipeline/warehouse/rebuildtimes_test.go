@@ -37,9 +37,9 @@ func TestRebuildTimesPhases(t *testing.T) {
 	}
 }
 
-// TestRebuildOneDuckDBThread: a rebuild inserts and commits on one DuckDB thread (no caller
-// busy-polling DuckDB's task queue beside the decoders), and puts the thread count back after
-// it, whether it succeeded or failed.
+// TestRebuildOneDuckDBThread: a rebuild inserts, commits, checks and exports on one DuckDB
+// thread (no caller busy-polling DuckDB's task queue beside the decoders), and puts the thread
+// count back after it, whether it succeeded or failed.
 func TestRebuildOneDuckDBThread(t *testing.T) {
 	w := testWarehouse(t, "")
 	ctx := context.Background()
@@ -62,7 +62,7 @@ func TestRebuildOneDuckDBThread(t *testing.T) {
 		t.Fatal(err)
 	}
 	if times.Threads != 1 {
-		t.Errorf("the rebuild inserted and committed on %d DuckDB threads, want 1", times.Threads)
+		t.Errorf("the rebuild ran on %d DuckDB threads up to its export, want 1", times.Threads)
 	}
 	if got := threads(); got != 3 {
 		t.Errorf("threads after the rebuild = %d, want 3 (restored)", got)
@@ -71,7 +71,7 @@ func TestRebuildOneDuckDBThread(t *testing.T) {
 	if _, err := w.DB().ExecContext(ctx, `DROP TABLE site_tags`); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := w.rebuildTables(ctx, snap); err == nil {
+	if _, _, err := w.rebuildSnapshot(ctx, snap); err == nil {
 		t.Fatal("rebuild without the site_tags table succeeded")
 	}
 	if got := threads(); got != 3 {
