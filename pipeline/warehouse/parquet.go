@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
+	"database/sql"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -44,28 +45,44 @@ func (w *Warehouse) ExportParquet(ctx context.Context, snapshot string) error {
 	// Without insertion order the Parquet writer streams row groups instead of buffering them
 	// to keep order, so the export's memory does not grow with the table.
 	err := w.unorderedExport(ctx, func(ctx context.Context) error {
-		for _, t := range flatten.SnapshotTables {
-			dir := filepath.Join(w.opts.ParquetDir, t.Name, "snapshot_month="+snapshot)
-			// No ORDER BY: sorting a whole partition would make the export's memory grow with
-			// the warehouse. snapshot was checked against ^[0-9]{4}-[0-9]{2}$.
-			query := fmt.Sprintf(`SELECT * EXCLUDE (snapshot_month) FROM %s WHERE snapshot_month = '%s'`, t.Name, snapshot)
-			if err := w.copyParquet(ctx, query, dir); err != nil {
-				return fmt.Errorf("%s: %w", t.Name, err)
-			}
-		}
-		if err := w.exportRaw(ctx, snapshot); err != nil {
+		if err := w.exportSnapshotTables(ctx, w.load, snapshot); err != nil {
 			return err
 		}
-		dir := filepath.Join(w.opts.ParquetDir, flatten.TableCountries)
-		if err := w.copyParquet(ctx, `SELECT * FROM countries`, dir); err != nil {
-			return fmt.Errorf("countries: %w", err)
-		}
-		return w.exportRunHealth(ctx, snapshot)
+		return w.exportBesideSnapshotTables(ctx, snapshot)
 	})
 	if err != nil {
 		return fmt.Errorf("export Parquet of snapshot %s to %s: %w", snapshot, w.opts.ParquetDir, err)
 	}
 	return nil
+}
+
+// exportSnapshotTables writes each snapshot table's partition of snapshot (checked YYYY-MM)
+// with conn, in the caller's transaction on it.
+func (w *Warehouse) exportSnapshotTables(ctx context.Context, conn *sql.Conn, snapshot string) error {
+	for _, t := range flatten.SnapshotTables {
+		dir := filepath.Join(w.opts.ParquetDir, t.Name, "snapshot_month="+snapshot)
+		// No ORDER BY: sorting a whole partition would make the export's memory grow with
+		// the warehouse. snapshot was checked against ^[0-9]{4}-[0-9]{2}$.
+		query := fmt.Sprintf(`SELECT * EXCLUDE (snapshot_month) FROM %s WHERE snapshot_month = '%s'`, t.Name, snapshot)
+		if err := w.copyParquetOn(ctx, conn, query, dir, ""); err != nil {
+			return fmt.Errorf("%s: %w", t.Name, err)
+		}
+	}
+	return nil
+}
+
+// exportBesideSnapshotTables writes what ExportParquet writes beside the snapshot tables: the
+// raw answers of snapshot, countries and the run-health tables, in the caller's transaction
+// on the load connection.
+func (w *Warehouse) exportBesideSnapshotTables(ctx context.Context, snapshot string) error {
+	if err := w.exportRaw(ctx, snapshot); err != nil {
+		return err
+	}
+	dir := filepath.Join(w.opts.ParquetDir, flatten.TableCountries)
+	if err := w.copyParquet(ctx, `SELECT * FROM countries`, dir); err != nil {
+		return fmt.Errorf("countries: %w", err)
+	}
+	return w.exportRunHealth(ctx, snapshot)
 }
 
 // exportRaw writes the raw answers of snapshot (checked YYYY-MM) to their partition, unless its
@@ -139,6 +156,11 @@ func (w *Warehouse) copyParquet(ctx context.Context, query, dir string) error {
 // copyParquetWithSource is copyParquet writing source (hex, or "" for none) under
 // parquetSourceKey in the file's key-value metadata.
 func (w *Warehouse) copyParquetWithSource(ctx context.Context, query, dir, source string) error {
+	return w.copyParquetOn(ctx, w.load, query, dir, source)
+}
+
+// copyParquetOn is copyParquetWithSource with conn.
+func (w *Warehouse) copyParquetOn(ctx context.Context, conn *sql.Conn, query, dir, source string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
@@ -154,7 +176,7 @@ func (w *Warehouse) copyParquetWithSource(ctx context.Context, query, dir, sourc
 		options += `, KV_METADATA {` + parquetSourceKey + `: ` + sqlString(source) + `}`
 	}
 	copySQL := fmt.Sprintf(`COPY (%s) TO %s (%s)`, query, sqlString(stage), options)
-	if _, err := w.load.ExecContext(ctx, copySQL); err != nil {
+	if _, err := conn.ExecContext(ctx, copySQL); err != nil {
 		_ = os.Remove(stage) // best effort: Open cleans leftovers too
 		return err
 	}

@@ -85,19 +85,72 @@ func (w *Warehouse) rebuildSnapshot(ctx context.Context, snapshot string) (int, 
 	if err != nil {
 		return n, times, err
 	}
-	start := time.Now()
-	w.checkQuietly(ctx, snapshot) // quality_checks follow the rebuilt rows (and are exported below)
-	times.Checks = time.Since(start)
-	if w.opts.ParquetDir != "" {
-		start = time.Now()
-		err = w.ExportParquet(ctx, snapshot)
-		times.Export = time.Since(start)
-	}
-	if err != nil {
+	if err := w.checkAndExport(ctx, snapshot, &times); err != nil {
 		return n, times, err
 	}
 	err = w.load.QueryRowContext(ctx, `SELECT current_setting('threads')`).Scan(&times.Threads)
 	return n, times, err
+}
+
+// checkAndExport runs the quality checks of the rebuilt snapshot and exports its Parquet
+// files. On one DuckDB thread each statement uses one core, so the snapshot tables' export runs
+// on the read connection beside the checks on the load connection (they write quality_checks
+// only, which this export does not read); what follows the checks (quality_checks with the
+// run-health tables, the raw answers, countries) exports after both. Times.Checks is the
+// checks' time, times.Export the export's time beyond them.
+func (w *Warehouse) checkAndExport(ctx context.Context, snapshot string, times *RebuildTimes) error {
+	start := time.Now()
+	if w.opts.ParquetDir == "" {
+		w.checkQuietly(ctx, snapshot)
+		times.Checks = time.Since(start)
+		return nil
+	}
+	if err := checkSnapshot(snapshot); err != nil {
+		return fmt.Errorf("export Parquet: %w", err)
+	}
+	aside := make(chan error, 1)
+	go func() { aside <- w.exportSnapshotTablesAside(ctx, snapshot) }()
+	w.checkQuietly(ctx, snapshot) // quality_checks follow the rebuilt rows (and are exported below)
+	times.Checks = time.Since(start)
+	err := <-aside
+	if err == nil {
+		err = w.unorderedExport(ctx, func(ctx context.Context) error { return w.exportBesideSnapshotTables(ctx, snapshot) })
+	}
+	times.Export = time.Since(start) - times.Checks
+	if err != nil {
+		return fmt.Errorf("export Parquet of snapshot %s to %s: %w", snapshot, w.opts.ParquetDir, err)
+	}
+	return nil
+}
+
+// exportSnapshotTablesAside exports the snapshot tables of snapshot on the read connection, in
+// one read transaction of its own, so that the files agree with each other. It does not take
+// mu: the caller runs it while nothing writes the snapshot tables.
+func (w *Warehouse) exportSnapshotTablesAside(ctx context.Context, snapshot string) (err error) {
+	// BEGIN and COMMIT run without ctx, as txLocked's: the transaction must end either way.
+	if _, err := w.read.ExecContext(context.Background(), `BEGIN TRANSACTION`); err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	defer func() {
+		end := "COMMIT"
+		if err != nil {
+			end = "ROLLBACK"
+		}
+		if _, eerr := w.read.ExecContext(context.Background(), end); eerr != nil {
+			err = errors.Join(err, fmt.Errorf("%s: %w", strings.ToLower(end), eerr))
+		}
+	}()
+	// A global setting, as unordered sets it (the Parquet writer streams row groups), set and
+	// reset on this connection: the load connection is in the checks' transaction.
+	if _, err := w.read.ExecContext(ctx, `SET preserve_insertion_order = false`); err != nil {
+		return fmt.Errorf("set preserve_insertion_order: %w", err)
+	}
+	defer func() {
+		if _, err := w.read.ExecContext(context.Background(), `RESET preserve_insertion_order`); err != nil {
+			w.log.Warn("reset preserve_insertion_order", "err", err)
+		}
+	}()
+	return w.exportSnapshotTables(ctx, w.read, snapshot)
 }
 
 // setMemoryLimit sets DuckDB's (global) memory_limit and returns a function restoring the

@@ -2,8 +2,12 @@ package warehouse
 
 import (
 	"context"
+	"path/filepath"
 	"testing"
 	"time"
+
+	"sitewatch/pipeline/model"
+	"sitewatch/schema/flatten"
 )
 
 // TestRebuildTimesPhases: a rebuild times each of its phases (clear, read, decode, insert,
@@ -76,5 +80,38 @@ func TestRebuildOneDuckDBThread(t *testing.T) {
 	}
 	if got := threads(); got != 3 {
 		t.Errorf("threads after a failed rebuild = %d, want 3 (restored)", got)
+	}
+}
+
+// TestRebuildExportsWhatItRebuilt: the rebuild exports the snapshot tables beside the quality
+// checks, on another connection; every file it leaves holds exactly its table's rows of the
+// month, quality_checks' with the checks' findings.
+func TestRebuildExportsWhatItRebuilt(t *testing.T) {
+	w := testWarehouse(t, "")
+	ctx := context.Background()
+	if _, err := storeGenerated(ctx, w, snap, 20, ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Rebuild(ctx, snap); err != nil {
+		t.Fatal(err)
+	}
+	tables := []string{model.TableRawResponses, "quality_checks"}
+	for _, tab := range flatten.SnapshotTables {
+		tables = append(tables, tab.Name)
+	}
+	for _, table := range tables {
+		file := filepath.Join(w.opts.ParquetDir, table, "snapshot_month="+snap, parquetFile)
+		var rows, differ int
+		err := w.DB().QueryRowContext(ctx, `SELECT (SELECT count(*) FROM `+table+` WHERE snapshot_month = $1), count(*) FROM (
+			(SELECT * EXCLUDE (snapshot_month) FROM `+table+` WHERE snapshot_month = $1 EXCEPT ALL SELECT * FROM read_parquet($2, hive_partitioning = false))
+			UNION ALL
+			(SELECT * FROM read_parquet($2, hive_partitioning = false) EXCEPT ALL SELECT * EXCLUDE (snapshot_month) FROM `+table+` WHERE snapshot_month = $1))`,
+			snap, file).Scan(&rows, &differ)
+		if err != nil {
+			t.Fatalf("%s: %v", table, err)
+		}
+		if rows == 0 || differ != 0 {
+			t.Errorf("%s: %d rows in the table, %d differ from %s", table, rows, differ, file)
+		}
 	}
 }
