@@ -163,15 +163,15 @@ func BenchmarkRebuild(b *testing.B) {
 			}
 
 			if current != nil {
-				v, elapsed, got, err := current.load(ctx, duckdbJSONStatements(snap, prefix))
+				run, err := current.load(ctx, duckdbJSONStatements(snap, prefix))
 				if err != nil {
 					b.Fatal(err)
 				}
-				if got != rows {
-					b.Fatalf("current DuckDB path loaded %d rows, ours %d", got, rows)
+				if run.Rows != rows {
+					b.Fatalf("current DuckDB path loaded %d rows, ours %d", run.Rows, rows)
 				}
-				version = v
-				cur = append(cur, elapsed)
+				version = run.Version
+				cur = append(cur, run.Elapsed)
 			}
 		}
 		mo, md, mp, mf := median(ours), median(duck), median(pq), median(floor)

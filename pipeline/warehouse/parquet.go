@@ -3,6 +3,8 @@ package warehouse
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
+	"database/sql"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -43,23 +45,10 @@ func (w *Warehouse) ExportParquet(ctx context.Context, snapshot string) error {
 	// Without insertion order the Parquet writer streams row groups instead of buffering them
 	// to keep order, so the export's memory does not grow with the table.
 	err := w.unorderedExport(ctx, func(ctx context.Context) error {
-		for _, t := range flatten.SnapshotTables {
-			dir := filepath.Join(w.opts.ParquetDir, t.Name, "snapshot_month="+snapshot)
-			// No ORDER BY: sorting a whole partition would make the export's memory grow with
-			// the warehouse. snapshot was checked against ^[0-9]{4}-[0-9]{2}$.
-			query := fmt.Sprintf(`SELECT * EXCLUDE (snapshot_month) FROM %s WHERE snapshot_month = '%s'`, t.Name, snapshot)
-			if err := w.copyParquet(ctx, query, dir); err != nil {
-				return fmt.Errorf("%s: %w", t.Name, err)
-			}
-		}
-		if err := w.exportRaw(ctx, snapshot); err != nil {
+		if err := w.exportSnapshotTables(ctx, w.load, snapshot); err != nil {
 			return err
 		}
-		dir := filepath.Join(w.opts.ParquetDir, flatten.TableCountries)
-		if err := w.copyParquet(ctx, `SELECT * FROM countries`, dir); err != nil {
-			return fmt.Errorf("countries: %w", err)
-		}
-		return w.exportRunHealth(ctx, snapshot)
+		return w.exportBesideSnapshotTables(ctx, snapshot)
 	})
 	if err != nil {
 		return fmt.Errorf("export Parquet of snapshot %s to %s: %w", snapshot, w.opts.ParquetDir, err)
@@ -67,18 +56,111 @@ func (w *Warehouse) ExportParquet(ctx context.Context, snapshot string) error {
 	return nil
 }
 
-// exportRaw writes the raw answers of snapshot (checked YYYY-MM) to their partition.
+// exportSnapshotTables writes each snapshot table's partition of snapshot (checked YYYY-MM)
+// with conn, in the caller's transaction on it.
+func (w *Warehouse) exportSnapshotTables(ctx context.Context, conn *sql.Conn, snapshot string) error {
+	for _, t := range flatten.SnapshotTables {
+		dir := filepath.Join(w.opts.ParquetDir, t.Name, "snapshot_month="+snapshot)
+		// No ORDER BY: sorting a whole partition would make the export's memory grow with
+		// the warehouse. snapshot was checked against ^[0-9]{4}-[0-9]{2}$.
+		query := fmt.Sprintf(`SELECT * EXCLUDE (snapshot_month) FROM %s WHERE snapshot_month = '%s'`, t.Name, snapshot)
+		if err := w.copyParquetOn(ctx, conn, query, dir, ""); err != nil {
+			return fmt.Errorf("%s: %w", t.Name, err)
+		}
+	}
+	return nil
+}
+
+// exportBesideSnapshotTables writes what ExportParquet writes beside the snapshot tables: the
+// raw answers of snapshot, countries and the run-health tables, in the caller's transaction
+// on the load connection.
+func (w *Warehouse) exportBesideSnapshotTables(ctx context.Context, snapshot string) error {
+	if err := w.exportRaw(ctx, snapshot); err != nil {
+		return err
+	}
+	dir := filepath.Join(w.opts.ParquetDir, flatten.TableCountries)
+	if err := w.copyParquet(ctx, `SELECT * FROM countries`, dir); err != nil {
+		return fmt.Errorf("countries: %w", err)
+	}
+	return w.exportRunHealth(ctx, snapshot)
+}
+
+// exportRaw writes the raw answers of snapshot (checked YYYY-MM) to their partition, unless its
+// file already holds exactly those rows (copyParquetIfChanged): a rebuild never changes them,
+// and rewriting them cost a 10,000-domain rebuild 0.4–0.9 s of CPU for an equal file.
 func (w *Warehouse) exportRaw(ctx context.Context, snapshot string) error {
 	dir := filepath.Join(w.opts.ParquetDir, model.TableRawResponses, "snapshot_month="+snapshot)
 	query := fmt.Sprintf(`SELECT * EXCLUDE (snapshot_month) FROM %s WHERE snapshot_month = '%s'`, model.TableRawResponses, snapshot)
-	if err := w.copyParquet(ctx, query, dir); err != nil {
+	if err := w.copyParquetIfChanged(ctx, query, dir); err != nil {
 		return fmt.Errorf("%s: %w", model.TableRawResponses, err)
 	}
 	return nil
 }
 
+// parquetSourceKey is the key, in a Parquet file's key-value metadata, of the fingerprint of
+// the rows the file was written from (copyParquetIfChanged).
+const parquetSourceKey = "sitewatch_source"
+
+// copyParquetIfChanged writes query's rows to dir/data_0.parquet as copyParquet does, with
+// their fingerprint (rowsFingerprint) in the file's key-value metadata, unless the file there
+// already carries the fingerprint of query's rows now: then it is left as it is. A missing,
+// truncated or older file (without the key) is rewritten.
+func (w *Warehouse) copyParquetIfChanged(ctx context.Context, query, dir string) error {
+	source, err := w.rowsFingerprint(ctx, query)
+	if err != nil {
+		return fmt.Errorf("fingerprint the rows to export: %w", err)
+	}
+	if w.parquetSource(ctx, filepath.Join(dir, parquetFile)) == source {
+		return nil
+	}
+	return w.copyParquetWithSource(ctx, query, dir, source)
+}
+
+// rowsFingerprint names the rows query returns, in any order: their number, the sum of their
+// hashes (DuckDB's hash of each whole row, so a changed value, an added or a duplicated row
+// changes it) and their column names and types, with copyParquetFormat; hex of their SHA-256.
+func (w *Warehouse) rowsFingerprint(ctx context.Context, query string) (string, error) {
+	var rows, sum, types string
+	err := w.load.QueryRowContext(ctx, `SELECT CAST(count(*) AS VARCHAR), CAST(coalesce(sum(hash(r)), 0) AS VARCHAR),
+		coalesce(any_value(typeof(r)), '') FROM (`+query+`) r`).Scan(&rows, &sum, &types)
+	if err != nil {
+		return "", err
+	}
+	h := sha256.Sum256([]byte(strings.Join([]string{copyParquetFormat, rows, sum, types}, "\x00")))
+	return hex.EncodeToString(h[:16]), nil
+}
+
+// parquetSource returns the fingerprint file carries under parquetSourceKey, or "" when it has
+// none or cannot be read (missing, truncated): the caller then rewrites it. It reads on the read
+// connection (the caller holds mu), in a statement of its own: a failed statement on the load
+// connection would abort the caller's transaction.
+func (w *Warehouse) parquetSource(ctx context.Context, file string) string {
+	var source string
+	err := w.read.QueryRowContext(ctx, `SELECT decode(value) FROM parquet_kv_metadata(`+sqlString(file)+`)
+		WHERE decode(key) = '`+parquetSourceKey+`'`).Scan(&source)
+	if err != nil {
+		return ""
+	}
+	return source
+}
+
+// copyParquetFormat is copyParquet's COPY options: a fingerprint covers them, so a change of
+// the writer's options rewrites files written with the old ones.
+const copyParquetFormat = `FORMAT PARQUET, COMPRESSION zstd, ROW_GROUP_SIZE 16384`
+
 // copyParquet writes query's rows to dir/data_0.parquet through a staging file in dir.
 func (w *Warehouse) copyParquet(ctx context.Context, query, dir string) error {
+	return w.copyParquetWithSource(ctx, query, dir, "")
+}
+
+// copyParquetWithSource is copyParquet writing source (hex, or "" for none) under
+// parquetSourceKey in the file's key-value metadata.
+func (w *Warehouse) copyParquetWithSource(ctx context.Context, query, dir, source string) error {
+	return w.copyParquetOn(ctx, w.load, query, dir, source)
+}
+
+// copyParquetOn is copyParquetWithSource with conn.
+func (w *Warehouse) copyParquetOn(ctx context.Context, conn *sql.Conn, query, dir, source string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
@@ -89,8 +171,12 @@ func (w *Warehouse) copyParquet(ctx context.Context, query, dir string) error {
 	stage := filepath.Join(dir, "."+parquetFile+"."+hex.EncodeToString(rnd[:])+stagingSuffix)
 	final := filepath.Join(dir, parquetFile)
 	// COPY takes no parameters for its target; the path is quoted as an SQL literal.
-	copySQL := fmt.Sprintf(`COPY (%s) TO %s (FORMAT PARQUET, COMPRESSION zstd, ROW_GROUP_SIZE 16384)`, query, sqlString(stage))
-	if _, err := w.load.ExecContext(ctx, copySQL); err != nil {
+	options := copyParquetFormat
+	if source != "" {
+		options += `, KV_METADATA {` + parquetSourceKey + `: ` + sqlString(source) + `}`
+	}
+	copySQL := fmt.Sprintf(`COPY (%s) TO %s (%s)`, query, sqlString(stage), options)
+	if _, err := conn.ExecContext(ctx, copySQL); err != nil {
 		_ = os.Remove(stage) // best effort: Open cleans leftovers too
 		return err
 	}

@@ -215,3 +215,83 @@ func TestExportRunHealthAfterFinish(t *testing.T) {
 		t.Errorf("runs partition holds %d entries, want the one file (no staging leftovers)", len(entries))
 	}
 }
+
+// TestExportKeepsUnchangedRawAnswers: the raw answers' partition is written once and left as
+// it is by exports (a rebuild's, an up-to-date run's) while the answers stay the same; a
+// changed body, a removed answer, or a file that lost its fingerprint (truncated, or written
+// before it had one) is written again, with the rows the table holds.
+func TestExportKeepsUnchangedRawAnswers(t *testing.T) {
+	w := testWarehouse(t, "")
+	ctx := context.Background()
+	if _, err := storeGenerated(ctx, w, snap, 5, ""); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(w.opts.ParquetDir, model.TableRawResponses, "snapshot_month="+snap, parquetFile)
+	export := func() os.FileInfo {
+		t.Helper()
+		if err := w.ExportParquet(ctx, snap); err != nil {
+			t.Fatal(err)
+		}
+		info, err := os.Stat(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return info
+	}
+	// sameRows fails unless the file holds exactly the table's rows of the month.
+	sameRows := func() {
+		t.Helper()
+		var differ int
+		err := w.DB().QueryRowContext(ctx, `SELECT count(*) FROM (
+			(SELECT * EXCLUDE (snapshot_month) FROM raw_responses WHERE snapshot_month = ? EXCEPT ALL SELECT * FROM read_parquet(?, hive_partitioning = false))
+			UNION ALL
+			(SELECT * FROM read_parquet(?, hive_partitioning = false) EXCEPT ALL SELECT * EXCLUDE (snapshot_month) FROM raw_responses WHERE snapshot_month = ?))`,
+			snap, file, file, snap).Scan(&differ)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if differ != 0 {
+			t.Errorf("%d rows differ between %s and raw_responses", differ, file)
+		}
+	}
+	first := export()
+	sameRows()
+	if again := export(); !os.SameFile(first, again) {
+		t.Error("an export of unchanged answers rewrote the raw answers' file")
+	}
+
+	changes := []struct {
+		name   string
+		change func() error
+	}{
+		{"ChangedBody", func() error {
+			_, err := w.DB().ExecContext(ctx, `UPDATE raw_responses SET body = body || '\x00'::BLOB
+				WHERE domain = (SELECT min(domain) FROM raw_responses WHERE snapshot_month = ?) AND endpoint = 'site-similar'`, snap)
+			return err
+		}},
+		{"RemovedAnswer", func() error {
+			_, err := w.DB().ExecContext(ctx, `DELETE FROM raw_responses
+				WHERE domain = (SELECT max(domain) FROM raw_responses WHERE snapshot_month = ?) AND endpoint = 'site-overview'`, snap)
+			return err
+		}},
+		{"TruncatedFile", func() error { return os.Truncate(file, 100) }},
+		{"FileWithoutFingerprint", func() error {
+			return w.copyParquet(ctx, `SELECT * EXCLUDE (snapshot_month) FROM raw_responses WHERE snapshot_month = '`+snap+`'`, filepath.Dir(file))
+		}},
+	}
+	for _, c := range changes {
+		t.Run(c.name, func(t *testing.T) {
+			if err := c.change(); err != nil {
+				t.Fatal(err)
+			}
+			before, err := os.Stat(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if after := export(); os.SameFile(before, after) {
+				t.Error("the raw answers' file was not written again")
+			}
+			sameRows()
+		})
+	}
+}

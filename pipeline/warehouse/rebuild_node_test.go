@@ -121,10 +121,16 @@ func newNodeDuckDB(ctx context.Context, w *Warehouse, dir string) (*nodeDuckDB, 
 	return n, nil
 }
 
-// load runs the statements once, in one transaction, and returns the current DuckDB's
-// version, the time measured inside node (its startup excluded) and the rows the snapshot
-// tables hold afterwards.
-func (n *nodeDuckDB) load(ctx context.Context, stmts []string) (version string, elapsed time.Duration, rows int, err error) {
+// nodeRun is what one round of the reference SQL in node measured.
+type nodeRun struct {
+	Version string        // the current DuckDB's version
+	Elapsed time.Duration // measured inside node (its startup excluded)
+	CPU     time.Duration // user + system time of the whole node process
+	Rows    int           // the rows the snapshot tables hold afterwards
+}
+
+// load runs the statements once, in one transaction, in a node process of its own.
+func (n *nodeDuckDB) load(ctx context.Context, stmts []string) (nodeRun, error) {
 	plan := nodePlan{Database: filepath.Join(n.dir, "node.duckdb"), Load: stmts, Reps: 1, Count: n.count}
 	if n.rounds == 0 {
 		plan.Setup = n.setup
@@ -133,10 +139,10 @@ func (n *nodeDuckDB) load(ctx context.Context, stmts []string) (version string, 
 	planFile := filepath.Join(n.dir, "node_plan.json")
 	data, err := json.Marshal(plan)
 	if err != nil {
-		return "", 0, 0, err
+		return nodeRun{}, err
 	}
 	if err := os.WriteFile(planFile, data, 0o644); err != nil {
-		return "", 0, 0, err
+		return nodeRun{}, err
 	}
 	cmd := exec.CommandContext(ctx, n.node, n.script, planFile)
 	cmd.Env = append(os.Environ(), "NODE_PATH="+n.nodePath)
@@ -144,7 +150,7 @@ func (n *nodeDuckDB) load(ctx context.Context, stmts []string) (version string, 
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		return "", 0, 0, fmt.Errorf("node %s %s: %w\n%s%s", n.script, planFile, err, tail(out, 1000), tail([]byte(stderr.String()), 2000))
+		return nodeRun{}, fmt.Errorf("node %s %s: %w\n%s%s", n.script, planFile, err, tail(out, 1000), tail([]byte(stderr.String()), 2000))
 	}
 	var res struct {
 		Version string    `json:"version"`
@@ -152,7 +158,13 @@ func (n *nodeDuckDB) load(ctx context.Context, stmts []string) (version string, 
 		Rows    int       `json:"rows"`
 	}
 	if err := json.Unmarshal(out, &res); err != nil || len(res.MS) != 1 {
-		return "", 0, 0, fmt.Errorf("node %s printed %q, want {\"version\", \"ms\": [one number], \"rows\"}: %v", n.script, out, err)
+		return nodeRun{}, fmt.Errorf("node %s printed %q, want {\"version\", \"ms\": [one number], \"rows\"}: %v", n.script, out, err)
 	}
-	return res.Version, time.Duration(res.MS[0] * float64(time.Millisecond)), res.Rows, nil
+	return nodeRun{Version: res.Version, Elapsed: time.Duration(res.MS[0] * float64(time.Millisecond)),
+		CPU: processCPU(cmd.ProcessState), Rows: res.Rows}, nil
+}
+
+// processCPU is the user + system time of a finished process.
+func processCPU(s *os.ProcessState) time.Duration {
+	return s.UserTime() + s.SystemTime()
 }

@@ -5,7 +5,8 @@ import (
 	"fmt"
 )
 
-// rebuildThreads is DuckDB's thread count while a rebuild inserts and commits. With more than
+// rebuildThreads is DuckDB's thread count while a rebuild inserts and commits, and (Rebuild)
+// while it checks and exports. With more than
 // one, the goroutine running each statement busy-polls DuckDB's task queue while DuckDB's other
 // thread works (pthread mutexes, ConcurrentQueue::DequeueFromProducer: 27 % of a rebuild's CPU
 // samples), on the cores the decoding workers need, and the parallel insert appends each
@@ -22,6 +23,15 @@ var rebuildThreads = "1"
 // inserted starts its next page instead of waiting. 488928e buffered one; BenchmarkRebuild sets
 // that in its runs of 488928e's path.
 var rebuildRecordBuffer = 0
+
+// useRebuildThreads sets DuckDB's threads to rebuildThreads (unless "") and returns a function
+// restoring the previous count.
+func (w *Warehouse) useRebuildThreads(ctx context.Context) (restore func(), err error) {
+	if rebuildThreads == "" {
+		return func() {}, nil
+	}
+	return w.setSetting(ctx, "threads", rebuildThreads)
+}
 
 // setSetting sets one of DuckDB's global settings (memory_limit, threads) and returns a function
 // restoring the previous value. The caller must not hold mu.

@@ -17,10 +17,10 @@ type RebuildTimes struct {
 	Read   time.Duration // the reader fetching pages of stored bodies (on its own connection)
 	Decode time.Duration // decompressing, decoding and flattening, summed over the workers
 	Commit time.Duration // COMMIT, with the checkpoint it triggers
-	Checks time.Duration // the quality checks
-	Export time.Duration // the Parquet export
+	Checks time.Duration // the quality checks (the snapshot tables export beside them)
+	Export time.Duration // the Parquet export beyond the checks
 
-	Threads int // DuckDB's threads while inserting and committing (rebuildThreads)
+	Threads int // DuckDB's threads while inserting, committing, checking and exporting (rebuildThreads), read after the export
 }
 
 // Total is the rebuild's wall-clock time: the phases that do not overlap.
