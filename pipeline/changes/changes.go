@@ -398,7 +398,7 @@ const bySize = ` LEFT JOIN (SELECT snapshot_month AS size_month, domain AS size_
 func (d *Digest) readCompetitors(ctx context.Context, db *sql.DB) error {
 	return warehouse.QueryEach(ctx, db, `SELECT domain, change, competitor, competitor_position, competitor_global_rank,
 			competitor_total_visits, competitor_on_watchlist
-		FROM changes_competitors_in(against := ?) c`+bySize+` WHERE snapshot_month = ?
+		FROM changes_competitors_in(against := ?, for_month := ?) c`+bySize+`
 		ORDER BY size_visits DESC NULLS LAST, domain, change DESC, competitor_position, competitor`, []any{d.against(), d.Month}, func(rows *sql.Rows) error {
 		var c CompetitorChange
 		var rank sql.NullInt64
@@ -414,7 +414,7 @@ func (d *Digest) readCompetitors(ctx context.Context, db *sql.DB) error {
 
 func (d *Digest) readPlatforms(ctx context.Context, db *sql.DB) error {
 	return warehouse.QueryEach(ctx, db, `SELECT domain, change, platform, rank, share_pct
-		FROM changes_ai_platforms_in(against := ?) c`+bySize+` WHERE snapshot_month = ?
+		FROM changes_ai_platforms_in(against := ?, for_month := ?) c`+bySize+`
 		ORDER BY size_visits DESC NULLS LAST, domain, change DESC, rank NULLS LAST, platform`, []any{d.against(), d.Month}, func(rows *sql.Rows) error {
 		var p PlatformChange
 		var rank sql.NullInt64
@@ -430,7 +430,7 @@ func (d *Digest) readPlatforms(ctx context.Context, db *sql.DB) error {
 
 func (d *Digest) readKeywords(ctx context.Context, db *sql.DB) error {
 	return warehouse.QueryEach(ctx, db, `SELECT domain, change, keyword, position, search_volume, estimated_value_usd
-		FROM changes_keywords_in(against := ?) c`+bySize+` WHERE snapshot_month = ?
+		FROM changes_keywords_in(against := ?, for_month := ?) c`+bySize+`
 		ORDER BY size_visits DESC NULLS LAST, domain, change DESC, position, keyword`, []any{d.against(), d.Month}, func(rows *sql.Rows) error {
 		var k KeywordChange
 		var volume sql.NullInt64
@@ -447,7 +447,7 @@ func (d *Digest) readKeywords(ctx context.Context, db *sql.DB) error {
 func (d *Digest) readCountries(ctx context.Context, db *sql.DB) error {
 	return warehouse.QueryEach(ctx, db, `SELECT domain, change, country_code, coalesce(country_name, ''), position, previous_position,
 			share, previous_share
-		FROM changes_top_countries_in(against := ?) c`+bySize+` WHERE snapshot_month = ?
+		FROM changes_top_countries_in(against := ?, for_month := ?) c`+bySize+`
 		ORDER BY size_visits DESC NULLS LAST, domain, change, coalesce(position, previous_position), country_code`, []any{d.against(), d.Month}, func(rows *sql.Rows) error {
 		var c CountryChange
 		var pos, prevPos sql.NullInt64
