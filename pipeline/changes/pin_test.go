@@ -3,6 +3,7 @@ package changes
 import (
 	"database/sql"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -257,4 +258,41 @@ func TestListsSameAsBefore(t *testing.T) {
 		}
 		sameRows(t, db, "the view "+list, `SELECT * FROM `+list+`_before()`, `SELECT * FROM `+list)
 	}
+}
+
+// largestFallsBefore is largestFallsSQL before it read the two months' history itself: through
+// traffic_monthly, the month's domains a semi-join on (month, domain).
+const largestFallsBefore = `SELECT t.domain, round(t.visits), round(t.prev_month_visits),
+		100 * (t.visits / t.prev_month_visits - 1), round(t.prev_month_visits - t.visits)
+	FROM traffic_monthly t
+	SEMI JOIN sites s ON s.snapshot_month = ? AND s.domain = t.domain
+	WHERE t.month = CAST(? || '-01' AS DATE) AND t.prev_month_visits >= ? AND t.visits < t.prev_month_visits
+	ORDER BY t.visits / t.prev_month_visits, t.prev_month_visits - t.visits DESC, t.domain
+	LIMIT ?`
+
+// TestLargestFallsSameAsBefore pins largestFallsSQL to the rows, in order, of the query it
+// replaced, on a random warehouse (history re-estimated by the newer snapshot, NULL and zero
+// months): each month, floors that keep most, some and none, short and whole lists.
+func TestLargestFallsSameAsBefore(t *testing.T) {
+	seed := pinSeed(t)
+	t.Logf("seed %d (SITEWATCH_PIN_SEED=%d replays it)", seed, seed)
+	db := openWarehouse(t).DB()
+	loadRandomMonths(t, db, seed, 400)
+	listed := 0
+	for _, month := range []string{"2026-01", "2026-02", "2026-03", "2026-04", "2026-05"} {
+		for _, floor := range []int64{1, 10_000, 1_000_000, 1 << 40} {
+			for _, n := range []int{5, 1000} {
+				before := rows(t, db, largestFallsBefore, month, month, floor, n)
+				after := rows(t, db, largestFallsSQL, month, floor, n)
+				if !slices.Equal(before, after) {
+					t.Errorf("%s floor %d top %d: before %d rows, after %d:\nbefore %v\nafter  %v", month, floor, n, len(before), len(after), before, after)
+				}
+				listed += len(before)
+			}
+		}
+	}
+	if listed == 0 {
+		t.Fatal("no falls before: the fixture does not exercise the query")
+	}
+	t.Logf("%d rows, the same before and after", listed)
 }
