@@ -296,3 +296,20 @@ func TestLargestFallsSameAsBefore(t *testing.T) {
 	}
 	t.Logf("%d rows, the same before and after", listed)
 }
+
+// TestDiscoverSameAsBefore pins discover_candidates_in (the worth-tracking list), its names
+// cleaned without a regular expression and its per-month step materialized, to the rows it
+// returned before (testdata/discover_before.sql) on a random warehouse: every month, the
+// default floor, none and a high one.
+func TestDiscoverSameAsBefore(t *testing.T) {
+	seed := pinSeed(t)
+	t.Logf("seed %d (SITEWATCH_PIN_SEED=%d replays it)", seed, seed)
+	db := openWarehouse(t).DB()
+	loadRandomMonths(t, db, seed, 300)
+	loadRandomLists(t, db, seed)
+	defineBefore(t, db, "discover_before.sql")
+	for _, floor := range []string{"NULL", "0", "60000"} {
+		sameRows(t, db, "discover_candidates_in(min_visits := "+floor+")",
+			`SELECT * FROM discover_candidates_before(min_visits := `+floor+`)`, `SELECT * FROM discover_candidates_in(min_visits := `+floor+`)`)
+	}
+}
