@@ -626,19 +626,27 @@ listed AS MATERIALIZED (
     FROM (SELECT *, rtrim(lower(trim(similar_domain)), '.') AS name FROM similar_sites) ss
     LEFT JOIN watched w ON w.snapshot_month = ss.snapshot_month AND w.domain = ss.domain
 ),
+-- watched_by and listed_by come from the distinct (candidate, watched domain) pairs, grouped
+-- apart: DuckDB 1.1's DISTINCT aggregates over 1.25 M rows took a fifth of the macro's time.
 per_month AS MATERIALIZED (
-    SELECT snapshot_month, candidate,
-           count(DISTINCT listed_by) AS watched_by,
-           sum(weight) AS reach,
-           string_agg(DISTINCT listed_by, ', ' ORDER BY listed_by) AS listed_by,
-           min(position) AS best_position,
-           arg_min(title, position) AS title,
-           arg_min(category_slug, position) AS category_slug,
-           min(global_rank) AS global_rank,
-           max(total_visits) AS total_visits,
-           arg_min(country_code, position) AS country_code
-    FROM listed
-    GROUP BY snapshot_month, candidate
+    SELECT a.*, w.watched_by, w.listed_by
+    FROM (
+        SELECT snapshot_month, candidate,
+               sum(weight) AS reach,
+               min(position) AS best_position,
+               arg_min(title, position) AS title,
+               arg_min(category_slug, position) AS category_slug,
+               min(global_rank) AS global_rank,
+               max(total_visits) AS total_visits,
+               arg_min(country_code, position) AS country_code
+        FROM listed
+        GROUP BY snapshot_month, candidate
+    ) a
+    JOIN (
+        SELECT snapshot_month, candidate, count(*) AS watched_by, string_agg(listed_by, ', ' ORDER BY listed_by) AS listed_by
+        FROM (SELECT DISTINCT snapshot_month, candidate, listed_by FROM listed)
+        GROUP BY snapshot_month, candidate
+    ) w USING (snapshot_month, candidate)
 ),
 first_seen AS (
     SELECT candidate, min(snapshot_month) AS first_month FROM per_month GROUP BY candidate
