@@ -40,15 +40,24 @@ func (f Fall) Text() string {
 }
 
 // largestFallsSQL ranks the month's falls by percent, then by the visits lost, among the
-// month's watchlist domains that had at least the size floor the month before (the merged
-// history of traffic_monthly, as needs_attention reads it).
-const largestFallsSQL = `SELECT t.domain, round(t.visits), round(t.prev_month_visits),
-		100 * (t.visits / t.prev_month_visits - 1), round(t.prev_month_visits - t.visits)
-	FROM traffic_monthly t
-	SEMI JOIN sites s ON s.snapshot_month = ? AND s.domain = t.domain
-	WHERE t.month = CAST(? || '-01' AS DATE) AND t.prev_month_visits >= ? AND t.visits < t.prev_month_visits
-	ORDER BY t.visits / t.prev_month_visits, t.prev_month_visits - t.visits DESC, t.domain
-	LIMIT ?`
+// month's watchlist domains that had at least the size floor the month before. Its visits are
+// traffic_monthly's merged history (the newest snapshot with a value wins, as needs_attention
+// reads it), taken for the month and the month before only: the view ranks every history row
+// (at 100,000 domains 6.5 s CPU against 0.8 s), and the month's domains are a hash semi-join
+// (a join condition on the month alone made DuckDB loop over every pair of rows: 36 s).
+const largestFallsSQL = `WITH best AS (
+		SELECT domain, month, visits
+		FROM traffic_history
+		WHERE month = CAST($1 || '-01' AS DATE) OR month = CAST(CAST($1 || '-01' AS DATE) - INTERVAL 1 MONTH AS DATE)
+		QUALIFY row_number() OVER (PARTITION BY domain, month ORDER BY visits IS NULL, snapshot_month DESC) = 1
+	)
+	SELECT c.domain, round(c.visits), round(p.visits), 100 * (c.visits / p.visits - 1), round(p.visits - c.visits)
+	FROM best c
+	JOIN best p ON p.domain = c.domain AND p.month = CAST(c.month - INTERVAL 1 MONTH AS DATE)
+	SEMI JOIN (SELECT domain FROM sites WHERE snapshot_month = $1) s ON s.domain = c.domain
+	WHERE c.month = CAST($1 || '-01' AS DATE) AND p.visits >= $2 AND c.visits < p.visits
+	ORDER BY c.visits / p.visits, p.visits - c.visits DESC, c.domain
+	LIMIT $3`
 
 // ReadLargestFalls returns the n largest falls in visits of month (YYYY-MM) among the
 // watchlist domains with at least minVisits visits the month before (0: the needs-attention
@@ -58,7 +67,7 @@ func ReadLargestFalls(ctx context.Context, db *sql.DB, month string, minVisits i
 		minVisits = DefaultAttentionMinVisits
 	}
 	var out []Fall
-	err := warehouse.QueryEach(ctx, db, largestFallsSQL, []any{month, month, minVisits, n}, func(rows *sql.Rows) error {
+	err := warehouse.QueryEach(ctx, db, largestFallsSQL, []any{month, minVisits, n}, func(rows *sql.Rows) error {
 		f := Fall{Rank: len(out) + 1}
 		if err := rows.Scan(&f.Domain, &f.Visits, &f.Previous, &f.ChangePct, &f.Lost); err != nil {
 			return err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -140,12 +141,10 @@ func TestMoversSameAsBefore(t *testing.T) {
 			`SELECT * FROM changes_movers_before(against := `+against+`)`,
 			`SELECT * FROM changes_movers_in(against := `+against+`)`)
 		sameRows(t, db, "the digest's movers of 2026-04 against "+against,
-			`SELECT domain, metric, channel, previous_value, current_value, change, change_ratio, improved,
+			`SELECT domain, metric, coalesce(channel, ''), previous_value, current_value, change, change_ratio, improved,
 				row_number() OVER (PARTITION BY metric ORDER BY mover_rank) AS r
 			FROM changes_movers_before(against := `+against+`) WHERE snapshot_month = '2026-04' AND change <> 0 QUALIFY r <= 5`,
-			`SELECT domain, metric, channel, previous_value, current_value, change, change_ratio, improved,
-				row_number() OVER (PARTITION BY metric ORDER BY importance DESC NULLS LAST, abs(change) DESC, domain, channel) AS r
-			FROM changes_movers_scored(against := `+against+`, for_month := '2026-04') WHERE change <> 0 QUALIFY r <= 5`)
+			strings.NewReplacer("$1", against, "$2", "'2026-04'").Replace(moversSQL))
 	}
 }
 
@@ -234,5 +233,129 @@ func oneDomainSameAsList(t *testing.T, db *sql.DB) {
 				t.Errorf("%s: rows of one query only:\n%v", d, diff)
 			}
 		}
+	}
+}
+
+// loadRandomLists adds to loadRandomMonths' warehouse each domain's lists drawn from seed:
+// similar sites, keywords, AI platforms and visitor countries, picked per month from small
+// pools so that entries stay, appear and drop out; some spelled with another case, a www. or
+// a trailing dot (one competitor or keyword twice in a list), with ties of share and NULL
+// figures. Each draw hashes one string: hash() of several values repeats their parity.
+func loadRandomLists(t *testing.T, db *sql.DB, seed int64) {
+	t.Helper()
+	for _, q := range []string{
+		`INSERT INTO similar_sites (snapshot_month, domain, position, similar_domain, global_rank, total_visits)
+		SELECT month, domain, CAST(row_number() OVER (PARTITION BY month, domain ORDER BY k) AS INTEGER),
+			CASE hash(concat_ws('/', $1::BIGINT, month, i, k, 'spell')) % 10 WHEN 0 THEN 'WWW.C' || k || '.com' WHEN 1 THEN 'c' || k || '.com.' ELSE 'c' || k || '.com' END,
+			CASE WHEN hash(concat_ws('/', $1::BIGINT, month, i, k, 'rn')) % 10 = 0 THEN NULL ELSE CAST(hash(concat_ws('/', $1::BIGINT, month, i, k, 'r')) % 5000 AS BIGINT) END,
+			CASE WHEN hash(concat_ws('/', $1::BIGINT, month, i, k, 'vn')) % 10 = 0 THEN NULL ELSE CAST(hash(concat_ws('/', $1::BIGINT, month, i, k, 'v')) % 90000 AS DOUBLE) END
+		FROM pin_draws, range(12) r(k)
+		WHERE present >= 0.08 AND hash(concat_ws('/', $1::BIGINT, month, i, k, 'in')) % 3 = 0`,
+		// a competitor listed twice, once as www.: the first listing's figures count
+		`INSERT INTO similar_sites (snapshot_month, domain, position, similar_domain, global_rank, total_visits)
+		SELECT snapshot_month, domain, CAST(position + 20 AS INTEGER), 'www.' || lower(rtrim(similar_domain, '.')), global_rank + 1, total_visits + 1
+		FROM similar_sites WHERE hash(concat_ws('/', $1::BIGINT, snapshot_month, domain, position, 'twice')) % 7 = 0`,
+		`INSERT INTO keywords (snapshot_month, domain, position, keyword, search_volume, estimated_value_usd)
+		SELECT month, domain, CAST(row_number() OVER (PARTITION BY month, domain ORDER BY k) AS INTEGER),
+			CASE WHEN hash(concat_ws('/', $1::BIGINT, month, i, k, 'case')) % 5 = 0 THEN 'Keyword ' || k || ' ' ELSE 'keyword ' || k END,
+			CASE WHEN hash(concat_ws('/', $1::BIGINT, month, i, k, 'sn')) % 10 = 0 THEN NULL ELSE CAST(hash(concat_ws('/', $1::BIGINT, month, i, k, 's')) % 9000 AS BIGINT) END,
+			CASE WHEN hash(concat_ws('/', $1::BIGINT, month, i, k, 'en')) % 10 = 0 THEN NULL ELSE (hash(concat_ws('/', $1::BIGINT, month, i, k, 'e')) % 900) / 10.0 END
+		FROM pin_draws, range(10) r(k)
+		WHERE present >= 0.08 AND hash(concat_ws('/', $1::BIGINT, month, i, k, 'in')) % 2 = 0`,
+		`INSERT INTO keywords (snapshot_month, domain, position, keyword, search_volume, estimated_value_usd)
+		SELECT snapshot_month, domain, position + 20, upper(keyword), search_volume, estimated_value_usd
+		FROM keywords WHERE hash(concat_ws('/', $1::BIGINT, snapshot_month, domain, position, 'twice')) % 9 = 0`,
+		`INSERT INTO ai_platforms (snapshot_month, domain, platform, rank, share_pct)
+		SELECT month, domain, CASE WHEN hash(concat_ws('/', $1::BIGINT, month, i, p, 'case')) % 6 = 0 THEN ' ChatGPT.com' ELSE platform END,
+			CASE WHEN hash(concat_ws('/', $1::BIGINT, month, i, p, 'rn')) % 8 = 0 THEN NULL ELSE row_number() OVER (PARTITION BY month, domain ORDER BY p) END,
+			CASE WHEN hash(concat_ws('/', $1::BIGINT, month, i, p, 'sn')) % 8 = 0 THEN NULL ELSE (hash(concat_ws('/', $1::BIGINT, month, i, p, 's')) % 1000) / 10.0 END
+		FROM pin_draws, (VALUES (0, 'chatgpt.com'), (1, 'perplexity.ai'), (2, 'gemini.google.com'), (3, 'claude.ai'), (4, 'copilot.microsoft.com')) v(p, platform)
+		WHERE present >= 0.08 AND hash(concat_ws('/', $1::BIGINT, month, i, p, 'in')) % 2 = 0`,
+		`INSERT INTO geography_share (snapshot_month, domain, country_code, share)
+		SELECT month, domain, CASE WHEN hash(concat_ws('/', $1::BIGINT, month, i, c, 'case')) % 9 = 0 THEN lower(code) ELSE code END,
+			CASE WHEN hash(concat_ws('/', $1::BIGINT, month, i, c, 'n')) % 15 = 0 THEN NULL ELSE round((hash(concat_ws('/', $1::BIGINT, month, i, c, 's')) % 20) / 40.0, 3) END
+		FROM pin_draws, (VALUES (0, 'US'), (1, 'DE'), (2, 'FR'), (3, 'GB'), (4, 'IN'), (5, 'BR'), (6, 'JP'), (7, 'XK'), (8, 'CA')) v(c, code)
+		WHERE present >= 0.08 AND hash(concat_ws('/', $1::BIGINT, month, i, c, 'in')) % 3 <> 0`,
+	} {
+		if _, err := db.Exec(q, seed); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+}
+
+// TestListsSameAsBefore pins the rewritten lists of changes (competitors, AI platforms,
+// keywords: one grouping of both months' rows instead of NOT EXISTS each way; countries: the
+// compared months only) and the digest's reads of one month to the rows the macros returned
+// before (testdata/lists_before.sql), on a random warehouse: every pair, --against, one month.
+func TestListsSameAsBefore(t *testing.T) {
+	seed := pinSeed(t)
+	t.Logf("seed %d (SITEWATCH_PIN_SEED=%d replays it)", seed, seed)
+	db := openWarehouse(t).DB()
+	loadRandomMonths(t, db, seed, 300)
+	loadRandomLists(t, db, seed)
+	defineBefore(t, db, "lists_before.sql")
+	for _, list := range []string{"changes_competitors", "changes_ai_platforms", "changes_keywords", "changes_top_countries"} {
+		for _, against := range []string{"NULL", "'2026-01'"} {
+			before := list + `_before(against := ` + against + `)`
+			sameRows(t, db, list+"_in(against := "+against+")", `SELECT * FROM `+before, `SELECT * FROM `+list+`_in(against := `+against+`)`)
+			sameRows(t, db, list+" of 2026-04 against "+against,
+				`SELECT * FROM `+before+` WHERE snapshot_month = '2026-04'`,
+				`SELECT * FROM `+list+`_in(against := `+against+`, for_month := '2026-04')`)
+		}
+		sameRows(t, db, "the view "+list, `SELECT * FROM `+list+`_before()`, `SELECT * FROM `+list)
+	}
+}
+
+// largestFallsBefore is largestFallsSQL before it read the two months' history itself: through
+// traffic_monthly, the month's domains a semi-join on (month, domain).
+const largestFallsBefore = `SELECT t.domain, round(t.visits), round(t.prev_month_visits),
+		100 * (t.visits / t.prev_month_visits - 1), round(t.prev_month_visits - t.visits)
+	FROM traffic_monthly t
+	SEMI JOIN sites s ON s.snapshot_month = ? AND s.domain = t.domain
+	WHERE t.month = CAST(? || '-01' AS DATE) AND t.prev_month_visits >= ? AND t.visits < t.prev_month_visits
+	ORDER BY t.visits / t.prev_month_visits, t.prev_month_visits - t.visits DESC, t.domain
+	LIMIT ?`
+
+// TestLargestFallsSameAsBefore pins largestFallsSQL to the rows, in order, of the query it
+// replaced, on a random warehouse (history re-estimated by the newer snapshot, NULL and zero
+// months): each month, floors that keep most, some and none, short and whole lists.
+func TestLargestFallsSameAsBefore(t *testing.T) {
+	seed := pinSeed(t)
+	t.Logf("seed %d (SITEWATCH_PIN_SEED=%d replays it)", seed, seed)
+	db := openWarehouse(t).DB()
+	loadRandomMonths(t, db, seed, 400)
+	listed := 0
+	for _, month := range []string{"2026-01", "2026-02", "2026-03", "2026-04", "2026-05"} {
+		for _, floor := range []int64{1, 10_000, 1_000_000, 1 << 40} {
+			for _, n := range []int{5, 1000} {
+				before := rows(t, db, largestFallsBefore, month, month, floor, n)
+				after := rows(t, db, largestFallsSQL, month, floor, n)
+				if !slices.Equal(before, after) {
+					t.Errorf("%s floor %d top %d: before %d rows, after %d:\nbefore %v\nafter  %v", month, floor, n, len(before), len(after), before, after)
+				}
+				listed += len(before)
+			}
+		}
+	}
+	if listed == 0 {
+		t.Fatal("no falls before: the fixture does not exercise the query")
+	}
+	t.Logf("%d rows, the same before and after", listed)
+}
+
+// TestDiscoverSameAsBefore pins discover_candidates_in (the worth-tracking list), its names
+// cleaned without a regular expression and its per-month step materialized, to the rows it
+// returned before (testdata/discover_before.sql) on a random warehouse: every month, the
+// default floor, none and a high one.
+func TestDiscoverSameAsBefore(t *testing.T) {
+	seed := pinSeed(t)
+	t.Logf("seed %d (SITEWATCH_PIN_SEED=%d replays it)", seed, seed)
+	db := openWarehouse(t).DB()
+	loadRandomMonths(t, db, seed, 300)
+	loadRandomLists(t, db, seed)
+	defineBefore(t, db, "discover_before.sql")
+	for _, floor := range []string{"NULL", "0", "60000"} {
+		sameRows(t, db, "discover_candidates_in(min_visits := "+floor+")",
+			`SELECT * FROM discover_candidates_before(min_visits := `+floor+`)`, `SELECT * FROM discover_candidates_in(min_visits := `+floor+`)`)
 	}
 }

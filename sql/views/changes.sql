@@ -52,6 +52,31 @@ SELECT snapshot_month, CASE WHEN against IS NULL THEN previous_month ELSE CAST(a
 FROM complete_months
 WHERE CASE WHEN against IS NULL THEN previous_month IS NOT NULL ELSE snapshot_month <> CAST(against AS VARCHAR) END;
 
+-- change_domains(against, for_month): the domains each list of changes compares, per pair of
+-- change_pairs: those loaded in both months. for_month keeps that month's pair only (NULL: every
+-- pair), so `sitewatch changes` reads two months' rows whatever the warehouse holds.
+CREATE OR REPLACE MACRO change_domains(against, for_month) AS TABLE
+SELECT p.snapshot_month, p.previous_month, s.domain
+FROM change_pairs(against) p
+JOIN sites s ON s.snapshot_month = p.snapshot_month
+JOIN sites o ON o.snapshot_month = p.previous_month AND o.domain = s.domain
+WHERE for_month IS NULL OR p.snapshot_month = CAST(for_month AS VARCHAR);
+
+-- change_sides(against, for_month): which side of which pair each month's rows are: a lists
+-- macro joins its rows with this once instead of once per side (one scan of the table).
+CREATE OR REPLACE MACRO change_sides(against, for_month) AS TABLE
+SELECT snapshot_month, previous_month, snapshot_month AS read_month, true AS is_current
+FROM change_pairs(against) WHERE for_month IS NULL OR snapshot_month = CAST(for_month AS VARCHAR)
+UNION ALL
+SELECT snapshot_month, previous_month, previous_month, false
+FROM change_pairs(against) WHERE for_month IS NULL OR snapshot_month = CAST(for_month AS VARCHAR);
+
+-- change_months(against, for_month): the months those pairs read (compared and compared with).
+CREATE OR REPLACE MACRO change_months(against, for_month) AS TABLE
+SELECT snapshot_month FROM change_pairs(against) WHERE for_month IS NULL OR snapshot_month = CAST(for_month AS VARCHAR)
+UNION
+SELECT previous_month FROM change_pairs(against) WHERE for_month IS NULL OR snapshot_month = CAST(for_month AS VARCHAR);
+
 -- changes_movers: per pair of consecutive complete months, each domain's change in visits,
 -- global rank, AI-referred visits and share, and every channel share, with a mover rank per
 -- metric. Domains must have the metric in both months.
@@ -162,35 +187,35 @@ COMMENT ON COLUMN changes_movers.mover_rank IS 'Rank of the move within snapshot
 -- changes_competitors: similar sites that appeared in or dropped out of a domain's list
 -- between consecutive complete months (domains loaded in both months; competitors compared
 -- lower-cased without www., so a repeated or re-cased entry is one competitor).
-CREATE OR REPLACE MACRO changes_competitors_in(against := NULL) AS TABLE
-WITH pairs AS (
-    SELECT snapshot_month, previous_month FROM change_pairs(against)
+--
+-- changes_competitors_in(against, for_month): every similar-sites row of a domain in both months
+-- is taken once per side of its pair (is_current, change_sides), grouped by pair, domain and competitor, and a
+-- group with rows of one side only is a change: one hash aggregate instead of an anti-join each
+-- way (at 100,000 domains, 7 s CPU to 3.6 s). for_month: only that month's pair.
+CREATE OR REPLACE MACRO changes_competitors_in(against := NULL, for_month := NULL) AS TABLE
+WITH both_months AS MATERIALIZED (
+    SELECT * FROM change_domains(against, for_month)
 ),
-both_months AS MATERIALIZED (
-    SELECT p.snapshot_month, p.previous_month, s.domain
-    FROM pairs p
-    JOIN sites s ON s.snapshot_month = p.snapshot_month
-    JOIN sites o ON o.snapshot_month = p.previous_month AND o.domain = s.domain
+listed AS (
+    SELECT snapshot_month, domain, rtrim(lower(similar_domain), '.') AS name, position, global_rank, total_visits
+    FROM similar_sites
 ),
-comp AS MATERIALIZED (
-    SELECT snapshot_month, domain,
-           regexp_replace(rtrim(lower(similar_domain), '.'), '^www\.', '') AS competitor,
+sides AS (
+    SELECT b.snapshot_month, b.previous_month, b.domain, m.is_current, l.name, l.position, l.global_rank, l.total_visits
+    FROM listed l
+    JOIN change_sides(against, for_month) m ON m.read_month = l.snapshot_month
+    JOIN both_months b ON b.snapshot_month = m.snapshot_month AND b.domain = l.domain
+),
+diff AS (
+    SELECT snapshot_month, previous_month, domain,
+           CASE WHEN bool_and(is_current) THEN 'new' ELSE 'dropped' END AS change,
+           CASE WHEN starts_with(name, 'www.') THEN name[5:] ELSE name END AS competitor,
            min(position) AS position,
            arg_min(global_rank, position) AS global_rank,
            arg_min(total_visits, position) AS total_visits
-    FROM similar_sites
-    GROUP BY 1, 2, 3
-),
-diff AS (
-    SELECT b.snapshot_month, b.previous_month, b.domain, 'new' AS change, c.*  EXCLUDE (snapshot_month, domain)
-    FROM both_months b
-    JOIN comp c ON c.snapshot_month = b.snapshot_month AND c.domain = b.domain
-    WHERE NOT EXISTS (SELECT 1 FROM comp o WHERE o.snapshot_month = b.previous_month AND o.domain = b.domain AND o.competitor = c.competitor)
-    UNION ALL
-    SELECT b.snapshot_month, b.previous_month, b.domain, 'dropped', o.* EXCLUDE (snapshot_month, domain)
-    FROM both_months b
-    JOIN comp o ON o.snapshot_month = b.previous_month AND o.domain = b.domain
-    WHERE NOT EXISTS (SELECT 1 FROM comp c WHERE c.snapshot_month = b.snapshot_month AND c.domain = b.domain AND c.competitor = o.competitor)
+    FROM sides
+    GROUP BY snapshot_month, previous_month, domain, competitor
+    HAVING bool_and(is_current) OR NOT bool_or(is_current)
 )
 SELECT
     d.snapshot_month,
@@ -221,31 +246,28 @@ COMMENT ON COLUMN changes_competitors.competitor_on_watchlist IS 'true when the 
 
 -- changes_ai_platforms: AI platforms that started (new) or stopped (dropped) referring visits
 -- to a domain between consecutive complete months (platforms compared lower-cased).
-CREATE OR REPLACE MACRO changes_ai_platforms_in(against := NULL) AS TABLE
-WITH pairs AS (
-    SELECT snapshot_month, previous_month FROM change_pairs(against)
+--
+-- changes_ai_platforms_in(against, for_month): grouped as changes_competitors_in.
+CREATE OR REPLACE MACRO changes_ai_platforms_in(against := NULL, for_month := NULL) AS TABLE
+WITH both_months AS MATERIALIZED (
+    SELECT * FROM change_domains(against, for_month)
 ),
-both_months AS MATERIALIZED (
-    SELECT p.snapshot_month, p.previous_month, s.domain
-    FROM pairs p
-    JOIN sites s ON s.snapshot_month = p.snapshot_month
-    JOIN sites o ON o.snapshot_month = p.previous_month AND o.domain = s.domain
-),
-plat AS MATERIALIZED (
-    SELECT snapshot_month, domain, lower(trim(platform)) AS platform,
-           min(rank) AS rank, arg_min(share_pct, rank) AS share_pct
+listed AS (
+    SELECT snapshot_month, domain, lower(trim(platform)) AS platform, rank, share_pct
     FROM ai_platforms
-    GROUP BY 1, 2, 3
+),
+sides AS (
+    SELECT b.snapshot_month, b.previous_month, b.domain, m.is_current, l.platform, l.rank, l.share_pct
+    FROM listed l
+    JOIN change_sides(against, for_month) m ON m.read_month = l.snapshot_month
+    JOIN both_months b ON b.snapshot_month = m.snapshot_month AND b.domain = l.domain
 )
-SELECT b.snapshot_month, b.previous_month, b.domain, 'new' AS change, c.platform, c.rank, c.share_pct
-FROM both_months b
-JOIN plat c ON c.snapshot_month = b.snapshot_month AND c.domain = b.domain
-WHERE NOT EXISTS (SELECT 1 FROM plat o WHERE o.snapshot_month = b.previous_month AND o.domain = b.domain AND o.platform = c.platform)
-UNION ALL
-SELECT b.snapshot_month, b.previous_month, b.domain, 'dropped', o.platform, o.rank, o.share_pct
-FROM both_months b
-JOIN plat o ON o.snapshot_month = b.previous_month AND o.domain = b.domain
-WHERE NOT EXISTS (SELECT 1 FROM plat c WHERE c.snapshot_month = b.snapshot_month AND c.domain = b.domain AND c.platform = o.platform);
+SELECT snapshot_month, previous_month, domain,
+       CASE WHEN bool_and(is_current) THEN 'new' ELSE 'dropped' END AS change,
+       platform, min(rank) AS rank, arg_min(share_pct, rank) AS share_pct
+FROM sides
+GROUP BY snapshot_month, previous_month, domain, platform
+HAVING bool_and(is_current) OR NOT bool_or(is_current);
 
 CREATE OR REPLACE VIEW changes_ai_platforms AS SELECT * FROM changes_ai_platforms_in();
 
@@ -261,33 +283,31 @@ COMMENT ON COLUMN changes_ai_platforms.share_pct IS 'Percent 0-100 as returned: 
 
 -- changes_keywords: top keywords new to or gone from a domain's list between consecutive
 -- complete months (compared case-insensitively, trimmed).
-CREATE OR REPLACE MACRO changes_keywords_in(against := NULL) AS TABLE
-WITH pairs AS (
-    SELECT snapshot_month, previous_month FROM change_pairs(against)
+--
+-- changes_keywords_in(against, for_month): grouped as changes_competitors_in, by the keyword
+-- lower-cased and trimmed; the spelling shown is the one at the best position.
+CREATE OR REPLACE MACRO changes_keywords_in(against := NULL, for_month := NULL) AS TABLE
+WITH both_months AS MATERIALIZED (
+    SELECT * FROM change_domains(against, for_month)
 ),
-both_months AS MATERIALIZED (
-    SELECT p.snapshot_month, p.previous_month, s.domain
-    FROM pairs p
-    JOIN sites s ON s.snapshot_month = p.snapshot_month
-    JOIN sites o ON o.snapshot_month = p.previous_month AND o.domain = s.domain
-),
-kw AS MATERIALIZED (
-    SELECT snapshot_month, domain, lower(trim(keyword)) AS key,
-           arg_min(keyword, position) AS keyword, min(position) AS position,
-           arg_min(search_volume, position) AS search_volume,
-           arg_min(estimated_value_usd, position) AS estimated_value_usd
+listed AS (
+    SELECT snapshot_month, domain, lower(trim(keyword)) AS key, keyword, position, search_volume, estimated_value_usd
     FROM keywords
-    GROUP BY 1, 2, 3
+),
+sides AS (
+    SELECT b.snapshot_month, b.previous_month, b.domain, m.is_current, l.key, l.keyword, l.position, l.search_volume, l.estimated_value_usd
+    FROM listed l
+    JOIN change_sides(against, for_month) m ON m.read_month = l.snapshot_month
+    JOIN both_months b ON b.snapshot_month = m.snapshot_month AND b.domain = l.domain
 )
-SELECT b.snapshot_month, b.previous_month, b.domain, 'new' AS change, c.keyword, c.position, c.search_volume, c.estimated_value_usd
-FROM both_months b
-JOIN kw c ON c.snapshot_month = b.snapshot_month AND c.domain = b.domain
-WHERE NOT EXISTS (SELECT 1 FROM kw o WHERE o.snapshot_month = b.previous_month AND o.domain = b.domain AND o.key = c.key)
-UNION ALL
-SELECT b.snapshot_month, b.previous_month, b.domain, 'dropped', o.keyword, o.position, o.search_volume, o.estimated_value_usd
-FROM both_months b
-JOIN kw o ON o.snapshot_month = b.previous_month AND o.domain = b.domain
-WHERE NOT EXISTS (SELECT 1 FROM kw c WHERE c.snapshot_month = b.snapshot_month AND c.domain = b.domain AND c.key = o.key);
+SELECT snapshot_month, previous_month, domain,
+       CASE WHEN bool_and(is_current) THEN 'new' ELSE 'dropped' END AS change,
+       arg_min(keyword, position) AS keyword, min(position) AS position,
+       arg_min(search_volume, position) AS search_volume,
+       arg_min(estimated_value_usd, position) AS estimated_value_usd
+FROM sides
+GROUP BY snapshot_month, previous_month, domain, key
+HAVING bool_and(is_current) OR NOT bool_or(is_current);
 
 CREATE OR REPLACE VIEW changes_keywords AS SELECT * FROM changes_keywords_in();
 
@@ -303,22 +323,18 @@ COMMENT ON COLUMN changes_keywords.search_volume IS 'Monthly search volume in th
 COMMENT ON COLUMN changes_keywords.estimated_value_usd IS 'Estimated value of the keyword''s traffic to the domain in that list (US dollars, estimate).';
 
 -- changes_top_countries: visitor countries entering or leaving a domain's top 5 by share
--- between consecutive complete months (ranking as in top_countries: share, then code).
-CREATE OR REPLACE MACRO changes_top_countries_in(against := NULL) AS TABLE
-WITH pairs AS (
-    SELECT snapshot_month, previous_month FROM change_pairs(against)
-),
-both_months AS MATERIALIZED (
-    SELECT p.snapshot_month, p.previous_month, s.domain
-    FROM pairs p
-    JOIN sites s ON s.snapshot_month = p.snapshot_month
-    JOIN sites o ON o.snapshot_month = p.previous_month AND o.domain = s.domain
+-- between consecutive complete months (ranking as in top_countries: share, then code);
+-- for_month: only that month's pair, and only the months it compares are ranked.
+CREATE OR REPLACE MACRO changes_top_countries_in(against := NULL, for_month := NULL) AS TABLE
+WITH both_months AS MATERIALIZED (
+    SELECT * FROM change_domains(against, for_month)
 ),
 ranked AS MATERIALIZED (
     SELECT snapshot_month, domain, upper(country_code) AS country_code, share,
            row_number() OVER (PARTITION BY snapshot_month, domain
                               ORDER BY share DESC NULLS LAST, upper(country_code)) AS position
     FROM geography_share
+    WHERE snapshot_month IN (SELECT snapshot_month FROM change_months(against, for_month))
 ),
 moves AS (
     SELECT b.snapshot_month, b.previous_month, b.domain, 'entered' AS change, c.country_code,

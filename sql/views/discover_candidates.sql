@@ -36,28 +36,40 @@ watched AS (
            max(total_visits) OVER (PARTITION BY snapshot_month) AS largest_visits
     FROM sites
 ),
-listed AS (
+-- The name is cleaned once per row (a leading www. cut with starts_with, not a regular
+-- expression), and listed and per_month are materialized: per_month is read three times
+-- (this month, the month before, first_seen), and inlined it cleaned and grouped every row
+-- of similar_sites three times (at 100,000 domains 8 s CPU of `changes`).
+listed AS MATERIALIZED (
     SELECT ss.snapshot_month, ss.domain AS listed_by, ss.position,
-           regexp_replace(rtrim(lower(trim(ss.similar_domain)), '.'), '^www\.', '') AS candidate,
+           CASE WHEN starts_with(ss.name, 'www.') THEN ss.name[5:] ELSE ss.name END AS candidate,
            ss.title, ss.category_slug, ss.global_rank, ss.total_visits, ss.country_code,
            (0.5 + 0.5 * coalesce(ln(1 + w.total_visits) / nullif(ln(1 + w.largest_visits), 0), 0))
              * (0.5 + 0.5 / sqrt(greatest(ss.position, 1))) AS weight
-    FROM similar_sites ss
+    FROM (SELECT *, rtrim(lower(trim(similar_domain)), '.') AS name FROM similar_sites) ss
     LEFT JOIN watched w ON w.snapshot_month = ss.snapshot_month AND w.domain = ss.domain
 ),
-per_month AS (
-    SELECT snapshot_month, candidate,
-           count(DISTINCT listed_by) AS watched_by,
-           sum(weight) AS reach,
-           string_agg(DISTINCT listed_by, ', ' ORDER BY listed_by) AS listed_by,
-           min(position) AS best_position,
-           arg_min(title, position) AS title,
-           arg_min(category_slug, position) AS category_slug,
-           min(global_rank) AS global_rank,
-           max(total_visits) AS total_visits,
-           arg_min(country_code, position) AS country_code
-    FROM listed
-    GROUP BY snapshot_month, candidate
+-- watched_by and listed_by come from the distinct (candidate, watched domain) pairs, grouped
+-- apart: DuckDB 1.1's DISTINCT aggregates over 1.25 M rows took a fifth of the macro's time.
+per_month AS MATERIALIZED (
+    SELECT a.*, w.watched_by, w.listed_by
+    FROM (
+        SELECT snapshot_month, candidate,
+               sum(weight) AS reach,
+               min(position) AS best_position,
+               arg_min(title, position) AS title,
+               arg_min(category_slug, position) AS category_slug,
+               min(global_rank) AS global_rank,
+               max(total_visits) AS total_visits,
+               arg_min(country_code, position) AS country_code
+        FROM listed
+        GROUP BY snapshot_month, candidate
+    ) a
+    JOIN (
+        SELECT snapshot_month, candidate, count(*) AS watched_by, string_agg(listed_by, ', ' ORDER BY listed_by) AS listed_by
+        FROM (SELECT DISTINCT snapshot_month, candidate, listed_by FROM listed)
+        GROUP BY snapshot_month, candidate
+    ) w USING (snapshot_month, candidate)
 ),
 first_seen AS (
     SELECT candidate, min(snapshot_month) AS first_month FROM per_month GROUP BY candidate
