@@ -29,6 +29,8 @@ release:
 # beside the other packages (docs/internals.md, "The test suite"). The report's layout
 # budgets (5,000 domains in Chromium) run once more without the race detector's instrumentation
 # (it triples the time of writing 5,000 domains); their times are BenchmarkReport5000's (make bench).
+# Every pass runs side by side with the others: the end-to-end shards spend much of their time
+# waiting, and what runs beside them fills that time (no test here times itself).
 # NORACE_TESTS run in one goroutine of their package's code and take minutes under the
 # detector's instrumentation: the simulator's generator over thousands of bodies (942 s under
 # -race, 75 s without, at load 20) and the report's Needs attention section over a 5,000-domain
@@ -41,11 +43,12 @@ test: tools
 	@test -z "$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))" || { echo "gofmt needed:"; gofmt -l .; exit 1; }
 	@$(GO) test -race -timeout 40m -skip '$(NORACE_TESTS)' $$($(GO) list $(PKGS) | grep -vx 'sitewatch/cmd/sitewatch') & rest=$$!; \
 	  SITEWATCH_FAULT_SEED=$(FAULT_SEEDS) $(GO) test -count=1 -tags faultsoak -timeout 15m -run 'TestFaultSchedules|TestAnswerLogBoundsWhatATakeoverRepays' ./cmd/sitewatch/ & soak=$$!; \
+	  { $(GO) test -count=1 -timeout 15m -run '$(NORACE_TESTS)' ./pipeline/atlas/atlastest/ ./pipeline/report/ && \
+	    $(GO) test -count=1 -timeout 15m -run 'TestLayoutBudgets' ./pipeline/report/ && \
+	    $(GO) test -count=1 -timeout 15m -run 'TestSimulatedSchedules' ./pipeline/fencesim/; } & norace=$$!; \
 	  GO=$(GO) TEST_TIMEOUT=40m scripts/test-shards.sh $(CMD_SHARDS) ./cmd/sitewatch -race; cmd=$$?; \
-	  wait $$rest; other=$$?; wait $$soak; soaked=$$?; test $$cmd -eq 0 && test $$other -eq 0 && test $$soaked -eq 0
-	$(GO) test -count=1 -timeout 10m -run '$(NORACE_TESTS)' ./pipeline/atlas/atlastest/ ./pipeline/report/
-	$(GO) test -count=1 -timeout 10m -run 'TestLayoutBudgets' ./pipeline/report/
-	$(GO) test -count=1 -timeout 10m -run 'TestSimulatedSchedules' ./pipeline/fencesim/
+	  wait $$rest; other=$$?; wait $$soak; soaked=$$?; wait $$norace; plain=$$?; \
+	  test $$cmd -eq 0 && test $$other -eq 0 && test $$soaked -eq 0 && test $$plain -eq 0
 
 # Measures how long each cmd/sitewatch test takes under -race (one verbose sharded run) and
 # writes scripts/sitewatch-test-seconds, by which `make test` deals the tests to its shards.
