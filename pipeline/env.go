@@ -4,22 +4,17 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"strings"
 	"time"
 
 	"sitewatch/pipeline/config"
 )
 
-// Env is what a command reads from and writes to the outside world; tests fill it in.
+// Env is what the core takes from the outside world: the environment, the logger, the clock and
+// the ports its adapters fill in (pipeline/wire); tests fill it with fakes. The terminal (stdin,
+// stdout, stderr, its width) is cmd/sitewatch's: the core writes no text of its own.
 type Env struct {
-	Getenv     func(string) string
-	Stdin      io.Reader // `sitewatch query -` reads SQL from it
-	Stdout     io.Writer
-	Stderr     io.Writer
-	Logger     *slog.Logger
-	IsTerminal bool // stderr is a terminal: cmd/sitewatch draws a live progress line instead of log lines
-	// TermWidth returns the terminal's width in columns (nil or <= 0: 80).
-	TermWidth func() int
+	Getenv func(string) string
+	Logger *slog.Logger
 	// Observe, when set, gives each run its Observer, built from the run's config (the
 	// schedule re-reads it before each run) and the run's logger (which redacts its secrets):
 	// cmd/sitewatch's progress line and pipeline/wire's metrics, live status file, webhook and
@@ -70,15 +65,6 @@ func (e Env) WithDefaults() Env {
 	}
 	if e.Logger == nil {
 		e.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	}
-	if e.Stdin == nil {
-		e.Stdin = strings.NewReader("")
-	}
-	if e.Stdout == nil {
-		e.Stdout = io.Discard
-	}
-	if e.Stderr == nil {
-		e.Stderr = io.Discard
 	}
 	if e.ProgressEvery == 0 {
 		e.ProgressEvery = 5 * time.Second

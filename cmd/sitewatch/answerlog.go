@@ -4,7 +4,6 @@ import (
 	"context"
 	"time"
 
-	"sitewatch/pipeline"
 	"sitewatch/pipeline/answerlog"
 	"sitewatch/pipeline/config"
 	"sitewatch/pipeline/lease"
@@ -19,7 +18,7 @@ const NoAnswerLogEnv = "SITEWATCH_TEST_NO_ANSWER_LOG"
 
 // bucketAnswerLog is the answer log of runs on cfg's bucket (nil without the lease: then
 // nothing fences paid calls either).
-func bucketAnswerLog(ctx context.Context, cfg *config.Config, env pipeline.Env) (wire.AnswerLog, error) {
+func bucketAnswerLog(ctx context.Context, cfg *config.Config, env Env) (wire.AnswerLog, error) {
 	if cfg.Publish.URL == "" || !cfg.Publish.LeaseOn() || env.Getenv(NoAnswerLogEnv) == "1" {
 		return nil, nil
 	}

@@ -9,7 +9,6 @@ import (
 	"math"
 	"strconv"
 
-	"sitewatch/pipeline"
 	"sitewatch/pipeline/changes"
 	"sitewatch/pipeline/wire"
 )
@@ -26,7 +25,7 @@ var changesHelp = help{
 	},
 }
 
-func cmdChanges(ctx context.Context, args []string, env pipeline.Env) error {
+func cmdChanges(ctx context.Context, args []string, env Env) error {
 	f := newFlags("changes", env, true, true)
 	// --month was this command's flag before --snapshot named the month everywhere.
 	f.fs.StringVar(&f.snapshot, "month", "", "alias of --snapshot: the complete `month` to describe")

@@ -24,7 +24,7 @@ var checkHelp = help{
 	},
 }
 
-func cmdCheck(ctx context.Context, args []string, env pipeline.Env) error {
+func cmdCheck(ctx context.Context, args []string, env Env) error {
 	f := newFlags("check", env, true, false)
 	cfg, err := f.parse(args, env, 0, 0)
 	if err != nil {
@@ -53,7 +53,7 @@ func cmdCheck(ctx context.Context, args []string, env pipeline.Env) error {
 	if err != nil {
 		env.Logger.Warn("the bucket cannot be read: the estimate counts only what this warehouse holds", "err", err)
 	}
-	r, err := wire.Check(ctx, cfg, env)
+	r, err := wire.Check(ctx, cfg, env.Env)
 	if stop := printProbeFailure(env.Stdout, r, err); stop {
 		return err
 	}

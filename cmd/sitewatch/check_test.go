@@ -114,7 +114,7 @@ func TestScheduleListenMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
-	go func() { done <- pipeline.Schedule(ctx, cfg, env, pipeline.ScheduleOptions{OnRun: runs.record}) }()
+	go func() { done <- pipeline.Schedule(ctx, cfg, env.Env, pipeline.ScheduleOptions{OnRun: runs.record}) }()
 
 	waitFor(t, func() bool { return h.srv.Stats().Charged >= 6 })
 	during, err := metrics.Scrape(ctx, base)

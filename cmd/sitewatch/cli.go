@@ -14,7 +14,6 @@ import (
 	"strings"
 	"time"
 
-	"sitewatch/pipeline"
 	"sitewatch/pipeline/buildinfo"
 	"sitewatch/pipeline/config"
 	"sitewatch/pipeline/dictionary"
@@ -26,7 +25,7 @@ import (
 // command is one sitewatch subcommand: its function and its help text.
 type command struct {
 	name string
-	run  func(context.Context, []string, pipeline.Env) error
+	run  func(context.Context, []string, Env) error
 	help help
 }
 
@@ -69,14 +68,14 @@ func lookup(name string) (command, bool) {
 
 // Main runs one sitewatch command and returns its exit code. cmd/sitewatch only wires the
 // process (signals, stdio, environment) to it, so tests drive the real program in-process.
-func Main(ctx context.Context, args []string, env pipeline.Env) int {
+func Main(ctx context.Context, args []string, env Env) int {
 	return MainLogging(ctx, args, env, nil)
 }
 
 // MainLogging is Main for a process whose env.Logger filters at level: it sets level from the
 // command, --log-level/--verbose, SITEWATCH_LOG and whether stderr is a terminal (LogLevel).
-func MainLogging(ctx context.Context, args []string, env pipeline.Env, level *slog.LevelVar) int {
-	env = env.WithDefaults()
+func MainLogging(ctx context.Context, args []string, env Env, level *slog.LevelVar) int {
+	env = env.withDefaults()
 	if env.Warehouses == nil {
 		env.Warehouses = wire.Warehouses{} // no bucket: the commands that have one rebind it (bindBucket)
 	}
@@ -131,7 +130,7 @@ func MainLogging(ctx context.Context, args []string, env pipeline.Env, level *sl
 }
 
 // cmdHelp serves `sitewatch help [CMD]`.
-func cmdHelp(ctx context.Context, args []string, env pipeline.Env) int {
+func cmdHelp(ctx context.Context, args []string, env Env) int {
 	if len(args) == 0 {
 		writeUsage(env.Stdout)
 		return ExitOK
@@ -249,7 +248,7 @@ type commandFlags struct {
 	check    func() error // validates the command's own flags before anything is opened
 }
 
-func newFlags(name string, env pipeline.Env, withConfig, withSnapshot bool) *commandFlags {
+func newFlags(name string, env Env, withConfig, withSnapshot bool) *commandFlags {
 	f := &commandFlags{fs: flag.NewFlagSet("sitewatch "+name, flag.ContinueOnError), check: func() error { return nil }}
 	f.fs.SetOutput(io.Discard) // Main prints errors and help itself, each once
 	f.fs.Usage = func() {}
@@ -326,7 +325,7 @@ func (f *commandFlags) parseArgs(args []string, minArgs, maxArgs int) error {
 }
 
 // parse parses args as parseArgs does, then loads the config.
-func (f *commandFlags) parse(args []string, env pipeline.Env, minArgs, maxArgs int) (*config.Config, error) {
+func (f *commandFlags) parse(args []string, env Env, minArgs, maxArgs int) (*config.Config, error) {
 	if err := f.parseArgs(args, minArgs, maxArgs); err != nil {
 		return nil, err
 	}
@@ -335,7 +334,7 @@ func (f *commandFlags) parse(args []string, env pipeline.Env, minArgs, maxArgs i
 
 // parseAndOpen parses args, loads the config and opens its warehouse: the first steps of every
 // command that reads or rebuilds the warehouse.
-func (f *commandFlags) parseAndOpen(ctx context.Context, args []string, env pipeline.Env, minArgs, maxArgs int, readOnly bool) (*config.Config, *warehouse.Warehouse, error) {
+func (f *commandFlags) parseAndOpen(ctx context.Context, args []string, env Env, minArgs, maxArgs int, readOnly bool) (*config.Config, *warehouse.Warehouse, error) {
 	cfg, err := f.parse(args, env, minArgs, maxArgs)
 	if err != nil {
 		return nil, nil, err
@@ -344,7 +343,7 @@ func (f *commandFlags) parseAndOpen(ctx context.Context, args []string, env pipe
 	return cfg, wh, err
 }
 
-func openWarehouse(ctx context.Context, cfg *config.Config, env pipeline.Env, readOnly bool) (*warehouse.Warehouse, error) {
+func openWarehouse(ctx context.Context, cfg *config.Config, env Env, readOnly bool) (*warehouse.Warehouse, error) {
 	if readOnly {
 		if _, err := os.Stat(cfg.Warehouse.DuckDB); errors.Is(err, os.ErrNotExist) {
 			return nil, fmt.Errorf("no warehouse at %s yet: run `sitewatch run` first", cfg.Warehouse.DuckDB)
@@ -363,7 +362,7 @@ var rebuildHelp = help{
 	examples: []string{"sitewatch rebuild --snapshot 2026-11", "sitewatch rebuild --all"},
 }
 
-func cmdRebuild(ctx context.Context, args []string, env pipeline.Env) (err error) {
+func cmdRebuild(ctx context.Context, args []string, env Env) (err error) {
 	f := newFlags("rebuild", env, true, true)
 	all := f.fs.Bool("all", false, "rebuild every snapshot")
 	f.check = func() error {
@@ -420,7 +419,7 @@ var validateHelp = help{
 	examples: []string{"sitewatch validate", "sitewatch validate --config staging.yaml"},
 }
 
-func cmdValidate(_ context.Context, args []string, env pipeline.Env) error {
+func cmdValidate(_ context.Context, args []string, env Env) error {
 	f := newFlags("validate", env, true, false)
 	cfg, err := f.parse(args, env, 0, 0)
 	if err != nil {
@@ -489,7 +488,7 @@ var reportHelp = help{
 	examples: []string{"sitewatch report --snapshot 2026-11 --out report.html"},
 }
 
-func cmdReport(ctx context.Context, args []string, env pipeline.Env) (err error) {
+func cmdReport(ctx context.Context, args []string, env Env) (err error) {
 	f := newFlags("report", env, true, true)
 	out := f.fs.String("out", "", "the HTML `file` to write (default report-YYYY-MM.html)")
 	force := f.fs.Bool("force", false, "replace an existing --out file even if it is not an HTML page")
@@ -524,7 +523,7 @@ var schemaHelp = help{
 	examples: []string{"sitewatch schema", "sitewatch schema --format markdown > docs/data-dictionary.md"},
 }
 
-func cmdSchema(ctx context.Context, args []string, env pipeline.Env) (err error) {
+func cmdSchema(ctx context.Context, args []string, env Env) (err error) {
 	f := newFlags("schema", env, false, false)
 	format := f.fs.String("format", "text", "text or markdown")
 	f.check = func() error {

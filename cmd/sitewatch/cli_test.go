@@ -17,7 +17,7 @@ import (
 // mainOut runs Main in-process with stdin and returns the exit code, stdout and stderr.
 func mainOut(stdin string, args ...string) (int, string, string) {
 	var stdout, stderr syncBuffer
-	code := Main(context.Background(), args, pipeline.Env{Stdin: strings.NewReader(stdin), Stdout: &stdout, Stderr: &stderr, Getenv: func(string) string { return "" }})
+	code := Main(context.Background(), args, Env{Env: pipeline.Env{Getenv: func(string) string { return "" }}, Stdin: strings.NewReader(stdin), Stdout: &stdout, Stderr: &stderr})
 	return code, stdout.String(), stderr.String()
 }
 
@@ -91,7 +91,7 @@ func TestUsageErrors(t *testing.T) {
 // TestParseArgsInterspersed: flags are accepted before and after positional arguments, and
 // "--" ends them.
 func TestParseArgsInterspersed(t *testing.T) {
-	f := newFlags("query", pipeline.Env{}.WithDefaults(), true, false)
+	f := newFlags("query", Env{}.withDefaults(), true, false)
 	format := f.fs.String("format", "table", "")
 	if err := f.parseArgs([]string{"SELECT 1", "--format", "csv", "--config", "c.yaml"}, 0, 1); err != nil {
 		t.Fatal(err)

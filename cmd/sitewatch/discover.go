@@ -7,7 +7,6 @@ import (
 	"math"
 	"strconv"
 
-	"sitewatch/pipeline"
 	"sitewatch/pipeline/config"
 	"sitewatch/pipeline/discover"
 	"sitewatch/pipeline/numfmt"
@@ -38,7 +37,7 @@ type discoverFlags struct {
 	dryRun    bool
 }
 
-func cmdDiscover(ctx context.Context, args []string, env pipeline.Env) error {
+func cmdDiscover(ctx context.Context, args []string, env Env) error {
 	f := newFlags("discover", env, true, true)
 	f.fs.Lookup("snapshot").Usage = "the `month` whose similar sites are counted, YYYY-MM (default: the latest complete month)"
 	var d discoverFlags
@@ -110,7 +109,7 @@ func (d *discoverFlags) check(f *commandFlags) error {
 
 // readCandidates opens the warehouse read-only (a run may hold it: DuckDB then says so) and
 // reads the month's best candidates.
-func readCandidates(ctx context.Context, cfg *config.Config, env pipeline.Env, month string, top int, floor int64) (_ string, _ []discover.Candidate, err error) {
+func readCandidates(ctx context.Context, cfg *config.Config, env Env, month string, top int, floor int64) (_ string, _ []discover.Candidate, err error) {
 	wh, err := openWarehouse(ctx, cfg, env, true)
 	if err != nil {
 		return "", nil, err
@@ -246,7 +245,7 @@ func nothingAffordable(d discoverFlags) error {
 
 // addCandidates appends the candidates to the config file (or prints the diff with --dry-run).
 // A file edited meanwhile or not writable is refused with exit 2, nothing written.
-func addCandidates(w io.Writer, wf *discover.Watchfile, month string, cands []discover.Candidate, d discoverFlags, env pipeline.Env) error {
+func addCandidates(w io.Writer, wf *discover.Watchfile, month string, cands []discover.Candidate, d discoverFlags, env Env) error {
 	o := textout.New(w)
 	if len(cands) == 0 {
 		return &NothingAddedError{Msg: fmt.Sprintf("discover: no candidate outside the watchlist in %s at or above the size floor: nothing added "+

@@ -68,8 +68,8 @@ func discoverProject(t *testing.T) string {
 // discoverRun runs sitewatch discover in-process on 2026-11-27.
 func discoverRun(args ...string) (int, string, string) {
 	var stdout, stderr syncBuffer
-	env := pipeline.Env{Stdout: &stdout, Stderr: &stderr, Getenv: func(string) string { return "" },
-		Now: func() time.Time { return time.Date(2026, 11, 27, 9, 0, 0, 0, time.UTC) }}
+	env := Env{Env: pipeline.Env{Getenv: func(string) string { return "" },
+		Now: func() time.Time { return time.Date(2026, 11, 27, 9, 0, 0, 0, time.UTC) }}, Stdout: &stdout, Stderr: &stderr}
 	code := Main(context.Background(), append([]string{"discover"}, args...), env)
 	return code, stdout.String(), stderr.String()
 }

@@ -86,22 +86,21 @@ func newHarness(t *testing.T, opts atlastest.Options, domains []string, apiExtra
 	return h
 }
 
-func (h *harness) env() pipeline.Env {
+func (h *harness) env() Env {
 	h.stdout, h.stderr = &syncBuffer{}, &syncBuffer{}
 	vars := map[string]string{config.EnvAPIKey: h.key}
 	for k, v := range h.extraEnv {
 		vars[k] = v
 	}
-	env := pipeline.Env{
-		Getenv: func(k string) string { return vars[k] },
-		Stdout: h.stdout, Stderr: h.stderr,
+	env := Env{Env: pipeline.Env{
+		Getenv:          func(k string) string { return vars[k] },
 		Logger:          slog.New(slog.NewTextHandler(h.stderr, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		ProgressEvery:   50 * time.Millisecond,
 		RetryMaxElapsed: h.retryMaxElapsed,
 		Credits:         wire.Credits{},
 		Warehouses:      wire.Warehouses{},
 		Publisher:       wire.Publisher{},
-	}
+	}, Stdout: h.stdout, Stderr: h.stderr}
 	watchRuns(&env, nil) // as `run` and `schedule` do; tests that call pipeline.Run directly see the same
 	return env
 }
@@ -582,7 +581,9 @@ func TestScheduleSignalMidRunCommitsAndReturns(t *testing.T) {
 		cancel()
 	}()
 	done := make(chan error, 1)
-	go func() { done <- pipeline.Schedule(ctx, cfg, h.env(), pipeline.ScheduleOptions{Parse: secondsParser}) }()
+	go func() {
+		done <- pipeline.Schedule(ctx, cfg, h.env().Env, pipeline.ScheduleOptions{Parse: secondsParser})
+	}()
 	select {
 	case err := <-done:
 		if err != nil {

@@ -522,7 +522,7 @@ func TestScheduleGoesOnAfterAHungBucket(t *testing.T) {
 	defer cancel()
 	done := make(chan error, 1)
 	go func() {
-		done <- pipeline.Schedule(ctx, cfg, env, pipeline.ScheduleOptions{OnRun: runs.record, Parse: secondsParser, RetryEvery: time.Second})
+		done <- pipeline.Schedule(ctx, cfg, env.Env, pipeline.ScheduleOptions{OnRun: runs.record, Parse: secondsParser, RetryEvery: time.Second})
 	}()
 	waitFor(t, func() bool { return len(runs.get()) >= 2 })
 	cancel()
@@ -561,7 +561,7 @@ func TestHealthzStuckPublish(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_, _ = pipeline.Run(ctx, cfg, pipeline.RunOptions{Snapshot: testMonth}, env)
+		_, _ = pipeline.Run(ctx, cfg, pipeline.RunOptions{Snapshot: testMonth}, env.Env)
 	}()
 	<-hang.accepted
 	if ok, why := rec.Healthy(); !ok {

@@ -12,7 +12,7 @@ import (
 // bucketLease is the lease runs, restores and publishes take on cfg's bucket, or nil when
 // there is no bucket or publish.lease is off. It fails when the publisher cannot be built
 // (credentials).
-func bucketLease(ctx context.Context, cfg *config.Config, env pipeline.Env, command string) (pipeline.Lease, error) {
+func bucketLease(ctx context.Context, cfg *config.Config, env Env, command string) (pipeline.Lease, error) {
 	if cfg.Publish.URL == "" || !cfg.Publish.LeaseOn() {
 		return nil, nil
 	}
@@ -24,7 +24,7 @@ func bucketLease(ctx context.Context, cfg *config.Config, env pipeline.Env, comm
 }
 
 // newLease is the lease of p with cfg's TTL and in-flight bound (api.timeout).
-func newLease(p *publish.Publisher, cfg *config.Config, env pipeline.Env, command string) *lease.Lease {
+func newLease(p *publish.Publisher, cfg *config.Config, env Env, command string) *lease.Lease {
 	return lease.New(p, lease.Options{TTL: cfg.Publish.LeaseDuration(), InFlight: cfg.API.Timeout.Duration,
 		Command: "sitewatch " + command, Logger: env.Logger})
 }

@@ -39,12 +39,14 @@ func main() {
 	context.AfterFunc(ctx, stop)
 	fi, _ := os.Stderr.Stat()
 	level := new(slog.LevelVar) // set by MainLogging from the command, the flags and SITEWATCH_LOG
-	env := pipeline.Env{
-		Getenv:     os.Getenv,
+	env := Env{
+		Env: pipeline.Env{
+			Getenv: os.Getenv,
+			Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})),
+		},
 		Stdin:      os.Stdin,
 		Stdout:     os.Stdout,
 		Stderr:     os.Stderr,
-		Logger:     slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})),
 		IsTerminal: fi != nil && fi.Mode()&os.ModeCharDevice != 0,
 		TermWidth: func() int {
 			w, _, err := term.GetSize(int(os.Stderr.Fd()))

@@ -24,7 +24,7 @@ type progressLine struct {
 
 // newProgressLine is the progress line of env's streams, logging through logger (the run's,
 // which redacts its secrets).
-func newProgressLine(env pipeline.Env, logger *slog.Logger) progressLine {
+func newProgressLine(env Env, logger *slog.Logger) progressLine {
 	return progressLine{stderr: env.Stderr, terminal: env.IsTerminal, width: env.TermWidth, logger: logger}
 }
 

@@ -31,7 +31,7 @@ var publishHelp = help{
 }
 
 // cmdPublish uploads months of the Parquet tree to publish.url; it calls no API.
-func cmdPublish(ctx context.Context, args []string, env pipeline.Env) error {
+func cmdPublish(ctx context.Context, args []string, env Env) error {
 	f := newFlags("publish", env, true, true)
 	all := f.fs.Bool("all", false, "publish every month with a complete run")
 	verify := f.fs.Bool("verify", false, "read the bucket back: check every object against its manifest and report each that differs (exit 1 if any); uploads nothing")
@@ -138,7 +138,7 @@ func cmdPublish(ctx context.Context, args []string, env pipeline.Env) error {
 // probe, or a month it ran) could only refuse (GuardRuns), and this warehouse's own new
 // ledger rows (its probe) would never reach the bucket; with it the publish uploads the
 // union of both ledgers over the version it read (If-Match).
-func pullBeforePublish(ctx context.Context, cfg *config.Config, env pipeline.Env) error {
+func pullBeforePublish(ctx context.Context, cfg *config.Config, env Env) error {
 	if _, err := os.Stat(cfg.Warehouse.DuckDB); err != nil {
 		return nil // no warehouse: nothing to publish, completeRuns says so
 	}
@@ -168,7 +168,7 @@ func pullBeforePublish(ctx context.Context, cfg *config.Config, env pipeline.Env
 // warehouse. Without the runs nothing can tell a complete month from one a run is still
 // loading, so an unreadable warehouse is an error: nothing is published.
 // ran lists every month a run learned, complete or not.
-func completeRuns(ctx context.Context, cfg *config.Config, env pipeline.Env) (complete map[string]string, ran []string, err error) {
+func completeRuns(ctx context.Context, cfg *config.Config, env Env) (complete map[string]string, ran []string, err error) {
 	wh, err := openWarehouse(ctx, cfg, env, true)
 	if err != nil {
 		return nil, nil, fmt.Errorf("cannot read the runs, so cannot tell which months are complete; nothing was published (if a run holds the warehouse, it publishes its month itself; else retry after it): %w", err)
@@ -203,7 +203,7 @@ func latestComplete(records []model.RunRecord) map[string]string {
 
 // verifyBucket serves `publish --verify`: every object of every manifest against the
 // checksums the bucket holds.
-func verifyBucket(ctx context.Context, cfg *config.Config, env pipeline.Env, readData bool) error {
+func verifyBucket(ctx context.Context, cfg *config.Config, env Env, readData bool) error {
 	p, err := publish.New(ctx, cfg.Publish, publish.Options{Logger: env.Logger, ReadData: readData})
 	if err != nil {
 		return err

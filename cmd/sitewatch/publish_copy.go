@@ -6,7 +6,6 @@ import (
 	"io"
 	"slices"
 
-	"sitewatch/pipeline"
 	"sitewatch/pipeline/config"
 	"sitewatch/pipeline/publish"
 )
@@ -30,7 +29,7 @@ func monthsHeld(parquetRoot string, ran []string) ([]string, error) {
 // saveRestoreCopy saves the restore copy of month, a month no run completed: its raw answers,
 // ledger and run health, exported from the warehouse first (a run killed mid-month left the
 // Parquet tree behind it), so the next runner resumes it without paying again.
-func saveRestoreCopy(ctx context.Context, cfg *config.Config, env pipeline.Env, p *publish.Publisher, month string) error {
+func saveRestoreCopy(ctx context.Context, cfg *config.Config, env Env, p *publish.Publisher, month string) error {
 	wh, err := openWarehouse(ctx, cfg, env, false)
 	if err != nil {
 		return fmt.Errorf("save the restore copy of %s: %w", month, err)

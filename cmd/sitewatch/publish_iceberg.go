@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 
-	"sitewatch/pipeline"
 	"sitewatch/pipeline/config"
 	"sitewatch/pipeline/publish"
 	"sitewatch/pipeline/publish/iceberg"
@@ -17,7 +16,7 @@ import (
 // wiring, not from a registry an import would fill.
 func publishFormats() []publish.MonthHook { return []publish.MonthHook{iceberg.AfterRun} }
 
-func openIceberg(ctx context.Context, cfg *config.Config, env pipeline.Env) (*iceberg.Publisher, error) {
+func openIceberg(ctx context.Context, cfg *config.Config, env Env) (*iceberg.Publisher, error) {
 	if !cfg.Publish.WritesIceberg() {
 		return nil, nil
 	}

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"sitewatch/pipeline"
 	"sitewatch/pipeline/livestatus"
 	"sitewatch/pipeline/warehouse"
 )
@@ -26,7 +25,7 @@ var queryHelp = help{
 	},
 }
 
-func cmdQuery(ctx context.Context, args []string, env pipeline.Env) (err error) {
+func cmdQuery(ctx context.Context, args []string, env Env) (err error) {
 	f := newFlags("query", env, true, false)
 	format := f.fs.String("format", "table", "output `format`: table, csv or json")
 	raw := f.fs.Bool("raw", false, "plain values: no thousands separators or truncated cells in tables, whole blobs as hex")
@@ -91,7 +90,7 @@ func heldByRun(err error, duckdb string, now time.Time) error {
 
 // readSQL returns the SQL to run and a name for it in messages: the file's, stdin's, or the
 // argument's.
-func readSQL(source string, args []string, env pipeline.Env) (text, name string, err error) {
+func readSQL(source string, args []string, env Env) (text, name string, err error) {
 	switch source {
 	case "":
 		return args[0], "the SQL argument", nil

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"sitewatch/pipeline"
 	"sitewatch/pipeline/answerlog"
 	"sitewatch/pipeline/bucketsync"
 	"sitewatch/pipeline/config"
@@ -30,7 +29,7 @@ var restoreHelp = help{
 	},
 }
 
-func cmdRestore(ctx context.Context, args []string, env pipeline.Env) error {
+func cmdRestore(ctx context.Context, args []string, env Env) error {
 	f := newFlags("restore", env, true, false)
 	from := f.fs.String("from", "", "the published `s3://bucket/prefix` to restore from (default: publish.url)")
 	force := f.fs.Bool("force", false, "replace an existing warehouse, keeping the old file beside it")
@@ -50,7 +49,7 @@ func cmdRestore(ctx context.Context, args []string, env pipeline.Env) error {
 // restoreHolding restores as a run writes: alone on the warehouse file (its writer lock, so a
 // running run or another restore makes it exit 1 at once, naming it) and alone on the bucket
 // (its lease, so no runner publishes while it reads).
-func restoreHolding(ctx context.Context, cfg *config.Config, env pipeline.Env, force bool) error {
+func restoreHolding(ctx context.Context, cfg *config.Config, env Env, force bool) error {
 	unlock, err := wire.LockForRestore(cfg.Warehouse.DuckDB)
 	if err != nil {
 		return err
@@ -74,7 +73,7 @@ func restoreHolding(ctx context.Context, cfg *config.Config, env pipeline.Env, f
 }
 
 // restoreWarehouse restores cfg's warehouse from cfg.Publish.URL and prints what it did.
-func restoreWarehouse(ctx context.Context, cfg *config.Config, env pipeline.Env, force bool) error {
+func restoreWarehouse(ctx context.Context, cfg *config.Config, env Env, force bool) error {
 	if cfg.Publish.URL == "" {
 		return &config.Error{Path: cfg.Path, Msg: "publish.url is not set: restore reads the bucket it names (or give --from s3://bucket/prefix)"}
 	}
@@ -118,7 +117,7 @@ func restoreWarehouse(ctx context.Context, cfg *config.Config, env pipeline.Env,
 // lost): a new warehouse takes those answers in, as a run's pull would, so they are not paid
 // again. With no log either, or a warehouse already here, nothing is published to restore:
 // nothingErr.
-func restoreLogOnly(ctx context.Context, cfg *config.Config, env pipeline.Env, src *publish.Publisher, nothingErr error) error {
+func restoreLogOnly(ctx context.Context, cfg *config.Config, env Env, src *publish.Publisher, nothingErr error) error {
 	if _, err := os.Stat(cfg.Warehouse.DuckDB); !errors.Is(err, fs.ErrNotExist) {
 		return nothingErr
 	}
@@ -140,7 +139,7 @@ func restoreLogOnly(ctx context.Context, cfg *config.Config, env pipeline.Env, s
 // lease: a runner still writing the bucket would leave this one a copy older than what it
 // paid for, and a warehouse file that keeps a later run from restoring again; so while
 // another holds the lease it fails naming it, having restored (and spent) nothing.
-func restoreIfMissing(ctx context.Context, cfg *config.Config, env pipeline.Env) error {
+func restoreIfMissing(ctx context.Context, cfg *config.Config, env Env) error {
 	if _, err := os.Stat(cfg.Warehouse.DuckDB); !errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
@@ -154,7 +153,7 @@ func restoreIfMissing(ctx context.Context, cfg *config.Config, env pipeline.Env)
 // firstRun accepts a bucket without a manifest as a first run only when its prefix is empty:
 // one that holds other objects (Iceberg tables published before restore copies existed) holds
 // months a new warehouse would pay for again.
-func firstRun(ctx context.Context, cfg *config.Config, env pipeline.Env) error {
+func firstRun(ctx context.Context, cfg *config.Config, env Env) error {
 	p, err := publish.New(ctx, cfg.Publish, publish.Options{Logger: env.Logger})
 	if err != nil {
 		return err
@@ -183,7 +182,7 @@ func monthsWord(n int) string {
 // takeAnswerLog merges into the restored warehouse the answer log's segments of every run
 // (answers paid since their month's last publish), as a run's pull would: a restore holds
 // every answer the bucket holds.
-func takeAnswerLog(ctx context.Context, cfg *config.Config, env pipeline.Env, src *publish.Publisher) error {
+func takeAnswerLog(ctx context.Context, cfg *config.Config, env Env, src *publish.Publisher) error {
 	wh, err := warehouse.Open(ctx, warehouse.Options{DuckDBPath: cfg.Warehouse.DuckDB, ParquetDir: cfg.Warehouse.Parquet, Logger: env.Logger,
 		LoadMemoryLimit: cfg.Warehouse.MemoryLimit})
 	if err != nil {
@@ -204,7 +203,7 @@ func takeAnswerLog(ctx context.Context, cfg *config.Config, env pipeline.Env, sr
 // warehouse being replaced that the bucket lacks (its months, copies and answer log, all in
 // the warehouse just built) are named and saved to the answer log, then taken into the
 // built warehouse. If they cannot be saved, nothing is replaced.
-func keepLacking(ctx context.Context, cfg *config.Config, env pipeline.Env, src *publish.Publisher, built string) error {
+func keepLacking(ctx context.Context, cfg *config.Config, env Env, src *publish.Publisher, built string) error {
 	wh, err := warehouse.Open(ctx, warehouse.Options{DuckDBPath: built, ParquetDir: cfg.Warehouse.Parquet, Logger: env.Logger,
 		LoadMemoryLimit: cfg.Warehouse.MemoryLimit})
 	if err != nil {
@@ -217,7 +216,7 @@ func keepLacking(ctx context.Context, cfg *config.Config, env pipeline.Env, src 
 	return err
 }
 
-func keepLackingIn(ctx context.Context, cfg *config.Config, env pipeline.Env, src *publish.Publisher, wh *warehouse.Warehouse) error {
+func keepLackingIn(ctx context.Context, cfg *config.Config, env Env, src *publish.Publisher, wh *warehouse.Warehouse) error {
 	_, logs, err := src.Listing(ctx)
 	if err != nil {
 		return err

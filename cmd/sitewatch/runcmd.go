@@ -29,7 +29,7 @@ var runHelp = help{
 	},
 }
 
-func cmdRun(ctx context.Context, args []string, env pipeline.Env) error {
+func cmdRun(ctx context.Context, args []string, env Env) error {
 	f := newFlags("run", env, true, true)
 	dry := f.fs.Bool("dry-run", false, "print the plan and its credit cost; call nothing that costs credits")
 	refresh := f.fs.Bool("refresh", false, "refetch domains already loaded in this snapshot")
@@ -75,7 +75,7 @@ func cmdRun(ctx context.Context, args []string, env pipeline.Env) error {
 		rec = metrics.New(metrics.Options{HealthGrace: cfg.HealthGrace.Duration})
 	}
 	watchRuns(&env, rec)
-	sum, err := pipeline.Run(ctx, cfg, opts, env)
+	sum, err := pipeline.Run(ctx, cfg, opts, env.Env)
 	if *metricsFile != "" {
 		if werr := rec.WriteTextfile(*metricsFile); werr != nil {
 			env.Logger.Warn("could not write the metrics file", "file", *metricsFile, "err", werr)
@@ -114,8 +114,8 @@ func checkMetricsFile(path string) error {
 // dryRun prints the plan; with a key set it also asks the API for free (no credit) what the
 // wallet and rate limit are, and whether they cover the run. With publish.url it reads what
 // the bucket holds (never writing: no pull, no lease) and counts what a run pulls as held.
-func dryRun(ctx context.Context, cfg *config.Config, opts pipeline.RunOptions, env pipeline.Env) error {
-	plan, err := pipeline.DryRun(ctx, cfg, opts, env)
+func dryRun(ctx context.Context, cfg *config.Config, opts pipeline.RunOptions, env Env) error {
+	plan, err := pipeline.DryRun(ctx, cfg, opts, env.Env)
 	if err != nil {
 		return err
 	}
@@ -124,7 +124,7 @@ func dryRun(ctx context.Context, cfg *config.Config, opts pipeline.RunOptions, e
 		fmt.Fprintln(env.Stdout, "balance: not checked (no usable API key in the environment)")
 		return nil
 	}
-	r, err := wire.CheckPlan(ctx, cfg, env, plan) // the bucket was read once, for the plan
+	r, err := wire.CheckPlan(ctx, cfg, env.Env, plan) // the bucket was read once, for the plan
 	if r == nil || r.Needed == 0 && err != nil {
 		fmt.Fprintf(env.Stdout, "balance: could not ask the API (no credit spent): %v\n", err)
 		return nil
@@ -142,7 +142,7 @@ var scheduleHelp = help{
 	},
 }
 
-func cmdSchedule(ctx context.Context, args []string, env pipeline.Env) error {
+func cmdSchedule(ctx context.Context, args []string, env Env) error {
 	f := newFlags("schedule", env, true, false)
 	listen := f.fs.String("listen", "", "serve Prometheus /metrics and /healthz on `HOST:PORT` (:0 picks a port)")
 	restoreFirst := f.fs.Bool("restore-if-missing", false, "when the warehouse file is absent, restore it from publish.url before the first run")
@@ -181,13 +181,13 @@ func cmdSchedule(ctx context.Context, args []string, env pipeline.Env) error {
 	}
 	watchRuns(&env, rec)
 	onRun := func(sum *pipeline.Summary, err error) { PrintSummary(env.Stdout, sum, err) }
-	return pipeline.Schedule(ctx, cfg, env, pipeline.ScheduleOptions{OnRun: onRun})
+	return pipeline.Schedule(ctx, cfg, env.Env, pipeline.ScheduleOptions{OnRun: onRun})
 }
 
 // watchRuns makes env's runs watched (env.Observe): pipeline/wire's listeners (the recorder
 // rec when not nil, the live status file, the webhook, the watchlist's growth), then the
 // progress line on env's stderr, a report a second on a terminal.
-func watchRuns(env *pipeline.Env, rec *metrics.Recorder) {
+func watchRuns(env *Env, rec *metrics.Recorder) {
 	if env.IsTerminal {
 		env.ProgressEvery = time.Second
 	}
@@ -207,7 +207,7 @@ func stallBound(cfg *config.Config) time.Duration {
 
 // seedLastComplete tells the recorder the newest complete month held, so /healthz is right
 // before the daemon's first run.
-func seedLastComplete(ctx context.Context, cfg *config.Config, env pipeline.Env, rec *metrics.Recorder) {
+func seedLastComplete(ctx context.Context, cfg *config.Config, env Env, rec *metrics.Recorder) {
 	if _, err := os.Stat(cfg.Warehouse.DuckDB); errors.Is(err, os.ErrNotExist) {
 		return
 	}

@@ -33,7 +33,7 @@ func scheduleRun(t *testing.T, h *harness, cronExpr string, opts pipeline.Schedu
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- pipeline.Schedule(ctx, cfg, h.env(), opts) }()
+	go func() { done <- pipeline.Schedule(ctx, cfg, h.env().Env, opts) }()
 	return func() {
 		cancel()
 		select {

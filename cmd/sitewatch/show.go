@@ -7,7 +7,6 @@ import (
 	"io"
 	"strconv"
 
-	"sitewatch/pipeline"
 	"sitewatch/pipeline/changes"
 	"sitewatch/pipeline/config"
 	"sitewatch/pipeline/numfmt"
@@ -25,7 +24,7 @@ var showHelp = help{
 	},
 }
 
-func cmdShow(ctx context.Context, args []string, env pipeline.Env) error {
+func cmdShow(ctx context.Context, args []string, env Env) error {
 	f := newFlags("show", env, true, false)
 	format := f.fs.String("format", "table", "output `format`: table or json")
 	f.check = func() error {

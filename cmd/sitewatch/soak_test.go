@@ -65,12 +65,12 @@ func BenchmarkSoak(b *testing.B) {
 			b.Fatal(err)
 		}
 		log := &syncBuffer{}
-		env := pipeline.Env{Getenv: getenv, Stdout: log, Stderr: log, Credits: wire.Credits{}, Warehouses: wire.Warehouses{}, Publisher: wire.Publisher{}}
+		env := Env{Env: pipeline.Env{Getenv: getenv, Credits: wire.Credits{}, Warehouses: wire.Warehouses{}, Publisher: wire.Publisher{}}, Stdout: log, Stderr: log}
 		b.ResetTimer()
 		start := time.Now()
 		var runs []string
 		for run := 1; ; run++ {
-			sum, err := pipeline.Run(context.Background(), c, pipeline.RunOptions{Snapshot: testMonth}, env)
+			sum, err := pipeline.Run(context.Background(), c, pipeline.RunOptions{Snapshot: testMonth}, env.Env)
 			if sum != nil {
 				runs = append(runs, fmt.Sprintf("%s %d/%d", sum.Status, sum.DomainsLoaded, sum.DomainsTotal))
 			}

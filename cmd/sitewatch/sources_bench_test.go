@@ -41,8 +41,8 @@ func BenchmarkRunTwoSources(b *testing.B) {
 		}
 		vars := map[string]string{"ATLAS_API_KEY": "canary-key-7f3a9c", "LISTING_KEY": listingKey}
 		out := &syncBuffer{}
-		env := pipeline.Env{Getenv: func(k string) string { return vars[k] }, Stdout: out, Stderr: out,
-			Logger: slog.New(slog.NewTextHandler(out, nil))}
+		env := Env{Env: pipeline.Env{Getenv: func(k string) string { return vars[k] },
+			Logger: slog.New(slog.NewTextHandler(out, nil))}, Stdout: out, Stderr: out}
 		start := time.Now()
 		code := Main(context.Background(), []string{"run", "--config", cfg}, env)
 		achieved := time.Since(start)

@@ -148,7 +148,7 @@ func printQuality(w io.Writer, v any) error {
 	return err
 }
 
-func cmdStatus(ctx context.Context, args []string, env pipeline.Env) error {
+func cmdStatus(ctx context.Context, args []string, env Env) error {
 	f := newFlags("status", env, true, false)
 	limit := f.fs.Int("limit", 10, "how many recent runs to show (at least 1)")
 	format := f.fs.String("format", "text", "output format: text or json")
@@ -165,7 +165,7 @@ func cmdStatus(ctx context.Context, args []string, env pipeline.Env) error {
 	if err != nil {
 		return err
 	}
-	env = pipeline.RedactingEnv(env, cfg) // the bucket's answers are untrusted
+	env.Env = pipeline.RedactingEnv(env.Env, cfg) // the bucket's answers are untrusted
 	rep, err := collectStatus(ctx, cfg, env, *limit)
 	if err != nil {
 		return err
@@ -180,7 +180,7 @@ func cmdStatus(ctx context.Context, args []string, env pipeline.Env) error {
 
 // collectStatus reads the progress file and, when it can be opened read-only, the warehouse.
 // It fails only when it has nothing to show.
-func collectStatus(ctx context.Context, cfg *config.Config, env pipeline.Env, limit int) (*statusReport, error) {
+func collectStatus(ctx context.Context, cfg *config.Config, env Env, limit int) (*statusReport, error) {
 	rep := &statusReport{Warehouse: cfg.Warehouse.DuckDB, Runs: []runJSON{}, Sections: map[string]any{}}
 	live, liveErr := livestatus.Read(livestatus.Path(cfg.Warehouse.DuckDB))
 	if live != nil {
@@ -214,7 +214,7 @@ func processState(s *livestatus.Status, now time.Time) string {
 
 // readWarehouse fills the runs, credits and sections of rep from the warehouse, opened
 // read-only; it sets WarehouseState whatever happens.
-func readWarehouse(ctx context.Context, cfg *config.Config, env pipeline.Env, limit int, rep *statusReport) error {
+func readWarehouse(ctx context.Context, cfg *config.Config, env Env, limit int, rep *statusReport) error {
 	if _, err := os.Stat(cfg.Warehouse.DuckDB); errors.Is(err, os.ErrNotExist) {
 		rep.WarehouseState = "missing"
 		return fmt.Errorf("no warehouse at %s yet: run `sitewatch run` first", cfg.Warehouse.DuckDB)

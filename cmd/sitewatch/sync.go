@@ -16,7 +16,7 @@ import (
 
 // bucketSync is the sync a run makes with cfg's bucket before it plans (nil without
 // publish.url): it prints each month it took in.
-func bucketSync(ctx context.Context, cfg *config.Config, env pipeline.Env) (*printingSync, error) {
+func bucketSync(ctx context.Context, cfg *config.Config, env Env) (*printingSync, error) {
 	if cfg.Publish.URL == "" {
 		return nil, nil
 	}
@@ -38,7 +38,7 @@ func bucketSync(ctx context.Context, cfg *config.Config, env pipeline.Env) (*pri
 // bindBucket wires the bucket into env: its read side for plans (Env.Sync) and, bound to the
 // warehouse a run opens, its pull and the answer log (Env.Warehouses). A nil sync or log is
 // no bucket, no log.
-func bindBucket(env *pipeline.Env, sync *printingSync, log wire.AnswerLog) {
+func bindBucket(env *Env, sync *printingSync, log wire.AnswerLog) {
 	w := wire.Warehouses{AnswerLog: log}
 	if sync != nil {
 		env.Sync, w.Sync = sync, sync
@@ -48,7 +48,7 @@ func bindBucket(env *pipeline.Env, sync *printingSync, log wire.AnswerLog) {
 
 type printingSync struct {
 	s   *bucketsync.Syncer
-	env pipeline.Env
+	env Env
 	url string
 	// required: a bucket that cannot be read stops the run before its first credit. With
 	// publish.lease: off the bucket is not the fence of who pays: the run goes on, warned.
@@ -80,7 +80,7 @@ func (p *printingSync) Peek(ctx context.Context, month string) (pipeline.BucketP
 }
 
 // printLogged prints what a pull took from the answer log.
-func printLogged(env pipeline.Env, url string, logged []bucketsync.Logged) {
+func printLogged(env Env, url string, logged []bucketsync.Logged) {
 	for _, l := range logged {
 		if l.Answers > 0 {
 			fmt.Fprintf(env.Stdout, "took %d answers of %s from the answer log of %s (runs %s, paid on another machine or before this warehouse was lost): 0 credits\n",
