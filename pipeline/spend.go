@@ -1,12 +1,6 @@
 package pipeline
 
-import (
-	"fmt"
-	"strings"
-
-	"sitewatch/pipeline/model"
-	"sitewatch/pipeline/textout"
-)
+import "sitewatch/pipeline/model"
 
 // SourceSpend is what one credit source paid in a run and what it has left.
 type SourceSpend = model.SourceSpend
@@ -27,17 +21,4 @@ func (s *Summary) creditsBySource() string {
 		spend[i] = model.SourceCredits{Name: src.Name, Credits: src.Credits}
 	}
 	return model.CreditsBySourceJSON(spend)
-}
-
-// SourcesText is the spend of a run by source, e.g. "marketplace 100, direct 201" ("" for
-// fewer than two sources).
-func (s *Summary) SourcesText() string {
-	if len(s.Sources) < 2 {
-		return ""
-	}
-	parts := make([]string, len(s.Sources))
-	for i, src := range s.Sources {
-		parts[i] = fmt.Sprintf("%s %s", src.Name, textout.Thousands(src.Credits))
-	}
-	return strings.Join(parts, ", ")
 }

@@ -182,7 +182,7 @@ func sourceText(p wire.SourceProbe, rate float64) string {
 
 // creditsSpentText is the summary's "credits spent", with what each source paid when several did.
 func creditsSpentText(s *pipeline.Summary) string {
-	if by := s.SourcesText(); by != "" {
+	if by := wire.PaidBy(s.Sources); by != "" {
 		return fmt.Sprintf("%d (%s)", s.CreditsSpent, by)
 	}
 	return fmt.Sprint(s.CreditsSpent)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 	"sync"
 
 	"sitewatch/pipeline"
@@ -215,7 +216,7 @@ func notifyOutcome(ctx context.Context, n *notify.Notifier, db *sql.DB, sum *pip
 		return
 	}
 	ev := notify.Event{RunID: sum.RunID, Month: sum.Snapshot, Outcome: sum.Status, Loaded: sum.DomainsLoaded,
-		Total: sum.DomainsTotal, CreditsSpent: int64(sum.CreditsSpent), CreditsLeft: sum.CreditsRemaining, Duration: sum.Duration, PaidBy: sum.SourcesText()}
+		Total: sum.DomainsTotal, CreditsSpent: int64(sum.CreditsSpent), CreditsLeft: sum.CreditsRemaining, Duration: sum.Duration, PaidBy: PaidBy(sum.Sources)}
 	ev.Host, _ = os.Hostname()
 	if runErr != nil {
 		ev.FirstError = runErr.Error()
@@ -293,4 +294,17 @@ func describeMonth(ctx context.Context, db *sql.DB, ev *notify.Event) {
 		return
 	}
 	ev.MonthState = fmt.Sprintf("%s incomplete: %d of %s loaded", ev.Month, ev.Loaded, textout.Plural(ev.Total, "domain", "domains"))
+}
+
+// PaidBy is a run's spend by source in words, e.g. "marketplace 100, direct 201" ("" for fewer
+// than two sources): the webhook's paid_by and the run summary's credits line.
+func PaidBy(spend []model.SourceSpend) string {
+	if len(spend) < 2 {
+		return ""
+	}
+	parts := make([]string, len(spend))
+	for i, src := range spend {
+		parts[i] = fmt.Sprintf("%s %s", src.Name, textout.Thousands(src.Credits))
+	}
+	return strings.Join(parts, ", ")
 }
