@@ -1,0 +1,66 @@
+package atlas
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"sitewatch/pipeline/atlas/atlastest"
+	"sitewatch/pipeline/model"
+)
+
+// handlerTransport carries each request straight to the simulator's handler, in memory: no
+// socket, so a synctest bubble's fake clock runs the client, its limiter and the simulator's
+// latency and rate windows alike.
+type handlerTransport struct{ h http.Handler }
+
+func (t handlerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	rec := httptest.NewRecorder()
+	t.h.ServeHTTP(rec, r)
+	return rec.Result(), nil
+}
+
+// TestRateLimitFollowsServerInFakeTime: the server lowers its limit from 20 to 3 requests/s in
+// the middle of a run; the client follows it from the first answer that carries it, so only
+// the requests it had sent before that answer can meet a 429 (at 20/s and 20–60 ms per call,
+// at most 3). On the real clock the same count depends on how late a loaded machine delivers
+// that answer (TestRateLimitFollowsServer keeps the rest of the story on loopback); in fake time
+// it is the client's rule alone (1 or 2 in 20 runs, by the order of answers due at one instant).
+func TestRateLimitFollowsServerInFakeTime(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sim, err := atlastest.NewHandler(atlastest.Options{Rate: 20, LatencyMin: 20 * time.Millisecond, LatencyMax: 60 * time.Millisecond,
+			Keys: map[string]int64{canary: 1000}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := New(Config{BaseURL: "http://127.0.0.1:1", APIKey: canary, RateLimit: 30,
+			RetryInitial: 5 * time.Millisecond, RetryMax: 50 * time.Millisecond,
+			HTTPClient: &http.Client{Transport: handlerTransport{sim}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var mid float64
+		got, err := run(t, context.Background(), c, domainReqs(30), func(n int, _ model.Result) {
+			switch n {
+			case 2:
+				mid = c.Stats().RateLimit
+			case 15:
+				sim.SetRate(3)
+			}
+		})
+		if err != nil {
+			t.Fatalf("FetchAll: %v", err)
+		}
+		if countOK(got) != 30 || mid != 20 || c.Stats().RateLimit != 3 {
+			t.Fatalf("%d of 30 ok, rate %v before the change (want 20), %v after (want 3)", countOK(got), mid, c.Stats().RateLimit)
+		}
+		n := sim.Stats().ByStatus[http.StatusTooManyRequests]
+		t.Logf("%d answers were 429 after the server lowered its limit", n)
+		if n > 3 {
+			t.Errorf("%d answers were 429 after the server lowered its limit; want at most 3", n)
+		}
+	})
+}
