@@ -475,19 +475,17 @@ func TestLegacyV1(t *testing.T) {
 	}
 }
 
-func TestRateLimitFollowsServer(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs at 3 requests/s")
-	}
-	srv := newServer(t, atlastest.Options{Rate: 20, LatencyMin: 20 * time.Millisecond, LatencyMax: 60 * time.Millisecond})
-	c := newClient(t, srv, Config{RateLimit: 30})
+// lowerRateMidRun fetches 30 calls and has the server lower its limit to 3/s (setRate) once 15
+// are answered; it fails unless all 30 succeed, and returns the client's rate after 2 answers.
+func lowerRateMidRun(t *testing.T, c *Client, setRate func(int)) float64 {
+	t.Helper()
 	var mid float64
-	got, err := run(t, context.Background(), c, domainReqs(30), func(n int, r model.Result) {
+	got, err := run(t, context.Background(), c, domainReqs(30), func(n int, _ model.Result) {
 		switch n {
 		case 2:
 			mid = c.Stats().RateLimit
 		case 15:
-			srv.SetRate(3)
+			setRate(3)
 		}
 	})
 	if err != nil {
@@ -496,6 +494,16 @@ func TestRateLimitFollowsServer(t *testing.T) {
 	if countOK(got) != 30 {
 		t.Fatalf("%d of 30 ok", countOK(got))
 	}
+	return mid
+}
+
+func TestRateLimitFollowsServer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs at 3 requests/s")
+	}
+	srv := newServer(t, atlastest.Options{Rate: 20, LatencyMin: 20 * time.Millisecond, LatencyMax: 60 * time.Millisecond})
+	c := newClient(t, srv, Config{RateLimit: 30})
+	mid := lowerRateMidRun(t, c, srv.SetRate)
 	if mid != 20 {
 		t.Errorf("rate before the change = %v, want the server's 20 (config 30 is only a ceiling)", mid)
 	}

@@ -1,7 +1,6 @@
 package atlas
 
 import (
-	"context"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -9,7 +8,6 @@ import (
 	"time"
 
 	"sitewatch/pipeline/atlas/atlastest"
-	"sitewatch/pipeline/model"
 )
 
 // handlerTransport carries each request straight to the simulator's handler, in memory: no
@@ -42,20 +40,8 @@ func TestRateLimitFollowsServerInFakeTime(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var mid float64
-		got, err := run(t, context.Background(), c, domainReqs(30), func(n int, _ model.Result) {
-			switch n {
-			case 2:
-				mid = c.Stats().RateLimit
-			case 15:
-				sim.SetRate(3)
-			}
-		})
-		if err != nil {
-			t.Fatalf("FetchAll: %v", err)
-		}
-		if countOK(got) != 30 || mid != 20 || c.Stats().RateLimit != 3 {
-			t.Fatalf("%d of 30 ok, rate %v before the change (want 20), %v after (want 3)", countOK(got), mid, c.Stats().RateLimit)
+		if mid := lowerRateMidRun(t, c, sim.SetRate); mid != 20 || c.Stats().RateLimit != 3 {
+			t.Fatalf("rate %v before the change (want 20), %v after (want 3)", mid, c.Stats().RateLimit)
 		}
 		n := sim.Stats().ByStatus[http.StatusTooManyRequests]
 		t.Logf("%d answers were 429 after the server lowered its limit", n)
