@@ -382,19 +382,19 @@ func (d *Digest) readMovers(ctx context.Context, db *sql.DB) error {
 		query, args = storedMoversSQL, []any{d.Month}
 	}
 	err := warehouse.QueryEach(ctx, db, query, args, func(rows *sql.Rows) error {
-			var m Mover
-			var ratio sql.NullFloat64
-			var improved sql.NullBool
-			if err := rows.Scan(&m.Domain, &m.Metric, &m.Channel, &m.Previous, &m.Current, &m.Change, &ratio, &improved, &m.Rank); err != nil {
-				return err
-			}
-			m.ChangeRatio = floatPtr(ratio)
-			if improved.Valid {
-				m.Improved = &improved.Bool
-			}
-			d.Movers = append(d.Movers, m)
-			return nil
-		})
+		var m Mover
+		var ratio sql.NullFloat64
+		var improved sql.NullBool
+		if err := rows.Scan(&m.Domain, &m.Metric, &m.Channel, &m.Previous, &m.Current, &m.Change, &ratio, &improved, &m.Rank); err != nil {
+			return err
+		}
+		m.ChangeRatio = floatPtr(ratio)
+		if improved.Valid {
+			m.Improved = &improved.Bool
+		}
+		d.Movers = append(d.Movers, m)
+		return nil
+	})
 	if err != nil {
 		return err
 	}
