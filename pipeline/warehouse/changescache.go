@@ -79,6 +79,12 @@ func (w *Warehouse) RefreshChanges(ctx context.Context) error {
 		if err != nil || cached {
 			return err
 		}
+		if previous == "" { // nothing to compare: only stale rows to drop, if any
+			var held int
+			if err := w.db.QueryRowContext(ctx, `SELECT count(*) FROM changes_cached_sources`).Scan(&held); err != nil || held == 0 {
+				return err
+			}
+		}
 		if err := w.inTx(ctx, storeChanges(w.load, month, previous)); err != nil {
 			return fmt.Errorf("stored changes of %s against %s: %w (changes stays right, computed at each read; a rebuild retries)", month, previous, err)
 		}
