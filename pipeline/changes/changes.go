@@ -126,6 +126,11 @@ type Digest struct {
 	// Against is the month compared with when the caller chose it (--against), "" for the
 	// complete month before Month.
 	Against string
+
+	// stored is true when the movers and the four lists are read from changes_cached_*
+	// (migration 0013): they hold Month against PreviousMonth, computed from the tables as
+	// they are now (warehouse.ChangesCached).
+	stored bool
 }
 
 // against is the changes_* macros' argument: nil for the complete month before.
@@ -181,6 +186,11 @@ func BuildOptions(ctx context.Context, db *sql.DB, month string, o Options) (*Di
 	}
 	if err := d.setAgainst(ctx, db, o.Against); err != nil {
 		return nil, err
+	}
+	if d.Against == "" {
+		if d.stored, err = warehouse.ChangesCached(ctx, db, d.Month, d.PreviousMonth); err != nil {
+			return nil, fmt.Errorf("changes of %s: %w", d.Month, err)
+		}
 	}
 	steps := []func(context.Context, *sql.DB) error{d.readIncomplete, d.readQuality}
 	if d.PreviousMonth != "" {
@@ -353,45 +363,38 @@ func (d *Digest) readDomains(ctx context.Context, db *sql.DB) error {
 		WHERE s.snapshot_month = ? AND o.snapshot_month = ?`, d.Month, d.PreviousMonth).Scan(&d.Domains)
 }
 
-// moversSQL reads the MoversPerMetric largest moves of a month ($2) per metric, in
-// changes_movers' mover_rank order, among the moves that changed at all ($1: against):
-// unchanged rows keep their place in the view's mover_rank but are no news. It reads the
-// unranked moves of the one month, and only those at or above each metric's 5th largest
-// importance are sorted, not the month's million (at 100,000 domains the sort of every move
-// took 40 % of the read and 830 MB; now 360 MB).
-var moversSQL = fmt.Sprintf(`WITH moves AS MATERIALIZED (
-		SELECT domain, metric, channel, previous_value, current_value, change, change_ratio, improved, importance
-		FROM changes_movers_scored(against := $1, for_month := $2)
-		WHERE change <> 0
-	),
-	floors AS (
-		SELECT metric, CASE WHEN count(importance) >= %[1]d THEN list_min(max(importance, %[1]d)) END AS floor
-		FROM moves GROUP BY metric
-	)
-	SELECT m.domain, m.metric, coalesce(m.channel, ''), m.previous_value, m.current_value, m.change, m.change_ratio, m.improved,
-		CAST(row_number() OVER (PARTITION BY m.metric
-			ORDER BY m.importance DESC NULLS LAST, abs(m.change) DESC, m.domain, m.channel) AS BIGINT) AS r
-	FROM moves m JOIN floors f ON f.metric = m.metric
-	WHERE f.floor IS NULL OR m.importance >= f.floor
-	QUALIFY r <= %[1]d
-	ORDER BY m.metric, r`, MoversPerMetric)
+// moversSQL reads the MoversPerMetric largest moves of a month ($2) per metric against $1, in
+// changes_movers' mover_rank order, among the moves that changed at all
+// (changes_movers_top, sql/views/changes.sql).
+var moversSQL = fmt.Sprintf(`SELECT domain, metric, coalesce(channel, ''), previous_value, current_value, change, change_ratio, improved, mover_rank
+	FROM changes_movers_top(against := $1, for_month := $2, per_metric := %d)
+	ORDER BY metric, mover_rank`, MoversPerMetric)
+
+// storedMoversSQL reads the same rows from changes_cached_movers, which holds them for the
+// latest complete month ($1; see Digest.stored).
+const storedMoversSQL = `SELECT domain, metric, coalesce(channel, ''), previous_value, current_value, change, change_ratio, improved, mover_rank
+	FROM changes_cached_movers WHERE snapshot_month = $1
+	ORDER BY metric, mover_rank`
 
 func (d *Digest) readMovers(ctx context.Context, db *sql.DB) error {
-	err := warehouse.QueryEach(ctx, db, moversSQL,
-		[]any{d.against(), d.Month}, func(rows *sql.Rows) error {
-			var m Mover
-			var ratio sql.NullFloat64
-			var improved sql.NullBool
-			if err := rows.Scan(&m.Domain, &m.Metric, &m.Channel, &m.Previous, &m.Current, &m.Change, &ratio, &improved, &m.Rank); err != nil {
-				return err
-			}
-			m.ChangeRatio = floatPtr(ratio)
-			if improved.Valid {
-				m.Improved = &improved.Bool
-			}
-			d.Movers = append(d.Movers, m)
-			return nil
-		})
+	query, args := moversSQL, []any{d.against(), d.Month}
+	if d.stored {
+		query, args = storedMoversSQL, []any{d.Month}
+	}
+	err := warehouse.QueryEach(ctx, db, query, args, func(rows *sql.Rows) error {
+		var m Mover
+		var ratio sql.NullFloat64
+		var improved sql.NullBool
+		if err := rows.Scan(&m.Domain, &m.Metric, &m.Channel, &m.Previous, &m.Current, &m.Change, &ratio, &improved, &m.Rank); err != nil {
+			return err
+		}
+		m.ChangeRatio = floatPtr(ratio)
+		if improved.Valid {
+			m.Improved = &improved.Bool
+		}
+		d.Movers = append(d.Movers, m)
+		return nil
+	})
 	if err != nil {
 		return err
 	}
@@ -407,11 +410,28 @@ func (d *Digest) readMovers(ctx context.Context, db *sql.DB) error {
 const bySize = ` LEFT JOIN (SELECT snapshot_month AS size_month, domain AS size_domain, total_visits AS size_visits FROM sites) z
 		ON z.size_month = c.snapshot_month AND z.size_domain = c.domain`
 
+// listFrom is where a list of changes (competitors, ai_platforms, keywords, top_countries) is
+// read: its stored rows when they hold the digest's months as the tables are now, else its
+// changes_*_in macro; listArgs are the query's arguments.
+func (d *Digest) listFrom(list string) string {
+	if d.stored {
+		return `(SELECT * FROM changes_cached_` + list + ` WHERE snapshot_month = ?)`
+	}
+	return `changes_` + list + `_in(against := ?, for_month := ?)`
+}
+
+func (d *Digest) listArgs() []any {
+	if d.stored {
+		return []any{d.Month}
+	}
+	return []any{d.against(), d.Month}
+}
+
 func (d *Digest) readCompetitors(ctx context.Context, db *sql.DB) error {
 	return warehouse.QueryEach(ctx, db, `SELECT domain, change, competitor, competitor_position, competitor_global_rank,
 			competitor_total_visits, competitor_on_watchlist
-		FROM changes_competitors_in(against := ?, for_month := ?) c`+bySize+`
-		ORDER BY size_visits DESC NULLS LAST, domain, change DESC, competitor_position, competitor`, []any{d.against(), d.Month}, func(rows *sql.Rows) error {
+		FROM `+d.listFrom("competitors")+` c`+bySize+`
+		ORDER BY size_visits DESC NULLS LAST, domain, change DESC, competitor_position, competitor`, d.listArgs(), func(rows *sql.Rows) error {
 		var c CompetitorChange
 		var rank sql.NullInt64
 		var visits sql.NullFloat64
@@ -426,8 +446,8 @@ func (d *Digest) readCompetitors(ctx context.Context, db *sql.DB) error {
 
 func (d *Digest) readPlatforms(ctx context.Context, db *sql.DB) error {
 	return warehouse.QueryEach(ctx, db, `SELECT domain, change, platform, rank, share_pct
-		FROM changes_ai_platforms_in(against := ?, for_month := ?) c`+bySize+`
-		ORDER BY size_visits DESC NULLS LAST, domain, change DESC, rank NULLS LAST, platform`, []any{d.against(), d.Month}, func(rows *sql.Rows) error {
+		FROM `+d.listFrom("ai_platforms")+` c`+bySize+`
+		ORDER BY size_visits DESC NULLS LAST, domain, change DESC, rank NULLS LAST, platform`, d.listArgs(), func(rows *sql.Rows) error {
 		var p PlatformChange
 		var rank sql.NullInt64
 		var share sql.NullFloat64
@@ -442,8 +462,8 @@ func (d *Digest) readPlatforms(ctx context.Context, db *sql.DB) error {
 
 func (d *Digest) readKeywords(ctx context.Context, db *sql.DB) error {
 	return warehouse.QueryEach(ctx, db, `SELECT domain, change, keyword, position, search_volume, estimated_value_usd
-		FROM changes_keywords_in(against := ?, for_month := ?) c`+bySize+`
-		ORDER BY size_visits DESC NULLS LAST, domain, change DESC, position, keyword`, []any{d.against(), d.Month}, func(rows *sql.Rows) error {
+		FROM `+d.listFrom("keywords")+` c`+bySize+`
+		ORDER BY size_visits DESC NULLS LAST, domain, change DESC, position, keyword`, d.listArgs(), func(rows *sql.Rows) error {
 		var k KeywordChange
 		var volume sql.NullInt64
 		var value sql.NullFloat64
@@ -459,8 +479,8 @@ func (d *Digest) readKeywords(ctx context.Context, db *sql.DB) error {
 func (d *Digest) readCountries(ctx context.Context, db *sql.DB) error {
 	return warehouse.QueryEach(ctx, db, `SELECT domain, change, country_code, coalesce(country_name, ''), position, previous_position,
 			share, previous_share
-		FROM changes_top_countries_in(against := ?, for_month := ?) c`+bySize+`
-		ORDER BY size_visits DESC NULLS LAST, domain, change, coalesce(position, previous_position), country_code`, []any{d.against(), d.Month}, func(rows *sql.Rows) error {
+		FROM `+d.listFrom("top_countries")+` c`+bySize+`
+		ORDER BY size_visits DESC NULLS LAST, domain, change, coalesce(position, previous_position), country_code`, d.listArgs(), func(rows *sql.Rows) error {
 		var c CountryChange
 		var pos, prevPos sql.NullInt64
 		var share, prevShare sql.NullFloat64

@@ -44,6 +44,7 @@ func (w *Warehouse) refreshAttentionQuietly(ctx context.Context) {
 	if err := w.RefreshAttention(ctx); err != nil {
 		w.log.Warn("needs attention will be computed at each read", "err", err)
 	}
+	w.refreshChangesQuietly(ctx) // the same moments: the lists of changes read the same months
 }
 
 // execer is the load connection's Exec.
