@@ -153,9 +153,10 @@ func TestMoversSameAsBefore(t *testing.T) {
 // the rows it returned before on a random warehouse: every month and one, the default settings
 // and looser ones that list more.
 //
-// It pins each way the visits step is read: computed from the history at the read (the cache
-// empty), from attention_visit_steps after RefreshAttention, and from the history again once an
-// UPDATE of one history row has made the cache stale (the cache must never change a row).
+// It pins each way the visits step and the watchlist's medians are read: computed at the read
+// (the cache empty), from attention_visit_steps and attention_month_stats after
+// RefreshAttention, and computed again once an UPDATE of one history row, then of one channel
+// share, has made the cache stale (the cache must never change a row).
 func TestAttentionSameAsBefore(t *testing.T) {
 	seed := pinSeed(t)
 	t.Logf("seed %d (SITEWATCH_PIN_SEED=%d replays it)", seed, seed)
@@ -165,26 +166,36 @@ func TestAttentionSameAsBefore(t *testing.T) {
 	defineBefore(t, db, "attention_before.sql")
 	complete := []string{"2026-01", "2026-02", "2026-04"}
 	steps := []struct {
-		name   string
-		change func()
-		cached []string
+		name        string
+		change      func()
+		cached      []string // months of attention_visit_steps read
+		statsCached []string // months of attention_month_stats read
 	}{
-		{"computed at the read", func() {}, nil},
+		{"computed at the read", func() {}, nil, nil},
 		{"from the cache", func() {
 			if err := w.RefreshAttention(context.Background()); err != nil {
 				t.Fatal(err)
 			}
-		}, complete},
+		}, complete, complete},
 		{"stale cache", func() {
 			mustExec(t, db, `UPDATE traffic_history SET visits = visits + 1
 				WHERE (snapshot_month, domain, month) = (SELECT (snapshot_month, domain, month) FROM traffic_history
 					WHERE snapshot_month = '2026-02' AND visits > 0 ORDER BY domain, month LIMIT 1)`)
-		}, []string{"2026-01"}},
+		}, []string{"2026-01"}, complete},
+		// 2026-02 is its own month's and 2026-04's previous complete month
+		{"stale watchlist figures", func() {
+			mustExec(t, db, `UPDATE sources_share SET share = share / 2
+				WHERE (snapshot_month, domain, channel) = (SELECT (snapshot_month, domain, channel) FROM sources_share
+					WHERE snapshot_month = '2026-02' AND share > 0 ORDER BY domain, channel LIMIT 1)`)
+		}, []string{"2026-01"}, []string{"2026-01"}},
 	}
 	for _, st := range steps {
 		st.change()
 		if got := rows(t, db, `SELECT snapshot_month FROM attention_visit_months() WHERE cached ORDER BY 1`); strings.Join(got, ",") != strings.Join(st.cached, ",") {
 			t.Fatalf("%s: months read from the cache %v, want %v", st.name, got, st.cached)
+		}
+		if got := rows(t, db, `SELECT snapshot_month FROM attention_stat_months() WHERE cached ORDER BY 1`); strings.Join(got, ",") != strings.Join(st.statsCached, ",") {
+			t.Fatalf("%s: months whose watchlist figures are read from the cache %v, want %v", st.name, got, st.statsCached)
 		}
 		for _, args := range []string{"NULL, NULL", "1000, 2", "1000, 2, only_month := '2026-04'", "NULL, NULL, only_month := '2026-02'"} {
 			sameRows(t, db, st.name+": needs_attention_all("+args+")",
@@ -212,7 +223,7 @@ func TestAttentionOneDomain(t *testing.T) {
 	if err := w.RefreshAttention(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	t.Log("again with the visits step read from attention_visit_steps")
+	t.Log("again with the visits step and the watchlist's medians read from the cache")
 	oneDomainSameAsList(t, db)
 }
 

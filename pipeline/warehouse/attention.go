@@ -6,7 +6,8 @@ import (
 	"fmt"
 )
 
-// RefreshAttention stores in attention_visit_steps every complete month it lacks or holds from
+// RefreshAttention stores in attention_visit_steps (and the watchlist-wide figures in
+// attention_month_stats) every complete month it lacks or holds from
 // a history that has changed since (sql/views/needs_attention.sql): the per-domain half of the
 // needs-attention list, which every read would otherwise compute from every traffic_history row
 // (at 100,000 domains most of the list's 13 s). It drops the months no longer complete. A month
@@ -16,26 +17,45 @@ import (
 // the macros (views not created yet) is an error too.
 func (w *Warehouse) RefreshAttention(ctx context.Context) error {
 	return w.withAnalysisMemory(ctx, func() error {
-		var stale []string
-		err := QueryEach(ctx, w.db, `SELECT snapshot_month FROM attention_visit_months() WHERE NOT cached ORDER BY 1`, nil,
-			func(rows *sql.Rows) error {
-				var m string
-				stale = append(stale, m)
-				return rows.Scan(&stale[len(stale)-1])
-			})
+		staleSteps, err := w.staleAttentionMonths(ctx, `attention_visit_months()`)
 		if err != nil {
-			return fmt.Errorf("needs-attention cache: list the months to compute: %w", err)
+			return err
+		}
+		staleStats, err := w.staleAttentionMonths(ctx, `attention_stat_months()`)
+		if err != nil {
+			return err
 		}
 		if err := w.inTx(ctx, dropIncompleteAttention(w.load)); err != nil {
 			return fmt.Errorf("needs-attention cache: drop months no longer complete: %w", err)
 		}
-		for _, m := range stale {
+		for _, m := range staleSteps {
 			if err := w.inTx(ctx, storeAttentionMonth(w.load, m)); err != nil {
 				return fmt.Errorf("needs-attention cache of %s: %w (the list stays right, computed at each read; a rebuild retries)", m, err)
 			}
 		}
+		for _, m := range staleStats {
+			if err := w.inTx(ctx, storeAttentionStats(w.load, m)); err != nil {
+				return fmt.Errorf("needs-attention watchlist figures of %s: %w (the list stays right, computed at each read; a rebuild retries)", m, err)
+			}
+		}
 		return nil
 	})
+}
+
+// staleAttentionMonths lists the months that macro (attention_visit_months() or
+// attention_stat_months()) says the cache does not hold as of the data now.
+func (w *Warehouse) staleAttentionMonths(ctx context.Context, macro string) ([]string, error) {
+	var stale []string
+	err := QueryEach(ctx, w.db, `SELECT snapshot_month FROM `+macro+` WHERE NOT cached ORDER BY 1`, nil,
+		func(rows *sql.Rows) error {
+			var m string
+			stale = append(stale, m)
+			return rows.Scan(&stale[len(stale)-1])
+		})
+	if err != nil {
+		return nil, fmt.Errorf("needs-attention cache: list the months to compute from %s: %w", macro, err)
+	}
+	return stale, nil
 }
 
 // refreshAttentionQuietly is RefreshAttention for the paths that must not fail on it (open,
@@ -51,9 +71,12 @@ type execer interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
 }
 
+// attentionCacheTables are the derived tables of needs_attention (migrations 0011 and 0012).
+var attentionCacheTables = []string{"attention_visit_steps", "attention_visit_sources", "attention_month_stats", "attention_month_stat_sources"}
+
 func dropIncompleteAttention(db execer) func(ctx context.Context) error {
 	return func(ctx context.Context) error {
-		for _, t := range []string{"attention_visit_steps", "attention_visit_sources"} {
+		for _, t := range attentionCacheTables {
 			if _, err := db.ExecContext(ctx, `DELETE FROM `+t+` WHERE snapshot_month NOT IN (SELECT snapshot_month FROM complete_months)`); err != nil {
 				return err
 			}
@@ -77,6 +100,25 @@ func storeAttentionMonth(db execer, month string) func(ctx context.Context) erro
 		}
 		_, err := db.ExecContext(ctx, `INSERT INTO attention_visit_sources
 			SELECT snapshot_month, source_month, row_count, checksum FROM attention_history_sources(only_month := ?)`, month)
+		return err
+	}
+}
+
+// storeAttentionStats replaces month's watchlist-wide medians and MADs and the sources they were
+// computed from, read in the same transaction.
+func storeAttentionStats(db execer, month string) func(ctx context.Context) error {
+	return func(ctx context.Context) error {
+		for _, t := range []string{"attention_month_stats", "attention_month_stat_sources"} {
+			if _, err := db.ExecContext(ctx, `DELETE FROM `+t+` WHERE snapshot_month = ?`, month); err != nil {
+				return err
+			}
+		}
+		if _, err := db.ExecContext(ctx, `INSERT INTO attention_month_stats
+			SELECT snapshot_month, metric, channel, med, mad FROM attention_month_stats_of(only_month := ?)`, month); err != nil {
+			return err
+		}
+		_, err := db.ExecContext(ctx, `INSERT INTO attention_month_stat_sources
+			SELECT snapshot_month, source_table, source_month, row_count, checksum FROM attention_stat_sources(only_month := ?)`, month)
 		return err
 	}
 }

@@ -8,7 +8,7 @@ import (
 )
 
 // TestAttentionCacheFollowsWrites checks that every path that changes the history leaves
-// attention_visit_steps holding every complete month as of the history now: the end of a run,
+// attention_visit_steps and attention_month_stats holding every complete month as of the data now: the end of a run,
 // a rebuild, and a writer's open after a change made by hand. (That a stale month is computed
 // at the read instead, with the same rows, is pinned in pipeline/changes.)
 func TestAttentionCacheFollowsWrites(t *testing.T) {
@@ -16,17 +16,22 @@ func TestAttentionCacheFollowsWrites(t *testing.T) {
 	dir := t.TempDir()
 	w := testWarehouse(t, dir)
 	loadTwoRunMonths(t, w) // two runs, each ending in FinishRun
-	cached := func(when string) {
+	cached := func(when, wantStats string) {
 		t.Helper()
 		got := strings.ReplaceAll(strings.Join(queryRows(t, w.DB(), `SELECT snapshot_month || ' ' || cached FROM attention_visit_months() ORDER BY 1`), ", "), `"`, "")
 		if got != "2026-01 true, 2026-02 true" {
 			t.Errorf("%s: months in the cache %q, want both complete months", when, got)
 		}
+		got = strings.ReplaceAll(strings.Join(queryRows(t, w.DB(), `SELECT snapshot_month || ' ' || cached FROM attention_stat_months() ORDER BY 1`), ", "), `"`, "")
+		if got != wantStats {
+			t.Errorf("%s: months of the watchlist figures in the cache %q, want %q", when, got, wantStats)
+		}
 		if n := count(t, w.DB(), `SELECT count(*) FROM attention_visit_sources`); n != 2*26 {
 			t.Errorf("%s: attention_visit_sources has %d rows, want 26 snapshots for each of 2 months", when, n)
 		}
 	}
-	cached("after the runs")
+	// loadTwoRunMonths UPDATEs 2026-02's sites after its run: its figures are stale until a write
+	cached("after the runs", "2026-01 true, 2026-02 false")
 
 	makeStale := func() {
 		t.Helper()
@@ -36,12 +41,18 @@ func TestAttentionCacheFollowsWrites(t *testing.T) {
 		if got := count(t, w.DB(), `SELECT count(*) FROM attention_visit_months() WHERE cached`); got != 0 {
 			t.Fatalf("after an UPDATE of 2026-01's history %d months still read from the cache, want 0 (2026-02 reads 2026-01's snapshot too)", got)
 		}
+		if _, err := w.DB().Exec(`UPDATE sites SET global_rank = global_rank + 1 WHERE snapshot_month = '2026-01'`); err != nil {
+			t.Fatal(err)
+		}
+		if got := count(t, w.DB(), `SELECT count(*) FROM attention_stat_months() WHERE cached`); got != 0 {
+			t.Fatalf("after an UPDATE of 2026-01's sites %d months' watchlist figures still read from the cache, want 0 (2026-02 compares with 2026-01)", got)
+		}
 	}
 	makeStale()
 	if _, err := w.Rebuild(ctx, "2026-01"); err != nil {
 		t.Fatal(err)
 	}
-	cached("after a rebuild")
+	cached("after a rebuild", "2026-01 true, 2026-02 true")
 
 	makeStale()
 	if err := w.Close(); err != nil {
@@ -53,5 +64,5 @@ func TestAttentionCacheFollowsWrites(t *testing.T) {
 	}
 	defer func() { _ = w2.Close() }()
 	w = w2
-	cached("after a writer's open")
+	cached("after a writer's open", "2026-01 true, 2026-02 true")
 }
