@@ -226,7 +226,7 @@ WITH stat_m AS MATERIALIZED (
     SELECT a.snapshot_month, a.cached, c.previous_month
     FROM attention_stat_months(only_month := only_month) a JOIN complete_months c USING (snapshot_month)
 ),
-stat_pair AS MATERIALIZED (
+stat_pair AS (
     SELECT c.snapshot_month, c.global_rank, o.global_rank AS prev_rank, c.ai_total_visits AS ai, o.ai_total_visits AS prev_ai
     FROM sites c
     JOIN stat_m ON c.snapshot_month = stat_m.snapshot_month AND NOT stat_m.cached
@@ -244,12 +244,14 @@ stat_ai_moves AS MATERIALIZED (
 stat_ai_med AS (
     SELECT snapshot_month, median(m) AS med FROM stat_ai_moves GROUP BY ALL
 ),
-stat_cur_shares AS MATERIALIZED (
+-- The month's shares are not materialized: the join streams them against the previous month's
+-- hash table (both held at once need more than the load's memory limit at 100,000 domains).
+stat_cur_shares AS (
     SELECT stat_m.snapshot_month, s.domain, s.channel, s.share
     FROM sources_share s JOIN stat_m ON s.snapshot_month = stat_m.snapshot_month AND NOT stat_m.cached
     WHERE s.share IS NOT NULL AND stat_m.previous_month IS NOT NULL
 ),
-stat_prev_shares AS MATERIALIZED (
+stat_prev_shares AS (
     SELECT stat_m.snapshot_month, s.domain, s.channel, s.share
     FROM sources_share s JOIN stat_m ON s.snapshot_month = stat_m.previous_month AND NOT stat_m.cached
     WHERE s.share IS NOT NULL
