@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"sitewatch/pipeline/warehouse"
 )
 
 // pinSeed is the seed of the random warehouse the pin tests compare a rewritten query on:
@@ -160,34 +162,55 @@ func TestMoversSameAsBefore(t *testing.T) {
 func TestAttentionSameAsBefore(t *testing.T) {
 	seed := pinSeed(t)
 	t.Logf("seed %d (SITEWATCH_PIN_SEED=%d replays it)", seed, seed)
-	w := openWarehouse(t)
+	w := openWarehouse(t, warehouse.AttentionListSettings{MinVisits: 1000, Threshold: 2})
 	db := w.DB()
 	loadRandomMonths(t, db, seed, 400)
 	defineBefore(t, db, "attention_before.sql")
 	complete := []string{"2026-01", "2026-02", "2026-04"}
+	refresh := func() {
+		if err := w.RefreshAttention(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
 	steps := []struct {
 		name        string
 		change      func()
 		cached      []string // months of attention_visit_steps read
 		statsCached []string // months of attention_month_stats read
+		listed      []string // months of attention_lists read (both settings stored)
 	}{
-		{"computed at the read", func() {}, nil, nil},
-		{"from the cache", func() {
-			if err := w.RefreshAttention(context.Background()); err != nil {
-				t.Fatal(err)
-			}
-		}, complete, complete},
+		{"computed at the read", func() {}, nil, nil, nil},
+		{"from the cache", refresh, complete, complete, complete},
 		{"stale cache", func() {
 			mustExec(t, db, `UPDATE traffic_history SET visits = visits + 1
 				WHERE (snapshot_month, domain, month) = (SELECT (snapshot_month, domain, month) FROM traffic_history
 					WHERE snapshot_month = '2026-02' AND visits > 0 ORDER BY domain, month LIMIT 1)`)
-		}, []string{"2026-01"}, complete},
+		}, []string{"2026-01"}, complete, []string{"2026-01"}},
 		// 2026-02 is its own month's and 2026-04's previous complete month
 		{"stale watchlist figures", func() {
 			mustExec(t, db, `UPDATE sources_share SET share = share / 2
 				WHERE (snapshot_month, domain, channel) = (SELECT (snapshot_month, domain, channel) FROM sources_share
 					WHERE snapshot_month = '2026-02' AND share > 0 ORDER BY domain, channel LIMIT 1)`)
-		}, []string{"2026-01"}, []string{"2026-01"}},
+		}, []string{"2026-01"}, []string{"2026-01"}, []string{"2026-01"}},
+		{"stored again", refresh, complete, complete, complete},
+		// what only the list reads: a month's quality findings, its fetch errors, a site's visits
+		{"stale list: a quality finding", func() {
+			mustExec(t, db, `INSERT INTO quality_checks (snapshot_month, "check", table_name, domain, observed, expected, severity, observed_value, checked_at)
+				SELECT '2026-04', 'share_range', 'sources_share', min(domain), '1.5', '0-1', 'error', 1.5, TIMESTAMP '2026-05-01' FROM sites WHERE snapshot_month = '2026-04'`)
+		}, complete, complete, []string{"2026-01", "2026-02"}},
+		{"stale list: a fetch error", func() {
+			mustExec(t, db, `UPDATE fetch_errors SET code = 'changed' WHERE snapshot_month = '2026-02'`)
+			mustExec(t, db, `INSERT INTO fetch_errors (run_id, snapshot_month, domain, endpoint, http_status, code, message, occurred_at)
+				VALUES ('r', '2026-02', 'gone.example', 'overview', 400, 'invalid_domain', 'x', TIMESTAMP '2026-03-01')`)
+		}, complete, complete, []string{"2026-01"}},
+		{"stale list: a site's visits", func() {
+			mustExec(t, db, `UPDATE sites SET total_visits = 0 WHERE (snapshot_month, domain) =
+				(SELECT (snapshot_month, domain) FROM sites WHERE snapshot_month = '2026-01' AND total_visits > 0 ORDER BY domain LIMIT 1)`)
+		}, complete, complete, nil},
+		{"stored again after them", refresh, complete, complete, complete},
+		{"other definitions", func() {
+			mustExec(t, db, `CREATE OR REPLACE MACRO attention_definition() AS 'another sitewatch'`)
+		}, complete, complete, nil},
 	}
 	for _, st := range steps {
 		st.change()
@@ -197,7 +220,12 @@ func TestAttentionSameAsBefore(t *testing.T) {
 		if got := rows(t, db, `SELECT snapshot_month FROM attention_stat_months() WHERE cached ORDER BY 1`); strings.Join(got, ",") != strings.Join(st.statsCached, ",") {
 			t.Fatalf("%s: months whose watchlist figures are read from the cache %v, want %v", st.name, got, st.statsCached)
 		}
-		for _, args := range []string{"NULL, NULL", "1000, 2", "1000, 2, only_month := '2026-04'", "NULL, NULL, only_month := '2026-02'"} {
+		for _, settings := range []string{"10000, 3", "1000, 2"} {
+			if got := rows(t, db, `SELECT snapshot_month FROM attention_list_months(`+settings+`) WHERE stored ORDER BY 1`); strings.Join(got, ",") != strings.Join(st.listed, ",") {
+				t.Fatalf("%s: months whose list (%s) is read stored %v, want %v", st.name, settings, got, st.listed)
+			}
+		}
+		for _, args := range []string{"NULL, NULL", "1000, 2", "1000, 2, only_month := '2026-04'", "NULL, NULL, only_month := '2026-02'", "5000, 4"} {
 			sameRows(t, db, st.name+": needs_attention_all("+args+")",
 				`SELECT * FROM needs_attention_all_before(`+args+`)`, `SELECT * FROM needs_attention_all(`+args+`)`)
 		}

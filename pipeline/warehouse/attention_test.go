@@ -16,6 +16,7 @@ func TestAttentionCacheFollowsWrites(t *testing.T) {
 	dir := t.TempDir()
 	w := testWarehouse(t, dir)
 	loadTwoRunMonths(t, w) // two runs, each ending in FinishRun
+	storesOther := false // whether the writer stores the lists of min_visits 1000, threshold 2
 	cached := func(when, wantStats string) {
 		t.Helper()
 		got := strings.ReplaceAll(strings.Join(queryRows(t, w.DB(), `SELECT snapshot_month || ' ' || cached FROM attention_visit_months() ORDER BY 1`), ", "), `"`, "")
@@ -25,6 +26,17 @@ func TestAttentionCacheFollowsWrites(t *testing.T) {
 		got = strings.ReplaceAll(strings.Join(queryRows(t, w.DB(), `SELECT snapshot_month || ' ' || cached FROM attention_stat_months() ORDER BY 1`), ", "), `"`, "")
 		if got != wantStats {
 			t.Errorf("%s: months of the watchlist figures in the cache %q, want %q", when, got, wantStats)
+		}
+		// the whole lists: the defaults', and the config's settings a writer was given
+		for _, settings := range []string{"10000, 3", "1000, 2"} {
+			want := wantStats
+			if settings != "10000, 3" && !storesOther {
+				want = "2026-01 false, 2026-02 false"
+			}
+			got = strings.ReplaceAll(strings.Join(queryRows(t, w.DB(), `SELECT snapshot_month || ' ' || stored FROM attention_list_months(`+settings+`) ORDER BY 1`), ", "), `"`, "")
+			if got != want {
+				t.Errorf("%s: months whose list (%s) is stored %q, want %q", when, settings, got, want)
+			}
 		}
 		if n := count(t, w.DB(), `SELECT count(*) FROM attention_visit_sources`); n != 2*26 {
 			t.Errorf("%s: attention_visit_sources has %d rows, want 26 snapshots for each of 2 months", when, n)
@@ -47,6 +59,9 @@ func TestAttentionCacheFollowsWrites(t *testing.T) {
 		if got := count(t, w.DB(), `SELECT count(*) FROM attention_stat_months() WHERE cached`); got != 0 {
 			t.Fatalf("after an UPDATE of 2026-01's sites %d months' watchlist figures still read from the cache, want 0 (2026-02 compares with 2026-01)", got)
 		}
+		if got := count(t, w.DB(), `SELECT count(*) FROM attention_list_months(10000, 3) WHERE stored`); got != 0 {
+			t.Fatalf("after those UPDATEs %d months' lists still read stored, want 0", got)
+		}
 	}
 	makeStale()
 	if _, err := w.Rebuild(ctx, "2026-01"); err != nil {
@@ -58,11 +73,12 @@ func TestAttentionCacheFollowsWrites(t *testing.T) {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	w2, err := Open(ctx, Options{DuckDBPath: filepath.Join(dir, "db", "sitewatch.duckdb"), ParquetDir: filepath.Join(dir, "parquet")})
+	w2, err := Open(ctx, Options{DuckDBPath: filepath.Join(dir, "db", "sitewatch.duckdb"), ParquetDir: filepath.Join(dir, "parquet"),
+		AttentionLists: []AttentionListSettings{{MinVisits: 1000, Threshold: 2}}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer func() { _ = w2.Close() }()
-	w = w2
+	w, storesOther = w2, true
 	cached("after a writer's open", "2026-01 true, 2026-02 true")
 }

@@ -34,3 +34,46 @@ COMMENT ON COLUMN attention_month_stat_sources.source_table IS 'sites or sources
 COMMENT ON COLUMN attention_month_stat_sources.source_month IS 'The month itself or its previous complete month.';
 COMMENT ON COLUMN attention_month_stat_sources.row_count IS 'Rows of source_table in source_month when the month was computed (0 when none).';
 COMMENT ON COLUMN attention_month_stat_sources.checksum IS 'bit_xor of a hash of the columns the statistics read, over those rows (0 when none).';
+
+-- And each complete month's whole list (issue 44: the view, changes and show read rows instead
+-- of computing them): used only while attention_list_sources matches every source the list
+-- reads, so a stored list can never make a list differ either.
+CREATE TABLE IF NOT EXISTS attention_lists (
+    snapshot_month VARCHAR NOT NULL, floor_visits DOUBLE NOT NULL, z_min DOUBLE NOT NULL,
+    previous_month VARCHAR, domain VARCHAR NOT NULL, kind VARCHAR NOT NULL, metric VARCHAR, channel VARCHAR,
+    value DOUBLE, previous_value DOUBLE, change_pct DOUBLE, change_points DOUBLE, z DOUBLE,
+    severity VARCHAR NOT NULL, reason VARCHAR NOT NULL, score DOUBLE, rank BIGINT, domain_rank BIGINT
+);
+
+CREATE TABLE IF NOT EXISTS attention_list_sources (
+    snapshot_month VARCHAR NOT NULL, floor_visits DOUBLE NOT NULL, z_min DOUBLE NOT NULL,
+    source_table VARCHAR NOT NULL, source_month VARCHAR NOT NULL, row_count BIGINT NOT NULL, checksum UBIGINT NOT NULL
+);
+
+COMMENT ON TABLE attention_lists IS 'Derived cache of needs_attention (not part of the data): each complete month''s whole list for the settings a writer stores (the defaults and the config''s attention settings), the view''s columns with min_visits and threshold as floor_visits and z_min. Used only while attention_list_sources matches the list''s sources now; query needs_attention instead.';
+COMMENT ON TABLE attention_list_sources IS 'What each stored list of attention_lists was computed from: per month and settings, the row count and an order-free checksum of the 26 traffic_history snapshots, sites and sources_share of the month and the previous complete month, the month''s fetch_errors and quality_checks, and a definition row (previous complete month, stamp of the view definitions). A mismatch makes the read compute the month.';
+COMMENT ON COLUMN attention_lists.snapshot_month IS 'Complete snapshot (YYYY-MM) of the list.';
+COMMENT ON COLUMN attention_lists.floor_visits IS 'The size floor the list was computed with (needs_attention.min_visits).';
+COMMENT ON COLUMN attention_lists.z_min IS 'The threshold the list was computed with (needs_attention.threshold).';
+COMMENT ON COLUMN attention_lists.previous_month IS 'needs_attention.previous_month of the stored row (same meaning and unit).';
+COMMENT ON COLUMN attention_lists.domain IS 'needs_attention.domain of the stored row (same meaning and unit).';
+COMMENT ON COLUMN attention_lists.kind IS 'needs_attention.kind of the stored row (same meaning and unit).';
+COMMENT ON COLUMN attention_lists.metric IS 'needs_attention.metric of the stored row (same meaning and unit).';
+COMMENT ON COLUMN attention_lists.channel IS 'needs_attention.channel of the stored row (same meaning and unit).';
+COMMENT ON COLUMN attention_lists.value IS 'needs_attention.value of the stored row (same meaning and unit).';
+COMMENT ON COLUMN attention_lists.previous_value IS 'needs_attention.previous_value of the stored row (same meaning and unit).';
+COMMENT ON COLUMN attention_lists.change_pct IS 'needs_attention.change_pct of the stored row (same meaning and unit).';
+COMMENT ON COLUMN attention_lists.change_points IS 'needs_attention.change_points of the stored row (same meaning and unit).';
+COMMENT ON COLUMN attention_lists.z IS 'needs_attention.z of the stored row (same meaning and unit).';
+COMMENT ON COLUMN attention_lists.severity IS 'needs_attention.severity of the stored row (same meaning and unit).';
+COMMENT ON COLUMN attention_lists.reason IS 'needs_attention.reason of the stored row (same meaning and unit).';
+COMMENT ON COLUMN attention_lists.score IS 'needs_attention.score of the stored row (same meaning and unit).';
+COMMENT ON COLUMN attention_lists.rank IS 'needs_attention.rank of the stored row (same meaning and unit).';
+COMMENT ON COLUMN attention_lists.domain_rank IS 'needs_attention.domain_rank of the stored row (same meaning and unit).';
+COMMENT ON COLUMN attention_list_sources.snapshot_month IS 'The month of attention_lists this describes (YYYY-MM).';
+COMMENT ON COLUMN attention_list_sources.floor_visits IS 'The size floor of the stored list.';
+COMMENT ON COLUMN attention_list_sources.z_min IS 'The threshold of the stored list.';
+COMMENT ON COLUMN attention_list_sources.source_table IS 'traffic_history, sites, sources_share, fetch_errors, quality_checks or definition.';
+COMMENT ON COLUMN attention_list_sources.source_month IS 'The snapshot read (definition: the previous complete month, empty when none).';
+COMMENT ON COLUMN attention_list_sources.row_count IS 'Rows of source_table in source_month when the list was stored (0 when none).';
+COMMENT ON COLUMN attention_list_sources.checksum IS 'bit_xor of a hash of the columns the list reads, over those rows (0 when none); definition: hash of the views stamp.';
