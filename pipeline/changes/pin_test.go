@@ -3,7 +3,9 @@ package changes
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"os"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -244,14 +246,17 @@ func mustExec(t *testing.T, db *sql.DB, q string) {
 func TestAttentionOneDomain(t *testing.T) {
 	seed := pinSeed(t)
 	t.Logf("seed %d (SITEWATCH_PIN_SEED=%d replays it)", seed, seed)
-	w := openWarehouse(t)
+	w := openWarehouse(t, warehouse.AttentionListSettings{MinVisits: 1000, Threshold: 2})
 	db := w.DB()
 	loadRandomMonths(t, db, seed, 200)
 	oneDomainSameAsList(t, db)
 	if err := w.RefreshAttention(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	t.Log("again with the visits step and the watchlist's medians read from the cache")
+	if got := rows(t, db, `SELECT snapshot_month FROM attention_list_months(1000, 2, only_month := '2026-04') WHERE stored`); len(got) != 1 {
+		t.Fatalf("2026-04's list (1000, 2) is not stored after RefreshAttention")
+	}
+	t.Log("again with the visits step, the watchlist's medians and the whole list read stored")
 	oneDomainSameAsList(t, db)
 }
 
@@ -397,4 +402,69 @@ func TestDiscoverSameAsBefore(t *testing.T) {
 		sameRows(t, db, "discover_candidates_in(min_visits := "+floor+")",
 			`SELECT * FROM discover_candidates_before(min_visits := `+floor+`)`, `SELECT * FROM discover_candidates_in(min_visits := `+floor+`)`)
 	}
+}
+
+// TestAttentionReadStoredSameAsComputed holds the Go readers to the same lists whether a
+// month's list is computed or read from attention_lists: ReadAttention of each month (whole
+// and one domain) and ReadDomain of listed and unlisted domains, with the defaults and with
+// settings the writer stores, and with settings it does not store (always computed).
+func TestAttentionReadStoredSameAsComputed(t *testing.T) {
+	seed := pinSeed(t)
+	t.Logf("seed %d (SITEWATCH_PIN_SEED=%d replays it)", seed, seed)
+	ctx := context.Background()
+	w := openWarehouse(t, warehouse.AttentionListSettings{MinVisits: 1000, Threshold: 2})
+	db := w.DB()
+	loadRandomMonths(t, db, seed, 200)
+	listed := rows(t, db, `SELECT DISTINCT domain FROM needs_attention_all(1000, 2, only_month := '2026-04') ORDER BY domain LIMIT 3`)
+	unlisted := rows(t, db, `SELECT domain FROM sites WHERE snapshot_month = '2026-04'
+		AND domain NOT IN (SELECT domain FROM needs_attention_all(1000, 2)) ORDER BY domain LIMIT 2`)
+	if len(listed) == 0 || len(unlisted) == 0 {
+		t.Fatalf("the fixture lists %d domains and leaves out %d: it must do both", len(listed), len(unlisted))
+	}
+	settings := []AttentionSettings{{}, {MinVisits: 1000, Threshold: 2}, {MinVisits: 5000, Threshold: 4}}
+	read := func() []any {
+		var out []any
+		for _, s := range settings {
+			for _, m := range []string{"", "2026-01", "2026-02", "2026-04"} {
+				a, err := ReadAttention(ctx, db, m, s)
+				if err != nil {
+					t.Fatal(err)
+				}
+				out = append(out, a)
+				for _, d := range append(listed, unlisted...) {
+					a, err := ReadDomainAttention(ctx, db, m, d, s)
+					if err != nil {
+						t.Fatal(err)
+					}
+					out = append(out, a)
+				}
+			}
+			for _, d := range append(listed, unlisted...) {
+				v, err := ReadDomain(ctx, db, d, s)
+				if err != nil {
+					t.Fatal(err)
+				}
+				out = append(out, v.Attention, v.Flagged)
+			}
+		}
+		return out
+	}
+	computed := read()
+	if err := w.RefreshAttention(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := rows(t, db, `SELECT snapshot_month FROM attention_list_months(1000, 2) WHERE stored`); len(got) != 3 {
+		t.Fatalf("months whose list (1000, 2) is stored: %v, want the 3 complete months", got)
+	}
+	stored := read()
+	for i := range computed {
+		if !reflect.DeepEqual(computed[i], stored[i]) {
+			t.Errorf("read %d differs: computed %s, stored %s", i, jsonText(computed[i]), jsonText(stored[i]))
+		}
+	}
+}
+
+func jsonText(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
 }
