@@ -349,7 +349,8 @@ func openWarehouse(ctx context.Context, cfg *config.Config, env Env, readOnly bo
 			return nil, fmt.Errorf("no warehouse at %s yet: run `sitewatch run` first", cfg.Warehouse.DuckDB)
 		}
 	}
-	wh, err := warehouse.Open(ctx, warehouse.Options{DuckDBPath: cfg.Warehouse.DuckDB, ParquetDir: cfg.Warehouse.Parquet, Logger: env.Logger, ReadOnly: readOnly})
+	wh, err := warehouse.Open(ctx, warehouse.Options{DuckDBPath: cfg.Warehouse.DuckDB, ParquetDir: cfg.Warehouse.Parquet, Logger: env.Logger, ReadOnly: readOnly,
+		AttentionLists: wire.AttentionLists(cfg)})
 	if err != nil {
 		return nil, err // the warehouse names the file and the holder
 	}

@@ -6,11 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
 	"sitewatch/pipeline/numfmt"
 	"sitewatch/pipeline/textout"
+	"sitewatch/pipeline/warehouse"
 )
 
 // Reason kinds of the needs_attention view (sql/views/needs_attention.sql).
@@ -181,16 +183,20 @@ func readAttentionAs(ctx context.Context, db *sql.DB, month, domain string, s At
 	}
 	s = s.withDefaults()
 	a := &Attention{Month: month, Settings: s}
-	if err := requireAttentionView(ctx, db, month); err != nil {
-		return nil, err
-	}
 	if month == "" {
 		if err := db.QueryRowContext(ctx, `SELECT coalesce(max(snapshot_month), '') FROM complete_months`).Scan(&a.Month); err != nil {
 			return nil, fmt.Errorf("needs attention: read complete_months: %w", err)
 		}
 		if a.Month == "" {
-			return a, nil
+			return a, requireAttentionView(ctx, db, month)
 		}
+	}
+	if months, err := storedAttentionMonths(ctx, db, a.Month, s); err == nil && len(months) == 1 && months[0].Stored {
+		a.PreviousMonth = months[0].Previous
+		return a, readStoredAttention(ctx, db, map[string]*Attention{a.Month: a}, domain, s)
+	}
+	if err := requireAttentionView(ctx, db, month); err != nil {
+		return nil, err
 	}
 	if err := db.QueryRowContext(ctx, `SELECT coalesce(max(previous_month), '') FROM complete_months WHERE snapshot_month = ?`, a.Month).Scan(&a.PreviousMonth); err != nil {
 		return nil, fmt.Errorf("needs attention of %s: read complete_months: %w", a.Month, err)
@@ -198,23 +204,94 @@ func readAttentionAs(ctx context.Context, db *sql.DB, month, domain string, s At
 	if domain != "" && how == askDomainFirst && !domainListed(ctx, db, a.Month, domain, s) {
 		return a, nil
 	}
-	rows, err := db.QueryContext(ctx, attentionSQL, s.MinVisits, s.Threshold, a.Month, domain, domain)
+	err := scanAttention(ctx, db, map[string]*Attention{a.Month: a}, attentionSQL, s.MinVisits, s.Threshold, a.Month, domain, domain)
+	return a, err
+}
+
+// scanAttention adds the rows query returns to the list of their month in lists (rows of a
+// month not in lists are an error: the query asked for other months).
+func scanAttention(ctx context.Context, db *sql.DB, lists map[string]*Attention, query string, args ...any) error {
+	rows, err := db.QueryContext(ctx, query, args...)
 	if err != nil {
-		return nil, fmt.Errorf("needs attention of %s: %w", a.Month, err)
+		return fmt.Errorf("needs attention of %s: %w", listMonths(lists), err)
 	}
 	defer func() { _ = rows.Close() }()
-	byDomain := map[string]int{}
+	byDomain := map[string]map[string]int{}
 	for rows.Next() {
 		row, err := scanAttentionRow(rows)
 		if err != nil {
-			return nil, fmt.Errorf("needs attention of %s: %w", a.Month, err)
+			return fmt.Errorf("needs attention of %s: %w", listMonths(lists), err)
 		}
-		a.add(row, byDomain)
+		a, ok := lists[row.Month]
+		if !ok {
+			return fmt.Errorf("needs attention of %s: a row of %s, not asked for", listMonths(lists), row.Month)
+		}
+		if byDomain[row.Month] == nil {
+			byDomain[row.Month] = map[string]int{}
+		}
+		a.add(row, byDomain[row.Month])
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("needs attention of %s: %w", a.Month, err)
+		return fmt.Errorf("needs attention of %s: %w", listMonths(lists), err)
 	}
-	return a, nil
+	return nil
+}
+
+// listMonths names the months of lists for an error message, e.g. "2026-09, 2026-10".
+func listMonths(lists map[string]*Attention) string {
+	months := make([]string, 0, len(lists))
+	for m := range lists {
+		months = append(months, m)
+	}
+	slices.Sort(months)
+	return strings.Join(months, ", ")
+}
+
+// storedMonth is one complete month and whether attention_lists holds its list as of the data now.
+type storedMonth struct {
+	Month, Previous string
+	Stored          bool
+}
+
+// storedAttentionMonthsSQL checks the stored lists of settings (size floor, threshold) against
+// their sources now (sql/views/needs_attention.sql, attention_list_months): every complete
+// month, or one, newest first.
+const storedAttentionMonthsSQL = `SELECT m.snapshot_month, coalesce(c.previous_month, ''), m.stored
+	FROM attention_list_months(?, ?, only_month := nullif(?, '')) m JOIN complete_months c USING (snapshot_month)
+	ORDER BY m.snapshot_month DESC`
+
+// storedAttentionMonths lists every complete month (month "") or month alone, newest first,
+// each saying whether its stored list for s can be read. It returns an error on a warehouse whose
+// views predate the stored lists; the caller then computes.
+func storedAttentionMonths(ctx context.Context, db *sql.DB, month string, s AttentionSettings) ([]storedMonth, error) {
+	var out []storedMonth
+	err := warehouse.QueryEach(ctx, db, storedAttentionMonthsSQL, []any{s.MinVisits, s.Threshold, month}, func(rows *sql.Rows) error {
+		var m storedMonth
+		if err := rows.Scan(&m.Month, &m.Previous, &m.Stored); err != nil {
+			return err
+		}
+		out = append(out, m)
+		return nil
+	})
+	return out, err
+}
+
+// storedAttentionSQL reads stored lists, in list order: rank and domain_rank are the whole
+// list's even for one domain's rows (its place in the list).
+const storedAttentionSQL = `SELECT snapshot_month, coalesce(previous_month, ''), domain, kind, coalesce(metric, ''), coalesce(channel, ''),
+		value, previous_value, change_pct, change_points, z, severity, reason, score, rank, domain_rank
+	FROM attention_lists
+	WHERE floor_visits = ? AND z_min = ? AND list_contains(string_split(?, ','), snapshot_month) AND (? = '' OR domain = ?)
+	ORDER BY snapshot_month, rank`
+
+// readStoredAttention fills lists (by month; each found stored by storedAttentionMonths) from
+// attention_lists, with domain's rows only when domain is not "".
+func readStoredAttention(ctx context.Context, db *sql.DB, lists map[string]*Attention, domain string, s AttentionSettings) error {
+	months := make([]string, 0, len(lists))
+	for m := range lists {
+		months = append(months, m)
+	}
+	return scanAttention(ctx, db, lists, storedAttentionSQL, float64(s.MinVisits), s.Threshold, strings.Join(months, ","), domain, domain)
 }
 
 // attentionRow is one row of needs_attention_all as attentionSQL selects it.

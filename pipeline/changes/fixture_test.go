@@ -13,12 +13,13 @@ import (
 )
 
 // openWarehouse returns a real warehouse file in a temporary directory, migrated by Open.
-func openWarehouse(t *testing.T) *warehouse.Warehouse {
+func openWarehouse(t *testing.T, lists ...warehouse.AttentionListSettings) *warehouse.Warehouse {
 	t.Helper()
 	dir := t.TempDir()
 	w, err := warehouse.Open(context.Background(), warehouse.Options{
-		DuckDBPath: filepath.Join(dir, "sitewatch.duckdb"),
-		ParquetDir: filepath.Join(dir, "parquet"),
+		DuckDBPath:     filepath.Join(dir, "sitewatch.duckdb"),
+		ParquetDir:     filepath.Join(dir, "parquet"),
+		AttentionLists: lists,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -3,12 +3,16 @@ package changes
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"os"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"sitewatch/pipeline/warehouse"
 )
 
 // pinSeed is the seed of the random warehouse the pin tests compare a rewritten query on:
@@ -153,40 +157,83 @@ func TestMoversSameAsBefore(t *testing.T) {
 // the rows it returned before on a random warehouse: every month and one, the default settings
 // and looser ones that list more.
 //
-// It pins each way the visits step is read: computed from the history at the read (the cache
-// empty), from attention_visit_steps after RefreshAttention, and from the history again once an
-// UPDATE of one history row has made the cache stale (the cache must never change a row).
+// It pins each way the visits step and the watchlist's medians are read: computed at the read
+// (the cache empty), from attention_visit_steps and attention_month_stats after
+// RefreshAttention, and computed again once an UPDATE of one history row, then of one channel
+// share, has made the cache stale (the cache must never change a row).
 func TestAttentionSameAsBefore(t *testing.T) {
 	seed := pinSeed(t)
 	t.Logf("seed %d (SITEWATCH_PIN_SEED=%d replays it)", seed, seed)
-	w := openWarehouse(t)
+	w := openWarehouse(t, warehouse.AttentionListSettings{MinVisits: 1000, Threshold: 2})
 	db := w.DB()
 	loadRandomMonths(t, db, seed, 400)
 	defineBefore(t, db, "attention_before.sql")
 	complete := []string{"2026-01", "2026-02", "2026-04"}
+	refresh := func() {
+		if err := w.RefreshAttention(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	listArgs := []string{"NULL, NULL", "1000, 2"} // both stored settings, every month: what the list-only steps change
 	steps := []struct {
-		name   string
-		change func()
-		cached []string
+		name        string
+		change      func()
+		cached      []string // months of attention_visit_steps read
+		statsCached []string // months of attention_month_stats read
+		listed      []string // months of attention_lists read (both settings stored)
+		args        []string // needs_attention_all's arguments compared (nil: every set)
 	}{
-		{"computed at the read", func() {}, nil},
-		{"from the cache", func() {
-			if err := w.RefreshAttention(context.Background()); err != nil {
-				t.Fatal(err)
-			}
-		}, complete},
+		{"computed at the read", func() {}, nil, nil, nil, nil},
+		{"from the cache", refresh, complete, complete, complete, nil},
 		{"stale cache", func() {
 			mustExec(t, db, `UPDATE traffic_history SET visits = visits + 1
 				WHERE (snapshot_month, domain, month) = (SELECT (snapshot_month, domain, month) FROM traffic_history
 					WHERE snapshot_month = '2026-02' AND visits > 0 ORDER BY domain, month LIMIT 1)`)
-		}, []string{"2026-01"}},
+		}, []string{"2026-01"}, complete, []string{"2026-01"}, nil},
+		// 2026-02 is its own month's and 2026-04's previous complete month
+		{"stale watchlist figures", func() {
+			mustExec(t, db, `UPDATE sources_share SET share = share / 2
+				WHERE (snapshot_month, domain, channel) = (SELECT (snapshot_month, domain, channel) FROM sources_share
+					WHERE snapshot_month = '2026-02' AND share > 0 ORDER BY domain, channel LIMIT 1)`)
+		}, []string{"2026-01"}, []string{"2026-01"}, []string{"2026-01"}, nil},
+		{"stored again", refresh, complete, complete, complete, listArgs},
+		// what only the list reads: a month's quality findings, its fetch errors, a site's visits
+		{"stale list: a quality finding", func() {
+			mustExec(t, db, `INSERT INTO quality_checks (snapshot_month, "check", table_name, domain, observed, expected, severity, observed_value, checked_at)
+				SELECT '2026-04', 'share_range', 'sources_share', min(domain), '1.5', '0-1', 'error', 1.5, TIMESTAMP '2026-05-01' FROM sites WHERE snapshot_month = '2026-04'`)
+		}, complete, complete, []string{"2026-01", "2026-02"}, listArgs},
+		{"stale list: a fetch error", func() {
+			mustExec(t, db, `UPDATE fetch_errors SET code = 'changed' WHERE snapshot_month = '2026-02'`)
+			mustExec(t, db, `INSERT INTO fetch_errors (run_id, snapshot_month, domain, endpoint, http_status, code, message, occurred_at)
+				VALUES ('r', '2026-02', 'gone.example', 'overview', 400, 'invalid_domain', 'x', TIMESTAMP '2026-03-01')`)
+		}, complete, complete, []string{"2026-01"}, listArgs},
+		{"stale list: a site's visits", func() {
+			mustExec(t, db, `UPDATE sites SET total_visits = 0 WHERE (snapshot_month, domain) =
+				(SELECT (snapshot_month, domain) FROM sites WHERE snapshot_month = '2026-01' AND total_visits > 0 ORDER BY domain LIMIT 1)`)
+		}, complete, complete, nil, listArgs},
+		{"stored again after them", refresh, complete, complete, complete, listArgs},
+		{"other definitions", func() {
+			mustExec(t, db, `CREATE OR REPLACE MACRO attention_definition() AS 'another sitewatch'`)
+		}, complete, complete, nil, listArgs},
 	}
 	for _, st := range steps {
 		st.change()
 		if got := rows(t, db, `SELECT snapshot_month FROM attention_visit_months() WHERE cached ORDER BY 1`); strings.Join(got, ",") != strings.Join(st.cached, ",") {
 			t.Fatalf("%s: months read from the cache %v, want %v", st.name, got, st.cached)
 		}
-		for _, args := range []string{"NULL, NULL", "1000, 2", "1000, 2, only_month := '2026-04'", "NULL, NULL, only_month := '2026-02'"} {
+		if got := rows(t, db, `SELECT snapshot_month FROM attention_stat_months() WHERE cached ORDER BY 1`); strings.Join(got, ",") != strings.Join(st.statsCached, ",") {
+			t.Fatalf("%s: months whose watchlist figures are read from the cache %v, want %v", st.name, got, st.statsCached)
+		}
+		for _, settings := range []string{"10000, 3", "1000, 2"} {
+			if got := rows(t, db, `SELECT snapshot_month FROM attention_list_months(`+settings+`) WHERE stored ORDER BY 1`); strings.Join(got, ",") != strings.Join(st.listed, ",") {
+				t.Fatalf("%s: months whose list (%s) is read stored %v, want %v", st.name, settings, got, st.listed)
+			}
+		}
+		args := st.args
+		if args == nil {
+			args = []string{"NULL, NULL", "1000, 2", "1000, 2, only_month := '2026-04'", "NULL, NULL, only_month := '2026-02'", "5000, 4"}
+		}
+		for _, args := range args {
 			sameRows(t, db, st.name+": needs_attention_all("+args+")",
 				`SELECT * FROM needs_attention_all_before(`+args+`)`, `SELECT * FROM needs_attention_all(`+args+`)`)
 		}
@@ -205,14 +252,17 @@ func mustExec(t *testing.T, db *sql.DB, q string) {
 func TestAttentionOneDomain(t *testing.T) {
 	seed := pinSeed(t)
 	t.Logf("seed %d (SITEWATCH_PIN_SEED=%d replays it)", seed, seed)
-	w := openWarehouse(t)
+	w := openWarehouse(t, warehouse.AttentionListSettings{MinVisits: 1000, Threshold: 2})
 	db := w.DB()
 	loadRandomMonths(t, db, seed, 200)
 	oneDomainSameAsList(t, db)
 	if err := w.RefreshAttention(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	t.Log("again with the visits step read from attention_visit_steps")
+	if got := rows(t, db, `SELECT snapshot_month FROM attention_list_months(1000, 2, only_month := '2026-04') WHERE stored`); len(got) != 1 {
+		t.Fatalf("2026-04's list (1000, 2) is not stored after RefreshAttention")
+	}
+	t.Log("again with the visits step, the watchlist's medians and the whole list read stored")
 	oneDomainSameAsList(t, db)
 }
 
@@ -358,4 +408,69 @@ func TestDiscoverSameAsBefore(t *testing.T) {
 		sameRows(t, db, "discover_candidates_in(min_visits := "+floor+")",
 			`SELECT * FROM discover_candidates_before(min_visits := `+floor+`)`, `SELECT * FROM discover_candidates_in(min_visits := `+floor+`)`)
 	}
+}
+
+// TestAttentionReadStoredSameAsComputed holds the Go readers to the same lists whether a
+// month's list is computed or read from attention_lists: ReadAttention of each month (whole
+// and one domain) and ReadDomain of listed and unlisted domains, with the defaults and with
+// other settings the writer stores.
+func TestAttentionReadStoredSameAsComputed(t *testing.T) {
+	seed := pinSeed(t)
+	t.Logf("seed %d (SITEWATCH_PIN_SEED=%d replays it)", seed, seed)
+	ctx := context.Background()
+	w := openWarehouse(t, warehouse.AttentionListSettings{MinVisits: 1000, Threshold: 2})
+	db := w.DB()
+	loadRandomMonths(t, db, seed, 200)
+	listed := rows(t, db, `SELECT DISTINCT domain FROM needs_attention_all(1000, 2, only_month := '2026-04') ORDER BY domain LIMIT 2`)
+	unlisted := rows(t, db, `SELECT domain FROM sites WHERE snapshot_month = '2026-04'
+		AND domain NOT IN (SELECT domain FROM needs_attention_all(1000, 2)) ORDER BY domain LIMIT 1`)
+	if len(listed) == 0 || len(unlisted) == 0 {
+		t.Fatalf("the fixture lists %d domains and leaves out %d: it must do both", len(listed), len(unlisted))
+	}
+	settings := []AttentionSettings{{}, {MinVisits: 1000, Threshold: 2}}
+	read := func() []any {
+		var out []any
+		for _, s := range settings {
+			for _, m := range []string{"", "2026-02"} { // "": the latest, 2026-04
+				a, err := ReadAttention(ctx, db, m, s)
+				if err != nil {
+					t.Fatal(err)
+				}
+				out = append(out, a)
+				for _, d := range append(listed, unlisted...) {
+					a, err := ReadDomainAttention(ctx, db, m, d, s)
+					if err != nil {
+						t.Fatal(err)
+					}
+					out = append(out, a)
+				}
+			}
+			for _, d := range append(listed, unlisted...) {
+				v, err := ReadDomain(ctx, db, d, s)
+				if err != nil {
+					t.Fatal(err)
+				}
+				out = append(out, v.Attention, v.Flagged)
+			}
+		}
+		return out
+	}
+	computed := read()
+	if err := w.RefreshAttention(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := rows(t, db, `SELECT snapshot_month FROM attention_list_months(1000, 2) WHERE stored`); len(got) != 3 {
+		t.Fatalf("months whose list (1000, 2) is stored: %v, want the 3 complete months", got)
+	}
+	stored := read()
+	for i := range computed {
+		if !reflect.DeepEqual(computed[i], stored[i]) {
+			t.Errorf("read %d differs: computed %s, stored %s", i, jsonText(computed[i]), jsonText(stored[i]))
+		}
+	}
+}
+
+func jsonText(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
 }

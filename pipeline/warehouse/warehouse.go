@@ -70,6 +70,17 @@ type Options struct {
 	// BatchAnswers starts a commit before the window ends once this many answers are pending
 	// (0 = DefaultBatchAnswers).
 	BatchAnswers int
+	// AttentionLists are the needs-attention settings whose whole lists a writer stores per
+	// complete month (attention_lists), besides the view's defaults: the config's
+	// attention.min_visits and attention.threshold, so `changes`, `show` and the report read
+	// them stored. A zero field means its default.
+	AttentionLists []AttentionListSettings
+}
+
+// AttentionListSettings are the two settings of a needs-attention list (config attention.*).
+type AttentionListSettings struct {
+	MinVisits int64   // size floor; 0 = 10,000
+	Threshold float64 // |z| a move must reach; 0 = 3
 }
 
 // DefaultMemoryLimit is DuckDB's memory_limit for a writer unless Options.MemoryLimit is set

@@ -18,6 +18,7 @@ import (
 	"sitewatch/pipeline/model"
 	"sitewatch/pipeline/notify"
 	"sitewatch/pipeline/textout"
+	"sitewatch/pipeline/warehouse"
 )
 
 // Watch attaches to each run what watches it from outside and needs an adapter: the
@@ -154,6 +155,12 @@ func dbOf(store pipeline.Warehouse) *sql.DB {
 // AttentionSettings are the config's knobs of the needs-attention ranking (attention.*).
 func AttentionSettings(cfg *config.Config) changes.AttentionSettings {
 	return changes.AttentionSettings{MinVisits: cfg.Attention.MinVisits, Threshold: cfg.Attention.Threshold}
+}
+
+// AttentionLists are the settings whose needs-attention lists a writer of cfg's warehouse
+// stores besides the defaults: the config's, so every surface reads its list stored.
+func AttentionLists(cfg *config.Config) []warehouse.AttentionListSettings {
+	return []warehouse.AttentionListSettings{{MinVisits: cfg.Attention.MinVisits, Threshold: cfg.Attention.Threshold}}
 }
 
 // recordAttention shows the needs-attention list of a month the run left complete in the

@@ -48,7 +48,8 @@ func (Warehouses) LockForRun(duckdbPath string) (release func(), err error) {
 // OpenRun opens cfg's warehouse for writing, waiting up to LockWait while a short sitewatch
 // command holds it; the error names the file and its holder.
 func (w Warehouses) OpenRun(ctx context.Context, cfg *config.Config, logger *slog.Logger) (pipeline.Warehouse, error) {
-	wh, err := openWaiting(ctx, warehouse.Options{DuckDBPath: cfg.Warehouse.DuckDB, ParquetDir: cfg.Warehouse.Parquet, Logger: logger, LoadMemoryLimit: cfg.Warehouse.MemoryLimit},
+	wh, err := openWaiting(ctx, warehouse.Options{DuckDBPath: cfg.Warehouse.DuckDB, ParquetDir: cfg.Warehouse.Parquet, Logger: logger, LoadMemoryLimit: cfg.Warehouse.MemoryLimit,
+		AttentionLists: AttentionLists(cfg)},
 		LockWait, logger)
 	if err != nil {
 		return nil, err

@@ -159,28 +159,255 @@ SELECT v.snapshot_month, v.domain, v.visits, v.prev_visits, v.center, v.n, v.mad
 FROM attention_visit_steps v SEMI JOIN m ON m.snapshot_month = v.snapshot_month AND m.cached
 WHERE only_domain IS NULL OR v.domain = CAST(only_domain AS VARCHAR);
 
+-- The rank, AI and channel reasons' watchlist-wide half (each month's median and MAD of every
+-- domain's moves: 1 million channel-share moves at 100,000 domains) is computed once per complete
+-- month into attention_month_stats (sql/migrations/0012_attention_month_stats.sql), so that a
+-- one-domain question reads its own rows and a handful of stored figures. It is used while
+-- attention_month_stat_sources matches sites and sources_share of the month and its previous
+-- complete month (row count and order-free checksum of the columns read), else computed here.
+CREATE TABLE IF NOT EXISTS attention_month_stats (
+    snapshot_month VARCHAR NOT NULL, metric VARCHAR NOT NULL, channel VARCHAR, med DOUBLE, mad DOUBLE
+);
+CREATE TABLE IF NOT EXISTS attention_month_stat_sources (
+    snapshot_month VARCHAR NOT NULL, source_table VARCHAR NOT NULL, source_month VARCHAR NOT NULL,
+    row_count BIGINT NOT NULL, checksum UBIGINT NOT NULL
+);
+
+-- attention_stat_sources(only_month): per complete month (or only_month), sites and
+-- sources_share of the month and of its previous complete month now: count and checksum.
+CREATE OR REPLACE MACRO attention_stat_sources(only_month := NULL) AS TABLE
+WITH stat_snaps AS MATERIALIZED (
+    SELECT snapshot_month, snapshot_month AS source_month FROM complete_months
+    WHERE only_month IS NULL OR snapshot_month = CAST(only_month AS VARCHAR)
+    UNION ALL
+    SELECT snapshot_month, previous_month FROM complete_months
+    WHERE previous_month IS NOT NULL AND (only_month IS NULL OR snapshot_month = CAST(only_month AS VARCHAR))
+),
+stat_site_now AS (
+    SELECT s.snapshot_month AS source_month, count(*) AS row_count,
+           bit_xor(hash(s.domain, s.global_rank, s.ai_total_visits)) AS checksum
+    FROM sites s SEMI JOIN stat_snaps n ON n.source_month = s.snapshot_month
+    GROUP BY s.snapshot_month
+),
+stat_share_now AS (
+    SELECT s.snapshot_month AS source_month, count(*) AS row_count,
+           bit_xor(hash(s.domain, s.channel, s.share)) AS checksum
+    FROM sources_share s SEMI JOIN stat_snaps n ON n.source_month = s.snapshot_month
+    GROUP BY s.snapshot_month
+)
+SELECT n.snapshot_month, 'sites' AS source_table, n.source_month, coalesce(x.row_count, 0) AS row_count,
+       CAST(coalesce(x.checksum, 0) AS UBIGINT) AS checksum
+FROM stat_snaps n LEFT JOIN stat_site_now x USING (source_month)
+UNION ALL
+SELECT n.snapshot_month, 'sources_share', n.source_month, coalesce(x.row_count, 0), CAST(coalesce(x.checksum, 0) AS UBIGINT)
+FROM stat_snaps n LEFT JOIN stat_share_now x USING (source_month);
+
+-- attention_stat_months(only_month): the complete months (or only_month) and whether
+-- attention_month_stats holds them computed from exactly the sources as they are now.
+CREATE OR REPLACE MACRO attention_stat_months(only_month := NULL) AS TABLE
+WITH stat_stored AS (
+    SELECT snapshot_month, count(*) AS n FROM attention_month_stat_sources GROUP BY ALL
+)
+SELECT s.snapshot_month, count(c.snapshot_month) = count(*) AND any_value(coalesce(st.n, 0)) = count(*) AS cached
+FROM attention_stat_sources(only_month := only_month) s
+LEFT JOIN attention_month_stat_sources c
+       ON c.snapshot_month = s.snapshot_month AND c.source_table = s.source_table AND c.source_month = s.source_month
+      AND c.row_count = s.row_count AND c.checksum = s.checksum
+LEFT JOIN stat_stored st ON st.snapshot_month = s.snapshot_month
+GROUP BY s.snapshot_month;
+
+-- attention_month_stats_of(only_month): per complete month (or only_month), the median and
+-- 1.4826 × MAD (before the floor) of the watchlist's moves against the previous complete month:
+-- global_rank ln(new / old), ai_visits ln(max(new, 1) / old) and channel_share per channel
+-- (new - old share). Read from attention_month_stats for a month it holds as of the sources
+-- now, else computed here from every domain of the month.
+CREATE OR REPLACE MACRO attention_month_stats_of(only_month := NULL) AS TABLE
+WITH stat_m AS MATERIALIZED (
+    SELECT a.snapshot_month, a.cached, c.previous_month
+    FROM attention_stat_months(only_month := only_month) a JOIN complete_months c USING (snapshot_month)
+),
+stat_pair AS (
+    SELECT c.snapshot_month, c.global_rank, o.global_rank AS prev_rank, c.ai_total_visits AS ai, o.ai_total_visits AS prev_ai
+    FROM sites c
+    JOIN stat_m ON c.snapshot_month = stat_m.snapshot_month AND NOT stat_m.cached
+    JOIN sites o ON o.snapshot_month = stat_m.previous_month AND o.domain = c.domain
+),
+stat_rank_moves AS MATERIALIZED (
+    SELECT snapshot_month, ln(global_rank::DOUBLE / prev_rank) AS m FROM stat_pair WHERE global_rank > 0 AND prev_rank > 0
+),
+stat_rank_med AS (
+    SELECT snapshot_month, median(m) AS med FROM stat_rank_moves GROUP BY ALL
+),
+stat_ai_moves AS MATERIALIZED (
+    SELECT snapshot_month, ln(greatest(coalesce(ai, 0), 1)::DOUBLE / prev_ai) AS m FROM stat_pair WHERE prev_ai > 0
+),
+stat_ai_med AS (
+    SELECT snapshot_month, median(m) AS med FROM stat_ai_moves GROUP BY ALL
+),
+-- The month's shares are not materialized: the join streams them against the previous month's
+-- hash table (both held at once need more than the load's memory limit at 100,000 domains).
+stat_cur_shares AS (
+    SELECT stat_m.snapshot_month, s.domain, s.channel, s.share
+    FROM sources_share s JOIN stat_m ON s.snapshot_month = stat_m.snapshot_month AND NOT stat_m.cached
+    WHERE s.share IS NOT NULL AND stat_m.previous_month IS NOT NULL
+),
+stat_prev_shares AS (
+    SELECT stat_m.snapshot_month, s.domain, s.channel, s.share
+    FROM sources_share s JOIN stat_m ON s.snapshot_month = stat_m.previous_month AND NOT stat_m.cached
+    WHERE s.share IS NOT NULL
+),
+stat_channel_moves AS MATERIALIZED (
+    SELECT s.snapshot_month, s.channel, s.share - o.share AS m
+    FROM stat_cur_shares s JOIN stat_prev_shares o USING (snapshot_month, domain, channel)
+),
+stat_channel_med AS (
+    SELECT snapshot_month, channel, median(m) AS med FROM stat_channel_moves GROUP BY ALL
+)
+SELECT r.snapshot_month, 'global_rank' AS metric, CAST(NULL AS VARCHAR) AS channel, any_value(x.med) AS med,
+       1.4826 * median(abs(r.m - x.med)) AS mad
+FROM stat_rank_moves r JOIN stat_rank_med x USING (snapshot_month) GROUP BY r.snapshot_month
+UNION ALL
+SELECT a.snapshot_month, 'ai_visits', NULL, any_value(x.med), 1.4826 * median(abs(a.m - x.med))
+FROM stat_ai_moves a JOIN stat_ai_med x USING (snapshot_month) GROUP BY a.snapshot_month
+UNION ALL
+SELECT c.snapshot_month, 'channel_share', c.channel, any_value(x.med), 1.4826 * median(abs(c.m - x.med))
+FROM stat_channel_moves c JOIN stat_channel_med x USING (snapshot_month, channel) GROUP BY c.snapshot_month, c.channel
+UNION ALL
+SELECT v.snapshot_month, v.metric, v.channel, v.med, v.mad
+FROM attention_month_stats v SEMI JOIN stat_m ON stat_m.snapshot_month = v.snapshot_month AND stat_m.cached;
+
+-- Each complete month's whole list is stored too (attention_lists, migration 0012), for the
+-- settings a writer stores it with (the defaults, and the config's attention settings): the
+-- list of a complete month changes only when its month's or the months before's data changes,
+-- and a stored list makes the view, a listed domain's place and `sitewatch show` read a handful
+-- of rows instead of computing 1 million channel moves. attention_list_sources keeps, per month
+-- and settings, each source's row count and order-free checksum at the time it was stored: the
+-- 26 history snapshots, sites and sources_share of the month and its previous complete month,
+-- the month's fetch_errors and quality_checks, and one 'definition' row (the previous complete
+-- month, and the stamp of the view definitions, attention_definition(): a sitewatch with other
+-- definitions never reads a list the old ones made). A month whose sources differ now is
+-- computed as if nothing were stored. A writer's open, the end of a run and `rebuild` store the
+-- lists (warehouse.RefreshAttention).
+CREATE TABLE IF NOT EXISTS attention_lists (
+    snapshot_month VARCHAR NOT NULL, floor_visits DOUBLE NOT NULL, z_min DOUBLE NOT NULL,
+    previous_month VARCHAR, domain VARCHAR NOT NULL, kind VARCHAR NOT NULL, metric VARCHAR, channel VARCHAR,
+    value DOUBLE, previous_value DOUBLE, change_pct DOUBLE, change_points DOUBLE, z DOUBLE,
+    severity VARCHAR NOT NULL, reason VARCHAR NOT NULL, score DOUBLE, rank BIGINT, domain_rank BIGINT
+);
+CREATE TABLE IF NOT EXISTS attention_list_sources (
+    snapshot_month VARCHAR NOT NULL, floor_visits DOUBLE NOT NULL, z_min DOUBLE NOT NULL,
+    source_table VARCHAR NOT NULL, source_month VARCHAR NOT NULL, row_count BIGINT NOT NULL, checksum UBIGINT NOT NULL
+);
+
+-- attention_definition(): the stamp of the view and macro definitions a writer created (a
+-- writer replaces this macro with its stamp right after creating them: warehouse createViews),
+-- so a stored list is read only by the definitions that computed it. Elsewhere (the BI file's
+-- DuckDB) it stays 'unstamped'.
+CREATE OR REPLACE MACRO attention_definition() AS 'unstamped';
+
+-- attention_list_sources_now(only_month): per complete month (or only_month), every source of
+-- its list as it is now: row count and checksum (0 and 0 when none).
+CREATE OR REPLACE MACRO attention_list_sources_now(only_month := NULL) AS TABLE
+WITH list_m AS MATERIALIZED (
+    SELECT snapshot_month, previous_month FROM complete_months
+    WHERE only_month IS NULL OR snapshot_month = CAST(only_month AS VARCHAR)
+),
+list_snaps AS MATERIALIZED (
+    SELECT snapshot_month, snapshot_month AS source_month FROM list_m
+    UNION ALL
+    SELECT snapshot_month, previous_month FROM list_m WHERE previous_month IS NOT NULL
+),
+list_site_now AS (
+    SELECT s.snapshot_month AS source_month, count(*) AS row_count,
+           bit_xor(hash(s.domain, s.total_visits, s.global_rank, s.ai_total_visits)) AS checksum
+    FROM sites s SEMI JOIN list_snaps n ON n.source_month = s.snapshot_month
+    GROUP BY s.snapshot_month
+),
+list_share_now AS (
+    SELECT s.snapshot_month AS source_month, count(*) AS row_count, bit_xor(hash(s.domain, s.channel, s.share)) AS checksum
+    FROM sources_share s SEMI JOIN list_snaps n ON n.source_month = s.snapshot_month
+    GROUP BY s.snapshot_month
+),
+list_error_now AS (
+    SELECT e.snapshot_month, count(*) AS row_count,
+           bit_xor(hash(e.domain, e.http_status, e.endpoint, e.code, e.occurred_at)) AS checksum
+    FROM fetch_errors e SEMI JOIN list_m USING (snapshot_month)
+    GROUP BY e.snapshot_month
+),
+list_quality_now AS (
+    SELECT q.snapshot_month, count(*) AS row_count,
+           bit_xor(hash(q.domain, q.severity, q."check", q.table_name, q.observed, q.expected)) AS checksum
+    FROM quality_checks q SEMI JOIN list_m USING (snapshot_month)
+    GROUP BY q.snapshot_month
+),
+list_definitions AS (
+    SELECT hash(attention_definition()) AS checksum
+)
+SELECT snapshot_month, 'traffic_history' AS source_table, source_month, row_count, checksum
+FROM attention_history_sources(only_month := only_month)
+UNION ALL
+SELECT n.snapshot_month, 'sites', n.source_month, coalesce(x.row_count, 0), CAST(coalesce(x.checksum, 0) AS UBIGINT)
+FROM list_snaps n LEFT JOIN list_site_now x USING (source_month)
+UNION ALL
+SELECT n.snapshot_month, 'sources_share', n.source_month, coalesce(x.row_count, 0), CAST(coalesce(x.checksum, 0) AS UBIGINT)
+FROM list_snaps n LEFT JOIN list_share_now x USING (source_month)
+UNION ALL
+SELECT m.snapshot_month, 'fetch_errors', m.snapshot_month, coalesce(x.row_count, 0), CAST(coalesce(x.checksum, 0) AS UBIGINT)
+FROM list_m m LEFT JOIN list_error_now x USING (snapshot_month)
+UNION ALL
+SELECT m.snapshot_month, 'quality_checks', m.snapshot_month, coalesce(x.row_count, 0), CAST(coalesce(x.checksum, 0) AS UBIGINT)
+FROM list_m m LEFT JOIN list_quality_now x USING (snapshot_month)
+UNION ALL
+SELECT m.snapshot_month, 'definition', coalesce(m.previous_month, ''), 0, CAST(d.checksum AS UBIGINT)
+FROM list_m m, list_definitions d;
+
+-- attention_list_months(for_floor, for_z, only_month): the complete months (or only_month) and
+-- whether attention_lists holds their list for these settings (size floor, threshold) computed
+-- from exactly the sources as they are now.
+CREATE OR REPLACE MACRO attention_list_months(for_floor, for_z, only_month := NULL) AS TABLE
+WITH list_kept AS (
+    SELECT snapshot_month, count(*) AS n FROM attention_list_sources
+    WHERE floor_visits = CAST(for_floor AS DOUBLE) AND z_min = CAST(for_z AS DOUBLE)
+    GROUP BY ALL
+)
+SELECT s.snapshot_month, count(c.snapshot_month) = count(*) AND any_value(coalesce(k.n, 0)) = count(*) AS stored
+FROM attention_list_sources_now(only_month := only_month) s
+LEFT JOIN attention_list_sources c
+       ON c.snapshot_month = s.snapshot_month AND c.source_table = s.source_table AND c.source_month = s.source_month
+      AND c.row_count = s.row_count AND c.checksum = s.checksum
+      AND c.floor_visits = CAST(for_floor AS DOUBLE) AND c.z_min = CAST(for_z AS DOUBLE)
+LEFT JOIN list_kept k ON k.snapshot_month = s.snapshot_month
+GROUP BY s.snapshot_month;
+
 -- needs_attention_all(min_visits, threshold, only_month, only_domain): every complete month, or
 -- only_month alone when given (a constant: sitewatch reads one month this way at half the cost
 -- of two). only_domain (a constant) returns that domain's rows only, reading only its own
 -- history: whether it is listed, and why, at a fraction of the cost (`sitewatch show` asks this
 -- first). Its rank and domain_rank are then NULL: a place in the list needs every domain's rows.
+-- A month whose list attention_lists holds for these settings, as of its sources now, is read
+-- from there (list_m); the others are computed (p holds only those).
 CREATE OR REPLACE MACRO needs_attention_all(min_visits, threshold, only_month := NULL, only_domain := NULL) AS TABLE
-WITH p AS MATERIALIZED (
+WITH list_m AS MATERIALIZED (
+    SELECT * FROM attention_list_months(coalesce(min_visits, 10000), coalesce(threshold, 3), only_month := only_month)
+),
+p AS MATERIALIZED (
     SELECT c.snapshot_month, c.previous_month,
            CAST(c.snapshot_month || '-01' AS DATE) AS month_start,
            strftime(CAST(c.snapshot_month || '-01' AS DATE) - INTERVAL 25 MONTH, '%Y-%m') AS oldest_snapshot,
            CAST(coalesce(min_visits, 10000) AS DOUBLE) AS floor_visits,
            CAST(coalesce(threshold, 3) AS DOUBLE) AS z_min
     FROM complete_months c
-    WHERE only_month IS NULL OR c.snapshot_month = CAST(only_month AS VARCHAR)
+    SEMI JOIN list_m l ON l.snapshot_month = c.snapshot_month AND NOT l.stored
 ),
 cur_sites AS MATERIALIZED (
     SELECT s.snapshot_month, s.domain, s.total_visits, s.global_rank, s.ai_total_visits
     FROM sites s JOIN p ON s.snapshot_month = p.snapshot_month
+    WHERE only_domain IS NULL OR s.domain = CAST(only_domain AS VARCHAR)
 ),
 prev_sites AS MATERIALIZED (
     SELECT p.snapshot_month, s.domain, s.total_visits, s.global_rank, s.ai_total_visits
     FROM sites s JOIN p ON s.snapshot_month = p.previous_month
+    WHERE only_domain IS NULL OR s.domain = CAST(only_domain AS VARCHAR)
 ),
 -- Each domain's visits in the month and the month before, with its usual monthly swing: from
 -- attention_visit_steps while the history is unchanged, else from the history here.
@@ -247,12 +474,12 @@ rank_moves AS MATERIALIZED (
     SELECT *, ln(global_rank::DOUBLE / prev_rank) AS m
     FROM pair WHERE global_rank > 0 AND prev_rank > 0
 ),
-rank_med AS (
-    SELECT snapshot_month, median(m) AS med FROM rank_moves GROUP BY ALL
+-- The watchlist's medians and MADs of the month (attention_month_stats_of), with each reason's floor.
+month_stats AS MATERIALIZED (
+    SELECT * FROM attention_month_stats_of(only_month := only_month)
 ),
 rank_stats AS (
-    SELECT r.snapshot_month, any_value(x.med) AS med, greatest(1.4826 * median(abs(r.m - x.med)), 0.05) AS sd
-    FROM rank_moves r JOIN rank_med x USING (snapshot_month) GROUP BY r.snapshot_month
+    SELECT snapshot_month, med, greatest(mad, 0.05) AS sd FROM month_stats WHERE metric = 'global_rank'
 ),
 rank_rows AS (
     SELECT r.snapshot_month, r.domain, 'rank_lost' AS kind, 'global_rank' AS metric, CAST(NULL AS VARCHAR) AS channel,
@@ -271,12 +498,8 @@ ai_moves AS MATERIALIZED (
     SELECT pr.*, ln(greatest(coalesce(pr.ai, 0), 1)::DOUBLE / pr.prev_ai) AS m
     FROM pair pr WHERE pr.prev_ai > 0
 ),
-ai_med AS (
-    SELECT snapshot_month, median(m) AS med FROM ai_moves GROUP BY ALL
-),
 ai_stats AS (
-    SELECT a.snapshot_month, any_value(x.med) AS med, greatest(1.4826 * median(abs(a.m - x.med)), 0.10) AS sd
-    FROM ai_moves a JOIN ai_med x USING (snapshot_month) GROUP BY a.snapshot_month
+    SELECT snapshot_month, med, greatest(mad, 0.10) AS sd FROM month_stats WHERE metric = 'ai_visits'
 ),
 ai_rows AS (
     SELECT a.snapshot_month, a.domain, 'ai_visits_fell' AS kind, 'ai_visits' AS metric, CAST(NULL AS VARCHAR) AS channel,
@@ -298,24 +521,21 @@ cur_shares AS MATERIALIZED (
     SELECT p.snapshot_month, s.domain, s.channel, s.share
     FROM sources_share s JOIN p ON s.snapshot_month = p.snapshot_month
     WHERE s.share IS NOT NULL AND p.previous_month IS NOT NULL
+      AND (only_domain IS NULL OR s.domain = CAST(only_domain AS VARCHAR))
 ),
 prev_shares AS MATERIALIZED (
     SELECT p.snapshot_month, s.domain, s.channel, s.share
     FROM sources_share s JOIN p ON s.snapshot_month = p.previous_month
     WHERE s.share IS NOT NULL
+      AND (only_domain IS NULL OR s.domain = CAST(only_domain AS VARCHAR))
 ),
 channel_moves AS MATERIALIZED (
     SELECT s.snapshot_month, s.domain, s.channel, o.share AS prev_share, s.share, s.share - o.share AS m
     FROM cur_shares s
     JOIN prev_shares o USING (snapshot_month, domain, channel)
 ),
-channel_med AS (
-    SELECT snapshot_month, channel, median(m) AS med FROM channel_moves GROUP BY ALL
-),
 channel_stats AS (
-    SELECT c.snapshot_month, c.channel, any_value(x.med) AS med, greatest(1.4826 * median(abs(c.m - x.med)), 0.02) AS sd
-    FROM channel_moves c JOIN channel_med x USING (snapshot_month, channel)
-    GROUP BY c.snapshot_month, c.channel
+    SELECT snapshot_month, channel, med, greatest(mad, 0.02) AS sd FROM month_stats WHERE metric = 'channel_share'
 ),
 -- The channel falls that pass their test, whichever channel was the domain's top: the top
 -- channel is then found for these few domains only, not for every domain of the month.
@@ -443,7 +663,16 @@ SELECT
     p.floor_visits AS min_visits,
     p.z_min AS threshold
 FROM firsts r JOIN p USING (snapshot_month)
-WHERE only_domain IS NULL OR r.domain = CAST(only_domain AS VARCHAR);
+WHERE only_domain IS NULL OR r.domain = CAST(only_domain AS VARCHAR)
+UNION ALL
+SELECT l.snapshot_month, l.previous_month, l.domain, l.kind, l.metric, l.channel, l.value, l.previous_value,
+       l.change_pct, l.change_points, l.z, l.severity, l.reason, l.score,
+       CASE WHEN only_domain IS NULL THEN l.rank END, CASE WHEN only_domain IS NULL THEN l.domain_rank END,
+       l.floor_visits, l.z_min
+FROM attention_lists l
+SEMI JOIN list_m m ON m.snapshot_month = l.snapshot_month AND m.stored
+WHERE l.floor_visits = CAST(coalesce(min_visits, 10000) AS DOUBLE) AND l.z_min = CAST(coalesce(threshold, 3) AS DOUBLE)
+  AND (only_domain IS NULL OR l.domain = CAST(only_domain AS VARCHAR));
 
 -- needs_attention_in filters needs_attention_all by month: the month never enters the steps,
 -- so a caller may pass a column (LATERAL) as well as a constant.
