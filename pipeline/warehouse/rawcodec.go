@@ -22,9 +22,17 @@ func compressBody(body []byte) ([]byte, string) {
 
 // decompressBody returns the body as received from a stored raw_responses.body.
 func decompressBody(stored []byte, encoding string) ([]byte, error) {
+	return decompressBodyInto(nil, stored, encoding)
+}
+
+// decompressBodyInto is decompressBody writing into dst[:0] (grown as needed), so a caller
+// decoding many bodies one after another reuses one buffer instead of allocating each body
+// anew. The result may be stored itself (identity) or share dst's memory: use it before the
+// next call with the same dst.
+func decompressBodyInto(dst, stored []byte, encoding string) ([]byte, error) {
 	switch encoding {
 	case encodingZstd:
-		b, err := zstdDecoder.DecodeAll(stored, nil)
+		b, err := zstdDecoder.DecodeAll(stored, dst[:0])
 		if err != nil {
 			return nil, fmt.Errorf("decompress stored body: %w", err)
 		}

@@ -303,13 +303,14 @@ func (w *Warehouse) loadStream(ctx context.Context, snapshot string, domains []s
 func (w *Warehouse) flattenPages(ctx context.Context, snapshot string, pages <-chan []*rawDomain, records chan<- []arrow.Record, loaded *atomic.Int64, clock *stageClock) {
 	batch := flatten.NewBatch(w.mem)
 	defer batch.Release()
+	var scratch []byte // each body is decompressed here, then decoded (addTo)
 	for page := range pages {
 		if ctx.Err() != nil {
 			continue
 		}
 		start := time.Now()
 		for _, d := range page {
-			if err := d.addTo(batch, snapshot); err != nil {
+			if err := d.addTo(batch, snapshot, &scratch); err != nil {
 				w.log.Warn("rebuild: skipping a domain whose stored response does not flatten; `sitewatch run --refresh` refetches it",
 					"snapshot", snapshot, "domain", d.domain, "err", err)
 			}

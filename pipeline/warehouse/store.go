@@ -232,9 +232,14 @@ func (p *rawDomain) set(endpoint schema.Endpoint, fetched time.Time, body []byte
 	}
 }
 
-// addTo decodes both bodies and flattens them into batch.
-func (p *rawDomain) addTo(batch *flatten.Batch, snapshot string) error {
-	body, err := decompressBody(p.overview, p.overviewEncoding)
+// addTo decodes both bodies and flattens them into batch, decompressing each body into
+// *scratch, which the rebuild's workers keep from one domain to the next: the decoders copy
+// what they keep (goccy decodes from a copy of its input, encoding/json copies every string and
+// RawMessage), so the buffer is free again once a body is decoded. A nil scratch allocates
+// each body. Decompressing every body anew was 88 MB of the 495 MB the rebuild of 10,000
+// domains allocated, and the collector ran that much more often.
+func (p *rawDomain) addTo(batch *flatten.Batch, snapshot string, scratch *[]byte) error {
+	body, err := decompressReusing(scratch, p.overview, p.overviewEncoding)
 	if err != nil {
 		return fmt.Errorf("%s %s: %w", p.domain, schema.EndpointOverview, err)
 	}
@@ -242,7 +247,7 @@ func (p *rawDomain) addTo(batch *flatten.Batch, snapshot string) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", p.domain, err)
 	}
-	if body, err = decompressBody(p.similar, p.similarEncoding); err != nil {
+	if body, err = decompressReusing(scratch, p.similar, p.similarEncoding); err != nil {
 		return fmt.Errorf("%s %s: %w", p.domain, schema.EndpointSimilar, err)
 	}
 	sim, err := schema.DecodeSimilarFast(body)
@@ -250,6 +255,20 @@ func (p *rawDomain) addTo(batch *flatten.Batch, snapshot string) error {
 		return fmt.Errorf("%s: %w", p.domain, err)
 	}
 	return batch.Add(snapshot, p.domain, p.overviewFetchedAt, ov, sim)
+}
+
+// decompressReusing is decompressBody into *scratch (nil: a new buffer), keeping the grown
+// buffer there for the next body. A stored body that is not compressed is returned as it is
+// and never becomes the scratch buffer: it is not ours to overwrite.
+func decompressReusing(scratch *[]byte, stored []byte, encoding string) ([]byte, error) {
+	if scratch == nil {
+		return decompressBody(stored, encoding)
+	}
+	body, err := decompressBodyInto(*scratch, stored, encoding)
+	if err == nil && encoding == encodingZstd {
+		*scratch = body[:0]
+	}
+	return body, err
 }
 
 func (w *Warehouse) replaceCountries(ctx context.Context, cm *schema.CountryMetadata) error {
