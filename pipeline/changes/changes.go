@@ -149,6 +149,9 @@ type Options struct {
 	Top int
 	// DiscoverMinVisits is the size floor of the worth-tracking list (0: discover's default).
 	DiscoverMinVisits int64
+	// WorthTracking bounds the worth-tracking list when Top is 0 (0: WorthTrackingLines): the
+	// report reads its candidates from the digest instead of running discover's query twice.
+	WorthTracking int
 	// Against compares the month with this complete month (YYYY-MM) instead of the complete
 	// month before it; "" for that one.
 	Against string
@@ -220,6 +223,9 @@ func BuildOptions(ctx context.Context, db *sql.DB, month string, o Options) (*Di
 // readRankings reads the largest falls and the worth-tracking list.
 func (d *Digest) readRankings(ctx context.Context, db *sql.DB, o Options) error {
 	falls, cands := MaxLinesPerSection, WorthTrackingLines
+	if o.WorthTracking > 0 {
+		cands = o.WorthTracking
+	}
 	if o.Top > 0 {
 		falls, cands = o.Top, o.Top
 	}

@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"fmt"
 	"context"
 	"os"
 	"regexp"
@@ -95,5 +96,40 @@ func TestWorthTrackingUsesTheConfiguredFloor(t *testing.T) {
 	}
 	if strings.Join(got, " ") != strings.Join(wantDomains, " ") || strings.Join(got, " ") != "six.com solo.com" {
 		t.Errorf("Worth tracking next lists %v; discover at the floor of %d lists %v, want six.com solo.com", got, floor, wantDomains)
+	}
+}
+
+// TestCandidatesComeFromTheDigest: when the digest describes the snapshot, the page's
+// candidates are its worth-tracking list, read once with maxCandidates lines, and equal to
+// discover's own list (all four of the fixture's, more than the digest's default three).
+func TestCandidatesComeFromTheDigest(t *testing.T) {
+	db := openWarehouse(t)
+	fixture, err := os.ReadFile("../discover/testdata/fixture.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := db.ExecContext(ctx, string(fixture)); err != nil {
+		t.Fatal(err)
+	}
+	d, err := load(ctx, db, "2026-10", settings{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Digest == nil || d.Digest.Month != "2026-10" {
+		t.Fatalf("the fixture's 2026-10 has no digest (%s): the test needs one", d.DigestNote)
+	}
+	_, want, err := discover.Candidates(ctx, db, discover.Query{Snapshot: "2026-10", Top: maxCandidates})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(want) <= changes.WorthTrackingLines {
+		t.Fatalf("discover lists %d candidates: the test needs more than %d", len(want), changes.WorthTrackingLines)
+	}
+	if got := fmt.Sprint(d.Candidates); got != fmt.Sprint(want) {
+		t.Errorf("the page's candidates\n%s\nwant discover's\n%s", got, fmt.Sprint(want))
+	}
+	if &d.Candidates[0] != &d.Digest.WorthTracking[0] {
+		t.Error("the page's candidates were read again, not taken from the digest")
 	}
 }
