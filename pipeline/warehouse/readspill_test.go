@@ -3,6 +3,7 @@ package warehouse
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -96,5 +97,56 @@ func TestDeadReadersSpillDirsRemoved(t *testing.T) {
 	}
 	if _, err := os.Stat(live); err != nil {
 		t.Errorf("a live process's spill directory was removed: %v", err)
+	}
+}
+
+// TestReaderLimits: a read-only open runs under DefaultReadMemoryLimit, not DuckDB's 80 % of
+// the machine's memory, and may spill at most readerMaxSpill (minMaxSpill for a small file),
+// not DuckDB's 90 % of the free disk; Options override both.
+func TestReaderLimits(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "w.duckdb")
+	w, err := Open(ctx, Options{DuckDBPath: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name             string
+		opts             Options
+		wantMem, wantTmp string // as DuckDB prints them
+	}{
+		{"defaults", Options{}, "366.2 MiB", "2.0 GiB"}, // 384 MB (10^6 bytes), 2 GiB
+		{"set", Options{MemoryLimit: "64MB", MaxSpill: "1MB"}, "61.0 MiB", "976.5 KiB"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.opts.DuckDBPath, tc.opts.ReadOnly = path, true
+			r, err := Open(ctx, tc.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = r.Close() }()
+			var mem, tmp string
+			err = r.DB().QueryRowContext(ctx, `SELECT current_setting('memory_limit'), current_setting('max_temp_directory_size')`).Scan(&mem, &tmp)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if mem != tc.wantMem || tmp != tc.wantTmp {
+				t.Errorf("memory_limit %s, max_temp_directory_size %s; want %s, %s", mem, tmp, tc.wantMem, tc.wantTmp)
+			}
+		})
+	}
+}
+
+// TestReaderSpillDirFallsBackToTemp: when the warehouse's directory takes no new directory,
+// a reader spills to one of its own in the OS's temp directory, not DuckDB's shared default.
+func TestReaderSpillDirFallsBackToTemp(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	dir := readerSpillDir(filepath.Join(tmp, "missing", "w.duckdb"), slog.New(slog.DiscardHandler))
+	if filepath.Dir(dir) != tmp {
+		t.Errorf("spill directory %q, want one in the temp directory %s", dir, tmp)
 	}
 }

@@ -48,10 +48,11 @@ type Options struct {
 	// BatchDomains bounds the domains per Arrow batch on the bulk path (Rebuild); 0 = 1000.
 	BatchDomains int
 	// MemoryLimit is DuckDB's memory_limit, e.g. "256MB". "" = DefaultMemoryLimit for a
-	// writer, DuckDB's default (80% of RAM) for a reader: at 100,000 domains `changes` and a
-	// query of the needs_attention view over every month ran out of memory under 256 MB (and
-	// the view under 384 MB), an operator DuckDB 1.1 does not spill (issue 44).
+	// writer, DefaultReadMemoryLimit for a reader.
 	MemoryLimit string
+	// MaxSpill is a reader's max_temp_directory_size ("" = readerMaxSpill of the file): what
+	// a read may spill before it fails with an error instead of filling the disk.
+	MaxSpill string
 	// BulkMemoryLimit is DuckDB's memory_limit while Rebuild runs ("" = DefaultBulkMemoryLimit).
 	// DuckDB otherwise keeps the blocks it reads and writes cached up to MemoryLimit, so a
 	// rebuild's peak memory would grow with the warehouse; beyond the limit it evicts cached
@@ -86,6 +87,15 @@ type AttentionListSettings struct {
 // DefaultMemoryLimit is DuckDB's memory_limit for a writer unless Options.MemoryLimit is set
 // (the default of config warehouse.memory_limit).
 const DefaultMemoryLimit = "256MB"
+
+// DefaultReadMemoryLimit is DuckDB's memory_limit of a read-only open (report, changes,
+// show, discover, query, status) unless Options.MemoryLimit is set. Before, a reader ran at
+// DuckDB's default, 80% of the machine's memory, and kept every block it read cached: at
+// 100,000 domains `discover` peaked at 688 MB and a count of needs_attention at 711 MB
+// (issue 44: each ≤ 600 MB). Beyond the limit DuckDB evicts cached blocks and spills to the
+// reader's own directory (readerSpillDir); the process adds ~140 MB of its own (Go heap,
+// code, DuckDB's allocations outside its buffer pool).
+const DefaultReadMemoryLimit = "384MB"
 
 // DefaultLoadMemoryLimit is DuckDB's memory_limit while answers load unless
 // Options.LoadMemoryLimit is set (config warehouse.memory_limit). Lower limits keep RSS lower
@@ -158,7 +168,11 @@ func Open(ctx context.Context, opts Options) (*Warehouse, error) {
 	if opts.BatchAnswers <= 0 {
 		opts.BatchAnswers = DefaultBatchAnswers
 	}
-	if opts.MemoryLimit == "" && !opts.ReadOnly {
+	switch {
+	case opts.MemoryLimit != "":
+	case opts.ReadOnly:
+		opts.MemoryLimit = DefaultReadMemoryLimit
+	default:
 		opts.MemoryLimit = DefaultMemoryLimit
 	}
 	w := &Warehouse{opts: opts, log: opts.Logger, mem: opts.Allocator}
@@ -178,7 +192,7 @@ func Open(ctx context.Context, opts Options) (*Warehouse, error) {
 	if opts.LoadMemoryLimit == "" {
 		opts.LoadMemoryLimit = DefaultLoadMemoryLimit
 	}
-	for _, l := range []string{opts.MemoryLimit, opts.BulkMemoryLimit, opts.LoadMemoryLimit} {
+	for _, l := range []string{opts.MemoryLimit, opts.BulkMemoryLimit, opts.LoadMemoryLimit, opts.MaxSpill} {
 		if l != "" && !memoryLimitRE.MatchString(l) {
 			return nil, fmt.Errorf("open warehouse: memory limit %q is not a size like 512MB or 2GB", l)
 		}
@@ -188,7 +202,7 @@ func Open(ctx context.Context, opts Options) (*Warehouse, error) {
 	switch {
 	case !opts.ReadOnly:
 		params.Set("memory_limit", opts.LoadMemoryLimit)
-	case opts.MemoryLimit != "":
+	default:
 		params.Set("memory_limit", opts.MemoryLimit)
 	}
 	removeDeadSpillDirs(opts.DuckDBPath, w.log) // a killed run's readers' (every open: the next is often a writer's)
@@ -198,6 +212,10 @@ func Open(ctx context.Context, opts Options) (*Warehouse, error) {
 		if w.spillDir != "" {
 			params.Set("temp_directory", w.spillDir)
 		}
+		if opts.MaxSpill == "" {
+			opts.MaxSpill = readerMaxSpill(opts.DuckDBPath)
+		}
+		params.Set("max_temp_directory_size", opts.MaxSpill)
 	}
 	dsn := opts.DuckDBPath
 	if len(params) > 0 {
@@ -362,12 +380,35 @@ func (w *Warehouse) Close() error {
 // a reader killed before Close leaves its directory, which the next open (a reader's or a
 // writer's) removes once that process is gone (removeDeadSpillDirs).
 func readerSpillDir(duckdbPath string, log *slog.Logger) string {
-	dir, err := os.MkdirTemp(filepath.Dir(duckdbPath), spillPrefix(duckdbPath)+strconv.Itoa(os.Getpid())+"-*.tmp")
-	if err != nil {
-		log.Debug("no spill directory of its own for a reader; DuckDB's default is shared", "err", err)
+	pattern := spillPrefix(duckdbPath) + strconv.Itoa(os.Getpid()) + "-*.tmp"
+	dir, err := os.MkdirTemp(filepath.Dir(duckdbPath), pattern)
+	if err == nil {
+		return dir
+	}
+	// A warehouse directory this user cannot write (a shared, read-only copy): the OS's temp
+	// directory, never DuckDB's default <file>.tmp/ beside the file, which fails there too.
+	dir, terr := os.MkdirTemp("", pattern)
+	if terr != nil {
+		log.Debug("no spill directory of its own for a reader; DuckDB's default is shared", "err", err, "temp_err", terr)
 		return ""
 	}
 	return dir
+}
+
+// minMaxSpill is the least readerMaxSpill gives a reader.
+const minMaxSpill = 2 << 30
+
+// readerMaxSpill is what a reader of duckdbPath may spill: four times the file, at least
+// minMaxSpill. DuckDB's own default is 90% of the free disk: a read that went wrong (the
+// keyword_overlap plan of issue 44 spilled 40 GB) filled the disk, and every other process
+// writing there failed with it. A legitimate read of this warehouse spills far less than the
+// whole file: at 100,000 domains (874 MB) nothing the analyst commands read spilled at all.
+func readerMaxSpill(duckdbPath string) string {
+	limit := int64(minMaxSpill)
+	if st, err := os.Stat(duckdbPath); err == nil && 4*st.Size() > limit {
+		limit = 4 * st.Size()
+	}
+	return strconv.FormatInt(limit>>20, 10) + "MiB"
 }
 
 // spillPrefix is the start of a reader's spill directory's name beside duckdbPath.
