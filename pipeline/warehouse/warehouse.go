@@ -401,8 +401,8 @@ const minMaxSpill = 2 << 30
 // readerMaxSpill is what a reader of duckdbPath may spill: four times the file, at least
 // minMaxSpill. DuckDB's own default is 90% of the free disk: a read that went wrong (the
 // keyword_overlap plan of issue 44 spilled 40 GB) filled the disk, and every other process
-// writing there failed with it. A legitimate read of this warehouse spills far less than the
-// whole file: at 100,000 domains (874 MB) nothing the analyst commands read spilled at all.
+// writing there failed with it. A read that needs to spill more than four copies of the
+// whole warehouse has gone wrong; it now fails with DuckDB's out-of-memory error instead.
 func readerMaxSpill(duckdbPath string) string {
 	limit := int64(minMaxSpill)
 	if st, err := os.Stat(duckdbPath); err == nil && 4*st.Size() > limit {
