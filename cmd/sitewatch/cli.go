@@ -344,13 +344,20 @@ func (f *commandFlags) parseAndOpen(ctx context.Context, args []string, env Env,
 }
 
 func openWarehouse(ctx context.Context, cfg *config.Config, env Env, readOnly bool) (*warehouse.Warehouse, error) {
-	if readOnly {
+	return openWarehouseWith(ctx, cfg, env, warehouse.Options{ReadOnly: readOnly})
+}
+
+// openWarehouseWith is openWarehouse with opts' limits (ReadOnly, MemoryLimit); the paths and
+// logger come from cfg and env.
+func openWarehouseWith(ctx context.Context, cfg *config.Config, env Env, opts warehouse.Options) (*warehouse.Warehouse, error) {
+	if opts.ReadOnly {
 		if _, err := os.Stat(cfg.Warehouse.DuckDB); errors.Is(err, os.ErrNotExist) {
 			return nil, fmt.Errorf("no warehouse at %s yet: run `sitewatch run` first", cfg.Warehouse.DuckDB)
 		}
 	}
-	wh, err := warehouse.Open(ctx, warehouse.Options{DuckDBPath: cfg.Warehouse.DuckDB, ParquetDir: cfg.Warehouse.Parquet, Logger: env.Logger, ReadOnly: readOnly,
-		AttentionLists: wire.AttentionLists(cfg)})
+	opts.DuckDBPath, opts.ParquetDir, opts.Logger = cfg.Warehouse.DuckDB, cfg.Warehouse.Parquet, env.Logger
+	opts.AttentionLists = wire.AttentionLists(cfg)
+	wh, err := warehouse.Open(ctx, opts)
 	if err != nil {
 		return nil, err // the warehouse names the file and the holder
 	}
