@@ -47,9 +47,11 @@ func (w *Warehouse) RefreshAttention(ctx context.Context) error {
 	})
 }
 
-// AttentionMemoryLimit is DuckDB's memory_limit while RefreshAttention computes: the month's
-// watchlist figures (1 million channel-share moves and their medians per channel at 100,000
-// domains, a holistic aggregate DuckDB 1.1 does not spill) ran out of the load's 128 MB.
+// AttentionMemoryLimit is DuckDB's memory_limit while RefreshAttention and RefreshChanges
+// compute what they store: at 100,000 domains the month's watchlist figures (1 million
+// channel-share moves and their medians per channel, a holistic aggregate DuckDB 1.1 does not
+// spill), the movers (1.19 M moves, four hash joins at once) and the countries' ranking of 563,000
+// rows each ran out of the load's 128 MB; the movers needed 200 MB.
 const AttentionMemoryLimit = "256MB"
 
 // withAttentionMemory runs fn under AttentionMemoryLimit, then restores the writer's limit and

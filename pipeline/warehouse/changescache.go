@@ -67,10 +67,10 @@ func ChangesCached(ctx context.Context, db *sql.DB, month, previous string) (boo
 // the complete month before it, unless changes_cached_* hold them computed from the tables as
 // they are now; it keeps no other month. A month it has not stored is still listed right, only
 // slower: the read computes it from the views. The lists and what they were computed from are
-// written in one transaction, under changesCacheMemoryLimit. It returns an error naming the
+// written in one transaction, under AttentionMemoryLimit. It returns an error naming the
 // month that failed.
 func (w *Warehouse) RefreshChanges(ctx context.Context) error {
-	return w.withChangesMemory(ctx, func() error {
+	return w.withAttentionMemory(ctx, func() error {
 		month, previous, err := latestComparedMonth(ctx, w.db)
 		if err != nil {
 			return fmt.Errorf("stored changes: read complete_months: %w", err)
@@ -90,25 +90,6 @@ func (w *Warehouse) RefreshChanges(ctx context.Context) error {
 		}
 		return nil
 	})
-}
-
-// changesCacheMemoryLimit is DuckDB's memory_limit while the lists are stored: at 100,000
-// domains the movers (1.19 M moves of the month, four hash joins at once) and the countries'
-// ranking of 563,000 rows ran out of memory under the load's 128 MB (an operator DuckDB 1.1 does
-// not spill) and needed 200 MB.
-const changesCacheMemoryLimit = "256MB"
-
-// withChangesMemory runs fn under changesCacheMemoryLimit, then hands the memory back as
-// withAnalysisMemory does.
-func (w *Warehouse) withChangesMemory(ctx context.Context, fn func() error) error {
-	restore, err := w.setMemoryLimit(ctx, changesCacheMemoryLimit)
-	if err != nil {
-		return err
-	}
-	err = fn()
-	restore()
-	releaseNativeMemory()
-	return err
 }
 
 // latestComparedMonth is the latest complete month and the complete month before it ("" and
