@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"fmt"
 	"os"
 	"regexp"
@@ -58,15 +59,8 @@ func TestCompetitorsShowDiscoverCandidates(t *testing.T) {
 // next" holds discover's own list at that floor (six.com 41M, solo.com 90M), not the 2M
 // candidates the default floor of 5,000 lets in (newrise.com, static.com).
 func TestWorthTrackingUsesTheConfiguredFloor(t *testing.T) {
-	db := openWarehouse(t)
-	fixture, err := os.ReadFile("../discover/testdata/fixture.sql")
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := discoverFixture(t)
 	ctx := context.Background()
-	if _, err := db.ExecContext(ctx, string(fixture)); err != nil {
-		t.Fatal(err)
-	}
 	const floor = 10_000_000
 	var page bytes.Buffer
 	if err := WriteFiles(ctx, db, "2026-10", changes.AttentionSettings{}, Files{Page: &page, DiscoverMinVisits: floor}); err != nil {
@@ -103,15 +97,8 @@ func TestWorthTrackingUsesTheConfiguredFloor(t *testing.T) {
 // candidates are its worth-tracking list, read once with maxCandidates lines, and equal to
 // discover's own list (all four of the fixture's, more than the digest's default three).
 func TestCandidatesComeFromTheDigest(t *testing.T) {
-	db := openWarehouse(t)
-	fixture, err := os.ReadFile("../discover/testdata/fixture.sql")
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := discoverFixture(t)
 	ctx := context.Background()
-	if _, err := db.ExecContext(ctx, string(fixture)); err != nil {
-		t.Fatal(err)
-	}
 	d, err := load(ctx, db, "2026-10", settings{})
 	if err != nil {
 		t.Fatal(err)
@@ -132,4 +119,18 @@ func TestCandidatesComeFromTheDigest(t *testing.T) {
 	if &d.Candidates[0] != &d.Digest.WorthTracking[0] {
 		t.Error("the page's candidates were read again, not taken from the digest")
 	}
+}
+
+// discoverFixture is a warehouse holding discover's fixture (pipeline/discover/testdata).
+func discoverFixture(t *testing.T) *sql.DB {
+	t.Helper()
+	db := openWarehouse(t)
+	fixture, err := os.ReadFile("../discover/testdata/fixture.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ExecContext(context.Background(), string(fixture)); err != nil {
+		t.Fatal(err)
+	}
+	return db
 }
