@@ -51,12 +51,7 @@ func sameLists(t *testing.T, label string, a, b *Digest) {
 // stored rows is the digest computed at the read, row for row and in order, and each stored
 // table holds its macro's rows of the month.
 func TestStoredListsSameAsComputed(t *testing.T) {
-	seed := pinSeed(t)
-	t.Logf("seed %d (SITEWATCH_PIN_SEED=%d replays it)", seed, seed)
-	w := openWarehouse(t)
-	db := w.DB()
-	loadRandomMonths(t, db, seed, 300)
-	loadRandomLists(t, db, seed)
+	w, db := randomListsWarehouse(t, 300)
 	computed := listsOf(t, db, "before any store", false)
 	if err := w.RefreshChanges(context.Background()); err != nil {
 		t.Fatal(err)
@@ -70,12 +65,7 @@ func TestStoredListsSameAsComputed(t *testing.T) {
 // after they were stored: each change must make the digest compute the lists from the views,
 // and the next store must hold the macros' rows again.
 func TestStaleStoredListsNeverRead(t *testing.T) {
-	seed := pinSeed(t)
-	t.Logf("seed %d (SITEWATCH_PIN_SEED=%d replays it)", seed, seed)
-	w := openWarehouse(t)
-	db := w.DB()
-	loadRandomMonths(t, db, seed, 120)
-	loadRandomLists(t, db, seed)
+	w, db := randomListsWarehouse(t, 120)
 	mustExec(t, db, `INSERT INTO countries VALUES ('US', 'USA', '840', 'United States'), ('DE', 'DEU', '276', 'Germany')`)
 	ctx := context.Background()
 	writes := []struct{ name, sql string }{
@@ -130,4 +120,17 @@ func sameStoredRows(t *testing.T, db *sql.DB, label, month string) {
 	} {
 		sameRows(t, db, label+": "+table, `SELECT * FROM `+macro+`(for_month := '`+month+`')`, `SELECT * FROM `+table)
 	}
+}
+
+// randomListsWarehouse opens a warehouse holding n random domains' months and lists, drawn from
+// the pin seed (printed; SITEWATCH_PIN_SEED replays it).
+func randomListsWarehouse(t *testing.T, n int) (*warehouse.Warehouse, *sql.DB) {
+	t.Helper()
+	seed := pinSeed(t)
+	t.Logf("seed %d (SITEWATCH_PIN_SEED=%d replays it)", seed, seed)
+	w := openWarehouse(t)
+	db := w.DB()
+	loadRandomMonths(t, db, seed, n)
+	loadRandomLists(t, db, seed)
+	return w, db
 }
