@@ -21,7 +21,7 @@ import (
 // naming the month that failed; a warehouse without the macros (views not created yet) is an
 // error too.
 func (w *Warehouse) RefreshAttention(ctx context.Context) error {
-	return w.withAttentionMemory(ctx, func() error {
+	return w.withMemoryLimit(ctx, AttentionMemoryLimit, func() error {
 		staleSteps, err := w.staleAttentionMonths(ctx, `attention_visit_months()`)
 		if err != nil {
 			return err
@@ -53,19 +53,6 @@ func (w *Warehouse) RefreshAttention(ctx context.Context) error {
 // spill), the movers (1.19 M moves, four hash joins at once) and the countries' ranking of 563,000
 // rows each ran out of the load's 128 MB; the movers needed 200 MB.
 const AttentionMemoryLimit = "256MB"
-
-// withAttentionMemory runs fn under AttentionMemoryLimit, then restores the writer's limit and
-// hands the memory fn freed back to the kernel.
-func (w *Warehouse) withAttentionMemory(ctx context.Context, fn func() error) error {
-	restore, err := w.setMemoryLimit(ctx, AttentionMemoryLimit)
-	if err != nil {
-		return err
-	}
-	err = fn()
-	restore()
-	releaseNativeMemory()
-	return err
-}
 
 // refreshAttentionLists stores the whole list of every complete month whose stored list is
 // missing or stale, for each setting the writer keeps (the defaults first).

@@ -171,6 +171,12 @@ func (w *Warehouse) withAnalysisMemory(ctx context.Context, fn func() error) err
 	if w.bulk.Load() {
 		limit = w.opts.BulkMemoryLimit
 	}
+	return w.withMemoryLimit(ctx, limit, fn)
+}
+
+// withMemoryLimit runs fn under DuckDB's memory_limit limit, then restores the writer's limit
+// and hands the memory fn freed back to the kernel.
+func (w *Warehouse) withMemoryLimit(ctx context.Context, limit string, fn func() error) error {
 	restore, err := w.setMemoryLimit(ctx, limit)
 	if err != nil {
 		return err
