@@ -47,7 +47,7 @@ func cmdChanges(ctx context.Context, args []string, env Env) error {
 		return err
 	}
 	defer func() { _ = wh.Close() }() // read-only
-	d, err := changes.BuildOptions(ctx, wh.DB(), f.snapshot, changes.Options{Attention: wire.AttentionSettings(cfg), Top: *top,
+	d, err := changes.BuildOptions(ctx, wh.DB(), f.snapshot, changes.Options{Attention: wire.ReaderAttentionSettings(cfg, wh), Top: *top,
 		DiscoverMinVisits: cfg.Discover.MinVisits, Against: *against})
 	if err != nil {
 		return err

@@ -517,7 +517,7 @@ func cmdReport(ctx context.Context, args []string, env Env) (err error) {
 	if err != nil {
 		return err
 	}
-	if err := writeReport(ctx, wh.DB(), f.snapshot, cfg, *out, csvPath); err != nil {
+	if err := writeReport(ctx, wh, f.snapshot, cfg, *out, csvPath); err != nil {
 		return err // report names the snapshot; file errors name the file
 	}
 	o := textout.New(env.Stdout)

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +13,7 @@ import (
 	"sitewatch/pipeline/atomicfile"
 	"sitewatch/pipeline/config"
 	"sitewatch/pipeline/report"
+	"sitewatch/pipeline/warehouse"
 	"sitewatch/pipeline/wire"
 )
 
@@ -42,8 +42,8 @@ func checkReportTargets(out string, cfg *config.Config, force bool) (string, err
 
 // writeReport writes the CSV of every domain, then the page that names it, each atomically:
 // on an error neither is half written.
-func writeReport(ctx context.Context, db *sql.DB, snapshot string, cfg *config.Config, out, csvPath string) error {
-	s := wire.AttentionSettings(cfg)
+func writeReport(ctx context.Context, wh *warehouse.Warehouse, snapshot string, cfg *config.Config, out, csvPath string) error {
+	db, s := wh.DB(), wire.ReaderAttentionSettings(cfg, wh)
 	return atomicfile.Write(csvPath, 0o644, func(csv io.Writer) error {
 		return atomicfile.Write(out, 0o644, func(page io.Writer) error {
 			return report.WriteFiles(ctx, db, snapshot, s, report.Files{Page: page, CSV: csv, CSVName: filepath.Base(csvPath),

@@ -42,7 +42,7 @@ func cmdShow(ctx context.Context, args []string, env Env) error {
 	if err != nil {
 		return &UsageError{Msg: fmt.Sprintf("show %q: %v; give a domain such as example.com", f.args[0], err)}
 	}
-	v, err := changes.ReadDomain(ctx, wh.DB(), domain, wire.AttentionSettings(cfg))
+	v, err := changes.ReadDomain(ctx, wh.DB(), domain, wire.ReaderAttentionSettings(cfg, wh))
 	if err != nil {
 		return err
 	}

@@ -49,6 +49,11 @@ const (
 type AttentionSettings struct {
 	MinVisits int64   // size floor: visits in the month or the month before
 	Threshold float64 // |z| a move must reach
+	// StoredCurrent says the warehouse's stored lists (needs attention's for these settings,
+	// and those of `changes`) follow every row in it, by the writer's mark a reader found
+	// (warehouse.StoredListsCurrent): the reads then use them without checking the checksums
+	// of every row they were computed from. Not a setting: false always checks.
+	StoredCurrent bool `json:"-"`
 }
 
 // Resolved returns s with its zero fields set to the defaults: the settings a list was read with.
@@ -260,12 +265,26 @@ const storedAttentionMonthsSQL = `SELECT m.snapshot_month, coalesce(c.previous_m
 	FROM attention_list_months(?, ?, only_month := nullif(?, '')) m JOIN complete_months c USING (snapshot_month)
 	ORDER BY m.snapshot_month DESC`
 
+// heldAttentionMonthsSQL is storedAttentionMonthsSQL for a warehouse whose stored lists are
+// current (AttentionSettings.StoredCurrent): a month's list is read when it was stored, with
+// the previous month it was stored against, without the checksums.
+const heldAttentionMonthsSQL = `SELECT c.snapshot_month, coalesce(c.previous_month, ''), EXISTS (
+		SELECT 1 FROM attention_list_sources l
+		WHERE l.snapshot_month = c.snapshot_month AND l.floor_visits = CAST($1 AS DOUBLE) AND l.z_min = CAST($2 AS DOUBLE)
+		  AND l.source_table = 'definition' AND l.source_month = coalesce(c.previous_month, ''))
+	FROM complete_months c WHERE nullif($3, '') IS NULL OR c.snapshot_month = $3
+	ORDER BY c.snapshot_month DESC`
+
 // storedAttentionMonths lists every complete month (month "") or month alone, newest first,
 // each saying whether its stored list for s can be read. It returns an error on a warehouse whose
 // views predate the stored lists; the caller then computes.
 func storedAttentionMonths(ctx context.Context, db *sql.DB, month string, s AttentionSettings) ([]storedMonth, error) {
 	var out []storedMonth
-	err := warehouse.QueryEach(ctx, db, storedAttentionMonthsSQL, []any{s.MinVisits, s.Threshold, month}, func(rows *sql.Rows) error {
+	query := storedAttentionMonthsSQL
+	if s.StoredCurrent {
+		query = heldAttentionMonthsSQL
+	}
+	err := warehouse.QueryEach(ctx, db, query, []any{s.MinVisits, s.Threshold, month}, func(rows *sql.Rows) error {
 		var m storedMonth
 		if err := rows.Scan(&m.Month, &m.Previous, &m.Stored); err != nil {
 			return err

@@ -58,6 +58,12 @@ func TestStoredListsSameAsComputed(t *testing.T) {
 	}
 	stored := listsOf(t, db, "stored", true)
 	sameLists(t, "stored against computed", computed, stored)
+	// A reader whose file's mark says the stored lists are current reads them without checksums.
+	held, err := BuildOptions(context.Background(), db, "", Options{Attention: AttentionSettings{StoredCurrent: true}})
+	if err != nil || !held.stored {
+		t.Fatalf("read as current: stored %v, err %v; want the stored lists", held != nil && held.stored, err)
+	}
+	sameLists(t, "stored, read as current, against computed", computed, held)
 	sameStoredRows(t, db, "stored", "2026-04")
 }
 

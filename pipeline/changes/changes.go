@@ -191,7 +191,11 @@ func BuildOptions(ctx context.Context, db *sql.DB, month string, o Options) (*Di
 		return nil, err
 	}
 	if d.Against == "" {
-		if d.stored, err = warehouse.ChangesCached(ctx, db, d.Month, d.PreviousMonth); err != nil {
+		held := warehouse.ChangesCached
+		if o.Attention.StoredCurrent {
+			held = warehouse.ChangesHeld
+		}
+		if d.stored, err = held(ctx, db, d.Month, d.PreviousMonth); err != nil {
 			return nil, fmt.Errorf("changes of %s: %w", d.Month, err)
 		}
 	}

@@ -428,20 +428,25 @@ func TestAttentionReadStoredSameAsComputed(t *testing.T) {
 		t.Fatalf("the fixture lists %d domains and leaves out %d: it must do both", len(listed), len(unlisted))
 	}
 	settings := []AttentionSettings{{}, {MinVisits: 1000, Threshold: 2}}
-	read := func() []any {
+	// current: read as a reader whose file's mark says the stored lists are current (no
+	// checksums); the Settings the lists carry are compared without that flag.
+	read := func(current bool) []any {
 		var out []any
 		for _, s := range settings {
+			s.StoredCurrent = current
 			for _, m := range []string{"", "2026-02"} { // "": the latest, 2026-04
 				a, err := ReadAttention(ctx, db, m, s)
 				if err != nil {
 					t.Fatal(err)
 				}
+				a.Settings.StoredCurrent = false
 				out = append(out, a)
 				for _, d := range append(listed, unlisted...) {
 					a, err := ReadDomainAttention(ctx, db, m, d, s)
 					if err != nil {
 						t.Fatal(err)
 					}
+					a.Settings.StoredCurrent = false
 					out = append(out, a)
 				}
 			}
@@ -450,22 +455,30 @@ func TestAttentionReadStoredSameAsComputed(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
+				if v.Attention != nil {
+					v.Attention.Settings.StoredCurrent = false
+				}
+				for i := range v.Flagged {
+					v.Flagged[i].Settings.StoredCurrent = false
+				}
 				out = append(out, v.Attention, v.Flagged)
 			}
 		}
 		return out
 	}
-	computed := read()
+	computed := read(false)
 	if err := w.RefreshAttention(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if got := rows(t, db, `SELECT snapshot_month FROM attention_list_months(1000, 2) WHERE stored`); len(got) != 3 {
 		t.Fatalf("months whose list (1000, 2) is stored: %v, want the 3 complete months", got)
 	}
-	stored := read()
-	for i := range computed {
-		if !reflect.DeepEqual(computed[i], stored[i]) {
-			t.Errorf("read %d differs: computed %s, stored %s", i, jsonText(computed[i]), jsonText(stored[i]))
+	for _, current := range []bool{false, true} {
+		stored := read(current)
+		for i := range computed {
+			if !reflect.DeepEqual(computed[i], stored[i]) {
+				t.Errorf("read %d (stored lists taken as current: %v) differs: computed %s, stored %s", i, current, jsonText(computed[i]), jsonText(stored[i]))
+			}
 		}
 	}
 }

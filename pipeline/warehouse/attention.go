@@ -106,15 +106,6 @@ func (w *Warehouse) staleAttentionMonths(ctx context.Context, macro string) ([]s
 	return stale, nil
 }
 
-// refreshAttentionQuietly is RefreshAttention for the paths that must not fail on it (open,
-// the end of a run, rebuild): the cache only saves time, so a failure is a warning.
-func (w *Warehouse) refreshAttentionQuietly(ctx context.Context) {
-	if err := w.RefreshAttention(ctx); err != nil {
-		w.log.Warn("needs attention will be computed at each read", "err", err)
-	}
-	w.refreshChangesQuietly(ctx) // the same moments: the lists of changes read the same months
-}
-
 // execer is the load connection's Exec.
 type execer interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)

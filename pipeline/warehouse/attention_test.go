@@ -71,16 +71,36 @@ func TestAttentionCacheFollowsWrites(t *testing.T) {
 	}
 	cached("after a rebuild", "2026-01 true, 2026-02 true", "2026-01 true, 2026-02 true")
 
+	// A change by another program (the writer's own commits did not make it) is not what a
+	// writer's open refreshes: the reads check the stored rows and compute instead.
 	makeStale()
-	if err := w.Close(); err != nil {
+	reopen := func(lists ...AttentionListSettings) {
+		t.Helper()
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		w2, err := Open(ctx, Options{DuckDBPath: filepath.Join(dir, "db", "sitewatch.duckdb"), ParquetDir: filepath.Join(dir, "parquet"), AttentionLists: lists})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = w2.Close() })
+		w = w2
+	}
+	reopen()
+	if got := count(t, w.DB(), `SELECT count(*) FROM attention_visit_months() WHERE cached`); got != 0 {
+		t.Fatalf("a writer's open after the last refresh refreshed: %d months cached, want 0 (nothing of its own was written since)", got)
+	}
+	// A writer that committed data and ended without refreshing (killed): the next open does.
+	if err := w.inTx(ctx, func(ctx context.Context) error {
+		_, err := w.load.ExecContext(ctx, `UPDATE sites SET global_rank = global_rank + 1 WHERE snapshot_month = '2026-01'`)
+		return err
+	}); err != nil {
 		t.Fatal(err)
 	}
-	w2, err := Open(ctx, Options{DuckDBPath: filepath.Join(dir, "db", "sitewatch.duckdb"), ParquetDir: filepath.Join(dir, "parquet"),
-		AttentionLists: []AttentionListSettings{{MinVisits: 1000, Threshold: 2}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = w2.Close() }()
-	w, storesOther = w2, true
-	cached("after a writer's open", "2026-01 true, 2026-02 true", "2026-01 true, 2026-02 true")
+	reopen()
+	cached("after a writer's open behind a killed writer", "2026-01 true, 2026-02 true", "2026-01 true, 2026-02 true")
+	// Nothing written since, but other list settings: the open stores theirs.
+	reopen(AttentionListSettings{MinVisits: 1000, Threshold: 2})
+	storesOther = true
+	cached("after a writer's open with other list settings", "2026-01 true, 2026-02 true", "2026-01 true, 2026-02 true")
 }

@@ -286,7 +286,7 @@ func (w *Warehouse) flushLocked(ctx context.Context) error {
 	w.pending = newBatch(rows)
 	w.spareRows = nil
 	w.pmu.Unlock()
-	err := w.txLocked(context.WithoutCancel(ctx), func(ctx context.Context) error { return w.writeBatch(ctx, b) })
+	err := w.txLocked(asDataWrite(context.WithoutCancel(ctx)), func(ctx context.Context) error { return w.writeBatch(ctx, b) })
 	if time.Since(w.lastReleased) >= time.Second {
 		// Between commits, not after each: a release costs up to a few milliseconds.
 		releaseNativeMemory()

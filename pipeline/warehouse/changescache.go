@@ -42,6 +42,18 @@ const changesCachedSQL = `WITH kept AS (
 		SELECT 1 FROM kept k FULL JOIN now n ON n.source_table = k.source_table AND n.source_month = k.source_month
 		WHERE k.row_count IS DISTINCT FROM n.row_count OR k.checksum IS DISTINCT FROM n.checksum)`
 
+// ChangesHeld is ChangesCached for a reader whose file's lists mark says the stored lists are
+// current (StoredListsCurrent): whether changes_cached_* hold month against previous, without
+// the checksums.
+func ChangesHeld(ctx context.Context, db *sql.DB, month, previous string) (bool, error) {
+	if month == "" || previous == "" {
+		return false, nil
+	}
+	var held bool
+	err := db.QueryRowContext(ctx, `SELECT count(*) > 0 FROM changes_cached_sources WHERE snapshot_month = ? AND previous_month = ?`, month, previous).Scan(&held)
+	return held, err
+}
+
 // ChangesCached reports whether changes_cached_* hold month (YYYY-MM) against previous, the
 // complete month before it, as computed from the tables now; false when they hold another
 // month or any row they were computed from has changed since (then read the changes_* macros).
@@ -122,14 +134,5 @@ func storeChanges(db execer, month, previous string) func(ctx context.Context) e
 			}
 		}
 		return nil
-	}
-}
-
-// refreshChangesQuietly is RefreshChanges for the paths that must not fail on it (open, the end
-// of a run, rebuild; called with refreshAttentionQuietly): the cache only saves time, so a
-// failure is a warning.
-func (w *Warehouse) refreshChangesQuietly(ctx context.Context) {
-	if err := w.RefreshChanges(ctx); err != nil {
-		w.log.Warn("the lists of changes will be computed at each read", "err", err)
 	}
 }

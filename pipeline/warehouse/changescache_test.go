@@ -40,7 +40,17 @@ func TestChangesCacheFollowsWrites(t *testing.T) {
 	}
 	stored("after a rebuild")
 
-	makeStale()
+	// The stale lists of a writer that committed and ended without refreshing (killed): the
+	// next writer's open stores them again.
+	if err := w.inTx(ctx, func(ctx context.Context) error {
+		_, err := w.load.ExecContext(ctx, `UPDATE sites SET global_rank = coalesce(global_rank, 0) + 1 WHERE snapshot_month = '2026-01'`)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := ChangesCached(ctx, w.DB(), "2026-02", "2026-01"); err != nil || ok {
+		t.Fatalf("after the writer's UPDATE of 2026-01's sites the stored lists are still current (%v, %v)", ok, err)
+	}
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}

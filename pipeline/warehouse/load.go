@@ -58,6 +58,9 @@ func (w *Warehouse) txLocked(ctx context.Context, fn func(ctx context.Context) e
 	if err == nil && ctx.Err() != nil {
 		err = ctx.Err()
 	}
+	if err == nil {
+		err = w.markDataWrite(ctx)
+	}
 	if err != nil {
 		return err
 	}
@@ -67,6 +70,7 @@ func (w *Warehouse) txLocked(ctx context.Context, fn func(ctx context.Context) e
 		return fmt.Errorf("commit: %w", err) // the deferred ROLLBACK ends what COMMIT left open
 	}
 	committed = true
+	w.dataCommitted(ctx)
 	return nil
 }
 

@@ -66,7 +66,7 @@ func (w *Warehouse) Rebuild(ctx context.Context, snapshot string) (domains int, 
 		}
 		w.log.Info("rebuilt snapshot from raw responses", "snapshot", s, "domains", n, "times", times)
 	}
-	w.refreshAttentionQuietly(ctx) // the rebuilt months' history, and the later months reading it
+	w.refreshStoredLists(ctx) // the rebuilt months' history, and the later months reading it
 	return domains, nil
 }
 

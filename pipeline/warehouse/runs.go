@@ -66,7 +66,7 @@ func (w *Warehouse) FinishRun(ctx context.Context, r model.RunRecord) error {
 		return fmt.Errorf("record end of run %s: %w", r.RunID, err)
 	}
 	if r.Status != "running" {
-		w.refreshAttentionQuietly(ctx) // the run may have completed its month, or changed one
+		w.refreshStoredLists(ctx) // when the run wrote: it may have completed its month, or changed one
 	}
 	return nil
 }

@@ -145,8 +145,13 @@ type Warehouse struct {
 
 	abandoned []model.RunRecord // runs this Open closed as abandoned
 
-	bulk         atomic.Bool // Rebuild runs: its checks and export keep BulkMemoryLimit
-	lastReleased time.Time   // of releaseNativeMemory after a commit (under mu)
+	bulk         atomic.Bool   // Rebuild runs: its checks and export keep BulkMemoryLimit
+	cachesFresh  atomic.Bool   // cache_state.fresh as this writer last wrote or read it (cachestate.go)
+	dataWrites   atomic.Uint64 // data-changing commits of this writer
+	listsCurrent string        // a reader's: the settings its file's lists mark names current (listsmark.go)
+	// a writer's: the file is as the last writer left it with its lists fresh (no other program wrote since)
+	unchangedSinceMark bool
+	lastReleased       time.Time // of releaseNativeMemory after a commit (under mu)
 }
 
 // Open creates parent directories, opens DuckDB (read-write holds the file lock), applies
@@ -235,6 +240,16 @@ func Open(ctx context.Context, opts Options) (*Warehouse, error) {
 		return nil, fmt.Errorf("open warehouse %s: %w", opts.DuckDBPath, lockError(opts.DuckDBPath, err))
 	}
 	w.db = db
+	// Under the file's lock (shared for a reader, exclusive for a writer): no one else writes now.
+	if opts.ReadOnly {
+		w.listsCurrent = readListsMark(opts.DuckDBPath)
+	} else {
+		w.unchangedSinceMark = readListsMark(opts.DuckDBPath) != ""
+		if err := removeListsMark(opts.DuckDBPath); err != nil {
+			_ = db.Close()
+			return nil, fmt.Errorf("open warehouse %s: remove the stored lists' mark: %w (check the directory's permissions)", opts.DuckDBPath, err)
+		}
+	}
 	if !opts.ReadOnly {
 		if err := Migrate(ctx, db); err != nil {
 			_ = db.Close()
@@ -259,7 +274,11 @@ func Open(ctx context.Context, opts Options) (*Warehouse, error) {
 		_ = w.Close() // the open error is the one to report
 		return nil, fmt.Errorf("open warehouse %s: close the runs of dead processes: %w", opts.DuckDBPath, err)
 	}
-	w.refreshAttentionQuietly(ctx) // a warehouse older than the cache, or a month changed by hand
+	if err := w.readCacheState(ctx); err != nil {
+		_ = w.Close() // the open error is the one to report
+		return nil, fmt.Errorf("open warehouse %s: %w", opts.DuckDBPath, err)
+	}
+	w.refreshStoredLists(ctx) // when the last writer wrote after its refresh (killed, upgraded, restored)
 	return w, nil
 }
 
@@ -335,6 +354,8 @@ func (w *Warehouse) Close() error {
 		if w.load != nil {
 			if _, err := w.load.ExecContext(context.Background(), `CHECKPOINT`); err != nil {
 				errs = append(errs, fmt.Errorf("checkpoint: %w", diskError(w.opts.DuckDBPath, err)))
+			} else if errors.Join(errs...) == nil {
+				w.writeListsMark() // still holding the file: no other writer between the mark and us
 			}
 		}
 		w.pmu.Lock()

@@ -157,6 +157,14 @@ func AttentionSettings(cfg *config.Config) changes.AttentionSettings {
 	return changes.AttentionSettings{MinVisits: cfg.Attention.MinVisits, Threshold: cfg.Attention.Threshold}
 }
 
+// ReaderAttentionSettings are AttentionSettings for a reader of wh: StoredCurrent set when
+// the file's lists mark says the stored lists follow every row (warehouse.StoredListsCurrent).
+func ReaderAttentionSettings(cfg *config.Config, wh *warehouse.Warehouse) changes.AttentionSettings {
+	s := AttentionSettings(cfg)
+	s.StoredCurrent = wh.StoredListsCurrent(s.MinVisits, s.Threshold)
+	return s
+}
+
 // AttentionLists are the settings whose needs-attention lists a writer of cfg's warehouse
 // stores besides the defaults: the config's, so every surface reads its list stored.
 func AttentionLists(cfg *config.Config) []warehouse.AttentionListSettings {
