@@ -356,7 +356,7 @@ func openWarehouseWith(ctx context.Context, cfg *config.Config, env Env, opts wa
 		}
 	}
 	opts.DuckDBPath, opts.ParquetDir, opts.Logger = cfg.Warehouse.DuckDB, cfg.Warehouse.Parquet, env.Logger
-	opts.AttentionLists = wire.AttentionLists(cfg)
+	opts.AttentionLists, opts.DiscoverFloors = wire.AttentionLists(cfg), wire.DiscoverFloors(cfg)
 	wh, err := warehouse.Open(ctx, opts)
 	if err != nil {
 		return nil, err // the warehouse names the file and the holder

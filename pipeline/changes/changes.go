@@ -237,7 +237,7 @@ func (d *Digest) readRankings(ctx context.Context, db *sql.DB, o Options) error 
 	if d.LargestFalls, err = ReadLargestFalls(ctx, db, d.Month, o.Attention.withDefaults().MinVisits, falls); err != nil {
 		return err
 	}
-	d.WorthTracking, err = ReadWorthTracking(ctx, db, d.Month, o.DiscoverMinVisits, cands)
+	d.WorthTracking, err = ReadWorthTracking(ctx, db, d.Month, o.DiscoverMinVisits, cands, o.Attention.StoredCurrent)
 	return err
 }
 

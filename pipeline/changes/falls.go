@@ -86,8 +86,10 @@ const WorthTrackingLines = 3
 
 // ReadWorthTracking returns the month's best n candidates not on the watchlist at or above the
 // size floor (discover.min_visits; 0: its default): the list `sitewatch discover` leads with,
-// never counted as domains needing attention. A month without similar sites has none.
-func ReadWorthTracking(ctx context.Context, db *sql.DB, month string, minVisits int64, n int) ([]discover.Candidate, error) {
+// never counted as domains needing attention. A month without similar sites has none. With
+// current (the file's lists mark holds: AttentionSettings.StoredCurrent) it reads the ranking a
+// writer stored for the latest complete month, when it holds n.
+func ReadWorthTracking(ctx context.Context, db *sql.DB, month string, minVisits int64, n int, current bool) ([]discover.Candidate, error) {
 	var held int
 	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM similar_sites WHERE snapshot_month = ?`, month).Scan(&held); err != nil {
 		return nil, fmt.Errorf("worth tracking in %s: %w", month, err)
@@ -95,7 +97,14 @@ func ReadWorthTracking(ctx context.Context, db *sql.DB, month string, minVisits 
 	if held == 0 {
 		return nil, nil
 	}
-	_, cands, err := discover.Candidates(ctx, db, discover.Query{Snapshot: month, Top: n, MinVisits: minVisits})
+	q := discover.Query{Snapshot: month, Top: n, MinVisits: minVisits}
+	if current {
+		cands, ok, err := discover.StoredCandidates(ctx, db, q, month)
+		if err != nil || ok {
+			return cands, err
+		}
+	}
+	_, cands, err := discover.Candidates(ctx, db, q)
 	if err != nil {
 		return nil, fmt.Errorf("worth tracking in %s: %w", month, err)
 	}

@@ -100,12 +100,48 @@ func Candidates(ctx context.Context, db *sql.DB, q Query) (string, []Candidate, 
 	} else if err := checkMonthHeld(ctx, db, month); err != nil {
 		return "", nil, err
 	}
+	out, _, err := pick(ctx, db, q, candidatesSQL, q.Floor(), month)
+	if err != nil {
+		return "", nil, fmt.Errorf("discover: read discover_candidates for %s: %w", month, err)
+	}
+	return month, out, nil
+}
+
+// StoredCandidates is Candidates of month (q.Snapshot is not read) from the ranking a writer
+// stored (changes_cached_candidates, its first StoredPerFloor rows per floor): ok is false when
+// none is stored for month and q's floor, or when it holds fewer than q.Top after the watchlist
+// and the normalizer left rows out (then call Candidates). The caller knows the stored ranking
+// is current (warehouse.StoredListsCurrent): nothing here checks it against the tables.
+func StoredCandidates(ctx context.Context, db *sql.DB, q Query, month string) (_ []Candidate, ok bool, err error) {
+	var held int
+	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM changes_cached_candidates WHERE snapshot_month = ? AND floor_visits = ?`,
+		month, q.Floor()).Scan(&held); err != nil {
+		return nil, false, fmt.Errorf("discover: read the stored candidates of %s: %w", month, err)
+	}
+	if held == 0 {
+		return nil, false, nil
+	}
+	out, whole, err := pick(ctx, db, q, storedCandidatesSQL, q.Floor(), month)
+	if err != nil {
+		return nil, false, fmt.Errorf("discover: read the stored candidates of %s: %w", month, err)
+	}
+	// The stored rows end at StoredCandidates: a list that reached them may have lost some.
+	return out, whole || held < StoredPerFloor, nil
+}
+
+// StoredPerFloor is how many candidates a writer stores per size floor (changes_cached_candidates,
+// pipeline/warehouse): more than any worth-tracking list shows (changes --top, the report's 3).
+const StoredPerFloor = 100
+
+// pick runs query (candidates of args, in rank order) and keeps q's: renumbered after leaving
+// out what the watchlist holds and what the normalizer refuses, at most q.Top (whole: it
+// reached q.Top).
+func pick(ctx context.Context, db *sql.DB, q Query, query string, args ...any) (out []Candidate, whole bool, err error) {
 	watched := make(map[string]bool, len(q.Watchlist))
 	for _, d := range q.Watchlist {
 		watched[d] = true
 	}
-	var out []Candidate
-	err := eachCandidate(ctx, db, month, q.Floor(), func(c Candidate) bool {
+	err = eachCandidate(ctx, db, query, args, func(c Candidate) bool {
 		domain, err := config.NormalizeDomain(c.Domain)
 		if err != nil || watched[domain] {
 			return true
@@ -113,12 +149,10 @@ func Candidates(ctx context.Context, db *sql.DB, q Query) (string, []Candidate, 
 		c.Domain, c.Rank = domain, len(out)+1
 		watched[domain] = true // two spellings of one domain: the better-ranked one stays
 		out = append(out, c)
-		return q.Top <= 0 || len(out) < q.Top
+		whole = q.Top > 0 && len(out) >= q.Top
+		return !whole
 	})
-	if err != nil {
-		return "", nil, fmt.Errorf("discover: read discover_candidates for %s: %w", month, err)
-	}
-	return month, out, nil
+	return out, whole, err
 }
 
 func checkMonthHeld(ctx context.Context, db *sql.DB, month string) error {
@@ -137,10 +171,16 @@ const candidatesSQL = `SELECT candidate, coalesce(title, ''), coalesce(category_
 	listed_by, reach, score, is_new, is_rising, reason
 FROM discover_candidates_in(min_visits := ?) WHERE snapshot_month = ? ORDER BY discover_rank`
 
-// eachCandidate calls fn for each candidate of month at or above floor visits, in rank order,
-// until fn returns false.
-func eachCandidate(ctx context.Context, db *sql.DB, month string, floor int64, fn func(Candidate) bool) error {
-	rows, err := db.QueryContext(ctx, candidatesSQL, floor, month)
+// storedCandidatesSQL reads what candidatesSQL reads from the rows a writer stored.
+const storedCandidatesSQL = `SELECT candidate, coalesce(title, ''), coalesce(category_slug, ''), coalesce(global_rank, 0),
+	coalesce(total_visits, -1), coalesce(country_code, ''), watched_by, coalesce(watched_total, 0), previous_watched_by,
+	listed_by, reach, score, is_new, is_rising, reason
+FROM changes_cached_candidates WHERE floor_visits = ? AND snapshot_month = ? ORDER BY discover_rank`
+
+// eachCandidate calls fn for each candidate query returns (candidatesSQL's columns), in rank
+// order, until fn returns false.
+func eachCandidate(ctx context.Context, db *sql.DB, query string, args []any, fn func(Candidate) bool) error {
+	rows, err := db.QueryContext(ctx, query, args...)
 	if err != nil {
 		return err
 	}

@@ -89,7 +89,11 @@ func (w *Warehouse) refreshStoredLists(ctx context.Context) {
 	if errC != nil {
 		w.log.Warn("the lists of changes will be computed at each read", "err", errC)
 	}
-	if errA != nil || errC != nil {
+	errW := w.storeCandidates(ctx)
+	if errW != nil {
+		w.log.Warn("the worth-tracking list will be computed at each read", "err", errW)
+	}
+	if errA != nil || errC != nil || errW != nil {
 		return
 	}
 	// Under the writer's lock (inTx): no data commit can come between the check and the flag.

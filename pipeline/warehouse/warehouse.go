@@ -76,6 +76,9 @@ type Options struct {
 	// attention.min_visits and attention.threshold, so `changes`, `show` and the report read
 	// them stored. A zero field means its default.
 	AttentionLists []AttentionListSettings
+	// DiscoverFloors are the size floors (discover.min_visits; 0: none) whose worth-tracking
+	// list a writer stores besides DefaultDiscoverFloor's (changes_cached_candidates).
+	DiscoverFloors []int64
 }
 
 // AttentionListSettings are the two settings of a needs-attention list (config attention.*).

@@ -165,6 +165,12 @@ func ReaderAttentionSettings(cfg *config.Config, wh *warehouse.Warehouse) change
 	return s
 }
 
+// DiscoverFloors are the size floors whose worth-tracking list a writer of cfg's warehouse
+// stores besides the default: the config's discover.min_visits.
+func DiscoverFloors(cfg *config.Config) []int64 {
+	return []int64{discover.Query{MinVisits: cfg.Discover.MinVisits}.Floor()}
+}
+
 // AttentionLists are the settings whose needs-attention lists a writer of cfg's warehouse
 // stores besides the defaults: the config's, so every surface reads its list stored.
 func AttentionLists(cfg *config.Config) []warehouse.AttentionListSettings {

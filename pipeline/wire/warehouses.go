@@ -49,7 +49,7 @@ func (Warehouses) LockForRun(duckdbPath string) (release func(), err error) {
 // command holds it; the error names the file and its holder.
 func (w Warehouses) OpenRun(ctx context.Context, cfg *config.Config, logger *slog.Logger) (pipeline.Warehouse, error) {
 	wh, err := openWaiting(ctx, warehouse.Options{DuckDBPath: cfg.Warehouse.DuckDB, ParquetDir: cfg.Warehouse.Parquet, Logger: logger, LoadMemoryLimit: cfg.Warehouse.MemoryLimit,
-		AttentionLists: AttentionLists(cfg)},
+		AttentionLists: AttentionLists(cfg), DiscoverFloors: DiscoverFloors(cfg)},
 		LockWait, logger)
 	if err != nil {
 		return nil, err

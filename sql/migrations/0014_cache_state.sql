@@ -12,3 +12,30 @@ CREATE TABLE IF NOT EXISTS cache_state (
     settings VARCHAR NOT NULL
 );
 INSERT INTO cache_state SELECT false, '' WHERE NOT EXISTS (SELECT 1 FROM cache_state);
+
+-- The worth-tracking list of `changes` and the report (discover's ranking of the latest complete
+-- month, its first 100 candidates for each size floor a writer keeps): at 100,000 domains the
+-- ranking was 3 s and most of the memory of a `changes` whose other lists are stored. Unlike
+-- those it has no checksums (it reads every month's similar sites and rejections): a reader
+-- uses it only while the file's lists mark says nothing was written since the writer stored it
+-- (pipeline/warehouse/listsmark.go), and every refresh after a write stores it again.
+CREATE TABLE IF NOT EXISTS changes_cached_candidates (
+    snapshot_month VARCHAR NOT NULL,
+    floor_visits BIGINT NOT NULL,
+    discover_rank BIGINT NOT NULL,
+    candidate VARCHAR,
+    title VARCHAR,
+    category_slug VARCHAR,
+    global_rank BIGINT,
+    total_visits DOUBLE,
+    country_code VARCHAR,
+    watched_by BIGINT,
+    watched_total BIGINT,
+    previous_watched_by BIGINT,
+    listed_by VARCHAR,
+    reach DOUBLE,
+    score DOUBLE,
+    is_new BOOLEAN,
+    is_rising BOOLEAN,
+    reason VARCHAR
+);
