@@ -15,17 +15,24 @@ import (
 // order, each in its own transaction, then recreates the analyst views. It is safe to call on
 // every open.
 func Migrate(ctx context.Context, db *sql.DB) error {
+	_, err := migrate(ctx, db)
+	return err
+}
+
+// migrate is Migrate; changed says it applied a migration or created the views (the file's
+// schema or definitions changed: stored lists need a refresh, cachestate.go).
+func migrate(ctx context.Context, db *sql.DB) (changed bool, err error) {
 	if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
 		name VARCHAR NOT NULL, applied_at TIMESTAMP NOT NULL DEFAULT current_timestamp)`); err != nil {
-		return fmt.Errorf("create schema_migrations: %w", err)
+		return false, fmt.Errorf("create schema_migrations: %w", err)
 	}
 	applied, err := appliedMigrations(ctx, db)
 	if err != nil {
-		return err
+		return false, err
 	}
 	names, err := fs.Glob(sqlfiles.FS, "migrations/*.sql")
 	if err != nil {
-		return err
+		return false, err
 	}
 	sort.Strings(names)
 	for _, name := range names {
@@ -33,10 +40,12 @@ func Migrate(ctx context.Context, db *sql.DB) error {
 			continue
 		}
 		if err := applyMigration(ctx, db, name); err != nil {
-			return err
+			return true, err
 		}
+		changed = true
 	}
-	return createViews(ctx, db)
+	created, err := createViews(ctx, db)
+	return changed || created, err
 }
 
 func appliedMigrations(ctx context.Context, db *sql.DB) (map[string]bool, error) {
@@ -86,41 +95,41 @@ const migrationUndone = "(nothing of it was kept; it runs again at the next open
 // definitions are the ones recorded at the last creation, all still present, are left as they
 // are: recreating them writes hundreds of KB of write-ahead log at every open, which a nearly
 // full disk refuses before the run has done anything.
-func createViews(ctx context.Context, db *sql.DB) error {
+func createViews(ctx context.Context, db *sql.DB) (created bool, err error) {
 	texts, err := viewTexts()
 	if err != nil {
-		return err
+		return false, err
 	}
 	stamp := viewsStamp(texts)
 	if viewsPresent(ctx, db, stamp) {
-		return nil
+		return false, nil
 	}
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
-		return fmt.Errorf("create views: %w", err)
+		return false, fmt.Errorf("create views: %w", err)
 	}
 	defer func() { _ = tx.Rollback() }() // a no-op after Commit
 	for _, v := range texts {
 		if _, err := tx.ExecContext(ctx, v.text); err != nil {
-			return fmt.Errorf("view %s: %w", v.name, err)
+			return false, fmt.Errorf("view %s: %w", v.name, err)
 		}
 	}
 	// Stored needs-attention lists record the definitions they were computed by
 	// (sql/views/needs_attention.sql): a list made by other definitions is never read.
 	if _, err := tx.ExecContext(ctx, fmt.Sprintf(`CREATE OR REPLACE MACRO attention_definition() AS '%s'`, stamp)); err != nil {
-		return fmt.Errorf("stamp the views: %w", err)
+		return false, fmt.Errorf("stamp the views: %w", err)
 	}
 	var views int
 	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM duckdb_views() WHERE NOT internal`).Scan(&views); err != nil {
-		return fmt.Errorf("count views: %w", err)
+		return false, fmt.Errorf("count views: %w", err)
 	}
 	if _, err := tx.ExecContext(ctx, `DELETE FROM schema_migrations WHERE name LIKE 'views/%'`); err != nil {
-		return fmt.Errorf("record views: %w", err)
+		return false, fmt.Errorf("record views: %w", err)
 	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (name) VALUES (?)`, fmt.Sprintf("%s/%d", stamp, views)); err != nil {
-		return fmt.Errorf("record views: %w", err)
+		return false, fmt.Errorf("record views: %w", err)
 	}
-	return tx.Commit()
+	return true, tx.Commit()
 }
 
 type viewText struct{ name, text string }

@@ -254,10 +254,12 @@ func Open(ctx context.Context, opts Options) (*Warehouse, error) {
 		}
 	}
 	if !opts.ReadOnly {
-		if err := Migrate(ctx, db); err != nil {
+		changed, err := migrate(ctx, db)
+		if err != nil {
 			_ = db.Close()
 			return nil, fmt.Errorf("open warehouse %s: %w", opts.DuckDBPath, err)
 		}
+		w.unchangedSinceMark = w.unchangedSinceMark && !changed // a migration may change rows no commit of ours did
 	}
 	if err := w.openLoadConn(ctx); err != nil {
 		_ = w.Close() // the open error is the one to report
