@@ -39,3 +39,26 @@ CREATE TABLE IF NOT EXISTS changes_cached_candidates (
     is_rising BOOLEAN,
     reason VARCHAR
 );
+
+COMMENT ON TABLE cache_state IS 'Bookkeeping of sitewatch (not part of the data): one row saying whether the stored lists (attention_*, changes_cached_*) were refreshed after the last write to the tables they are computed from.';
+COMMENT ON COLUMN cache_state.fresh IS 'True when a refresh completed after the last data-changing commit of a sitewatch writer; every such commit sets it false.';
+COMMENT ON COLUMN cache_state.settings IS 'The needs-attention list settings the last refresh stored, min_visits/threshold; separated and ended by semicolons.';
+COMMENT ON TABLE changes_cached_candidates IS 'Derived cache of sitewatch changes and the report (not part of the data): the first 100 rows of discover_candidates_in for the latest complete month, per size floor a writer keeps. Read only while the warehouse file is as the writer that stored them left it; query discover_candidates instead.';
+COMMENT ON COLUMN changes_cached_candidates.snapshot_month IS 'The latest complete month when stored (YYYY-MM).';
+COMMENT ON COLUMN changes_cached_candidates.floor_visits IS 'The size floor the ranking was computed with (discover.min_visits; default 5000).';
+COMMENT ON COLUMN changes_cached_candidates.discover_rank IS 'Place in discover_candidates_in at that floor, 1 = best.';
+COMMENT ON COLUMN changes_cached_candidates.candidate IS 'Candidate domain as the similar-sites answers spell it.';
+COMMENT ON COLUMN changes_cached_candidates.title IS 'Its site title, as discover_candidates gives it.';
+COMMENT ON COLUMN changes_cached_candidates.category_slug IS 'Its category, as discover_candidates gives it.';
+COMMENT ON COLUMN changes_cached_candidates.global_rank IS 'Its global rank, as discover_candidates gives it.';
+COMMENT ON COLUMN changes_cached_candidates.total_visits IS 'Its estimated monthly visits, as discover_candidates gives it.';
+COMMENT ON COLUMN changes_cached_candidates.country_code IS 'Its main country, ISO 3166-1 alpha-2, as discover_candidates gives it.';
+COMMENT ON COLUMN changes_cached_candidates.watched_by IS 'How many watched domains list it as similar in the month.';
+COMMENT ON COLUMN changes_cached_candidates.watched_total IS 'How many watched domains the month holds.';
+COMMENT ON COLUMN changes_cached_candidates.previous_watched_by IS 'How many listed it in the complete month before (NULL when none).';
+COMMENT ON COLUMN changes_cached_candidates.listed_by IS 'The watched domains that list it, as discover_candidates gives them.';
+COMMENT ON COLUMN changes_cached_candidates.reach IS 'Share of the watchlist listing it, as discover_candidates gives it.';
+COMMENT ON COLUMN changes_cached_candidates.score IS 'The ranking score, as discover_candidates gives it.';
+COMMENT ON COLUMN changes_cached_candidates.is_new IS 'True when no earlier month listed it.';
+COMMENT ON COLUMN changes_cached_candidates.is_rising IS 'True when more watched domains list it than the month before.';
+COMMENT ON COLUMN changes_cached_candidates.reason IS 'Why it is worth tracking, in words.';
