@@ -111,5 +111,25 @@ func (w *Warehouse) refreshStoredLists(ctx context.Context) {
 	})
 	if err != nil {
 		w.log.Warn("could not record the stored lists as fresh; the next writer refreshes them again", "err", err)
+		return
+	}
+	w.noteFreshFile()
+}
+
+// noteFreshFile checkpoints the refresh and records the file as it is now: the lists mark is
+// written at Close only if the file is still the same, so a write that went through no commit of
+// ours (the pool of DB(), a migration) cannot be covered by a mark (listsmark.go).
+func (w *Warehouse) noteFreshFile() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.freshFile = listsMark{}
+	if !w.cachesFresh.Load() || w.load == nil {
+		return
+	}
+	if _, err := w.load.ExecContext(context.Background(), `CHECKPOINT`); err != nil {
+		return // no mark this time: readers check
+	}
+	if id, ok := fileIdentity(w.opts.DuckDBPath); ok && !walPresent(w.opts.DuckDBPath) {
+		w.freshFile = id
 	}
 }

@@ -62,8 +62,8 @@ func (w *Warehouse) writeListsMark() {
 		return
 	}
 	id, ok := fileIdentity(w.opts.DuckDBPath)
-	if !ok || walPresent(w.opts.DuckDBPath) {
-		return
+	if !ok || walPresent(w.opts.DuckDBPath) || id != w.freshFile {
+		return // written since the refresh by a path no commit of ours took (noteFreshFile)
 	}
 	texts, err := viewTexts()
 	if err != nil {

@@ -79,6 +79,16 @@ func TestListsMarkFollowsEveryWrite(t *testing.T) {
 	closeW(w)
 	current("after the writer that refreshed", true)
 
+	// A write through the writer's own pool, which no commit of its own recorded: no mark.
+	w = open(false)
+	if _, err := w.DB().Exec(`UPDATE sites SET global_rank = global_rank + 1 WHERE snapshot_month = '2026-02'`); err != nil {
+		t.Fatal(err)
+	}
+	closeW(w)
+	current("after a write through the writer's pool", false)
+	closeW(open(false)) // refreshes: the mark did not match
+	current("after the writer that refreshed again", true)
+
 	// A writer killed after a commit (its lists behind): no mark.
 	w = open(false)
 	if err := w.inTx(ctx, func(ctx context.Context) error {

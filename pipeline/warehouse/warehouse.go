@@ -154,6 +154,7 @@ type Warehouse struct {
 	listsCurrent string        // a reader's: the settings its file's lists mark names current (listsmark.go)
 	// a writer's: the file is as the last writer left it with its lists fresh (no other program wrote since)
 	unchangedSinceMark bool
+	freshFile          listsMark // a writer's: the file right after its last refresh (noteFreshFile; under mu)
 	lastReleased       time.Time // of releaseNativeMemory after a commit (under mu)
 }
 
@@ -283,7 +284,11 @@ func Open(ctx context.Context, opts Options) (*Warehouse, error) {
 		_ = w.Close() // the open error is the one to report
 		return nil, fmt.Errorf("open warehouse %s: %w", opts.DuckDBPath, err)
 	}
-	w.refreshStoredLists(ctx) // when the last writer wrote after its refresh (killed, upgraded, restored)
+	if w.cachesFresh.Load() {
+		w.noteFreshFile() // as the last writer left it: this one's Close may mark it again
+	} else {
+		w.refreshStoredLists(ctx) // the last writer wrote after its refresh (killed, upgraded, restored)
+	}
 	return w, nil
 }
 
