@@ -26,6 +26,7 @@ import (
 	"sitewatch/pipeline/atlas/atlastest"
 	"sitewatch/pipeline/config"
 	"sitewatch/pipeline/lease/leasetest"
+	"sitewatch/pipeline/publish"
 	"sitewatch/pipeline/publish/s3test"
 )
 
@@ -315,9 +316,21 @@ func (s *faultSchedule) drive(r *faultRunner, deadline time.Time) {
 		r.pause(100*time.Millisecond, 400*time.Millisecond)
 	}
 	// The recipe retries the publish (another runner may hold the lease): an up-to-date run's
-	// ledger, its probe, reaches the bucket only through it.
+	// ledger, its probe, reaches the bucket only through it. A publish refused because another
+	// runner published the month after this warehouse last pulled says what to do — run (it
+	// pulls), then publish — and the recipe does it; retrying the publish alone never succeeds
+	// (two CI runs side by side, load 30: a runner did that until the convergence deadline).
+	needRun := false
 	for last != nil && last.exit == 0 && published.exit != 0 && time.Now().Before(deadline) {
 		r.pause(100*time.Millisecond, 400*time.Millisecond)
+		needRun = needRun || strings.Contains(published.output, publish.ErrStale.Error())
+		if needRun {
+			run := s.exec(r, "run", "--restore-if-missing")
+			if run.exit != 0 {
+				continue // the next turn runs again
+			}
+			needRun, last = false, run
+		}
 		published = s.exec(r, "publish")
 	}
 	if last != nil && last.exit == 0 && published.exit == 0 {
