@@ -116,20 +116,15 @@ func (w *Warehouse) refreshStoredLists(ctx context.Context) {
 	w.noteFreshFile()
 }
 
-// noteFreshFile checkpoints the refresh and records the file as it is now: the lists mark is
-// written at Close only if the file is still the same, so a write that went through no commit of
-// ours (the pool of DB(), a migration) cannot be covered by a mark (listsmark.go).
+// noteFreshFile records the file and its WAL as the refresh (or an open that found the lists
+// fresh) left them: Close writes the lists mark only if both are still the same, so a write that
+// went through no commit of ours (the pool of DB(), a migration) cannot be covered by a mark
+// (listsmark.go). It does not checkpoint: a failed checkpoint invalidates the whole database.
 func (w *Warehouse) noteFreshFile() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.freshFile = listsMark{}
-	if !w.cachesFresh.Load() || w.load == nil {
-		return
-	}
-	if _, err := w.load.ExecContext(context.Background(), `CHECKPOINT`); err != nil {
-		return // no mark this time: readers check
-	}
-	if id, ok := fileIdentity(w.opts.DuckDBPath); ok && !walPresent(w.opts.DuckDBPath) {
-		w.freshFile = id
+	w.freshFile = fileState{}
+	if w.cachesFresh.Load() {
+		w.freshFile = currentFileState(w.opts.DuckDBPath)
 	}
 }

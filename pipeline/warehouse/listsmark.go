@@ -55,15 +55,36 @@ func removeListsMark(duckdbPath string) error {
 	return nil
 }
 
-// writeListsMark records the file as it is now, while this writer still holds it, if the
-// stored lists are fresh; the mark is left absent otherwise.
-func (w *Warehouse) writeListsMark() {
-	if !w.cachesFresh.Load() {
-		return
+// fileState is the DuckDB file and its WAL at an instant: any write changes one of them (a
+// commit appends to the WAL, a checkpoint or a large insert writes the file).
+type fileState struct {
+	db           listsMark
+	walSize      int64 // -1: no WAL
+	walModTimeNS int64
+	ok           bool
+}
+
+func currentFileState(duckdbPath string) fileState {
+	id, ok := fileIdentity(duckdbPath)
+	st := fileState{db: id, walSize: -1, ok: ok}
+	if fi, err := os.Stat(duckdbPath + ".wal"); err == nil {
+		st.walSize, st.walModTimeNS = fi.Size(), fi.ModTime().UnixNano()
 	}
+	return st
+}
+
+// unchangedSinceFresh tells, before Close's checkpoint, whether the lists are fresh and nothing
+// wrote the file or its WAL since noteFreshFile.
+func (w *Warehouse) unchangedSinceFresh() bool {
+	return w.cachesFresh.Load() && w.freshFile.ok && currentFileState(w.opts.DuckDBPath) == w.freshFile
+}
+
+// writeListsMark records the file as it is now, after Close's checkpoint and while this writer
+// still holds it; the caller checked unchangedSinceFresh before that checkpoint.
+func (w *Warehouse) writeListsMark() {
 	id, ok := fileIdentity(w.opts.DuckDBPath)
-	if !ok || walPresent(w.opts.DuckDBPath) || id != w.freshFile {
-		return // written since the refresh by a path no commit of ours took (noteFreshFile)
+	if !ok || walPresent(w.opts.DuckDBPath) {
+		return
 	}
 	texts, err := viewTexts()
 	if err != nil {

@@ -154,7 +154,7 @@ type Warehouse struct {
 	listsCurrent string        // a reader's: the settings its file's lists mark names current (listsmark.go)
 	// a writer's: the file is as the last writer left it with its lists fresh (no other program wrote since)
 	unchangedSinceMark bool
-	freshFile          listsMark // a writer's: the file right after its last refresh (noteFreshFile; under mu)
+	freshFile          fileState // a writer's: the file and WAL right after its last refresh (noteFreshFile; under mu)
 	lastReleased       time.Time // of releaseNativeMemory after a commit (under mu)
 }
 
@@ -362,9 +362,10 @@ func (w *Warehouse) Close() error {
 		w.stop = nil
 		errs = append(errs, w.Flush(context.Background()))
 		if w.load != nil {
+			unchanged := w.unchangedSinceFresh()
 			if _, err := w.load.ExecContext(context.Background(), `CHECKPOINT`); err != nil {
 				errs = append(errs, fmt.Errorf("checkpoint: %w", diskError(w.opts.DuckDBPath, err)))
-			} else if errors.Join(errs...) == nil {
+			} else if errors.Join(errs...) == nil && unchanged {
 				w.writeListsMark() // still holding the file: no other writer between the mark and us
 			}
 		}
