@@ -19,14 +19,7 @@ import (
 // own domains stay marked in the competitors table (pipeline/discover's fixture: six.com
 // listed by 6 watched domains, then newrise.com new and rising, static.com, solo.com).
 func TestCompetitorsShowDiscoverCandidates(t *testing.T) {
-	db := openWarehouse(t)
-	fixture, err := os.ReadFile("../discover/testdata/fixture.sql")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.ExecContext(context.Background(), string(fixture)); err != nil {
-		t.Fatal(err)
-	}
+	db := discoverFixture(t)
 	html := render(t, db, "2026-10")
 	at := strings.Index(html, `id="candidates"`)
 	if at < 0 {
