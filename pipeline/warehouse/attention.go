@@ -75,19 +75,29 @@ func (w *Warehouse) refreshAttentionLists(ctx context.Context) error {
 
 // attentionListSettings are the defaults and Options.AttentionLists, zero fields filled, each once.
 func (w *Warehouse) attentionListSettings() []AttentionListSettings {
-	out := []AttentionListSettings{{MinVisits: 10000, Threshold: 3}}
+	out := []AttentionListSettings{AttentionListSettings{}.withDefaults()}
 	for _, s := range w.opts.AttentionLists {
-		if s.MinVisits <= 0 {
-			s.MinVisits = 10000
-		}
-		if s.Threshold <= 0 {
-			s.Threshold = 3
-		}
-		if !slices.Contains(out, s) {
+		if s = s.withDefaults(); !slices.Contains(out, s) {
 			out = append(out, s)
 		}
 	}
 	return out
+}
+
+// withDefaults fills the zero fields (10,000 visits, |z| 3).
+func (s AttentionListSettings) withDefaults() AttentionListSettings {
+	if s.MinVisits <= 0 {
+		s.MinVisits = 10000
+	}
+	if s.Threshold <= 0 {
+		s.Threshold = 3
+	}
+	return s
+}
+
+// key names s in cache_state.settings and the lists mark: "min_visits/threshold;".
+func (s AttentionListSettings) key() string {
+	return strconv.FormatInt(s.MinVisits, 10) + "/" + strconv.FormatFloat(s.Threshold, 'g', -1, 64) + ";"
 }
 
 // staleAttentionMonths lists the months that macro (attention_visit_months() or

@@ -3,7 +3,6 @@ package warehouse
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"strings"
 )
 
@@ -67,7 +66,7 @@ func (w *Warehouse) readCacheState(ctx context.Context) error {
 func (w *Warehouse) listSettingsKey() string {
 	var b strings.Builder
 	for _, s := range w.attentionListSettings() {
-		fmt.Fprintf(&b, "%d/%s;", s.MinVisits, strconv.FormatFloat(s.Threshold, 'g', -1, 64))
+		b.WriteString(s.key())
 	}
 	return b.String()
 }

@@ -5,8 +5,8 @@ import (
 	"errors"
 	"io/fs"
 	"os"
-	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 
 	"sitewatch/pipeline/atomicfile"
@@ -29,6 +29,15 @@ type listsMark struct {
 	Settings   string `json:"settings"`
 	Definition string `json:"definition"`
 }
+
+// definitionStamp is this build's stamp of the view definitions (viewsStamp), computed once.
+var definitionStamp = sync.OnceValues(func() (string, error) {
+	texts, err := viewTexts()
+	if err != nil {
+		return "", err
+	}
+	return viewsStamp(texts), nil
+})
 
 func listsMarkPath(duckdbPath string) string { return duckdbPath + ".lists-current" }
 
@@ -86,11 +95,11 @@ func (w *Warehouse) writeListsMark() {
 	if !ok || walPresent(w.opts.DuckDBPath) {
 		return
 	}
-	texts, err := viewTexts()
+	stamp, err := definitionStamp()
 	if err != nil {
 		return
 	}
-	id.Settings, id.Definition = w.listSettingsKey(), viewsStamp(texts)
+	id.Settings, id.Definition = w.listSettingsKey(), stamp
 	data, err := json.Marshal(id)
 	if err == nil {
 		err = atomicfile.WriteFile(listsMarkPath(w.opts.DuckDBPath), data, 0o644)
@@ -117,9 +126,9 @@ func readListsMark(duckdbPath string) string {
 		return ""
 	}
 	id, ok := fileIdentity(duckdbPath)
-	texts, err := viewTexts()
+	stamp, err := definitionStamp()
 	if !ok || err != nil || walPresent(duckdbPath) || id.Size != m.Size || id.ModTimeNS != m.ModTimeNS || id.Inode != m.Inode ||
-		m.Definition != viewsStamp(texts) {
+		m.Definition != stamp {
 		return ""
 	}
 	return m.Settings
@@ -129,15 +138,6 @@ func readListsMark(duckdbPath string) string {
 // (zero: the defaults) and the stored lists of `changes` are current as of every row in the
 // file, by the writer's mark: the reads may then skip their checksums. False on a writer.
 func (w *Warehouse) StoredListsCurrent(minVisits int64, threshold float64) bool {
-	if w.listsCurrent == "" {
-		return false
-	}
-	if minVisits <= 0 {
-		minVisits = 10000
-	}
-	if threshold <= 0 {
-		threshold = 3
-	}
-	key := strconv.FormatInt(minVisits, 10) + "/" + strconv.FormatFloat(threshold, 'g', -1, 64) + ";"
-	return strings.Contains(";"+w.listsCurrent, ";"+key)
+	key := AttentionListSettings{MinVisits: minVisits, Threshold: threshold}.withDefaults().key()
+	return w.listsCurrent != "" && strings.Contains(";"+w.listsCurrent, ";"+key)
 }
