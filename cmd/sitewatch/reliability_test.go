@@ -800,7 +800,7 @@ func TestTLSVerification(t *testing.T) {
 	}
 	srv := httptest.NewUnstartedServer(sim)
 	srv.Config.ErrorLog = log.New(io.Discard, "", 0) // the refused handshakes are expected
-	var conns atomic.Int64                            // connections the gateway accepted
+	var conns atomic.Int64                           // connections the gateway accepted
 	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
 		if s == http.StateNew {
 			conns.Add(1)
