@@ -56,11 +56,12 @@ func writeStale(t *testing.T, p *publish.Publisher, ttl, inFlight time.Duration)
 	return etag
 }
 
-// TestPartitionedHolderStopsPaying: a holder cut from the bucket (the proxy drops every byte)
-// stops admitting paid calls within the margin of its last confirmation, and loses the lease
-// (its context ends with ErrLost) by TTL−margin of its last renewal: never later, on its own
-// clock. Then a taker with the same settings takes over only after its own wait, and the
-// holder's last admitted call precedes the takeover.
+// TestPartitionedHolderStopsPaying: a holder cut from the bucket by a proxy that drops every
+// byte (real connections that hang, not errors) stops admitting paid calls within the margin
+// of the cut and loses the lease (its context ends with ErrLost); a taker with the same
+// settings then takes over only after its own wait, after the holder's last admitted call.
+// The exact times are TestCutOffHolderStopsOnTime's, in fake time: here a loaded machine may
+// stretch any wait, so only what holds under any load is asserted.
 func TestPartitionedHolderStopsPaying(t *testing.T) {
 	srv := gateway(t)
 	px := leasetest.NewProxy(t, srv.Endpoint)
@@ -73,17 +74,23 @@ func TestPartitionedHolderStopsPaying(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer h.Release()
-	time.Sleep(2500 * time.Millisecond) // a renewal (every 2s) and confirmations went through
-	if ok, err := admitsNow(h); !ok {
+	time.Sleep(2500 * time.Millisecond) // a renewal (every 2s) and confirmations go through
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	err = h.Admit(ctx)
+	cancel()
+	if err != nil {
 		t.Fatalf("a confirmed holder does not admit: %v", err)
 	}
 	cut := time.Now()
 	px.Cut()
+	// lastAdmit is taken before the call that admitted: the fence decided after it, so it
+	// bounds the decision from below whatever the scheduler does after.
 	var lastAdmit time.Time
-	for time.Since(cut) < tm.TTL+time.Second {
+	for {
+		asked := time.Now()
 		ok, err := admitsNow(h)
 		if ok {
-			lastAdmit = time.Now()
+			lastAdmit = asked
 		}
 		if err != nil {
 			if !errors.Is(err, lease.ErrLost) {
@@ -91,20 +98,15 @@ func TestPartitionedHolderStopsPaying(t *testing.T) {
 			}
 			break
 		}
+		if time.Since(cut) > 10*tm.TTL {
+			t.Fatalf("the cut-off holder still holds its lease %v after the cut (TTL %v)", time.Since(cut), tm.TTL)
+		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	lostAt := time.Now()
 	if lastAdmit.Sub(cut) > tm.Margin {
-		t.Errorf("the cut-off holder admitted a paid call %v after the cut, more than the margin %v", lastAdmit.Sub(cut), tm.Margin)
+		t.Errorf("the cut-off holder admitted a paid call asked %v after the cut, more than the margin %v", lastAdmit.Sub(cut), tm.Margin)
 	}
-	if lostAt.Sub(cut) > tm.TTL-tm.Margin+200*time.Millisecond {
-		t.Errorf("the fence reported the loss %v after the cut, want at most TTL−margin = %v", lostAt.Sub(cut), tm.TTL-tm.Margin)
-	}
-	select {
-	case <-h.Context().Done():
-	case <-time.After(tm.Margin + time.Second):
-		t.Fatal("the holder's context did not end after its lease could not be renewed")
-	}
+	<-h.Context().Done() // ErrLost from Admit means the context has ended
 	if !errors.Is(context.Cause(h.Context()), lease.ErrLost) || !strings.Contains(context.Cause(h.Context()).Error(), "could not be renewed") {
 		t.Errorf("cause %v, want ErrLost naming the missed renewal", context.Cause(h.Context()))
 	}
@@ -221,11 +223,10 @@ func TestDeletedLeaseStopsHolder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deleted := time.Now()
 	if err := p.DeleteConditional(context.Background(), lease.Key, etag); err != nil {
 		t.Fatal(err)
 	}
-	stoppedWithin(t, h, deleted, l.Timing().Confirm+2*time.Second, "was deleted")
+	stoppedWithin(t, h, l.Timing().Confirm+2*time.Second, "was deleted")
 	if !strings.Contains(log.String(), "a takeover") {
 		t.Errorf("the deletion was not logged as a takeover:\n%s", log.String())
 	}
@@ -247,28 +248,25 @@ func TestReplacedLeaseStopsHolder(t *testing.T) {
 		t.Fatal(err)
 	}
 	other, _ := json.Marshal(lease.Record{Owner: "other-2", Host: "other-host", PID: 2, Command: "sitewatch run", Expires: time.Now().Add(time.Hour)})
-	replaced := time.Now()
 	if _, err := p.PutConditional(context.Background(), lease.Key, other, etag); err != nil {
 		t.Fatal(err)
 	}
-	stoppedWithin(t, h, replaced, l.Timing().Confirm+2*time.Second, "taken over by other-host")
+	stoppedWithin(t, h, l.Timing().Confirm+2*time.Second, "taken over by other-host")
 	h.Release()
 	if body, _, found, _ := p.GetSmall(context.Background(), lease.Key); !found || !strings.Contains(string(body), "other-host") {
 		t.Errorf("the stopped holder's release removed the new holder's lease: found %v %s", found, body)
 	}
 }
 
-// stoppedWithin checks that h's context ends within d of since with ErrLost naming want, and
-// that its fence then refuses.
-func stoppedWithin(t *testing.T, h *lease.Held, since time.Time, d time.Duration, want string) {
+// stoppedWithin checks that h's context ends with ErrLost naming want, and that its fence
+// then refuses. It waits ten times d: the bound itself is checked in fake time
+// (TestChangedLeaseStopsHolderWithinAConfirmation); this only tells a hang.
+func stoppedWithin(t *testing.T, h *lease.Held, d time.Duration, want string) {
 	t.Helper()
 	select {
 	case <-h.Context().Done():
-	case <-time.After(d + time.Second):
-		t.Fatalf("the holder did not stop within %v", d)
-	}
-	if took := time.Since(since); took > d {
-		t.Errorf("the holder stopped %v after, want within %v", took, d)
+	case <-time.After(10 * d):
+		t.Fatalf("the holder did not stop within %v", 10*d)
 	}
 	cause := context.Cause(h.Context())
 	if !errors.Is(cause, lease.ErrLost) || !strings.Contains(cause.Error(), want) {
@@ -279,8 +277,9 @@ func stoppedWithin(t *testing.T, h *lease.Held, since time.Time, d time.Duration
 	}
 }
 
-// TestReleaseAfterSignalIsBrief: with the bucket hung, a release after a signal returns within
-// 2 s of the signal, however late it starts; the lease then expires by itself.
+// TestReleaseAfterSignalIsBrief: with the bucket hung (real connections dropping every byte),
+// a release after a signal returns without waiting out the release's full 10 s; the lease then
+// expires by itself. Its 2 s bound is TestReleaseAfterSignalIsBriefInFakeTime's.
 func TestReleaseAfterSignalIsBrief(t *testing.T) {
 	srv := gateway(t)
 	px := leasetest.NewProxy(t, srv.Endpoint)
@@ -294,7 +293,7 @@ func TestReleaseAfterSignalIsBrief(t *testing.T) {
 	signal()
 	time.Sleep(time.Second) // the command's own wind-down
 	h.Release()
-	if took := time.Since(signalled); took > 2500*time.Millisecond {
-		t.Errorf("release ended %v after the signal, want within 2s of it", took)
+	if took := time.Since(signalled); took >= 10*time.Second {
+		t.Errorf("release ended %v after the signal: it waited out its full timeout, the signal did not shorten it", took)
 	}
 }

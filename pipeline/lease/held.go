@@ -110,14 +110,16 @@ func (h *Held) Admit(ctx context.Context) error {
 	}
 }
 
-// keep confirms the lease every Confirm (renewing it every Renew) until released or lost.
+// keep confirms the lease every Confirm (renewing it every Renew) until released or lost. It
+// wakes at the fence's deadline too, so the held context ends when the lease is lost even
+// while no paid call asks the fence (an export, a publish): on time, not a Confirm later.
 func (h *Held) keep(ctx context.Context) {
 	defer close(h.done)
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-h.l.opts.Clock.After(h.l.timing.Confirm):
+		case <-h.l.opts.Clock.After(min(h.l.timing.Confirm, h.untilLost())):
 		}
 		if h.check(ctx) {
 			return
@@ -125,16 +127,29 @@ func (h *Held) keep(ctx context.Context) {
 	}
 }
 
+// untilLost is the time left before the fence closes for good without a new renewal.
+func (h *Held) untilLost() time.Duration {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.l.timing.lostAt(h.renewSent).Sub(h.l.opts.Clock.Now())
+}
+
 // check confirms or renews the lease once and moves the fence; it reports whether the
-// lease is lost. A request takes at most the margin: one that hangs longer could not keep
-// the fence open anyway.
+// lease is lost. A request takes at most the margin, and never past the fence's deadline:
+// one that hangs longer could not keep the fence open anyway.
 func (h *Held) check(ctx context.Context) (lost bool) {
 	h.mu.Lock()
 	sent := h.l.opts.Clock.Now()
 	renew := sent.Sub(h.renewSent) >= h.l.timing.Renew
 	rec, etag := h.rec, h.etag
+	left := h.l.timing.lostAt(h.renewSent).Sub(sent)
+	if left <= 0 {
+		h.loseLocked(h.expiredErr())
+		h.mu.Unlock()
+		return true
+	}
 	h.mu.Unlock()
-	rctx, cancel := context.WithTimeout(ctx, h.l.timing.Margin)
+	rctx, cancel := context.WithTimeout(ctx, min(h.l.timing.Margin, left))
 	defer cancel()
 	var err error
 	if renew {
