@@ -30,10 +30,12 @@ import (
 )
 
 // hangListener is a TCP endpoint that accepts connections and never answers: the hung
-// bucket (or webhook) of a network fault. accepted is closed at the first connection.
+// bucket (or webhook) of a network fault. accepted is closed at the first connection, first
+// set just before.
 type hangListener struct {
 	addr     string
 	accepted chan struct{}
+	first    time.Time // when the first connection was accepted; read it once accepted is closed
 	once     sync.Once
 	count    atomic.Int32 // connections accepted so far
 }
@@ -57,7 +59,7 @@ func newHangListener(t *testing.T) *hangListener {
 			conns = append(conns, c) // held open, never read or answered
 			mu.Unlock()
 			h.count.Add(1)
-			h.once.Do(func() { close(h.accepted) })
+			h.once.Do(func() { h.first = time.Now(); close(h.accepted) })
 		}
 	}()
 	t.Cleanup(func() {
@@ -145,7 +147,11 @@ func TestHungBucketEndsOnSignal(t *testing.T) {
 }
 
 // TestHungBucketLeaseEndsOnSignal: with the lease on, a run asks the hung bucket for its lease
-// before the first credit; SIGTERM ends that wait at once, and nothing was spent.
+// before the first credit; SIGTERM ends that wait at once, and nothing was spent. "At once" is
+// counted, not timed (a loaded machine stretches the wind-down after the signal, which is no
+// part of the bound): the signal ends the lease's request in flight and nothing asks the
+// bucket again, where a request that ignored it would be sent again on a fresh connection at
+// the lease client's 3 s first-byte deadline, five attempts in all.
 func TestHungBucketLeaseEndsOnSignal(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end to end; runs without -short")
@@ -161,18 +167,19 @@ func TestHungBucketLeaseEndsOnSignal(t *testing.T) {
 		signalled <- time.Now()
 		cancel() // SIGTERM
 	}()
-	if code := h.runCtx(ctx, 30*time.Second, "run", "--snapshot", testMonth); code != ExitFailed {
+	// A hang guard (the five attempts of a lease request that ignored the signal end by
+	// themselves, under a minute): a loaded machine may take seconds to open the warehouse.
+	if code := h.runCtx(ctx, 2*time.Minute, "run", "--snapshot", testMonth); code != ExitFailed {
 		t.Fatalf("exit %d after SIGTERM while waiting for the lease, want %d\n%s%s", code, ExitFailed, h.stdout, h.stderr)
 	}
-	// Timed from the signal, not the start: opening the warehouse on a loaded machine is no
-	// part of the bound, which only has to stay well under the bucket's 30 s deadlines.
 	select {
 	case at := <-signalled:
-		if took := time.Since(at); took > 10*time.Second {
-			t.Errorf("the run took %s to end after SIGTERM, want well under the bucket's deadlines", took.Round(time.Millisecond))
-		}
+		t.Logf("the run ended %s after SIGTERM", time.Since(at).Round(time.Millisecond))
 	default:
 		t.Errorf("the run ended before the signal:\n%s%s", h.stdout, h.stderr)
+	}
+	if n := hang.count.Load(); n != 1 {
+		t.Errorf("the hung bucket saw %d connections, want the lease request's one: the signal must end it, not leave it to be retried\n%s", n, h.stderr)
 	}
 	if n := h.srv.Stats().Charged; n != 0 {
 		t.Errorf("%d credits charged, want 0: the lease comes before the first credit", n)
@@ -180,7 +187,11 @@ func TestHungBucketLeaseEndsOnSignal(t *testing.T) {
 }
 
 // TestStatusWithHungBucket: `status` with a bucket that never answers says so within its
-// bound instead of hanging.
+// bound (10 s) instead of hanging. Timed from the bucket's first connection, not the start (a
+// loaded machine may take seconds to open the warehouse), against what a status without its
+// bound would wait: the comparison's two attempts, each to its 10 s first-byte deadline. The
+// bound's 10 s are a timer, which load does not stretch; what follows it (printing the rest)
+// has the other 10 s.
 func TestStatusWithHungBucket(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end to end; runs without -short")
@@ -193,13 +204,19 @@ func TestStatusWithHungBucket(t *testing.T) {
 	withHungBucket(t, h, hang)
 	statusSectionBound = productStatusBound // what a user's status holds to (TestMain raises it)
 	t.Cleanup(func() { statusSectionBound = testStatusBound })
-	start := time.Now()
-	if code := h.runCtx(context.Background(), statusSectionBound+20*time.Second, "status"); code != ExitOK {
+	if code := h.runCtx(context.Background(), 10*statusSectionBound, "status"); code != ExitOK { // a hang guard
 		t.Fatalf("status: exit %d\n%s%s", code, h.stdout, h.stderr)
 	}
-	took := time.Since(start)
-	if took > statusSectionBound+10*time.Second {
-		t.Errorf("status took %s with a hung bucket; its bound is %s", took, statusSectionBound)
+	select {
+	case <-hang.accepted:
+		const unbounded = 2 * 10 * time.Second // collectPublish: MaxAttempts 2, FirstByte 10 s
+		took := time.Since(hang.first)
+		t.Logf("status ended %s after its first request to the bucket", took.Round(time.Millisecond))
+		if took >= unbounded {
+			t.Errorf("status ended %s after its first request to the hung bucket: it waited out the bucket's deadlines (%s), not its bound (%s)", took, unbounded, statusSectionBound)
+		}
+	default:
+		t.Errorf("status never asked the bucket:\n%s", h.stdout)
 	}
 	if out := h.stdout.String(); !strings.Contains(out, "cannot compare with the bucket") || !strings.Contains(out, "recent runs") && !strings.Contains(out, testMonth) {
 		t.Errorf("status does not show the runs and the bucket's failure:\n%s", out)
