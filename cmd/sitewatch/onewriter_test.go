@@ -11,11 +11,14 @@ import (
 	"time"
 
 	"sitewatch/pipeline/atlas/atlastest"
+	"sitewatch/pipeline/wire"
 )
 
 // TestRestoreForceUnderARunningRun (issue 32, scenario 4): `restore --force` while a run of the
 // same warehouse is paying exits 1 at once, naming the run, and moves nothing aside; the run
-// then completes, every answer paid once, its warehouse file in place.
+// then completes, every answer paid once, its warehouse file in place. "At once" is what the
+// refusal must never do instead, not how fast the machine is (a loaded one stretches any
+// wait): wait for the warehouse, which is logged and lasts up to wire.LockWait (a minute).
 func TestRestoreForceUnderARunningRun(t *testing.T) {
 	gw := bucketGateway(t)
 	domains := atlastest.Domains(6)
@@ -33,8 +36,9 @@ func TestRestoreForceUnderARunningRun(t *testing.T) {
 	if msg := h.stderr.String(); !strings.Contains(msg, "`sitewatch run`") || !strings.Contains(msg, "is writing") || !strings.Contains(msg, "nothing was changed") {
 		t.Errorf("the refusal does not name the running run:\n%s", msg)
 	}
-	if took > 5*time.Second {
-		t.Errorf("restore --force took %v to refuse, want at once", took)
+	t.Logf("refused after %v", took.Round(time.Millisecond))
+	if strings.Contains(h.stderr.String(), "waiting for the warehouse") || took >= wire.LockWait {
+		t.Errorf("restore --force took %v to refuse: it waited for the warehouse (up to %v), want a refusal at once\n%s", took, wire.LockWait, h.stderr)
 	}
 	if aside, _ := filepath.Glob(filepath.Join(h.dir, "data", "w.duckdb.before-restore-*")); len(aside) != 0 {
 		t.Errorf("the refused restore moved the live warehouse aside: %v", aside)
