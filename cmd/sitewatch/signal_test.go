@@ -12,11 +12,19 @@ import (
 	"sitewatch/pipeline/publish/s3test"
 )
 
-// signalBound is how soon a command must end after SIGTERM, whatever hangs (issue 32).
+// signalBound is how soon a command must end after SIGTERM, whatever hangs (issue 32): the
+// calls in flight abandoned SignalGrace (3 s) after the signal, the lease's release given up
+// 2 s after it. Those times are checked in fake time, where a loaded machine cannot stretch
+// them (pipeline/atlas TestSignalAbandonsHungCallsInFakeTime, pipeline/lease
+// TestReleaseAfterSignalIsBriefInFakeTime); the command's own wind-down comes on top, seconds
+// on a loaded machine, so the end-to-end tests here hold a command to ten times the bound:
+// one still going then waited out what hangs (api.timeout of a minute here, a bucket's
+// deadlines and retries, the next cron time) instead of the signal.
 const signalBound = 5 * time.Second
 
 // endsWithin runs `sitewatch args…` in-process, signals it (ctx cancelled, as main wires
-// SIGTERM) once ready returns, and fails unless it returns within signalBound of the signal.
+// SIGTERM) once ready returns, and fails unless it returns within ten times signalBound of
+// the signal.
 func endsWithin(t *testing.T, h *harness, ready func(), args ...string) int {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -27,11 +35,14 @@ func endsWithin(t *testing.T, h *harness, ready func(), args ...string) int {
 		signalled <- time.Now()
 		cancel()
 	}()
-	code := h.runCtx(ctx, 60*time.Second, args...)
+	code := h.runCtx(ctx, 2*time.Minute, args...) // a hang guard: starting may take a loaded machine seconds
 	select {
 	case at := <-signalled:
-		if took := time.Since(at); took > signalBound {
-			t.Errorf("sitewatch %v ended %v after SIGTERM, want within %v\n%s", args, took.Round(time.Millisecond), signalBound, h.stderr)
+		took := time.Since(at)
+		t.Logf("sitewatch %v ended %v after SIGTERM", args, took.Round(time.Millisecond))
+		if took >= 10*signalBound {
+			t.Errorf("sitewatch %v ended %v after SIGTERM: it waited out what hangs, not the signal (want within %v, %v with its wind-down on a loaded machine)\n%s",
+				args, took.Round(time.Millisecond), signalBound, 10*signalBound, h.stderr)
 		}
 	default:
 		t.Errorf("sitewatch %v ended before the signal (exit %d)\n%s%s", args, code, h.stdout, h.stderr)
@@ -53,8 +64,9 @@ func hangAPIBehindCuttableBucket(t *testing.T, h *harness, gw *s3test.Server) (<
 
 // TestSignalWithHungBucketDuringRun: a run holding the lease whose API call hangs (never
 // answered) and whose bucket is then cut (every byte lost: the lease's confirmations and its
-// release hang too) ends within 5 s of SIGTERM: the hung call is abandoned after the signal's
-// grace, the release gives up 2 s after the signal.
+// release hang too) ends on SIGTERM: the hung call is abandoned after the signal's grace, the
+// release gives up 2 s after the signal (signalBound: those times in fake time, here a run
+// that waited out api.timeout instead).
 func TestSignalWithHungBucketDuringRun(t *testing.T) {
 	gw := bucketGateway(t)
 	h := newHarness(t, atlastest.Options{}, atlastest.Domains(3), "")
@@ -76,7 +88,9 @@ func TestSignalWithHungBucketDuringRun(t *testing.T) {
 }
 
 // TestSignalWithHungBucketDuringPublishAndRestore: `publish` and `restore` waiting on a bucket
-// that accepts TCP and never answers end within 5 s of SIGTERM.
+// that accepts TCP and never answers end on SIGTERM. That the signal, not a deadline, ended
+// the wait is counted: the bucket saw one connection, the request the signal ended, where one
+// that ignored the signal would be sent again at its first-byte deadline (3 s for the lease).
 func TestSignalWithHungBucketDuringPublishAndRestore(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end to end; runs without -short")
@@ -98,14 +112,18 @@ func TestSignalWithHungBucketDuringPublishAndRestore(t *testing.T) {
 			if msg := h.stderr.String(); strings.Contains(msg, "StatusCode: 0") || strings.Contains(msg, "no AWS credentials") {
 				t.Errorf("the signal is reported as something else:\n%s", msg)
 			}
+			if n := hang.count.Load(); n != 1 {
+				t.Errorf("the hung bucket saw %d connections, want the one the signal ended: a request was retried after the signal\n%s", n, h.stderr)
+			}
 		})
 	}
 }
 
 // TestScheduleEndsOnSignal (issue 32): `sitewatch schedule` with a bucket (the lease and the
-// sync before each run) ends cleanly within 5 s of SIGTERM: idle between two runs, and while
-// a run holds the lease with a call in flight that never answers and a bucket cut from it
-// (the lease's confirmations and its release hang too).
+// sync before each run) ends cleanly on SIGTERM, not at the next cron time or api.timeout
+// (signalBound): idle between two runs, and while a run holds the lease with a call in
+// flight that never answers and a bucket cut from it (the lease's confirmations and its
+// release hang too).
 func TestScheduleEndsOnSignal(t *testing.T) {
 	domains := atlastest.Domains(3)
 	t.Run("Idle", func(t *testing.T) {
