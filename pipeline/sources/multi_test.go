@@ -3,8 +3,11 @@ package sources
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"sitewatch/pipeline/atlas"
@@ -158,7 +161,12 @@ func TestMultiAllExhausted(t *testing.T) {
 	assertNoDoubleFetch(t, srv)
 }
 
-// A Stop stops every source at once and FetchAll returns its reason.
+// A Stop stops every source and FetchAll returns its reason; the calls the stop left unsent
+// are never sent (the 100 calls take 10 s or more at 5/s a source). That it stops them at once,
+// not when the calls already handed to each source's workers have had their turn at its rate
+// limiter (3.3 s later), is TestMultiStopInFakeTime's: a loaded machine stretches the real
+// clock, so here the time is only guarded against a hang, at ten times the 3 s the test once
+// held it to.
 func TestMultiStop(t *testing.T) {
 	srv := newSim(t, atlastest.Options{Keys: map[string]int64{keyA: 1000, keyB: 1000}, Rate: 5})
 	a := newSource(t, "a", -1, atlas.Config{BaseURL: srv.URL, APIKey: keyA, RateLimit: 5})
@@ -168,12 +176,60 @@ func TestMultiStop(t *testing.T) {
 	time.AfterFunc(300*time.Millisecond, func() { m.Stop(reason) })
 	start := time.Now()
 	err := m.FetchAll(context.Background(), requests(100), func(model.Result) {})
+	took := time.Since(start)
+	t.Logf("FetchAll ended %v after the start, a stop at 300ms", took.Round(time.Millisecond))
 	if err != reason {
 		t.Errorf("FetchAll = %v, want the stop reason", err)
 	}
-	if d := time.Since(start); d > 3*time.Second {
-		t.Errorf("FetchAll took %v after a stop at 300 ms", d)
+	if n := srv.Stats().Requests; n >= 100 {
+		t.Errorf("the server saw %d requests for 100 calls: the stop did not stop the fetch", n)
 	}
+	if took >= 30*time.Second { // a hang guard, not a bound
+		t.Errorf("FetchAll took %v after a stop at 300 ms", took)
+	}
+}
+
+// handlerTransport carries each request straight to the simulator's handler, in memory: no
+// socket, so a synctest bubble's fake clock runs the clients' rate limiters and waits.
+type handlerTransport struct{ h http.Handler }
+
+func (t handlerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	rec := httptest.NewRecorder()
+	t.h.ServeHTTP(rec, r)
+	return rec.Result(), nil
+}
+
+// TestMultiStopInFakeTime: in fake time (testing/synctest, the simulator called in memory, so
+// no call is in flight at the stop), a Stop at 300 ms ends FetchAll exactly then: it ends every
+// source's wait for its rate limiter at once, and no request is sent after it. A stop that
+// left the calls already handed to each source's workers to their turn would end 3.3 s later.
+func TestMultiStopInFakeTime(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sim, err := atlastest.NewHandler(atlastest.Options{Month: "2026-11", Keys: map[string]int64{keyA: 1000, keyB: 1000}, Rate: 5})
+		if err != nil {
+			t.Fatal(err)
+		}
+		hc := &http.Client{Transport: handlerTransport{sim}}
+		base := "http://127.0.0.1:1"
+		a := newSource(t, "a", -1, atlas.Config{BaseURL: base, APIKey: keyA, RateLimit: 5, HTTPClient: hc})
+		b := newSource(t, "b", -1, atlas.Config{BaseURL: base, APIKey: keyB, RateLimit: 5, HTTPClient: hc})
+		m := NewMulti([]*Source{a, b})
+		reason := fmt.Errorf("signal: interrupt")
+		const stopAt = 300 * time.Millisecond
+		var atStop int
+		time.AfterFunc(stopAt, func() { atStop = sim.Stats().Requests; m.Stop(reason) })
+		start := time.Now()
+		err = m.FetchAll(context.Background(), requests(100), func(model.Result) {})
+		if err != reason {
+			t.Errorf("FetchAll = %v, want the stop reason", err)
+		}
+		if took := time.Since(start); took != stopAt {
+			t.Errorf("FetchAll ended %v after the start, want at the stop (%v)", took, stopAt)
+		}
+		if n := sim.Stats().Requests; n != atStop || n == 0 {
+			t.Errorf("the server saw %d requests by the stop and %d in all: want some, and none after it", atStop, n)
+		}
+	})
 }
 
 // A marketplace quota that runs out mid-run (spent elsewhere after the plan) hands the rest
