@@ -14,6 +14,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"sitewatch/pipeline/atlas/atlastest"
@@ -264,23 +265,38 @@ func TestServerRateLimitBelowFloor(t *testing.T) {
 	}
 }
 
-// A stop wakes every wait at once: the rate limiter's, a long 429 pause, the reserve's.
+// stopWaits are the waits a stop must wake, each 20 s or more: the rate limiter's (0.05
+// calls/s), a 429 pause (Retry-After 100 s), a backoff (a minute, ±50 %).
+var stopWaits = []struct {
+	name string
+	opts atlastest.Options
+	cfg  Config
+}{
+	{"RateLimiter", atlastest.Options{}, Config{RateLimit: 0.05, Concurrency: 4}},
+	{"RateLimitPause", atlastest.Options{Faults: atlastest.Faults{RateLimited: 1, RetryAfter: 100 * time.Second}},
+		Config{MaxRetryAfter: 200 * time.Second, Concurrency: 4}},
+	{"Backoff", atlastest.Options{FailRate: 1}, Config{RetryInitial: time.Minute, RetryMax: time.Minute, Concurrency: 4}},
+}
+
+// stillClock is a client clock on which no wait ever ends (After never fires): only a stop
+// can end the client's waits.
+type stillClock struct{}
+
+func (stillClock) Now() time.Time                       { return time.Now() }
+func (stillClock) After(time.Duration) <-chan time.Time { return nil }
+
+// A stop wakes every wait: the rate limiter's, a long 429 pause, a backoff (stopWaits). On
+// loopback the client waits on a clock on which no wait ends by itself, so a wait the stop
+// did not wake never ends: the guard is a hang's (a minute), not a bound a loaded machine
+// may stretch while the calls in flight finish. That the stop wakes them at once is
+// TestStopWakesEveryWaitInFakeTime's.
 func TestStopWakesEveryWait(t *testing.T) {
-	tests := []struct {
-		name string
-		opts atlastest.Options
-		cfg  Config
-	}{
-		{"RateLimiter", atlastest.Options{}, Config{RateLimit: 0.05, Concurrency: 4}},
-		{"RateLimitPause", atlastest.Options{Faults: atlastest.Faults{RateLimited: 1, RetryAfter: 100 * time.Second}},
-			Config{MaxRetryAfter: 200 * time.Second, Concurrency: 4}},
-		{"Backoff", atlastest.Options{FailRate: 1}, Config{RetryInitial: time.Minute, RetryMax: time.Minute, Concurrency: 4}},
-	}
-	for _, tt := range tests {
+	for _, tt := range stopWaits {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := newServer(t, tt.opts)
-			tt.cfg.BaseURL, tt.cfg.APIKey = srv.URL, canary
-			c, err := New(tt.cfg)
+			cfg := tt.cfg
+			cfg.BaseURL, cfg.APIKey, cfg.Clock = srv.URL, canary, stillClock{}
+			c, err := New(cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -296,11 +312,51 @@ func TestStopWakesEveryWait(t *testing.T) {
 					t.Errorf("FetchAll = %v, want the stop reason", err)
 				}
 				t.Logf("FetchAll returned %v after the stop", time.Since(stopped).Round(time.Millisecond))
-			// Every wait here lasts 20 s or more unless the stop wakes it; 10 s leaves a loaded
-			// CI machine room to finish the calls in flight.
-			case <-time.After(10 * time.Second):
-				t.Fatal("FetchAll still waiting 10 s after Stop")
+			case <-time.After(time.Minute): // a hang guard: on stillClock an unwoken wait never ends
+				t.Fatal("FetchAll still waiting a minute after Stop")
 			}
+			if srv.Stats().Requests == 0 {
+				t.Error("no request reached the server: the test did not test a wait after one")
+			}
+		})
+	}
+}
+
+// TestStopWakesEveryWaitInFakeTime: in fake time (testing/synctest, the simulator called in
+// memory, so no call is in flight at the stop), a stop 300 ms after the start ends FetchAll
+// exactly then, whichever of stopWaits it waits in; an unwoken wait would end 20 s or more
+// later.
+func TestStopWakesEveryWaitInFakeTime(t *testing.T) {
+	for _, tt := range stopWaits {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				opts := tt.opts
+				opts.Keys, opts.Rate = map[string]int64{canary: 1000}, 50
+				sim, err := atlastest.NewHandler(opts)
+				if err != nil {
+					t.Fatal(err)
+				}
+				cfg := tt.cfg
+				cfg.BaseURL, cfg.APIKey, cfg.HTTPClient = "http://127.0.0.1:1", canary, &http.Client{Transport: handlerTransport{sim}}
+				c, err := New(cfg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				const stopAt = 300 * time.Millisecond
+				reason := errors.New("signal: terminated")
+				time.AfterFunc(stopAt, func() { c.Stop(reason) })
+				start := time.Now()
+				err = c.FetchAll(context.Background(), domainReqs(10), func(model.Result) {})
+				if !errors.Is(err, reason) {
+					t.Errorf("FetchAll = %v, want the stop reason", err)
+				}
+				if took := time.Since(start); took != stopAt {
+					t.Errorf("FetchAll ended %v after the start, want at the stop (%v)", took, stopAt)
+				}
+				if sim.Stats().Requests == 0 {
+					t.Error("no request reached the simulator: the test did not test a wait after one")
+				}
+			})
 		})
 	}
 }
