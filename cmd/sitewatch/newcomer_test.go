@@ -187,8 +187,8 @@ func TestScheduleSignalIsNoError(t *testing.T) {
 		if code != ExitOK {
 			t.Errorf("schedule exit %d after a signal, want 0", code)
 		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("schedule did not return within 30s of the signal")
+	case <-time.After(10 * signalBound): // a hang guard, as for a command after SIGTERM
+		t.Fatalf("schedule did not return within %v of the signal", 10*signalBound)
 	}
 	log, out := h.stderr.String(), h.stdout.String()
 	for _, bad := range []string{"level=ERROR", "retrying", "context canceled", "ended early", "error:"} {

@@ -20,8 +20,9 @@ import (
 var secondsParser = cron.NewParser(cron.Second | cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow).Parse
 
 // scheduleRun starts Schedule on the harness's config in the background and returns a stop
-// function that cancels it and waits for it to return. A non-empty cronExpr replaces the
-// config's schedule (tests pass 6-field expressions with opts.Parse = secondsParser).
+// function that cancels it and waits for it to return: within ten times signalBound, a hang
+// guard, as for a command after SIGTERM. A non-empty cronExpr replaces the config's schedule
+// (tests pass 6-field expressions with opts.Parse = secondsParser).
 func scheduleRun(t *testing.T, h *harness, cronExpr string, opts pipeline.ScheduleOptions) (stop func()) {
 	t.Helper()
 	cfg, err := config.Load(h.cfgPath, h.env().Getenv)
@@ -41,8 +42,8 @@ func scheduleRun(t *testing.T, h *harness, cronExpr string, opts pipeline.Schedu
 			if err != nil {
 				t.Errorf("Schedule = %v, want nil", err)
 			}
-		case <-time.After(30 * time.Second):
-			t.Fatal("Schedule did not return within 30s of the stop")
+		case <-time.After(10 * signalBound): // a hang guard: a run in progress winds down first
+			t.Fatalf("Schedule did not return within %v of the stop", 10*signalBound)
 		}
 	}
 }
