@@ -51,14 +51,16 @@ func TestAnswerLogIsTheFencesSecondReason(t *testing.T) {
 }
 
 // advanceConfirmed moves clock by d once the holder's loop waits on it, and returns when the
-// confirmation that step triggers is done (the loop waits again).
+// confirmation that step triggers is done (the loop waits again). Both waits on the real clock
+// are hang guards (a minute): each spans a request to the gateway, which a loaded machine may
+// stretch.
 func advanceConfirmed(t *testing.T, clock *leasetest.Clock, d time.Duration) {
 	t.Helper()
-	if !clock.WaitFor(1, 10*time.Second) {
-		t.Fatal("the holder's loop never waited on its clock")
+	if !clock.WaitFor(1, time.Minute) {
+		t.Fatal("the holder's loop never waited on its clock (a minute)")
 	}
 	clock.Advance(d)
-	if !clock.WaitFor(1, 10*time.Second) {
-		t.Fatal("the confirmation after the step never ended")
+	if !clock.WaitFor(1, time.Minute) {
+		t.Fatal("the confirmation after the step never ended (a minute)")
 	}
 }
