@@ -43,7 +43,8 @@ func TestModes(t *testing.T) {
 }
 
 // TestOtherProcess: a lock held by another process (flock(1) holding the file) is seen, and
-// is gone once that process is killed.
+// is gone once that process is killed. Both waits are hang guards (a minute): a loaded
+// machine may take seconds to start flock(1) and to reap its child.
 func TestOtherProcess(t *testing.T) {
 	bin, err := exec.LookPath("flock")
 	if err != nil {
@@ -55,7 +56,7 @@ func TestOtherProcess(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(time.Minute)
 	for {
 		l, err := filelock.TryShared(path)
 		if errors.Is(err, filelock.ErrHeld) {
@@ -66,13 +67,13 @@ func TestOtherProcess(t *testing.T) {
 		}
 		l.Release()
 		if time.Now().After(deadline) {
-			t.Fatal("the other process's lock was never seen")
+			t.Fatal("the other process's lock was never seen (a minute)")
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
 	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 	_ = cmd.Wait()
-	deadline = time.Now().Add(5 * time.Second) // its child sleep dies a moment later
+	deadline = time.Now().Add(time.Minute) // its child sleep dies a moment later
 	for {
 		l, err := filelock.TryExclusive(path)
 		if err == nil {
@@ -80,7 +81,7 @@ func TestOtherProcess(t *testing.T) {
 			return
 		}
 		if !errors.Is(err, filelock.ErrHeld) || time.Now().After(deadline) {
-			t.Fatalf("after the holder was killed: %v", err)
+			t.Fatalf("after the holder was killed (a minute later): %v", err)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
