@@ -250,71 +250,88 @@ func TestCreditsNeverOverdraw(t *testing.T) {
 	}
 }
 
-// alignToSecond waits until just after a wall-clock second starts, so a burst falls in one
-// rate window.
+// alignToSecond waits until just after a second of the clock starts, so a burst falls in one
+// rate window. The tests that use it run in a synctest bubble, where the burst then takes no
+// time at all: on the real clock a loaded machine could stretch it across the next second.
 func alignToSecond() {
 	now := time.Now()
 	time.Sleep(now.Truncate(time.Second).Add(time.Second + 20*time.Millisecond).Sub(now))
 }
 
+// serveMem sends a GET of path to h in memory (no socket, so in a synctest bubble the
+// handler's clock is the fake one) and reads the response whole. hdr holds header pairs.
+func serveMem(h http.Handler, path string, hdr ...string) reply {
+	req := httptest.NewRequest(http.MethodGet, path, nil)
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	return reply{rec.Code, rec.Result().Header, rec.Body.Bytes()}
+}
+
+// TestRateLimit: each key gets Rate requests (3 by default) in a one-second window; past it a
+// free 429 with Retry-After 1 until the next window; another key has its own; SetRate applies
+// from the next request. In fake time (testing/synctest, the handler in memory), where a burst
+// aligned to a second falls in one window however loaded the machine.
 func TestRateLimit(t *testing.T) {
-	s := newServer(t, atlastest.Options{Keys: map[string]int64{"a": 100, "b": 100}})
-	path := "/atlas/country-metadata"
-	alignToSecond()
-	var got []int
-	for i := 0; i < 5; i++ {
-		got = append(got, get(t, s, path, "X-API-Key", "a").status)
-	}
-	r := get(t, s, path, "X-API-Key", "a")
-	other := get(t, s, path, "X-API-Key", "b")
-	if fmt.Sprint(got) != "[200 200 200 429 429]" {
-		t.Fatalf("statuses of a burst of 5 at the default rate = %v, want [200 200 200 429 429]", got)
-	}
-	t.Run("TooManyRequests", func(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h, err := atlastest.NewHandler(atlastest.Options{Month: testMonth, Keys: map[string]int64{"a": 100, "b": 100}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := "/atlas/country-metadata"
+		alignToSecond()
+		var got []int
+		for i := 0; i < 5; i++ {
+			got = append(got, serveMem(h, path, "X-API-Key", "a").status)
+		}
+		r := serveMem(h, path, "X-API-Key", "a")
+		other := serveMem(h, path, "X-API-Key", "b")
+		if fmt.Sprint(got) != "[200 200 200 429 429]" {
+			t.Fatalf("statuses of a burst of 5 at the default rate = %v, want [200 200 200 429 429]", got)
+		}
+		// Too many requests: a 429 with the gateway's headers and body.
 		if r.status != 429 {
-			t.Fatalf("status = %d, want 429", r.status)
+			t.Fatalf("status past the rate = %d, want 429", r.status)
 		}
 		checkHeaders(t, r, "3")
 		for k, v := range map[string]string{"Retry-After": "1", "X-RateLimit-Remaining": "0", "X-Gateway-Credit-Cost": "0"} {
 			if got := r.header.Get(k); got != v {
-				t.Errorf("%s = %q, want %q", k, got, v)
+				t.Errorf("429: %s = %q, want %q", k, got, v)
 			}
 		}
 		m := object(t, r.body)
 		wantKeys(t, "429 body", m, "error", "message", "service")
 		if m["error"] != "Too Many Requests" {
-			t.Errorf("error = %v", m["error"])
+			t.Errorf("429: error = %v", m["error"])
 		}
-	})
-	t.Run("PerKey", func(t *testing.T) {
+		// Per key.
 		if other.status != 200 {
 			t.Errorf("other key status = %d, want 200", other.status)
 		}
-	})
-	t.Run("NotCharged", func(t *testing.T) {
-		if got := s.Credits("a"); got != 97 {
+		// Not charged.
+		if got := h.Credits("a"); got != 97 {
 			t.Errorf("credits = %d, want 97 (3 successes)", got)
 		}
-	})
-	t.Run("NextSecond", func(t *testing.T) {
+		// The next second.
 		alignToSecond()
-		if r := get(t, s, path, "X-API-Key", "a"); r.status != 200 || r.header.Get("X-RateLimit-Remaining") != "2" {
-			t.Errorf("status %d remaining %q, want 200 and 2", r.status, r.header.Get("X-RateLimit-Remaining"))
+		if r := serveMem(h, path, "X-API-Key", "a"); r.status != 200 || r.header.Get("X-RateLimit-Remaining") != "2" {
+			t.Errorf("next second: status %d remaining %q, want 200 and 2", r.status, r.header.Get("X-RateLimit-Remaining"))
 		}
-	})
-	t.Run("SetRate", func(t *testing.T) {
-		s.SetRate(5)
+		// SetRate.
+		h.SetRate(5)
 		alignToSecond()
-		var got []int
+		got = nil
 		for i := 0; i < 6; i++ {
-			r := get(t, s, path, "X-API-Key", "a")
+			r := serveMem(h, path, "X-API-Key", "a")
 			got = append(got, r.status)
 			if r.header.Get("X-RateLimit-Limit") != "5" {
 				t.Errorf("X-RateLimit-Limit = %q after SetRate(5)", r.header.Get("X-RateLimit-Limit"))
 			}
 		}
 		if fmt.Sprint(got) != "[200 200 200 200 200 429]" {
-			t.Errorf("statuses = %v, want five 200s then 429", got)
+			t.Errorf("after SetRate(5): statuses = %v, want five 200s then 429", got)
 		}
 	})
 }
