@@ -110,7 +110,7 @@ func TestFencePausedInFakeTime(t *testing.T) {
 					t.Fatal(err)
 				}
 				c, err := New(Config{BaseURL: "http://127.0.0.1:1", APIKey: canary, RateLimit: 50, Concurrency: 1,
-					HTTPClient: &http.Client{Transport: handlerTransport{sim}}})
+					HTTPClient: &http.Client{Transport: atlastest.Transport{Handler: sim}}})
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -350,7 +350,7 @@ func TestStopWakesEveryWaitInFakeTime(t *testing.T) {
 					t.Fatal(err)
 				}
 				cfg := tt.cfg
-				cfg.BaseURL, cfg.APIKey, cfg.HTTPClient = "http://127.0.0.1:1", canary, &http.Client{Transport: handlerTransport{sim}}
+				cfg.BaseURL, cfg.APIKey, cfg.HTTPClient = "http://127.0.0.1:1", canary, &http.Client{Transport: atlastest.Transport{Handler: sim}}
 				c, err := New(cfg)
 				if err != nil {
 					t.Fatal(err)

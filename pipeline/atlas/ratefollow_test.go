@@ -2,24 +2,12 @@ package atlas
 
 import (
 	"net/http"
-	"net/http/httptest"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"sitewatch/pipeline/atlas/atlastest"
 )
-
-// handlerTransport carries each request straight to the simulator's handler, in memory: no
-// socket, so a synctest bubble's fake clock runs the client, its limiter and the simulator's
-// latency and rate windows alike.
-type handlerTransport struct{ h http.Handler }
-
-func (t handlerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	rec := httptest.NewRecorder()
-	t.h.ServeHTTP(rec, r)
-	return rec.Result(), nil
-}
 
 // TestRateLimitFollowsServerInFakeTime: the server lowers its limit from 20 to 3 requests/s in
 // the middle of a run; the client follows it from the first answer that carries it, so only
@@ -36,7 +24,7 @@ func TestRateLimitFollowsServerInFakeTime(t *testing.T) {
 		}
 		c, err := New(Config{BaseURL: "http://127.0.0.1:1", APIKey: canary, RateLimit: 30,
 			RetryInitial: 5 * time.Millisecond, RetryMax: 50 * time.Millisecond,
-			HTTPClient: &http.Client{Transport: handlerTransport{sim}}})
+			HTTPClient: &http.Client{Transport: atlastest.Transport{Handler: sim}}})
 		if err != nil {
 			t.Fatal(err)
 		}

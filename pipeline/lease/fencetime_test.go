@@ -130,26 +130,7 @@ func cutOffHolder(t *testing.T, polled bool) {
 		t.Errorf("cause %v, want ErrLost naming the missed renewal", cause)
 	}
 
-	// The taker, not cut off, sees the lease expired by its clock, watches it, and takes it.
-	var takerLog syncBuffer
-	b := lease.New(mem, lease.Options{TTL: opts.TTL, InFlight: opts.InFlight, Logger: logger(&takerLog),
-		Now: func() time.Time { return time.Now().Add(time.Hour) }})
-	start := time.Now()
-	hb, err := b.Hold(context.Background())
-	if err != nil {
-		t.Fatalf("takeover: %v", err)
-	}
-	defer hb.Release()
-	took := time.Now()
-	if wait := b.Timing().TakerWait(lease.Record{}); took.Sub(start) < wait {
-		t.Errorf("the taker took over after %v of its own time, want at least TTL+margin+in-flight = %v", took.Sub(start), wait)
-	}
-	if !lastAdmit.Add(opts.InFlight).Before(took) {
-		t.Errorf("the cut-off holder's last call (admitted at %v, in flight up to %v) may overlap the takeover at %v", lastAdmit, opts.InFlight, took)
-	}
-	if !strings.Contains(takerLog.String(), "took over an expired bucket lease") {
-		t.Errorf("the takeover was not logged:\n%s", takerLog.String())
-	}
+	takeOverAfter(t, mem, opts, lastAdmit)
 }
 
 // lastRenewal is when the lease in b was last renewed: its record expires ttl after that.

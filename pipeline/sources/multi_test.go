@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -189,16 +188,6 @@ func TestMultiStop(t *testing.T) {
 	}
 }
 
-// handlerTransport carries each request straight to the simulator's handler, in memory: no
-// socket, so a synctest bubble's fake clock runs the clients' rate limiters and waits.
-type handlerTransport struct{ h http.Handler }
-
-func (t handlerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	rec := httptest.NewRecorder()
-	t.h.ServeHTTP(rec, r)
-	return rec.Result(), nil
-}
-
 // TestMultiStopInFakeTime: in fake time (testing/synctest, the simulator called in memory, so
 // no call is in flight at the stop), a Stop at 300 ms ends FetchAll exactly then: it ends every
 // source's wait for its rate limiter at once, and no request is sent after it. A stop that
@@ -209,7 +198,7 @@ func TestMultiStopInFakeTime(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		hc := &http.Client{Transport: handlerTransport{sim}}
+		hc := &http.Client{Transport: atlastest.Transport{Handler: sim}}
 		base := "http://127.0.0.1:1"
 		a := newSource(t, "a", -1, atlas.Config{BaseURL: base, APIKey: keyA, RateLimit: 5, HTTPClient: hc})
 		b := newSource(t, "b", -1, atlas.Config{BaseURL: base, APIKey: keyB, RateLimit: 5, HTTPClient: hc})
