@@ -85,6 +85,8 @@ func currentFileState(duckdbPath string) fileState {
 // unchangedSinceFresh tells, before Close's checkpoint, whether the lists are fresh and nothing
 // wrote the file or its WAL since noteFreshFile.
 func (w *Warehouse) unchangedSinceFresh() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	return w.cachesFresh.Load() && w.freshFile.ok && currentFileState(w.opts.DuckDBPath) == w.freshFile
 }
 
