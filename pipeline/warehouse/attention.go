@@ -21,7 +21,7 @@ import (
 // naming the month that failed; a warehouse without the macros (views not created yet) is an
 // error too.
 func (w *Warehouse) RefreshAttention(ctx context.Context) error {
-	return w.withMemoryLimit(ctx, AttentionMemoryLimit, func() error {
+	return w.withMemoryLimit(ctx, w.listsLimit(ctx, AttentionMemoryLimit), func() error {
 		staleSteps, err := w.staleAttentionMonths(ctx, `attention_visit_months()`)
 		if err != nil {
 			return err

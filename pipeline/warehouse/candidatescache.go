@@ -29,7 +29,7 @@ func (w *Warehouse) StoreWorthTracking(ctx context.Context) error { return w.sto
 // It runs at every refresh after a write: the ranking reads every month's similar sites and
 // rejections, so no checksum of the month alone could tell it stale.
 func (w *Warehouse) storeCandidates(ctx context.Context) error {
-	return w.withMemoryLimit(ctx, CandidatesMemoryLimit, func() error {
+	return w.withMemoryLimit(ctx, w.listsLimit(ctx, CandidatesMemoryLimit), func() error {
 		month, _, err := latestComparedMonth(ctx, w.db)
 		if err != nil {
 			return fmt.Errorf("stored worth-tracking list: read complete_months: %w", err)

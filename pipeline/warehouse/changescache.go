@@ -82,7 +82,7 @@ func ChangesCached(ctx context.Context, db *sql.DB, month, previous string) (boo
 // written in one transaction, under AttentionMemoryLimit. It returns an error naming the
 // month that failed.
 func (w *Warehouse) RefreshChanges(ctx context.Context) error {
-	return w.withMemoryLimit(ctx, AttentionMemoryLimit, func() error {
+	return w.withMemoryLimit(ctx, w.listsLimit(ctx, AttentionMemoryLimit), func() error {
 		month, previous, err := latestComparedMonth(ctx, w.db)
 		if err != nil {
 			return fmt.Errorf("stored changes: read complete_months: %w", err)
