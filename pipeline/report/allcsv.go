@@ -92,22 +92,36 @@ func nullInt(v sql.NullInt64) string {
 	return strconv.FormatInt(v.Int64, 10)
 }
 
-// attentionRanks maps each domain needs attention names to its place in the list (1 first).
+// attentionRanks maps each domain needs attention names to its place in the list (1 first),
+// every one of them (the CSV carries them all), not only those the page draws.
 func attentionRanks(d *data) map[string]int {
 	out := map[string]int{}
-	for i, dom := range flaggedDomains(d) {
-		out[dom] = i + 1
+	if d.Attention == nil {
+		return out
+	}
+	for i, a := range d.Attention.Domains {
+		out[a.Domain] = i + 1
+	}
+	return out
+}
+
+// drawnFlagged is the set of flaggedDomains: the needs-attention domains the page draws.
+func drawnFlagged(d *data) map[string]bool {
+	out := map[string]bool{}
+	for _, dom := range flaggedDomains(d) {
+		out[dom] = true
 	}
 	return out
 }
 
 // pageSites are the domains the All domains table holds in the page: the allInPage most
-// visited and every domain needs attention names, in the report's order (most visited first).
+// visited and every domain needs attention names that the page draws (flaggedInPage), in the
+// report's order (most visited first).
 func pageSites(d *data) []site {
-	flagged := attentionRanks(d)
+	flagged := drawnFlagged(d)
 	out := make([]site, 0, min(len(d.Sites), allInPage+len(flagged)))
 	for _, s := range d.Sites {
-		if s.Place < allInPage || flagged[s.Domain] > 0 {
+		if s.Place < allInPage || flagged[s.Domain] {
 			out = append(out, s)
 		}
 	}
@@ -124,6 +138,10 @@ func allNote(d *data, inPage int) string {
 	if d.CSVName != "" {
 		where = d.CSVName + ", written beside this file (same columns, unrounded, one line per domain)"
 	}
-	return fmt.Sprintf("The %s most visited of the %s loaded domains, and every domain needs attention names (%s rows), most visited first: a page stays quick to open and sort. Every domain's row is in %s.",
-		count(allInPage), count(d.Totals.Loaded), count(inPage), where)
+	flagged := "every domain needs attention names"
+	if flaggedOmitted(d) > 0 {
+		flagged = fmt.Sprintf("the first %s domains needs attention names", count(flaggedInPage))
+	}
+	return fmt.Sprintf("The %s most visited of the %s loaded domains, and %s (%s rows), most visited first: a page stays quick to open and sort. Every domain's row is in %s.",
+		count(allInPage), count(d.Totals.Loaded), flagged, count(inPage), where)
 }

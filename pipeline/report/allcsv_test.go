@@ -68,3 +68,61 @@ func TestCSVGuardsFormulas(t *testing.T) {
 		}
 	}
 }
+
+// TestFlaggedDrawnUpToTheCap: past flaggedInPage domains needing attention (a 1,000,000-domain
+// watchlist flagged 11,151: 46.6 MB of panels), the page draws the first flaggedInPage (their
+// lines, panels and All domains rows) and counts the rest; the CSV still carries every
+// domain's place in the list.
+func TestFlaggedDrawnUpToTheCap(t *testing.T) {
+	const extra = 100
+	n := allInPage + flaggedInPage + 2*extra
+	name := func(i int) string { return fmt.Sprintf("d%06d.com", i) }
+	d := &data{Snapshot: "2026-10", CSVName: "report-2026-10-domains.csv"}
+	att := &changes.Attention{Month: "2026-10"}
+	for i := range flaggedInPage + extra { // the least visited domains, most unusual first
+		att.Domains = append(att.Domains, changes.AttentionDomain{Rank: i + 1, Domain: name(n - 1 - i),
+			Reasons: []changes.AttentionReason{{Severity: "high", Text: "visits fell to 0"}}})
+	}
+	d.Attention = att
+	var buf bytes.Buffer
+	pass, err := newSitePass(d, &buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		if err := pass.add(site{Domain: name(i), TotalVisits: sql.NullFloat64{Float64: float64(n - i), Valid: true}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := pass.finish(); err != nil {
+		t.Fatal(err)
+	}
+	drawn := name(n - flaggedInPage)       // the last one drawn
+	omitted := name(n - flaggedInPage - 1) // the first one not drawn
+	if got := panelDomains(d); len(got) != flaggedInPage || got[len(got)-1] != drawn {
+		t.Errorf("%d panels, the last %s; want %d, the last %s", len(got), got[len(got)-1], flaggedInPage, drawn)
+	}
+	page := pageSites(d)
+	if len(page) != allInPage+flaggedInPage {
+		t.Errorf("All domains holds %d rows in the page, want %d", len(page), allInPage+flaggedInPage)
+	}
+	for _, s := range page {
+		if s.Domain == omitted {
+			t.Errorf("All domains holds %s, which the page does not draw", omitted)
+		}
+	}
+	if note := allNote(d, len(page)); !strings.Contains(note, "the first 1,200 domains needs attention names") {
+		t.Errorf("All domains' note %q does not say it holds only the first 1,200 flagged", note)
+	}
+	s := buildAttention(att)
+	if lines := len(s.Lead) + len(s.More); lines != flaggedInPage || s.Omitted != "100" {
+		t.Errorf("needs attention draws %d lines and counts %q more, want %d and 100", lines, s.Omitted, flaggedInPage)
+	}
+	rows, err := csv.NewReader(strings.NewReader(strings.TrimPrefix(buf.String(), "\ufeff"))).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := rows[n-flaggedInPage][len(rows[0])-1]; got != fmt.Sprint(flaggedInPage+1) {
+		t.Errorf("the CSV's needs-attention place of %s (not drawn) is %q, want %d", omitted, got, flaggedInPage+1)
+	}
+}

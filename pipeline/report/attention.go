@@ -19,6 +19,7 @@ const attentionOpen = 10
 type attentionSection struct {
 	Title, Rule, Query string
 	Lead, More         []attentionRow
+	Omitted            string // how many more the list names than the page draws (flaggedInPage), "" for none
 }
 
 type attentionRow struct {
@@ -69,7 +70,10 @@ func attentionOf(d *data) *attentionSection {
 
 func buildAttention(a *changes.Attention) *attentionSection {
 	s := &attentionSection{Title: a.Title(), Rule: a.Rule(), Query: a.Query()}
-	for i, d := range a.Domains {
+	if n := len(a.Domains) - flaggedInPage; n > 0 {
+		s.Omitted = count(n)
+	}
+	for i, d := range a.Domains[:min(len(a.Domains), flaggedInPage)] {
 		row := attentionRow{Rank: d.Rank, Domain: d.Domain, Severity: d.Reasons[0].Severity}
 		for _, r := range d.Reasons {
 			row.Reasons = append(row.Reasons, r.Text)

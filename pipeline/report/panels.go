@@ -41,9 +41,9 @@ const maxPanelChannels = 5
 // the largest falls it does not name, in theirs.
 func panelDomains(d *data) []string {
 	out := flaggedDomains(d)
-	flagged := attentionRanks(d)
+	flagged := drawnFlagged(d)
 	for _, f := range d.Falls {
-		if flagged[f.Domain] == 0 {
+		if !flagged[f.Domain] {
 			out = append(out, f.Domain)
 		}
 	}
@@ -56,9 +56,9 @@ func buildPanels(d *data) []panel {
 		bySite[d.Sites[i].Domain] = &d.Sites[i]
 	}
 	var out []panel
-	flagged := attentionRanks(d)
+	flagged := drawnFlagged(d)
 	if d.Attention != nil {
-		for _, a := range d.Attention.Domains {
+		for _, a := range d.Attention.Domains[:min(len(d.Attention.Domains), flaggedInPage)] {
 			p := newPanel(d, a.Domain, bySite[a.Domain])
 			p.Back, p.BackTitle = "attention", "Needs attention"
 			for _, r := range a.Reasons {
@@ -71,7 +71,7 @@ func buildPanels(d *data) []panel {
 		}
 	}
 	for _, f := range d.Falls {
-		if flagged[f.Domain] == 0 {
+		if !flagged[f.Domain] {
 			p := newPanel(d, f.Domain, bySite[f.Domain])
 			p.Back, p.BackTitle, p.Reasons = "falls", "Largest falls", []string{fallReason(f)}
 			out = append(out, p)

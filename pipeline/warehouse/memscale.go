@@ -11,6 +11,26 @@ import (
 // measured at: 100,000 domains (issue 44).
 const limitsMeasuredAt = 100_000
 
+// scaleReadLimit grows a reader's memory_limit (Options.MemoryLimit: 384 MB, or a command's
+// own) with the largest month above 100,000 domains, as listsLimit grows the writer's: the
+// readers' limits were measured at 100,000 domains, and at 1,000,000 `discover` (300 MB) ran
+// out of memory. A file it cannot count (no sites table) or set keeps the limit it opened with.
+func (w *Warehouse) scaleReadLimit(ctx context.Context) {
+	domains, err := w.largestMonth(ctx)
+	if err != nil {
+		return
+	}
+	limit := scaleLimit(w.opts.MemoryLimit, domains)
+	if limit == w.opts.MemoryLimit {
+		return
+	}
+	if _, err := w.load.ExecContext(ctx, `SET memory_limit = `+sqlString(limit)); err != nil {
+		w.log.Warn("grow the reader's memory limit with the watchlist; it stays "+w.opts.MemoryLimit, "limit", limit, "err", err)
+		return
+	}
+	w.opts.MemoryLimit = limit
+}
+
 // listsLimit is limit (AttentionMemoryLimit or CandidatesMemoryLimit) grown in proportion to the
 // largest month's domains above limitsMeasuredAt. The stored lists take medians over every
 // domain's moves of the month, a holistic aggregate DuckDB 1.1 holds in memory and does not
@@ -18,13 +38,19 @@ const limitsMeasuredAt = 100_000
 // then computed the list itself. Below 100,000 domains the limit is unchanged; a failed count
 // leaves it unchanged too (the refresh then fails as before, and says so).
 func (w *Warehouse) listsLimit(ctx context.Context, limit string) string {
-	var domains int64
-	err := w.db.QueryRowContext(ctx, `SELECT coalesce(max(n), 0) FROM (SELECT count(*) AS n FROM sites GROUP BY snapshot_month)`).Scan(&domains)
+	domains, err := w.largestMonth(ctx)
 	if err != nil {
 		w.log.Warn("count the domains the stored lists read; their memory limit stays "+limit, "err", err)
 		return limit
 	}
 	return scaleLimit(limit, domains)
+}
+
+// largestMonth is how many domains the largest month of sites holds.
+func (w *Warehouse) largestMonth(ctx context.Context) (int64, error) {
+	var domains int64
+	err := w.db.QueryRowContext(ctx, `SELECT coalesce(max(n), 0) FROM (SELECT count(*) AS n FROM sites GROUP BY snapshot_month)`).Scan(&domains)
+	return domains, err
 }
 
 // scaleLimit returns limit ("<n>MB") × domains ÷ limitsMeasuredAt, rounded up to a megabyte,

@@ -267,6 +267,7 @@ func Open(ctx context.Context, opts Options) (*Warehouse, error) {
 		return nil, fmt.Errorf("open warehouse %s: %w", opts.DuckDBPath, err)
 	}
 	if opts.ReadOnly {
+		w.scaleReadLimit(ctx)
 		return w, nil
 	}
 	if opts.ParquetDir != "" {
