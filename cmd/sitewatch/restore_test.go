@@ -313,13 +313,15 @@ func TestKillDuringRestore(t *testing.T) {
 	a := publishedMachine(t, gw, atlastest.Options{}, domains, "")
 	px, held, release := holdBucket(t, gw, http.MethodGet, "/raw_responses/")
 	r := newHarness(t, atlastest.Options{}, domains, "")
-	withPublish(t, r, px, "  lease_ttl: 2s\n") // restore holds the bucket lease like run: the killed one's expires
+	// restore holds the bucket lease like run: the killed one's expires. 6 s, not 2: a 2 s lease
+	// can go unconfirmed for its 1.5 s on a loaded machine and stop restore before the kill.
+	withPublish(t, r, px, "  lease_ttl: 6s\n")
 	killAt(t, r, held, "restore")
 	if _, err := os.Stat(filepath.Join(r.dir, "data", "w.duckdb")); err == nil {
 		t.Fatal("a killed restore left a file at the warehouse path")
 	}
 	release()
-	time.Sleep(2 * time.Second) // the killed restore's lease expires; the rerun then watches it before taking it over
+	time.Sleep(6 * time.Second) // the killed restore's lease expires (its TTL); the rerun then watches it before taking it over
 	if code := r.run("restore"); code != ExitOK {
 		t.Fatalf("restore after the kill: exit %d\n%s%s", code, r.stdout, r.stderr)
 	}

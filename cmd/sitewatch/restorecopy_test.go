@@ -143,14 +143,16 @@ func TestKilledRunResumesOnAnotherMachine(t *testing.T) {
 	a := newHarness(t, atlastest.Options{}, domains, "")
 	var passed atomic.Int32
 	held := holdAPI(t, a, func(*http.Request) bool { return passed.Add(1) > 6 })
-	withPublish(t, a, gw.Endpoint, "  lease_ttl: 2s\n")
+	// 6 s, not 2: at load 25 (two CI runs at once) a 2 s lease went unconfirmed for its 1.5 s
+	// while the run opened its warehouse, and the run stopped before the held request.
+	withPublish(t, a, gw.Endpoint, "  lease_ttl: 6s\n")
 	c, out := startHeld(t, a, held, "run", "--log-level", "debug")
 	waitCommitted(t, a, out, 6)
 	if err := c.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	_ = c.Wait()
-	time.Sleep(2 * time.Second) // the dead run's lease expires
+	time.Sleep(6 * time.Second) // the dead run's lease expires (its TTL)
 	if code := a.run("publish"); code != ExitOK || !strings.Contains(a.stdout.String(), "saved the restore copy of "+testMonth) {
 		t.Fatalf("publish after the kill: exit %d, want %d saving the restore copy\n%s%s", code, ExitOK, a.stdout, a.stderr)
 	}
