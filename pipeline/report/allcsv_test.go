@@ -20,19 +20,7 @@ func TestAllDomainsCutKeepsFlagged(t *testing.T) {
 	name := func(i int) string { return fmt.Sprintf("d%05d.com", i) }
 	last := name(n - 1)
 	d.Attention = &changes.Attention{Domains: []changes.AttentionDomain{{Domain: last}, {Domain: name(0)}}}
-	var buf bytes.Buffer
-	pass, err := newSitePass(d, &buf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range n {
-		if err := pass.add(site{Domain: name(i), TotalVisits: sql.NullFloat64{Float64: float64(n - i), Valid: true}}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := pass.finish(); err != nil {
-		t.Fatal(err)
-	}
+	buf := passSites(t, d, n, name)
 	if len(d.Sites) != allInPage+1 || d.Totals.Loaded != n {
 		t.Errorf("the pass kept %d rows of %d loaded, want the %d the page names of %d", len(d.Sites), d.Totals.Loaded, allInPage+1, n)
 	}
@@ -84,19 +72,7 @@ func TestFlaggedDrawnUpToTheCap(t *testing.T) {
 			Reasons: []changes.AttentionReason{{Severity: "high", Text: "visits fell to 0"}}})
 	}
 	d.Attention = att
-	var buf bytes.Buffer
-	pass, err := newSitePass(d, &buf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range n {
-		if err := pass.add(site{Domain: name(i), TotalVisits: sql.NullFloat64{Float64: float64(n - i), Valid: true}}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := pass.finish(); err != nil {
-		t.Fatal(err)
-	}
+	buf := passSites(t, d, n, name)
 	drawn := name(n - flaggedInPage)       // the last one drawn
 	omitted := name(n - flaggedInPage - 1) // the first one not drawn
 	if got := panelDomains(d); len(got) != flaggedInPage || got[len(got)-1] != drawn {
@@ -125,4 +101,24 @@ func TestFlaggedDrawnUpToTheCap(t *testing.T) {
 	if got := rows[n-flaggedInPage][len(rows[0])-1]; got != fmt.Sprint(flaggedInPage+1) {
 		t.Errorf("the CSV's needs-attention place of %s (not drawn) is %q, want %d", omitted, got, flaggedInPage+1)
 	}
+}
+
+// passSites runs the report's site pass over n domains named name(0…n-1), the first the most
+// visited, and returns the CSV it wrote.
+func passSites(t *testing.T, d *data, n int, name func(int) string) *bytes.Buffer {
+	t.Helper()
+	var buf bytes.Buffer
+	pass, err := newSitePass(d, &buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		if err := pass.add(site{Domain: name(i), TotalVisits: sql.NullFloat64{Float64: float64(n - i), Valid: true}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := pass.finish(); err != nil {
+		t.Fatal(err)
+	}
+	return &buf
 }
