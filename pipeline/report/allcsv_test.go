@@ -94,6 +94,13 @@ func TestFlaggedDrawnUpToTheCap(t *testing.T) {
 	if lines := len(s.Lead) + len(s.More); lines != flaggedInPage || s.Omitted != "100" {
 		t.Errorf("needs attention draws %d lines and counts %q more, want %d and 100", lines, s.Omitted, flaggedInPage)
 	}
+	var html bytes.Buffer
+	if err := writePage(d, &html); err != nil {
+		t.Fatal(err)
+	}
+	if line := `id="attention-omitted">And 100 more domains need attention`; !strings.Contains(html.String(), line) {
+		t.Errorf("the page does not say how many flagged domains it leaves out (%s)", line)
+	}
 	rows, err := csv.NewReader(strings.NewReader(strings.TrimPrefix(buf.String(), "\ufeff"))).ReadAll()
 	if err != nil {
 		t.Fatal(err)

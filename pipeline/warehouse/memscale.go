@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // limitsMeasuredAt is the watchlist size AttentionMemoryLimit and CandidatesMemoryLimit were
@@ -46,11 +47,33 @@ func (w *Warehouse) listsLimit(ctx context.Context, limit string) string {
 	return scaleLimit(limit, domains)
 }
 
-// largestMonth is how many domains the largest month of sites holds.
+// largestMonth is how many domains the largest month of sites holds. The count is kept until
+// this writer's next data commit: a refresh asks for it once per list (three times), and at
+// 1,000,000 domains each count scans both months of sites.
 func (w *Warehouse) largestMonth(ctx context.Context) (int64, error) {
+	w.largest.mu.Lock()
+	defer w.largest.mu.Unlock()
+	writes := w.dataWrites.Load()
+	if w.largest.counted && w.largest.writes == writes {
+		return w.largest.domains, nil
+	}
 	var domains int64
 	err := w.db.QueryRowContext(ctx, `SELECT coalesce(max(n), 0) FROM (SELECT count(*) AS n FROM sites GROUP BY snapshot_month)`).Scan(&domains)
-	return domains, err
+	if err != nil {
+		return 0, err
+	}
+	w.largest.counted, w.largest.writes, w.largest.domains = true, writes, domains
+	w.largest.counts++
+	return domains, nil
+}
+
+// monthCount is largestMonth's count as of a number of data commits.
+type monthCount struct {
+	mu      sync.Mutex
+	counted bool
+	writes  uint64 // dataWrites when counted
+	domains int64
+	counts  int // how many times it counted (for tests)
 }
 
 // scaleLimit returns limit ("<n>MB") × domains ÷ limitsMeasuredAt, rounded up to a megabyte,

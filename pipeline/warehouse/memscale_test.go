@@ -1,6 +1,9 @@
 package warehouse
 
-import "testing"
+import (
+	"context"
+	"testing"
+)
 
 func TestScaleLimit(t *testing.T) {
 	for _, c := range []struct {
@@ -20,5 +23,36 @@ func TestScaleLimit(t *testing.T) {
 		if got := scaleLimit(c.limit, c.domains); got != c.want {
 			t.Errorf("scaleLimit(%q, %d) = %q, want %q", c.limit, c.domains, got, c.want)
 		}
+	}
+}
+
+// TestLargestMonthCountedOncePerWrite: the refresh's three lists share one count of the sites,
+// and a data commit makes the next ask count again.
+func TestLargestMonthCountedOncePerWrite(t *testing.T) {
+	ctx := context.Background()
+	w := testWarehouse(t, "")
+	storeFixtures(t, w, "2026-10")
+	if err := w.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ask := func() int {
+		t.Helper()
+		if got, err := w.largestMonth(ctx); err != nil || got != int64(len(fixtureDomains)) {
+			t.Fatalf("largestMonth = %d, %v; want %d", got, err, len(fixtureDomains))
+		}
+		w.largest.mu.Lock()
+		defer w.largest.mu.Unlock()
+		return w.largest.counts
+	}
+	first := ask()
+	if again := ask() + ask(); again != 2*first {
+		t.Fatalf("two more asks without a write counted again (%d, then %d in all)", first, again/2)
+	}
+	storeFixtures(t, w, "2026-11")
+	if err := w.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if after := ask(); after <= first {
+		t.Fatalf("an ask after a data commit did not count again (%d counts before it, %d after)", first, after)
 	}
 }

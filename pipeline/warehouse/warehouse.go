@@ -151,6 +151,7 @@ type Warehouse struct {
 	bulk         atomic.Bool   // Rebuild runs: its checks and export keep BulkMemoryLimit
 	cachesFresh  atomic.Bool   // cache_state.fresh as this writer last wrote or read it (cachestate.go)
 	dataWrites   atomic.Uint64 // data-changing commits of this writer
+	largest      monthCount    // largestMonth's count, kept until the next data commit (memscale.go)
 	listsCurrent string        // a reader's: the settings its file's lists mark names current (listsmark.go)
 	// a writer's: the file is as the last writer left it with its lists fresh (no other program wrote since)
 	unchangedSinceMark bool
