@@ -23,7 +23,11 @@ import (
 )
 
 // A server that always answers 200 with a broken body: each call refetches once, and the
-// run stops when the waste budget is used up, within the bound MaxCredits reports.
+// run stops when the waste budget is used up, within the bound MaxCredits reports. One call at
+// a time sends exactly the budget's 3 refetches. Four at a time send at most 3: the stop comes
+// when a refetch finds the 3 reserved, and a reserved refetch still waiting for its turn when
+// the stop lands is never sent (its reservation is returned) — how many were sent by then is
+// the scheduler's choice (1 of 3 was seen at load 15), so no lower bound holds there.
 func TestBrokenBodiesRefetchedOnceWithinBudget(t *testing.T) {
 	tests := []struct {
 		name   string
@@ -34,38 +38,46 @@ func TestBrokenBodiesRefetchedOnceWithinBudget(t *testing.T) {
 		{"Reset", atlastest.Faults{Reset: 1}},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			srv := newServer(t, atlastest.Options{Faults: tt.faults})
-			cfg := Config{MaxAttempts: 12, MaxWastedCredits: 3, Concurrency: 4, Clock: newFakeClock()}
-			c := newClient(t, srv, cfg)
-			reqs := domainReqs(20)
-			got, err := run(t, context.Background(), c, reqs, nil)
-			if !errors.Is(err, model.ErrWasteBudget) || !model.IsStop(err) {
-				t.Fatalf("FetchAll = %v, want the model.ErrWasteBudget stop", err)
-			}
-			t.Logf("stop error: %v", err)
-			ss, st := srv.Stats(), c.Stats()
-			// The stop comes when a refetch finds the budget of 3 reserved; a reserved
-			// refetch still waiting for its token when the stop lands is never sent (and
-			// its reservation is returned), so 2 or 3 were sent, never more.
-			if st.Refetches < 2 || st.Refetches > 3 {
-				t.Errorf("Refetches = %d, want 2 or 3 (the budget is 3)", st.Refetches)
-			}
-			var charged int64
-			for _, r := range got {
-				charged += r.Charged
-				if r.Attempts > 2 {
-					t.Errorf("%s: %d attempts: a broken charged body may be refetched once", r.Domain, r.Attempts)
-				}
-			}
-			if int64(ss.Charged) != charged || st.CreditsSpent != charged || st.WastedCredits != charged {
-				t.Errorf("server charged %d, results say %d, CreditsSpent %d, WastedCredits %d: want all equal",
-					ss.Charged, charged, st.CreditsSpent, st.WastedCredits)
-			}
-			if most := MaxCredits(len(reqs), cfg); int(ss.Charged) > most {
-				t.Errorf("charged %d, more than the bound MaxCredits = %d", ss.Charged, most)
-			}
-		})
+		for _, concurrency := range []int{1, 4} {
+			t.Run(fmt.Sprintf("%s/concurrency=%d", tt.name, concurrency), func(t *testing.T) {
+				brokenBodiesWithinBudget(t, tt.faults, concurrency)
+			})
+		}
+	}
+}
+
+// brokenBodiesWithinBudget runs 20 calls, concurrency at a time, against a server whose every
+// answer is broken by faults.
+func brokenBodiesWithinBudget(t *testing.T, faults atlastest.Faults, concurrency int) {
+	srv := newServer(t, atlastest.Options{Faults: faults})
+	cfg := Config{MaxAttempts: 12, MaxWastedCredits: 3, Concurrency: concurrency, Clock: newFakeClock()}
+	c := newClient(t, srv, cfg)
+	reqs := domainReqs(20)
+	got, err := run(t, context.Background(), c, reqs, nil)
+	if !errors.Is(err, model.ErrWasteBudget) || !model.IsStop(err) {
+		t.Fatalf("FetchAll = %v, want the model.ErrWasteBudget stop", err)
+	}
+	t.Logf("stop error: %v", err)
+	ss, st := srv.Stats(), c.Stats()
+	if concurrency == 1 && st.Refetches != 3 {
+		t.Errorf("Refetches = %d one call at a time, want the budget's 3", st.Refetches)
+	}
+	if st.Refetches > 3 {
+		t.Errorf("Refetches = %d, more than the budget of 3", st.Refetches)
+	}
+	var charged int64
+	for _, r := range got {
+		charged += r.Charged
+		if r.Attempts > 2 {
+			t.Errorf("%s: %d attempts: a broken charged body may be refetched once", r.Domain, r.Attempts)
+		}
+	}
+	if int64(ss.Charged) != charged || st.CreditsSpent != charged || st.WastedCredits != charged {
+		t.Errorf("server charged %d, results say %d, CreditsSpent %d, WastedCredits %d: want all equal",
+			ss.Charged, charged, st.CreditsSpent, st.WastedCredits)
+	}
+	if most := MaxCredits(len(reqs), cfg); int(ss.Charged) > most {
+		t.Errorf("charged %d, more than the bound MaxCredits = %d", ss.Charged, most)
 	}
 }
 
