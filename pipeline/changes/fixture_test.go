@@ -153,11 +153,16 @@ func day(s string) time.Time {
 	return d
 }
 
+// querier is a *sql.DB or one of its connections (*sql.Conn: temporary tables).
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
 // rows returns every row of q as " | "-joined strings (NULL for nulls, floats with up to 6
 // decimals, dates as YYYY-MM-DD).
-func rows(t *testing.T, db *sql.DB, q string, args ...any) []string {
+func rows(t *testing.T, db querier, q string, args ...any) []string {
 	t.Helper()
-	r, err := db.Query(q, args...)
+	r, err := db.QueryContext(context.Background(), q, args...)
 	if err != nil {
 		t.Fatalf("%s: %v", q, err)
 	}
