@@ -25,7 +25,7 @@ const (
 // sort keys and is reported on its own (`first-sort-ms`); the budget holds every sort.
 func BenchmarkReport5000(b *testing.B) {
 	chromiumPath(b)
-	db := simWarehouse(b, simWatchlist(5000))
+	db := simWarehouse(b, 5000)
 	b.ResetTimer()
 	for range b.N {
 		var writes, loads, firsts, sorts []time.Duration
@@ -67,7 +67,7 @@ func BenchmarkReport5000(b *testing.B) {
 // loadEvent opens html with the budget probe at width and returns when its load event fired.
 func loadEvent(tb testing.TB, html string, width int) time.Duration {
 	tb.Helper()
-	_, m := runBudgetProbe(tb, html, width)
+	_, m := runBudgetProbe(tb, html, width, "")
 	ms, _ := strconv.Atoi(m[4])
 	return time.Duration(ms) * time.Millisecond
 }

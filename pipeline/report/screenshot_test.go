@@ -30,7 +30,7 @@ func TestFirstScreenScreenshots(t *testing.T) {
 	if dir == "" {
 		t.Skip("set SITEWATCH_SCREENSHOTS to the directory to write report-1400.png, report-390.png and report-panel-*.png into (docs/img)")
 	}
-	db := simWarehouse(t, simWatchlist(28))
+	db := simWarehouse(t, 28)
 	var buf bytes.Buffer
 	if err := Write(context.Background(), db, simMonths[1], &buf); err != nil {
 		t.Fatal(err)

@@ -4,7 +4,10 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"os"
 	"path/filepath"
+	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -30,20 +33,64 @@ func simWatchlist(n int) []string {
 // second with the first.
 var simMonths = []string{"2026-10", "2026-11"}
 
-// simWarehouse builds a real DuckDB warehouse holding simMonths for domains, straight from the
-// simulator's bodies through warehouse.Store (the pipeline's own loading path, without HTTP,
-// rate limits or credits, which the layout does not depend on), each month with a complete
-// run. It returns the warehouse's database.
-func simWarehouse(t testing.TB, domains []string) *sql.DB {
+// simWarehouse returns a real DuckDB warehouse holding simMonths for simWatchlist(n), built
+// once per size for the life of the test binary (sharedWarehouses): the layout budgets and the
+// needs-attention test both render the 28-, 300- and 5,000-domain reports, and loading 5,000
+// domains' two months costs more CPU than laying their page out. Callers only read it: nothing
+// in this package writes to a warehouse (the report only selects), so sharing changes no result.
+func simWarehouse(tb testing.TB, n int) *sql.DB {
+	tb.Helper()
+	sharedWarehouses.Lock()
+	defer sharedWarehouses.Unlock()
+	if db, ok := sharedWarehouses.byN[n]; ok {
+		return db
+	}
+	if sharedWarehouses.dir == "" {
+		dir, err := os.MkdirTemp("", "report-sim-")
+		if err != nil {
+			tb.Fatal(err)
+		}
+		sharedWarehouses.dir = dir
+	}
+	w := buildSimWarehouse(tb, filepath.Join(sharedWarehouses.dir, strconv.Itoa(n)), simWatchlist(n))
+	if sharedWarehouses.byN == nil {
+		sharedWarehouses.byN = map[int]*sql.DB{}
+	}
+	sharedWarehouses.byN[n] = w.DB()
+	sharedWarehouses.open = append(sharedWarehouses.open, w)
+	return w.DB()
+}
+
+// sharedWarehouses are simWarehouse's warehouses by size, closed and removed by TestMain.
+var sharedWarehouses struct {
+	sync.Mutex
+	dir  string
+	byN  map[int]*sql.DB
+	open []*warehouse.Warehouse
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	for _, w := range sharedWarehouses.open {
+		_ = w.Close()
+	}
+	if sharedWarehouses.dir != "" {
+		_ = os.RemoveAll(sharedWarehouses.dir)
+	}
+	os.Exit(code)
+}
+
+// buildSimWarehouse builds the warehouse in dir, straight from the simulator's bodies through
+// warehouse.Store (the pipeline's own loading path, without HTTP, rate limits or credits, which
+// the layout does not depend on), each month with a complete run.
+func buildSimWarehouse(t testing.TB, dir string, domains []string) *warehouse.Warehouse {
 	t.Helper()
 	ctx := context.Background()
-	dir := t.TempDir()
 	w, err := warehouse.Open(ctx, warehouse.Options{DuckDBPath: filepath.Join(dir, "sitewatch.duckdb"), ParquetDir: filepath.Join(dir, "parquet"),
 		BatchAnswers: 1 << 14, BatchWindow: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { w.Close() })
 	for i, month := range simMonths {
 		g := atlastest.NewGenerator(1, month)
 		fetched, _ := time.Parse("2006-01", month)
@@ -78,5 +125,5 @@ func simWarehouse(t testing.TB, domains []string) *sql.DB {
 			t.Fatal(err)
 		}
 	}
-	return w.DB()
+	return w
 }
