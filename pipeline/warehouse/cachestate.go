@@ -13,8 +13,10 @@ import (
 // completes with no data written meanwhile sets it. Reads never trust it: they check the
 // stored rows against their sources' counts and checksums either way.
 
-// cacheWriteKey marks the context of a refresh's own transactions: they change only the stored
-// lists, not the data those are computed from.
+// cacheWriteKey marks the context of a transaction that changes none of the data the stored
+// lists are computed from: a refresh's own (it changes only the stored lists) and an export's
+// (it reads the tables and writes files). A flush of buffered answers inside either is data
+// (asDataWrite).
 type cacheWriteKey struct{}
 
 func asCacheWrite(ctx context.Context) context.Context {

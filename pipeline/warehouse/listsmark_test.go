@@ -6,6 +6,10 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
+
+	"sitewatch/pipeline/model"
+	"sitewatch/schema"
 )
 
 // TestListsMarkFollowsEveryWrite: a reader trusts the stored lists without their checksums only
@@ -99,4 +103,71 @@ func TestListsMarkFollowsEveryWrite(t *testing.T) {
 	}
 	closeW(w)
 	current("after a writer that wrote and did not refresh", false)
+}
+
+// TestRunLeavesItsListsFresh: a run ends with FinishRun, which refreshes the stored lists, then
+// exports its run-health tables (ExportRunHealth) and closes. The export only reads the tables,
+// so the lists stay fresh: the run's Close leaves the mark readers trust, and the next writer's
+// open finds nothing to compute. (Counted as a data write, the export left every run's lists
+// marked behind.) A run that stores an answer after its refresh still marks them behind.
+func TestRunLeavesItsListsFresh(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	opts := Options{DuckDBPath: filepath.Join(dir, "sitewatch.duckdb"), ParquetDir: filepath.Join(dir, "parquet")}
+	w, err := Open(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Date(2026, 1, 2, 6, 0, 0, 0, time.UTC)
+	run := model.RunRecord{RunID: "run-2026-01", SnapshotMonth: "2026-01", StartedAt: start, Status: "running", DomainsTotal: 4}
+	if err := w.StartRun(ctx, run); err != nil {
+		t.Fatal(err)
+	}
+	storeFixtures(t, w, "2026-01")
+	if err := w.ExportParquet(ctx, "2026-01"); err != nil {
+		t.Fatal(err)
+	}
+	end := start.Add(time.Minute)
+	run.FinishedAt, run.Status, run.DomainsLoaded = &end, "complete", 4
+	if err := w.FinishRun(ctx, run); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.ExportRunHealth(ctx, "2026-01"); err != nil {
+		t.Fatal(err)
+	}
+	if !w.cachesFresh.Load() {
+		t.Error("the run-health export after FinishRun marked the stored lists behind")
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	reader, err := Open(ctx, Options{DuckDBPath: opts.DuckDBPath, ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reader.StoredListsCurrent(0, 0) {
+		t.Error("after a complete run a reader does not find the stored lists current: it checks them row by row")
+	}
+	if err := reader.Close(); err != nil {
+		t.Fatal(err)
+	}
+	w, err = Open(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if !w.cachesFresh.Load() {
+		t.Error("the next writer's open finds the stored lists behind and computes them again")
+	}
+	// A data write after the refresh still counts.
+	if err := w.RecordFetchError(ctx, model.FetchError{RunID: run.RunID, SnapshotMonth: "2026-01", Domain: "late.example",
+		Endpoint: schema.EndpointOverview, HTTPStatus: 400, Code: "INVALID_DOMAIN", Message: "invalid domain", OccurredAt: end}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if w.cachesFresh.Load() {
+		t.Error("a row written after the refresh left the stored lists marked fresh")
+	}
 }

@@ -43,9 +43,14 @@ func (w *Warehouse) ExportRunHealth(ctx context.Context, month string) error {
 // memory limit and without insertion order, so the Parquet writer streams row groups. Kept
 // in order, the ledger of a million-domain month (2,000,001 run_calls rows) did not fit under
 // 128 MB: "Out of Memory Error" (issue 34).
+//
+// The transaction only reads the tables (one snapshot for every file): it is not a data write,
+// so it leaves the stored lists as fresh as they were (cachestate.go). Counted as one, the
+// run-health export that follows FinishRun's refresh left every run's lists marked behind: no
+// mark for the readers after the run, and the next writer's open computed them all again.
 func (w *Warehouse) unorderedExport(ctx context.Context, export func(context.Context) error) error {
 	return w.withAnalysisMemory(ctx, func() error {
-		return w.inTx(ctx, func(ctx context.Context) error {
+		return w.inTx(asCacheWrite(ctx), func(ctx context.Context) error {
 			if err := w.unordered(ctx); err != nil {
 				return err
 			}
