@@ -121,6 +121,41 @@ func TestRunTwoSources(t *testing.T) {
 	}
 }
 
+// A listing whose monthly quota another program used up answers every request 429 with 0
+// remaining, the free probe too. check and run then give it no call and the direct wallet pays
+// for all; before, the probe's 429 read as a rate limit and the run failed ("lower
+// api.rate_limit"), as a rerun did in CI after a kill that came once the quota was spent
+// (TestKillMinus9AcrossSources).
+func TestRunWithTheListingsQuotaUsedUp(t *testing.T) {
+	domains := atlastest.Domains(3) // 7 calls
+	h := sourcesHarness(t, atlastest.Options{}, domains, 2, time.Now().Add(time.Hour))
+	for i := range 2 {
+		req, err := http.NewRequest(http.MethodGet, fmt.Sprintf("%s/site-overview?url=other%d.example", h.srv.URL, i), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("x-marketplace-host", listingHost)
+		req.Header.Set("x-marketplace-key", listingKey)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("another program's call %d on the listing: HTTP %d", i+1, resp.StatusCode)
+		}
+	}
+	if code := h.run("check"); code != ExitOK || !strings.Contains(h.stdout.String(), "direct pays 7") {
+		t.Errorf("check exit %d, or the direct wallet does not pay all 7 calls:\n%s\n%s", code, h.stdout, tail(h.stderr.String(), 2000))
+	}
+	if code := h.run("run"); code != ExitOK {
+		t.Fatalf("run exit %d\n%s\n%s", code, h.stdout, tail(h.stderr.String(), 3000))
+	}
+	if got := paidBySource(t, h.db()); got["marketplace"] != 0 || got["direct"] != 7 {
+		t.Errorf("ledger paid by source = %v, want direct 7 and nothing from the used-up listing", got)
+	}
+}
+
 // Every source empty: the run stops for credits (exit 3) and calls nothing that costs.
 func TestRunSourcesAllExhausted(t *testing.T) {
 	h := sourcesHarness(t, atlastest.Options{Keys: map[string]int64{"canary-key-7f3a9c": 0}}, atlastest.Domains(3), 1, time.Now().Add(time.Hour))

@@ -257,8 +257,7 @@ func (c *Client) answer(ctx, actx context.Context, req model.Request, hreq *http
 	case s >= 300 && s < 400:
 		e.Message = fmt.Sprintf("GET %s was redirected to %q", c.redactedPath(hreq.URL), secret.RedactURL(c.secrets.redact(resp.Header.Get("Location"))))
 		e.Err, out.kind = model.ErrMisconfigured, outcomeFatal
-	case s == http.StatusTooManyRequests && c.cfg.Mode == ModeMarketplace &&
-		strings.TrimSpace(resp.Header.Get("X-Ratelimit-Requests-Remaining")) == "0":
+	case s == http.StatusTooManyRequests && c.quotaExhausted(resp.Header):
 		// The listing's monthly quota is used up: waiting seconds will not help.
 		e.Message = strings.TrimSuffix("marketplace monthly quota exhausted: "+e.Message, ": ")
 		e.Err, out.kind = model.ErrOutOfCredits, outcomeFatal
@@ -278,6 +277,12 @@ func (c *Client) answer(ctx, actx context.Context, req model.Request, hreq *http
 		e.Err, out.kind = model.ErrBadRequest, outcomePermanent
 	}
 	return out
+}
+
+// quotaExhausted tells whether a 429 of the marketplace says its monthly quota is used up
+// (x-ratelimit-requests-remaining: 0), not that a second's rate was exceeded.
+func (c *Client) quotaExhausted(h http.Header) bool {
+	return c.cfg.Mode == ModeMarketplace && strings.TrimSpace(h.Get("X-Ratelimit-Requests-Remaining")) == "0"
 }
 
 // maxErrorBody bounds what is read of an error answer: the API's are a few hundred bytes.

@@ -649,6 +649,24 @@ func TestProbe(t *testing.T) {
 			t.Errorf("the probe was charged")
 		}
 	})
+	// A listing whose monthly quota is used up answers every request 429 with 0 remaining, the
+	// free probe too: out of credits (a run's plan gives the source no call, the next one pays),
+	// not a rate limit that a wait or a lower api.rate_limit would cure.
+	t.Run("MarketplaceQuotaUsedUp", func(t *testing.T) {
+		const host = "atlas.marketplace.example"
+		srv := newServer(t, atlastest.Options{MarketplaceHost: host, MarketplaceKey: canaryMarket, MarketplaceQuota: 2})
+		c := newClient(t, srv, Config{Mode: ModeMarketplace, MarketplaceHost: host, MarketplaceKey: canaryMarket})
+		if _, err := run(t, context.Background(), c, domainReqs(2), nil); err != nil {
+			t.Fatalf("FetchAll of the quota's 2 calls: %v", err)
+		}
+		p, err := c.Probe(context.Background())
+		if !errors.Is(err, model.ErrOutOfCredits) || errors.Is(err, model.ErrRateLimited) || p.QuotaRemaining != 0 || p.Status != http.StatusTooManyRequests {
+			t.Errorf("Probe = %+v, %v: want model.ErrOutOfCredits with 0 quota remaining", p, err)
+		}
+		if err != nil && !strings.Contains(err.Error(), "quota exhausted") {
+			t.Errorf("Probe error %q does not say the quota is used up", err)
+		}
+	})
 	t.Run("Unauthorized", func(t *testing.T) {
 		srv := newServer(t, atlastest.Options{})
 		c := newClient(t, srv, Config{APIKey: canary + "-revoked"})

@@ -28,9 +28,10 @@ type Probe struct {
 // Probe makes the free preflight call: a site overview request without its url parameter.
 // The API checks the key and the wallet first, then answers 400 MISSING_PARAMETER with
 // the usual headers and charges nothing. It returns what the headers say, and an error:
-// model.ErrUnauthorized (401/403), model.ErrOutOfCredits (402, Probe.Balance and model.Error.RemainingBalance
-// set), *UnreachableError (DNS, TCP or TLS failed), model.ErrMisconfigured (an answer other than
-// the expected 400, e.g. 404 from a wrong base URL or mode), model.ErrRateLimited (429) or
+// model.ErrUnauthorized (401/403), model.ErrOutOfCredits (402, Probe.Balance and
+// model.Error.RemainingBalance set; or a marketplace 429 saying the monthly quota is used up),
+// *UnreachableError (DNS, TCP or TLS failed), model.ErrMisconfigured (an answer other than the
+// expected 400, e.g. 404 from a wrong base URL or mode), model.ErrRateLimited (another 429) or
 // model.ErrServer (5xx, no answer in time). Probe ignores the client's stop state and pacing.
 func (c *Client) Probe(ctx context.Context) (Probe, error) {
 	p := Probe{Balance: -1, QuotaLimit: -1, QuotaRemaining: -1}
@@ -71,6 +72,12 @@ func (c *Client) Probe(ctx context.Context) (Probe, error) {
 		if p.Balance < 0 && eb.remainingBalance != nil {
 			p.Balance = int64(*eb.remainingBalance)
 		}
+	case s == http.StatusTooManyRequests && c.quotaExhausted(resp.Header):
+		// The listing answers every request so once its quota is used up, the free probe too:
+		// the source has nothing to pay with (a run's plan gives it no call; check says so),
+		// which no wait and no lower api.rate_limit changes.
+		e.Message = strings.TrimSuffix("marketplace monthly quota exhausted: "+e.Message, ": ")
+		e.Err = model.ErrOutOfCredits
 	case s == http.StatusTooManyRequests:
 		e.RetryAfter, e.Err = c.retryAfter(resp.Header.Get("Retry-After")), model.ErrRateLimited
 	case s >= 500:
