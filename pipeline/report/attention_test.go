@@ -151,8 +151,8 @@ func TestAttentionInChromium(t *testing.T) {
 				if strings.Join(items, "\n") != strings.Join(want, "\n") {
 					t.Errorf("%d px: the section lists %d entries, changes.ReadAttention %d; first %q vs %q", vp.w, len(items), len(want), items[0], want[0])
 				}
-				if fi, err := os.Stat(png); png != "" && (err != nil || fi.Size() == 0) {
-					t.Errorf("no screenshot at %s (%v)", png, err)
+				if png != "" {
+					assertScreenshot(t, png)
 				}
 			}
 		})

@@ -79,20 +79,34 @@ func chromiumPath(t testing.TB) string {
 // returns the DOM after the probe ran.
 func renderedDOM(t testing.TB, html string, width int) string {
 	t.Helper()
-	probed := strings.Replace(html, "</body>", layoutProbe+"</body>", 1)
-	return string(runChromium(t, probed, width, 2000, "--virtual-time-budget=10000", "--dump-dom"))
+	return renderedDOMShot(t, html, width, "")
 }
 
-// renderedDOMShot is renderedDOM in the window of a first-screen screenshot (844 px tall on a
-// phone, 2000 elsewhere), saving that screenshot to png from the same browser.
+// renderedDOMShot is renderedDOM that, with png set, also saves the first screen there from the
+// same browser, in that screenshot's window (844 px tall on a phone, 2000 elsewhere).
 func renderedDOMShot(t testing.TB, html string, width int, png string) string {
 	t.Helper()
-	height := 2000
-	if width < 600 {
-		height = 844
+	height, flags := 2000, []string{"--virtual-time-budget=10000", "--dump-dom"}
+	if png != "" {
+		if width < 600 {
+			height = 844
+		}
+		flags = append(flags, "--screenshot="+png)
 	}
 	probed := strings.Replace(html, "</body>", layoutProbe+"</body>", 1)
-	return string(runChromium(t, probed, width, height, "--virtual-time-budget=10000", "--screenshot="+png, "--dump-dom"))
+	dom := string(runChromium(t, probed, width, height, flags...))
+	if png != "" {
+		assertScreenshot(t, png)
+	}
+	return dom
+}
+
+// assertScreenshot fails the test unless Chromium wrote a non-empty PNG at png.
+func assertScreenshot(t testing.TB, png string) {
+	t.Helper()
+	if fi, err := os.Stat(png); err != nil || fi.Size() == 0 {
+		t.Errorf("no screenshot at %s (%v)", png, err)
+	}
 }
 
 var probeRE = regexp.MustCompile(`(?s)<pre id="layout-probe">texts=(\d+) fonts=(\w+)\n?(.*?)</pre>`)

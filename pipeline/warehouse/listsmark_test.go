@@ -109,7 +109,7 @@ func TestListsMarkFollowsEveryWrite(t *testing.T) {
 // exports its run-health tables (ExportRunHealth) and closes. The export only reads the tables,
 // so the lists stay fresh: the run's Close leaves the mark readers trust, and the next writer's
 // open finds nothing to compute. (Counted as a data write, the export left every run's lists
-// marked behind.) A run that stores an answer after its refresh still marks them behind.
+// marked behind.) A row written after the refresh (here a fetch error) still marks them behind.
 func TestRunLeavesItsListsFresh(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
