@@ -287,11 +287,7 @@ func (w *Warehouse) flushLocked(ctx context.Context) error {
 	w.spareRows = nil
 	w.pmu.Unlock()
 	err := w.txLocked(asDataWrite(context.WithoutCancel(ctx)), func(ctx context.Context) error { return w.writeBatch(ctx, b) })
-	if time.Since(w.lastReleased) >= time.Second {
-		// Between commits, not after each: a release costs up to a few milliseconds.
-		releaseNativeMemory()
-		w.lastReleased = time.Now()
-	}
+	w.releaseNative() // between commits, at most once a second
 	w.pmu.Lock()
 	if w.spareRows == nil {
 		w.spareRows = b.rows // NewRecords reset it; reuse its reserved capacity

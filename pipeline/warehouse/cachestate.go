@@ -82,11 +82,19 @@ func (w *Warehouse) refreshStoredLists(ctx context.Context) {
 	}
 	ctx = asCacheWrite(ctx)
 	before := w.dataWrites.Load()
-	errA := w.RefreshAttention(ctx)
+	// Both lists under one memory_limit window (each asks for the same): every SET
+	// memory_limit hands all freed memory back to the kernel (setMemoryLimit).
+	var errA, errC error
+	if err := w.withMemoryLimit(ctx, w.listsLimit(ctx, AttentionMemoryLimit), func() error {
+		errA = w.RefreshAttention(ctx)
+		errC = w.RefreshChanges(ctx)
+		return nil
+	}); err != nil {
+		errA, errC = err, err
+	}
 	if errA != nil {
 		w.log.Warn("needs attention will be computed at each read", "err", errA)
 	}
-	errC := w.RefreshChanges(ctx)
 	if errC != nil {
 		w.log.Warn("the lists of changes will be computed at each read", "err", errC)
 	}

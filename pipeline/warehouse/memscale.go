@@ -30,6 +30,9 @@ func (w *Warehouse) scaleReadLimit(ctx context.Context) {
 		return
 	}
 	w.opts.MemoryLimit = limit
+	w.mu.Lock()
+	w.memoryLimit = limit
+	w.mu.Unlock()
 }
 
 // listsLimit is limit (AttentionMemoryLimit or CandidatesMemoryLimit) grown in proportion to the

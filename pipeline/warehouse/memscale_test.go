@@ -3,6 +3,7 @@ package warehouse
 import (
 	"context"
 	"testing"
+	"time"
 )
 
 func TestScaleLimit(t *testing.T) {
@@ -54,5 +55,72 @@ func TestLargestMonthCountedOncePerWrite(t *testing.T) {
 	}
 	if after := ask(); after <= first {
 		t.Fatalf("an ask after a data commit did not count again (%d counts before it, %d after)", first, after)
+	}
+}
+
+// TestSetMemoryLimitOnlyWhenItChanges: another limit is set and restored to the one the
+// warehouse opened with; asking for the limit in force then sets nothing (no SET: each one
+// also purges DuckDB's arenas) and leaves it as it was.
+func TestSetMemoryLimitOnlyWhenItChanges(t *testing.T) {
+	w := testWarehouse(t, "")
+	ctx := context.Background()
+	setting := func() string {
+		t.Helper()
+		var v string
+		if err := w.load.QueryRowContext(ctx, `SELECT current_setting('memory_limit')`).Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	opened := setting()
+	restore, err := w.setMemoryLimit(ctx, "300MB")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := setting(); got == opened {
+		t.Errorf("memory_limit still %s after setting 300MB", got)
+	}
+	if w.memoryLimit != "300MB" {
+		t.Errorf("the limit in force is recorded as %q, want 300MB", w.memoryLimit)
+	}
+	restore()
+	if got := setting(); got != opened {
+		t.Errorf("memory_limit %s after the restore, want %s as opened", got, opened)
+	}
+	if w.memoryLimit != w.opts.LoadMemoryLimit {
+		t.Errorf("the limit in force is recorded as %q after the restore, want %q", w.memoryLimit, w.opts.LoadMemoryLimit)
+	}
+	if _, err := w.load.ExecContext(ctx, `SET memory_limit = '200MB'`); err != nil {
+		t.Fatal(err)
+	}
+	changed := setting()
+	restore, err = w.setMemoryLimit(ctx, w.opts.LoadMemoryLimit) // recorded as in force: not set
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := setting(); got != changed {
+		t.Errorf("memory_limit %s, want %s: the limit recorded as in force was set again", got, changed)
+	}
+	restore()
+}
+
+// TestReleaseNativeAtMostOnceASecond: a second release within a second of the first does
+// nothing (each one walks every free page and makes the next query fault them in again).
+func TestReleaseNativeAtMostOnceASecond(t *testing.T) {
+	w := testWarehouse(t, "")
+	w.lastReleased.Store(0)
+	w.releaseNative()
+	first := w.lastReleased.Load()
+	if first == 0 {
+		t.Fatal("the first release was skipped")
+	}
+	w.releaseNative()
+	if got := w.lastReleased.Load(); got != first {
+		t.Error("a second release within a second was not skipped")
+	}
+	w.lastReleased.Store(first - int64(2*time.Second))
+	w.releaseNative()
+	if got := w.lastReleased.Load(); got == first-int64(2*time.Second) {
+		t.Error("a release two seconds after the last was skipped")
 	}
 }

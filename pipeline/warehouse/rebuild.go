@@ -156,9 +156,30 @@ func (w *Warehouse) exportSnapshotTablesAside(ctx context.Context, snapshot stri
 }
 
 // setMemoryLimit sets DuckDB's (global) memory_limit and returns a function restoring the
-// previous value.
+// previous value. A limit equal to the one in force is not set again: each SET memory_limit
+// also purges every jemalloc arena (BufferPool::SetLimit calls Allocator::FlushAll), and the
+// pages the next query needs then fault in again, zeroed (docs/internals.md, "What a release
+// of memory costs").
 func (w *Warehouse) setMemoryLimit(ctx context.Context, limit string) (restore func(), err error) {
-	return w.setSetting(ctx, "memory_limit", limit)
+	w.mu.Lock()
+	current := w.memoryLimit
+	w.mu.Unlock()
+	if limit == current {
+		return func() {}, nil
+	}
+	reset, err := w.setSetting(ctx, "memory_limit", limit)
+	if err != nil {
+		return nil, err
+	}
+	w.mu.Lock()
+	w.memoryLimit = limit
+	w.mu.Unlock()
+	return func() {
+		reset()
+		w.mu.Lock()
+		w.memoryLimit = current
+		w.mu.Unlock()
+	}, nil
 }
 
 // withAnalysisMemory runs fn (quality checks, Parquet export) under the load's memory_limit
@@ -175,7 +196,7 @@ func (w *Warehouse) withAnalysisMemory(ctx context.Context, fn func() error) err
 }
 
 // withMemoryLimit runs fn under DuckDB's memory_limit limit, then restores the writer's limit
-// and hands the memory fn freed back to the kernel.
+// and hands the memory fn freed back to the kernel (releaseNative: at most once a second).
 func (w *Warehouse) withMemoryLimit(ctx context.Context, limit string, fn func() error) error {
 	restore, err := w.setMemoryLimit(ctx, limit)
 	if err != nil {
@@ -183,8 +204,22 @@ func (w *Warehouse) withMemoryLimit(ctx context.Context, limit string, fn func()
 	}
 	err = fn()
 	restore()
-	releaseNativeMemory()
+	w.releaseNative()
 	return err
+}
+
+// releaseNative hands the native memory DuckDB freed back to the kernel (releaseNativeMemory)
+// at most once a second: a release walks every free page of glibc's heap and jemalloc's
+// arenas, and every page it returns faults in again, zeroed, when the next query allocates it.
+// After each operation of a small command that cost more than the operation's queries
+// (docs/internals.md, "What a release of memory costs"); a second bounds it at any size.
+func (w *Warehouse) releaseNative() {
+	now := time.Now().UnixNano()
+	last := w.lastReleased.Load()
+	if now-last < int64(time.Second) || !w.lastReleased.CompareAndSwap(last, now) {
+		return
+	}
+	releaseNativeMemory()
 }
 
 // rebuildCountries reloads countries from the newest stored country-metadata response.

@@ -155,8 +155,9 @@ type Warehouse struct {
 	listsCurrent string        // a reader's: the settings its file's lists mark names current (listsmark.go)
 	// a writer's: the file is as the last writer left it with its lists fresh (no other program wrote since)
 	unchangedSinceMark bool
-	freshFile          fileState // a writer's: the file and WAL right after its last refresh (noteFreshFile; under mu)
-	lastReleased       time.Time // of releaseNativeMemory after a commit (under mu)
+	freshFile          fileState    // a writer's: the file and WAL right after its last refresh (noteFreshFile; under mu)
+	lastReleased       atomic.Int64 // unix nanoseconds of releaseNative's last release
+	memoryLimit        string       // DuckDB's memory_limit as this Warehouse last set it (under mu; setMemoryLimit)
 }
 
 // Open creates parent directories, opens DuckDB (read-write holds the file lock), applies
@@ -209,12 +210,11 @@ func Open(ctx context.Context, opts Options) (*Warehouse, error) {
 	}
 	w.opts = opts
 	params := url.Values{}
-	switch {
-	case !opts.ReadOnly:
-		params.Set("memory_limit", opts.LoadMemoryLimit)
-	default:
-		params.Set("memory_limit", opts.MemoryLimit)
+	w.memoryLimit = opts.MemoryLimit
+	if !opts.ReadOnly {
+		w.memoryLimit = opts.LoadMemoryLimit
 	}
+	params.Set("memory_limit", w.memoryLimit)
 	removeDeadSpillDirs(opts.DuckDBPath, w.log) // a killed run's readers' (every open: the next is often a writer's)
 	if opts.ReadOnly {
 		params.Set("access_mode", "read_only")
