@@ -82,8 +82,8 @@ func (w *Warehouse) refreshStoredLists(ctx context.Context) {
 	}
 	ctx = asCacheWrite(ctx)
 	before := w.dataWrites.Load()
-	// Both lists under one memory_limit window (each asks for the same): every SET
-	// memory_limit hands all freed memory back to the kernel (setMemoryLimit).
+	// Both lists under one memory_limit window (each asks for the same limit, so neither sets
+	// it again): each SET memory_limit purges all of DuckDB's freed memory (setMemoryLimit).
 	var errA, errC error
 	if err := w.withMemoryLimit(ctx, w.listsLimit(ctx, AttentionMemoryLimit), func() error {
 		errA = w.RefreshAttention(ctx)
