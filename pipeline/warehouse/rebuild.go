@@ -162,24 +162,30 @@ func (w *Warehouse) exportSnapshotTablesAside(ctx context.Context, snapshot stri
 // of memory costs").
 func (w *Warehouse) setMemoryLimit(ctx context.Context, limit string) (restore func(), err error) {
 	w.mu.Lock()
-	current := w.memoryLimit
-	w.mu.Unlock()
-	if limit == current {
+	defer w.mu.Unlock()
+	previous := w.memoryLimit
+	if limit == previous {
 		return func() {}, nil
 	}
-	reset, err := w.setSetting(ctx, "memory_limit", limit)
-	if err != nil {
+	if err := w.setMemoryLimitLocked(ctx, limit); err != nil {
 		return nil, err
 	}
-	w.mu.Lock()
-	w.memoryLimit = limit
-	w.mu.Unlock()
 	return func() {
-		reset()
 		w.mu.Lock()
-		w.memoryLimit = current
-		w.mu.Unlock()
+		defer w.mu.Unlock()
+		if err := w.setMemoryLimitLocked(context.Background(), previous); err != nil {
+			w.log.Warn("restore DuckDB's memory_limit", "value", previous, "err", err)
+		}
 	}, nil
+}
+
+// setMemoryLimitLocked sets DuckDB's memory_limit and records it as the one in force (w.mu held).
+func (w *Warehouse) setMemoryLimitLocked(ctx context.Context, limit string) error {
+	if _, err := w.load.ExecContext(ctx, `SET memory_limit = `+sqlString(limit)); err != nil {
+		return fmt.Errorf("set DuckDB setting memory_limit to %s: %w", limit, err)
+	}
+	w.memoryLimit = limit
+	return nil
 }
 
 // withAnalysisMemory runs fn (quality checks, Parquet export) under the load's memory_limit
