@@ -204,6 +204,7 @@ func (w *Warehouse) withAnalysisMemory(ctx context.Context, fn func() error) err
 // withMemoryLimit runs fn under DuckDB's memory_limit limit, then restores the writer's limit
 // and hands the memory fn freed back to the kernel (releaseNative: at most once a second).
 func (w *Warehouse) withMemoryLimit(ctx context.Context, limit string, fn func() error) error {
+	w.fitThreads(ctx)
 	restore, err := w.setMemoryLimit(ctx, limit)
 	if err != nil {
 		return err

@@ -25,12 +25,28 @@ var rebuildThreads = "1"
 var rebuildRecordBuffer = 0
 
 // useRebuildThreads sets DuckDB's threads to rebuildThreads (unless "") and returns a function
-// restoring the previous count.
+// restoring the previous count. Until then fitThreads leaves the count alone.
 func (w *Warehouse) useRebuildThreads(ctx context.Context) (restore func(), err error) {
 	if rebuildThreads == "" {
 		return func() {}, nil
 	}
-	return w.setSetting(ctx, "threads", rebuildThreads)
+	w.pinThreads(1)
+	restoreSetting, err := w.setSetting(ctx, "threads", rebuildThreads)
+	if err != nil {
+		w.pinThreads(-1)
+		return nil, err
+	}
+	return func() {
+		restoreSetting()
+		w.pinThreads(-1)
+	}, nil
+}
+
+// pinThreads adds delta to the rebuilds holding DuckDB's thread count.
+func (w *Warehouse) pinThreads(delta int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.threads.pinned += delta
 }
 
 // setSetting sets one of DuckDB's global settings (memory_limit, threads) and returns a function

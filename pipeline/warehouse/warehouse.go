@@ -158,6 +158,7 @@ type Warehouse struct {
 	freshFile          fileState    // a writer's: the file and WAL right after its last refresh (noteFreshFile; under mu)
 	lastReleased       atomic.Int64 // unix nanoseconds of releaseNative's last release
 	memoryLimit        string       // DuckDB's memory_limit as this Warehouse last set it (under mu; setMemoryLimit)
+	threads            threadFit    // DuckDB's threads as fitThreads last set them (under mu; threads.go)
 }
 
 // Open creates parent directories, opens DuckDB (read-write holds the file lock), applies
@@ -267,6 +268,11 @@ func Open(ctx context.Context, opts Options) (*Warehouse, error) {
 		_ = w.Close() // the open error is the one to report
 		return nil, fmt.Errorf("open warehouse %s: %w", opts.DuckDBPath, err)
 	}
+	if err := w.readDefaultThreads(ctx); err != nil {
+		_ = w.Close() // the open error is the one to report
+		return nil, fmt.Errorf("open warehouse %s: %w", opts.DuckDBPath, err)
+	}
+	w.fitThreads(ctx)
 	if opts.ReadOnly {
 		w.scaleReadLimit(ctx)
 		return w, nil
