@@ -64,14 +64,7 @@ func TestLargestMonthCountedOncePerWrite(t *testing.T) {
 func TestSetMemoryLimitOnlyWhenItChanges(t *testing.T) {
 	w := testWarehouse(t, "")
 	ctx := context.Background()
-	setting := func() string {
-		t.Helper()
-		var v string
-		if err := w.load.QueryRowContext(ctx, `SELECT current_setting('memory_limit')`).Scan(&v); err != nil {
-			t.Fatal(err)
-		}
-		return v
-	}
+	setting := func() string { t.Helper(); return duckdbSetting(t, w, "memory_limit") }
 	opened := setting()
 	restore, err := w.setMemoryLimit(ctx, "300MB")
 	if err != nil {
@@ -102,6 +95,16 @@ func TestSetMemoryLimitOnlyWhenItChanges(t *testing.T) {
 		t.Errorf("memory_limit %s, want %s: the limit recorded as in force was set again", got, changed)
 	}
 	restore()
+}
+
+// duckdbSetting is the value of DuckDB's setting name on w's load connection.
+func duckdbSetting(t *testing.T, w *Warehouse, name string) string {
+	t.Helper()
+	var v string
+	if err := w.load.QueryRowContext(context.Background(), `SELECT current_setting(?)`, name).Scan(&v); err != nil {
+		t.Fatal(err)
+	}
+	return v
 }
 
 // TestReleaseNativeAtMostOnceASecond: a release within a second of the last does nothing

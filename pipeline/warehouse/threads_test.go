@@ -14,11 +14,7 @@ func TestThreadsFollowTheData(t *testing.T) {
 	ctx := context.Background()
 	threads := func() int {
 		t.Helper()
-		var v string
-		if err := w.load.QueryRowContext(ctx, `SELECT current_setting('threads')`).Scan(&v); err != nil {
-			t.Fatal(err)
-		}
-		n, err := strconv.Atoi(v)
+		n, err := strconv.Atoi(duckdbSetting(t, w, "threads"))
 		if err != nil {
 			t.Fatal(err)
 		}
