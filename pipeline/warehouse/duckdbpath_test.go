@@ -206,7 +206,7 @@ func engineFloor(ctx context.Context, w *Warehouse, snapshot string) (time.Durat
 		return 0, err
 	}
 	defer restore()
-	restoreThreads, err := w.setSetting(ctx, "threads", rebuildThreads)
+	restoreThreads, err := w.useRebuildThreads(ctx)
 	if err != nil {
 		return 0, err
 	}

@@ -3,6 +3,7 @@ package warehouse
 import (
 	"context"
 	"fmt"
+	"strconv"
 )
 
 // rebuildThreads is DuckDB's thread count while a rebuild inserts and commits, and (Rebuild)
@@ -25,47 +26,29 @@ var rebuildThreads = "1"
 var rebuildRecordBuffer = 0
 
 // useRebuildThreads sets DuckDB's threads to rebuildThreads (unless "") and returns a function
-// restoring the previous count. Until then fitThreads leaves the count alone.
+// restoring the count it found. Until then fitThreads leaves the count alone. The count lives in
+// one record, w.threads.current, which this and fitThreads both keep true.
 func (w *Warehouse) useRebuildThreads(ctx context.Context) (restore func(), err error) {
 	if rebuildThreads == "" {
 		return func() {}, nil
 	}
-	w.pinThreads(1)
-	restoreSetting, err := w.setSetting(ctx, "threads", rebuildThreads)
-	if err != nil {
-		w.pinThreads(-1)
+	want, err := strconv.Atoi(rebuildThreads)
+	if err != nil || want < 1 {
+		return nil, fmt.Errorf("rebuild threads %q is not a count", rebuildThreads)
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	saved := w.threads.current
+	if err := w.setThreadsLocked(ctx, want); err != nil {
 		return nil, err
 	}
-	return func() {
-		restoreSetting()
-		w.pinThreads(-1)
-	}, nil
-}
-
-// pinThreads adds delta to the rebuilds holding DuckDB's thread count.
-func (w *Warehouse) pinThreads(delta int) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.threads.pinned += delta
-}
-
-// setSetting sets one of DuckDB's global settings (memory_limit, threads) and returns a function
-// restoring the previous value. The caller must not hold mu.
-func (w *Warehouse) setSetting(ctx context.Context, name, value string) (restore func(), err error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	var prev string
-	if err := w.load.QueryRowContext(ctx, `SELECT current_setting(`+sqlString(name)+`)`).Scan(&prev); err != nil {
-		return nil, fmt.Errorf("read DuckDB setting %s: %w", name, err)
-	}
-	if _, err := w.load.ExecContext(ctx, `SET `+name+` = `+sqlString(value)); err != nil {
-		return nil, fmt.Errorf("set DuckDB setting %s to %s: %w", name, value, err)
-	}
+	w.threads.pinned++
 	return func() {
 		w.mu.Lock()
 		defer w.mu.Unlock()
-		if _, err := w.load.ExecContext(context.Background(), `SET `+name+` = `+sqlString(prev)); err != nil {
-			w.log.Warn("restore a DuckDB setting", "setting", name, "value", prev, "err", err)
+		w.threads.pinned--
+		if err := w.setThreadsLocked(context.Background(), saved); err != nil {
+			w.log.Warn("restore DuckDB's threads after a rebuild; they stay as the rebuild set them", "threads", w.threads.current, "want", saved, "err", err)
 		}
 	}, nil
 }

@@ -50,7 +50,10 @@ func TestRebuildOneDuckDBThread(t *testing.T) {
 	if _, err := storeGenerated(ctx, w, snap, 20, ""); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := w.DB().ExecContext(ctx, `SET threads = 3`); err != nil {
+	w.mu.Lock()
+	err := w.setThreadsLocked(ctx, 3)
+	w.mu.Unlock()
+	if err != nil {
 		t.Fatal(err)
 	}
 	threads := func() int {

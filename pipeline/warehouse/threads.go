@@ -11,8 +11,8 @@ import (
 // one task per row group, so below that every pipeline is one task; the goroutine that runs a
 // statement then busy-polls DuckDB's task queue (PendingQueryResult's loop: pthread mutexes,
 // ConcurrentQueue::DequeueFromProducer) while the other thread does the work, a second core
-// spent for nothing. Sixteen end-to-end tests took 51.5 s of CPU on DuckDB's default (two
-// threads here) and 43.7 s on one (medians of 3, alternating; docs/internals.md, "DuckDB's
+// spent for nothing. Sixteen end-to-end tests took 53.5 s of CPU on DuckDB's default (two
+// threads here) and 46.7 s with the count fitted (0.87; medians of 3, alternating; docs/internals.md, "DuckDB's
 // threads follow the data").
 const parallelRows = 2 * 122_880
 
@@ -51,7 +51,7 @@ func (w *Warehouse) fitThreads(ctx context.Context) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	writes := w.dataWrites.Load()
-	if w.threads.pinned > 0 || w.threads.defaults == 0 || (w.threads.fitted && w.threads.writes == writes) {
+	if w.threads.pinned > 0 || (w.threads.fitted && w.threads.writes == writes) {
 		return
 	}
 	var rows int64
@@ -61,15 +61,24 @@ func (w *Warehouse) fitThreads(ctx context.Context) {
 		return
 	}
 	want := threadsFor(rows, w.threads.defaults)
-	if want != w.threads.current {
-		if _, err := w.load.ExecContext(ctx, `SET threads = `+strconv.Itoa(want)); err != nil {
-			w.log.Warn("fit DuckDB's threads to the warehouse's size; they stay as they are", "threads", w.threads.current, "want", want, "err", err)
-			return
-		}
-		w.threads.current = want
-		w.threads.sets++
+	if err := w.setThreadsLocked(ctx, want); err != nil {
+		w.log.Warn("fit DuckDB's threads to the warehouse's size; they stay as they are", "threads", w.threads.current, "want", want, "err", err)
+		return
 	}
 	w.threads.fitted, w.threads.writes = true, writes
+}
+
+// setThreadsLocked sets DuckDB's thread count to n unless it is in force already (w.mu held).
+func (w *Warehouse) setThreadsLocked(ctx context.Context, n int) error {
+	if n == w.threads.current {
+		return nil
+	}
+	if _, err := w.load.ExecContext(ctx, `SET threads = `+strconv.Itoa(n)); err != nil {
+		return fmt.Errorf("set DuckDB's threads to %d: %w", n, err)
+	}
+	w.threads.current = n
+	w.threads.sets++
+	return nil
 }
 
 // threadsFor is the thread count for a largest table of rows: one below parallelRows, else

@@ -42,6 +42,12 @@ func TestThreadsFollowTheData(t *testing.T) {
 	if err := w.inTx(asDataWrite(ctx), grow); err != nil {
 		t.Fatal(err)
 	}
+	if err := w.withMemoryLimit(ctx, w.opts.LoadMemoryLimit, func() error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if got := threads(); got != defaults {
+		t.Fatalf("with %d rows in traffic_history an analysis runs on %d threads, want DuckDB's %d", parallelRows, got, defaults)
+	}
 	pinned, err := w.useRebuildThreads(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -53,11 +59,8 @@ func TestThreadsFollowTheData(t *testing.T) {
 		t.Fatalf("an analysis inside a rebuild set %d threads, want the rebuild's 1", got)
 	}
 	pinned()
-	if err := w.withMemoryLimit(ctx, w.opts.LoadMemoryLimit, func() error { return nil }); err != nil {
-		t.Fatal(err)
-	}
-	if got := threads(); got != defaults {
-		t.Fatalf("with %d rows in traffic_history an analysis runs on %d threads, want DuckDB's %d", parallelRows, got, defaults)
+	if got := threads(); got != defaults || w.threads.current != got {
+		t.Fatalf("after a rebuild DuckDB runs on %d threads and the record says %d, want the %d in force before it", got, w.threads.current, defaults)
 	}
 	sets := w.threads.sets
 	w.fitThreads(ctx)
