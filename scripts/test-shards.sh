@@ -12,7 +12,7 @@
 # the end-to-end tests start is built once for all shards (SITEWATCH_TEST_BINARY). Tests are
 # dealt longest first, each to the shard with the least work so far, by the seconds a measured
 # run took (TEST_SECONDS, default scripts/<package dir name>-test-seconds: "seconds name" lines,
-# written by `make test-seconds`; a test not in it counts as 5 s). Round-robin in file order
+# written by `make test-seconds`, to hundredths; a test not in it counts as 5 s). Round-robin in file order
 # left one of three shards 170 s shorter than the others in CI. Environment: TEST_TIMEOUT
 # (default 40m), TEST_RUN (a -test.run pattern to restrict the tests, default all),
 # TEST_SECONDS_WRITE=1 (run verbose and write the seconds each test took to the seconds file).
@@ -36,19 +36,22 @@ if ((${#tests[@]} == 0)); then
   exit 1
 fi
 
-# Longest first, each to the least-loaded shard (seconds as integers; unknown tests 5 s).
+# Longest first, each to the least-loaded shard, in hundredths of a second (a test the file
+# lacks counts as 5 s). Whole seconds dropped the fractions of the many short tests, so one
+# shard got 71 of 165 tests and finished 180 s after the others.
 seconds_file=${TEST_SECONDS:-$(dirname "$0")/$(basename "$dir")-test-seconds}
-declare -A secs=()
+declare -A cost=()
 if [[ -f $seconds_file ]]; then
-  while read -r t name; do secs[$name]=${t%.*}; done <"$seconds_file"
+  while read -r c name; do cost[$name]=$c; done < <(awk '{ printf "%d %s\n", $1 * 100 + 0.5, $2 }' "$seconds_file")
 fi
-mapfile -t tests < <(for t in "${tests[@]}"; do echo "${secs[$t]:-5} $t"; done | sort -k1,1nr -k2 | cut -d' ' -f2)
+unknown=500
+mapfile -t tests < <(for t in "${tests[@]}"; do echo "${cost[$t]:-$unknown} $t"; done | sort -k1,1nr -k2 | cut -d' ' -f2)
 load=() dealt=()
 for ((s = 0; s < shards; s++)); do load[s]=0 dealt[s]=""; done
 for t in "${tests[@]}"; do
   least=0
   for ((s = 1; s < shards; s++)); do ((load[s] < load[least])) && least=$s; done
-  load[least]=$((load[least] + ${secs[$t]:-5}))
+  load[least]=$((load[least] + ${cost[$t]:-$unknown}))
   dealt[least]+="${dealt[least]:+|}$t"
 done
 
@@ -73,7 +76,7 @@ failed=0
 for entry in "${pids[@]}"; do
   IFS=: read -r pid s n <<<"$entry"
   if wait "$pid"; then
-    echo "ok   $pkg shard $((s + 1))/$shards: $n tests in $(cat "$work/shard$s.secs") s (measured share ${load[s]} s)"
+    echo "ok   $pkg shard $((s + 1))/$shards: $n tests in $(cat "$work/shard$s.secs") s (measured share $((load[s] / 100)) s)"
   else
     failed=1
     echo "FAIL $pkg shard $((s + 1))/$shards ($n tests):"
@@ -81,7 +84,7 @@ for entry in "${pids[@]}"; do
   fi
 done
 if [[ -n ${TEST_SECONDS_WRITE:-} ]] && ((failed == 0)); then
-  cat "$work"/shard*.out | sed -nE 's/^--- (PASS|SKIP): ([^ ]+) \(([0-9]+)(\.[0-9]+)?s\)$/\3 \2/p' | sort -k1,1nr -k2 >"$seconds_file"
+  cat "$work"/shard*.out | sed -nE 's/^--- (PASS|SKIP): ([^ ]+) \(([0-9.]+)s\)$/\3 \2/p' | sort -k1,1gr -k2 >"$seconds_file"
   echo "wrote $(wc -l <"$seconds_file") tests' seconds to $seconds_file"
 fi
 exit $failed
