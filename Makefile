@@ -43,10 +43,12 @@ release:
 # Four shards: the end-to-end tests mostly wait (alone, with four shards: 9.3 min wall for 10.1 min
 # of CPU on 2 cores, shards 435-519 s); three left each shard ~840 s, the longest pass of CI.
 CMD_SHARDS ?= 4
-# The race pass takes two packages at a time in the order given (go test runs its packages in
-# command-line order), so the longest go first and the short ones fill in at the end: in
-# alphabetical order pipeline/changes (516 s beside the shards) and pipeline/warehouse started
-# late and the pass ended 80 s after the shards (run 39).
+# The race pass starts its packages in the order given (go test runs them in command-line
+# order), the longest first: in alphabetical order pipeline/changes (516 s beside the shards)
+# and pipeline/warehouse started late and the pass ended 80 s after the shards (run 39). It
+# takes three at a time (-p 3): with go test's default of one per core, the short packages
+# waited for two slots behind the long ones and then compiled, linked and ran one after another
+# for 110 s after the shards had ended (run 40).
 RACE_FIRST := ./pipeline/changes ./pipeline/publish/iceberg ./pipeline/warehouse ./pipeline/report ./pipeline/publish ./pipeline/discover ./pipeline/atlas ./pipeline/atlas/atlastest ./pipeline/bucketsync ./pipeline/config ./pipeline/lease ./pipeline/fencesim ./pipeline
 NORACE_TESTS := ^(TestGeneratesEverywhere|TestPlausibleOver10000Domains|TestFamousSites|TestRankFollowsVisits|TestGeneratedDomainsDistinctRanks|TestAttentionInChromium|TestLayoutBudgets)$$
 # Before the passes fan out, one go command compiles every package with the race detector:
@@ -78,7 +80,7 @@ test: tools
 	$(GO) build -race $$($(GO) list -f '{{if ne .Name "main"}}{{.ImportPath}}{{end}}' $(PKGS))
 	@test -z "$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))" || { echo "gofmt needed:"; gofmt -l .; exit 1; }
 	@first=$$($(GO) list $(RACE_FIRST)); \
-	  $(GO) test -vet=off -race -timeout $(HANG_GUARD) -skip '$(NORACE_TESTS)' $$first $$($(GO) list $(PKGS) | grep -vx 'sitewatch/cmd/sitewatch' | grep -vxF "$$first") & rest=$$!; \
+	  $(GO) test -vet=off -race -p 3 -timeout $(HANG_GUARD) -skip '$(NORACE_TESTS)' $$first $$($(GO) list $(PKGS) | grep -vx 'sitewatch/cmd/sitewatch' | grep -vxF "$$first") & rest=$$!; \
 	  SITEWATCH_FAULT_SEED=$(FAULT_SEEDS) $(GO) test -vet=off -count=1 -tags faultsoak -timeout $(HANG_GUARD) -run 'TestFaultSchedules|TestAnswerLogBoundsWhatATakeoverRepays' ./cmd/sitewatch/ & soak=$$!; \
 	  { $(GO) test -vet=off -count=1 -timeout $(HANG_GUARD) -run '$(NORACE_TESTS)' ./pipeline/atlas/atlastest/ ./pipeline/report/ && \
 	    $(GO) test -vet=off -count=1 -timeout $(HANG_GUARD) -run 'TestSimulatedSchedules' ./pipeline/fencesim/; } & norace=$$!; \
