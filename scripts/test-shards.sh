@@ -25,9 +25,16 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/test-shards.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
 dir=$($go list -f '{{.Dir}}' "$pkg")
-$go test -c -o "$work/pkg.test" "$@" "$pkg"
+# The two builds run side by side: once the packages they share are compiled, each is mostly a
+# link of DuckDB's static library, one core's work.
+binary=""
 if [[ $dir == */cmd/sitewatch ]]; then
-  (cd "$dir" && $go build -o "$work/sitewatch" .)
+  (cd "$dir" && $go build -o "$work/sitewatch" .) &
+  binary=$!
+fi
+$go test -c -o "$work/pkg.test" "$@" "$pkg"
+if [[ -n $binary ]]; then
+  wait "$binary" || { echo "test-shards: go build of the sitewatch binary in $dir failed" >&2; exit 1; }
   export SITEWATCH_TEST_BINARY=$work/sitewatch
 fi
 mapfile -t tests < <(cd "$dir" && "$work/pkg.test" -test.list "${TEST_RUN:-.}" | grep -E '^(Test|Example)')
