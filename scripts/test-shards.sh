@@ -89,7 +89,7 @@ failed=0
 for entry in "${pids[@]}"; do
   IFS=: read -r pid s n <<<"$entry"
   if wait "$pid"; then
-    echo "ok   $pkg shard $((s + 1))/$shards: $n tests in $(cat "$work/shard$s.secs") s (measured share $((load[s] / 100)) s)"
+    echo "ok   $pkg shard $((s + 1))/$shards: $n tests in $(cat "$work/shard$s.secs") s (dealt $((load[s] / 100)) s: the measured seconds + $((overhead / 100)) s a test)"
   else
     failed=1
     echo "FAIL $pkg shard $((s + 1))/$shards ($n tests):"
