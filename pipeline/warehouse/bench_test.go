@@ -240,7 +240,7 @@ func timeRebuild(b *testing.B, w *Warehouse) (time.Duration, int, RebuildTimes) 
 // against 488928e (issue 34)").
 func timeFastRelease(b *testing.B, w *Warehouse, n int) time.Duration {
 	threads, buffered, minRows := rebuildThreads, rebuildRecordBuffer, arrowViewMinRows
-	rebuildThreads, rebuildRecordBuffer, arrowViewMinRows = "", 1, 1
+	rebuildThreads, rebuildRecordBuffer, arrowViewMinRows = 0, 1, 1
 	defer func() { rebuildThreads, rebuildRecordBuffer, arrowViewMinRows = threads, buffered, minRows }()
 	elapsed, loaded, _ := timeRebuild(b, w)
 	if loaded != n {

@@ -2,8 +2,6 @@ package warehouse
 
 import (
 	"context"
-	"fmt"
-	"strconv"
 )
 
 // rebuildThreads is DuckDB's thread count while a rebuild inserts and commits, and (Rebuild)
@@ -14,10 +12,10 @@ import (
 // statement's rows twice (PhysicalInsert::Combine). On one thread each statement runs in its
 // caller's goroutine while the decoders use the other cores: 30 % less CPU and less wall time
 // (docs/warehouse-internals.md, "The rebuild on one DuckDB thread (issue 29)").
-// "" leaves DuckDB's default (one thread per core), as 488928e and f03e3ef ran. BenchmarkRebuild
-// sets it to "" in alternate runs (withFastReleasePath), to pair this path with 488928e's in the
+// 0 leaves DuckDB's default (one thread per core), as 488928e and f03e3ef ran. BenchmarkRebuild
+// sets it to 0 in alternate runs (withFastReleasePath), to pair this path with 488928e's in the
 // same machine load; nothing else changes it.
-var rebuildThreads = "1"
+var rebuildThreads = 1
 
 // rebuildRecordBuffer is how many decoded pages (one record per table each) wait for the
 // inserter; 0 means one per decoding worker, so a worker that finishes while a page is being
@@ -25,21 +23,17 @@ var rebuildThreads = "1"
 // that in its runs of 488928e's path.
 var rebuildRecordBuffer = 0
 
-// useRebuildThreads sets DuckDB's threads to rebuildThreads (unless "") and returns a function
+// useRebuildThreads sets DuckDB's threads to rebuildThreads (unless 0) and returns a function
 // restoring the count it found. Until then fitThreads leaves the count alone. The count lives in
 // one record, w.threads.current, which this and fitThreads both keep true.
 func (w *Warehouse) useRebuildThreads(ctx context.Context) (restore func(), err error) {
-	if rebuildThreads == "" {
+	if rebuildThreads == 0 {
 		return func() {}, nil
-	}
-	want, err := strconv.Atoi(rebuildThreads)
-	if err != nil || want < 1 {
-		return nil, fmt.Errorf("rebuild threads %q is not a count", rebuildThreads)
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	saved := w.threads.current
-	if err := w.setThreadsLocked(ctx, want); err != nil {
+	if err := w.setThreadsLocked(ctx, rebuildThreads); err != nil {
 		return nil, err
 	}
 	w.threads.pinned++

@@ -12,8 +12,8 @@ import (
 // statement then busy-polls DuckDB's task queue (PendingQueryResult's loop: pthread mutexes,
 // ConcurrentQueue::DequeueFromProducer) while the other thread does the work, a second core
 // spent for nothing. Sixteen end-to-end tests took 53.5 s of CPU on DuckDB's default (two
-// threads here) and 46.7 s with the count fitted (0.87; medians of 3, alternating; docs/internals.md, "DuckDB's
-// threads follow the data").
+// threads here) and 46.7 s with the count fitted (0.87; medians of 3, alternating;
+// docs/internals.md, "DuckDB's threads follow the data").
 const parallelRows = 2 * 122_880
 
 // threadFit is the thread count fitThreads last set and what it was fitted to (under
