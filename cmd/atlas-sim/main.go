@@ -130,7 +130,7 @@ func parseSimFlags(args []string, stdout io.Writer, now time.Time) (simArgs, atl
 	fs.Float64Var(&opts.FailRate, "fail-rate", 0, "fraction of otherwise-good requests answered 500, 502 or 504 (never charged)")
 	fs.StringVar(&opts.Month, "month", "", "the `YYYY-MM` whose snapshot the data describes (default the current UTC month)")
 	fs.DurationVar(&opts.MonthTurnAfter, "month-turn-after", 0, "after `D` (e.g. 30s), serve the next month's data, as the real API does when its month turns (0 = never)")
-	fs.Int64Var(&opts.Seed, "seed", 1, "seed of the synthetic data")
+	fs.Int64Var(&opts.Seed, "seed", 1, "seed of the synthetic data and of the injected failures")
 	fs.StringVar(&opts.MarketplaceHost, "marketplace-host", "", "also serve the marketplace listing to requests with this x-marketplace-host")
 	fs.StringVar(&opts.MarketplaceKey, "marketplace-key", "", "the x-marketplace-key of the listing")
 	fs.BoolVar(&opts.MarketplaceRequireBearer, "marketplace-require-bearer", false, "the listing also requires Authorization: Bearer <API key>")

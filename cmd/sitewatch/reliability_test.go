@@ -1385,40 +1385,94 @@ func TestStoreInvalidUTF8String(t *testing.T) {
 }
 
 // TestDriftFaultNeverRetried: atlastest's Drift fault (well-formed JSON with an array replaced
-// by a string) on a fifth of the answers. A drifted call is a per-domain error charged once:
-// within a run nothing is fetched twice, the intact domains load, and a rerun only retries
-// the drifted calls.
+// by a string) on half the answers. A drifted call is a per-domain error charged once: within
+// a run nothing is fetched twice, the intact domains load, and a rerun pays only for the calls
+// not stored, plus the closing probes of a bracket (pipeline/bracket.go) when its drifted
+// probes leave it only site-similar calls to make: a site-overview of a domain already held,
+// at most closingAttempts (3). The simulator draws its faults from the seed per call, so
+// each seed's schedule replays: seed 2 pays no closing probe, seed 14 does (its rerun's probes
+// drift on every lacking overview but the last).
 func TestDriftFaultNeverRetried(t *testing.T) {
+	for _, tc := range []struct {
+		seed    int64
+		closing bool // the rerun pays a closing probe
+	}{{2, false}, {14, true}} {
+		t.Run(fmt.Sprint("seed_", tc.seed), func(t *testing.T) {
+			t.Parallel()
+			closers := driftRunTwice(t, tc.seed)
+			if (closers > 0) != tc.closing {
+				t.Errorf("seed %d: the rerun paid %d closing probes; this seed's schedule was chosen to pay %s",
+					tc.seed, closers, map[bool]string{true: "some", false: "none"}[tc.closing])
+			}
+		})
+	}
+}
+
+// driftRunTwice runs a month under Drift 0.5 twice with seed and checks both runs; it
+// returns the closing probes the rerun paid (site-overview calls of domains already held).
+func driftRunTwice(t *testing.T, seed int64) (closers int) {
 	domains := atlastest.Domains(12)
-	h := newHarness(t, atlastest.Options{Seed: 2, Faults: atlastest.Faults{Drift: 0.5}}, domains, "")
+	h := newHarness(t, atlastest.Options{Seed: seed, Faults: atlastest.Faults{Drift: 0.5}}, domains, "")
 	code := h.run("run", "--snapshot", testMonth)
 	st := h.srv.Stats()
-	t.Logf("exit %d; %d requests, %d charged, %d drifted", code, st.Requests, st.Charged, st.Broken)
+	t.Logf("seed %d: exit %d; %d requests, %d charged, %d drifted", seed, code, st.Requests, st.Charged, st.Broken)
 	if st.Broken == 0 {
 		t.Fatalf("no answer drifted (%d requests): the test checks nothing without drift", st.Requests)
 	}
 	if code != ExitFailed {
 		t.Errorf("exit %d with drifted domains, want 1\n%s", code, h.stdout)
 	}
-	for f, n := range st.Fetches {
-		if n > 1 {
-			t.Errorf("%s %q charged %d times in one run: a drifted body was retried", f.Endpoint, f.Domain, n)
-		}
-	}
+	assertChargedOnce(t, st.Fetches, nil)
 	if !strings.Contains(h.stdout.String(), "does not match the v2 response schema") {
 		t.Errorf("summary does not explain the drift:\n%s", h.stdout)
 	}
-	var stored int
+	stored := map[atlastest.Fetch]bool{}
 	withDB(t, h, func(db *sql.DB) {
 		assertNoDuplicates(t, db)
-		stored = count(t, db, "SELECT count(*) FROM raw_responses WHERE snapshot_month = ?", testMonth)
+		rows, err := db.Query("SELECT endpoint, coalesce(domain, '') FROM raw_responses WHERE snapshot_month = ?", testMonth)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var f atlastest.Fetch
+			if err := rows.Scan(&f.Endpoint, &f.Domain); err != nil {
+				t.Fatal(err)
+			}
+			stored[f] = true
+		}
 	})
-	before := st.Charged
+	if len(stored) != int(st.Charged)-st.Broken {
+		t.Errorf("%d answers stored, want the %d intact ones of %d charged", len(stored), int(st.Charged)-st.Broken, st.Charged)
+	}
 	h.run("run", "--snapshot", testMonth)
-	if extra, most := h.srv.Stats().Charged-before, int64(2*len(domains)+1-stored); extra > most {
-		t.Errorf("rerun charged %d, more than the %d calls not stored", extra, most)
+	rerun := h.srv.Stats().Fetches
+	assertChargedOnce(t, rerun, st.Fetches)
+	for f, n := range rerun {
+		if n == st.Fetches[f] || !stored[f] {
+			continue // not paid again, or paid for data not held
+		}
+		if f.Endpoint != "site-overview" {
+			t.Errorf("rerun paid %s %q again: its answer was stored", f.Endpoint, f.Domain)
+		}
+		closers++
+	}
+	if closers > 3 {
+		t.Errorf("rerun paid %d site-overview calls of domains already held; a bracket closes with at most 3", closers)
 	}
 	h.assertWarehouseHasNoKey()
+	return closers
+}
+
+// assertChargedOnce fails when a call was charged more than once in the run that took the
+// simulator's counts from before to now (before nil: from nothing).
+func assertChargedOnce(t *testing.T, now, before map[atlastest.Fetch]int) {
+	t.Helper()
+	for f, n := range now {
+		if n-before[f] > 1 {
+			t.Errorf("%s %q charged %d times in one run: a drifted body was retried", f.Endpoint, f.Domain, n-before[f])
+		}
+	}
 }
 
 // copyFile copies an executable from src to dst.

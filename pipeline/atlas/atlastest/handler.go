@@ -56,6 +56,7 @@ type Handler struct {
 	inFlight atomic.Int64 // requests ServeHTTP has not returned from
 
 	mu         sync.Mutex
+	draws      map[string]uint64 // fault draws made per (fault, path, url): faults.go
 	wallets    map[string]*int64
 	windows    map[string]*window
 	quotaUsed  int64
@@ -130,6 +131,7 @@ func NewHandler(opts Options) (*Handler, error) {
 		opts:    opts,
 		month:   newMonthClock(opts.Seed, opts.Month, opts.MonthTurnAfter, time.Now()),
 		done:    make(chan struct{}),
+		draws:   make(map[string]uint64),
 		wallets: make(map[string]*int64),
 		windows: make(map[string]*window),
 		stats:   Stats{ByStatus: map[int]int{}, ByEndpoint: map[string]int{}, Fetches: map[Fetch]int{}},
@@ -353,7 +355,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 
 	// 4. Spurious 429 (fault), before any accounting.
-	if f := h.opts.Faults.RateLimited; f > 0 && rand.Float64() < f {
+	if f := h.opts.Faults.RateLimited; f > 0 && h.draw("429", r).Float64() < f {
 		secs := int((h.opts.Faults.RetryAfter + time.Second - 1) / time.Second)
 		w.Header()["Retry-After"] = []string{strconv.Itoa(max(1, secs))}
 		q.rateLeft, q.limitWrite = 0, true
@@ -399,7 +401,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, q, up.status, up.body)
 		return
 	}
-	h.success(w, q)
+	h.success(w, r, q)
 }
 
 // upstreamAnswer is the upstream service's response before the gateway's accounting.
@@ -429,17 +431,24 @@ func (h *Handler) upstream(r *http.Request, q *request) upstreamAnswer {
 		}
 		q.domain = d
 	}
-	if f := h.opts.FailRate; f > 0 && rand.Float64() < f {
-		switch rand.IntN(3) {
-		case 0:
-			return upstreamAnswer{http.StatusInternalServerError, gatewayError{Error: "Internal Server Error", Message: "An unexpected error occurred while processing the request. Retry later."}}
-		case 1:
-			return upstreamAnswer{http.StatusBadGateway, proxyError{"Bad Gateway", "The upstream service is unreachable. Credits for this request have been refunded."}}
-		default:
-			return upstreamAnswer{http.StatusGatewayTimeout, proxyError{"Gateway Timeout", "The upstream service did not answer in time. Credits for this request have been refunded."}}
+	if f := h.opts.FailRate; f > 0 {
+		if d := h.draw("5xx", r); d.Float64() < f {
+			return failAnswer(d.IntN(3))
 		}
 	}
 	return upstreamAnswer{status: http.StatusOK}
+}
+
+// failAnswer is the injected failure (FailRate) numbered n: 500, 502 or 504.
+func failAnswer(n int) upstreamAnswer {
+	switch n {
+	case 0:
+		return upstreamAnswer{http.StatusInternalServerError, gatewayError{Error: "Internal Server Error", Message: "An unexpected error occurred while processing the request. Retry later."}}
+	case 1:
+		return upstreamAnswer{http.StatusBadGateway, proxyError{"Bad Gateway", "The upstream service is unreachable. Credits for this request have been refunded."}}
+	default:
+		return upstreamAnswer{http.StatusGatewayTimeout, proxyError{"Gateway Timeout", "The upstream service did not answer in time. Credits for this request have been refunded."}}
+	}
 }
 
 // gatewayError is the flat gateway error body {error, message, service} and its variants.
@@ -682,7 +691,7 @@ const htmlErrorPage = `<!DOCTYPE html>
 `
 
 // success writes the 200 body, applying at most one of the 200 faults.
-func (h *Handler) success(w http.ResponseWriter, q *request) {
+func (h *Handler) success(w http.ResponseWriter, r *http.Request, q *request) {
 	var body []byte
 	switch q.endpoint {
 	case EndpointCountries:
@@ -695,7 +704,7 @@ func (h *Handler) success(w http.ResponseWriter, q *request) {
 	f := h.opts.Faults
 	fault := ""
 	if f.Reset+f.Truncated+f.HTML200+f.WrongContentType+f.Drift > 0 {
-		x := rand.Float64()
+		x := h.draw("200", r).Float64()
 		switch {
 		case x < f.Reset:
 			fault = "reset"

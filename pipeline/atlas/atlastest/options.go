@@ -26,7 +26,8 @@ type Options struct {
 	// created: from then on the data is that of the month after Month, as the real API's
 	// data month turns while clients are calling it. SetMonth and TurnMonth turn it at once.
 	MonthTurnAfter time.Duration
-	// Seed seeds the synthetic data; 0 means 1.
+	// Seed seeds the synthetic data and the fault draws (FailRate, Faults: per call, so the
+	// same seed injects the same faults into the same calls in any order); 0 means 1.
 	Seed int64
 	// MarketplaceHost and MarketplaceKey, when both set, also serve the marketplace listing
 	// (paths without the /atlas prefix) to requests carrying these x-marketplace-* headers.

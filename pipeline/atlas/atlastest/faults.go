@@ -1,0 +1,31 @@
+package atlastest
+
+import (
+	"encoding/binary"
+	"hash/fnv"
+	"math/rand/v2"
+	"net/http"
+)
+
+// draw returns the generator of the next fault draw of kind ("429", "5xx", "200") for the
+// request's path and url value: seeded from Options.Seed, the kind, the path, the url value
+// and how many such draws came before. The same seed therefore injects the same faults into
+// the same calls (the nth request for a domain gets the nth draw for that domain) however
+// the client's workers interleave, so a test that fails on a fault replays with its seed.
+// A draw from the process-wide generator could not: which request took which value depended
+// on arrival order, and the seed the test printed replayed nothing.
+func (h *Handler) draw(kind string, r *http.Request) *rand.Rand {
+	key := kind + "\x00" + r.URL.Path + "\x00" + r.URL.Query().Get("url")
+	h.mu.Lock()
+	n := h.draws[key]
+	h.draws[key] = n + 1
+	h.mu.Unlock()
+	f := fnv.New64a()
+	var b [16]byte
+	binary.LittleEndian.PutUint64(b[:8], uint64(h.opts.Seed))
+	binary.LittleEndian.PutUint64(b[8:], n)
+	f.Write(b[:])
+	f.Write([]byte(key))
+	s := f.Sum64()
+	return rand.New(rand.NewPCG(s, s^0x9e3779b97f4a7c15))
+}
