@@ -5,14 +5,10 @@ import (
 	"context"
 	"fmt"
 	"html"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"sitewatch/pipeline/changes"
 	"sitewatch/pipeline/changes/attentiontest"
@@ -105,57 +101,36 @@ func TestAttentionOlderWarehouse(t *testing.T) {
 	}
 }
 
-// TestAttentionInChromium renders the reports of 28, 300 and 5,000 simulated domains in
-// Chromium at 1400 × 900 and 390 × 844 and asserts the section's position (its top on the
-// first screen at 1400 px, within the first two on a phone; the contents folded on the phone
-// only) and contents (the entries of changes.ReadAttention in order).
-func TestAttentionInChromium(t *testing.T) {
-	if testing.Short() {
-		t.Skip("loads 5,000 domains and starts a browser")
+// attentionScreens is where Needs attention must start: within the first screen of a 1400 ×
+// 900 window, within the first two of a 390 × 844 phone.
+var attentionScreens = map[int]struct{ height, screens int }{1400: {900, 1}, 390: {844, 2}}
+
+// checkAttention holds the Needs attention section of an n-domain report, as attentionProbe
+// found it in dom (TestLayoutBudgets's pages of 28, 300 and 5,000 simulated domains), to its
+// place: its top within attentionScreens (measured in checkLayout's window, 2000 px tall at
+// 1400 px: the page has no height-dependent box above the section), the contents folded on
+// the phone only, and its entries those of changes.ReadAttention (want) in order.
+func checkAttention(t *testing.T, dom string, n, width int, want []string) {
+	t.Helper()
+	m := attentionRE.FindStringSubmatch(dom)
+	if m == nil {
+		t.Fatalf("%d px: the attention probe did not run; DOM tail:\n%s", width, tail(dom, 1500))
 	}
-	chromiumPath(t)
-	artifacts := artifactDir(t)
-	for _, n := range []int{28, 300, 5000} {
-		t.Run(strconv.Itoa(n), func(t *testing.T) {
-			db := simWarehouse(t, n)
-			var buf bytes.Buffer
-			if err := Write(context.Background(), db, simMonths[1], &buf); err != nil {
-				t.Fatal(err)
-			}
-			a, err := changes.ReadAttention(context.Background(), db, simMonths[1], changes.AttentionSettings{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			want := sameWordsAll(a.Lines(0))
-			for _, vp := range []struct{ w, h, screens int }{{1400, 900, 1}, {390, 844, 2}} {
-				probed := strings.Replace(buf.String(), "</body>", attentionProbe+"</body>", 1)
-				png := "" // the 28-domain page's first screen is kept as an artifact, taken by the same browser
-				if n == 28 {
-					png = fmt.Sprintf("%s/attention-%dpx.png", artifacts, vp.w)
-				}
-				dom := string(chromiumDOM(t, probed, vp.w, vp.h, png))
-				m := attentionRE.FindStringSubmatch(dom)
-				if m == nil {
-					t.Fatalf("%d px: the attention probe did not run; DOM tail:\n%s", vp.w, tail(dom, 1500))
-				}
-				top, _ := strconv.Atoi(m[1])
-				vh, _ := strconv.Atoi(m[2])
-				t.Logf("%d domains at %d × %d: section top at %d px, contents %s, %d entries", n, vp.w, vp.h, top, m[3], len(a.Domains))
-				if top < 0 || top > vp.screens*vh {
-					t.Errorf("%d px: the section starts at %d px, want within %d screen(s) of %d px", vp.w, top, vp.screens, vh)
-				}
-				if folded := m[3] == "folded"; folded != (vp.w < 600) {
-					t.Errorf("%d px: contents %s; want folded on a phone only", vp.w, m[3])
-				}
-				items := sameWordsAll(strings.Split(strings.TrimSpace(html.UnescapeString(m[4])), "\n"), 0)
-				if strings.Join(items, "\n") != strings.Join(want, "\n") {
-					t.Errorf("%d px: the section lists %d entries, changes.ReadAttention %d; first %q vs %q", vp.w, len(items), len(want), items[0], want[0])
-				}
-				if png != "" {
-					assertScreenshot(t, png)
-				}
-			}
-		})
+	top, _ := strconv.Atoi(m[1])
+	screen, ok := attentionScreens[width]
+	if !ok {
+		t.Fatalf("no screen height for Needs attention at %d px", width)
+	}
+	items := sameWordsAll(strings.Split(strings.TrimSpace(html.UnescapeString(m[4])), "\n"), 0)
+	t.Logf("%d domains at %d px: Needs attention starts at %d px, contents %s, %d entries", n, width, top, m[3], len(want))
+	if top < 0 || top > screen.screens*screen.height {
+		t.Errorf("%d px: Needs attention starts at %d px, want within %d screen(s) of %d px", width, top, screen.screens, screen.height)
+	}
+	if folded := m[3] == "folded"; folded != (width < 600) {
+		t.Errorf("%d px: contents %s; want folded on a phone only", width, m[3])
+	}
+	if strings.Join(items, "\n") != strings.Join(want, "\n") {
+		t.Errorf("%d px: Needs attention lists %d entries, changes.ReadAttention %d:\n%q\nwant\n%q", width, len(items), len(want), items, want)
 	}
 }
 
@@ -166,43 +141,6 @@ func slicesContain(list []string, s string) bool {
 		}
 	}
 	return false
-}
-
-// chromiumDOM is runChromium's --dump-dom with a longer deadline (10 minutes): the 5,000-domain
-// page on a machine shared by many test runs can take longer than 2 minutes to lay out. With
-// png set, the same browser saves the window's first screen there (the probe only reads the
-// page and adds a line at its bottom).
-func chromiumDOM(t *testing.T, page string, width, height int, png string) []byte {
-	t.Helper()
-	chromium := chromiumPath(t)
-	dir := t.TempDir()
-	file := filepath.Join(dir, "report.html")
-	if err := os.WriteFile(file, []byte(page), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if width < minWindow {
-		file = filepath.Join(dir, "frame.html")
-		if err := os.WriteFile(file, []byte(fmt.Sprintf(phoneFrame, width, height)), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-		"--disable-background-networking", "--disable-component-update", "--disable-sync", "--hide-scrollbars",
-		"--user-data-dir="+filepath.Join(dir, "profile"), "--window-size="+strconv.Itoa(max(width, minWindow))+","+strconv.Itoa(height),
-		"--virtual-time-budget=10000", "--dump-dom")
-	if png != "" {
-		cmd.Args = append(cmd.Args, "--screenshot="+png)
-	}
-	cmd.Args = append(cmd.Args, "file://"+file)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("chromium at %d × %d: %v\n%s", width, height, err, tail(stderr.String(), 2000))
-	}
-	return out
 }
 
 // sameWords is a needs-attention line as words: the page joins a figure to its unit with a

@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"sitewatch/pipeline/changes"
 )
 
 // budgetProbe is appended with layoutProbe. After the load event and the embedded font it
@@ -140,8 +142,10 @@ func artifactDir(t *testing.T) string {
 // warehouse, opens it in headless Chromium at 390 px (a phone) and 1400 px, and holds it to
 // the issue's budgets: page height, HTML size (times: BenchmarkReport5000), nothing wider than the
 // screen outside a scrollable wrapper, no clipped cell, no chart text under 10 px, no domain
-// broken across lines; printed to A4, no chart is taller than a page or splittable. It keeps
-// a screenshot per size and width, and the PDF, as artifacts.
+// broken across lines; printed to A4, no chart is taller than a page or splittable. In the
+// same browser it holds the All domains table to its issue (checkTable) and Needs attention to
+// its place and entries (checkAttention). It keeps a screenshot per size and width, and the
+// PDF, as artifacts.
 func TestLayoutBudgets(t *testing.T) {
 	if testing.Short() {
 		t.Skip("loads 5,000 domains and starts a browser")
@@ -171,9 +175,13 @@ func TestLayoutBudgets(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(artifacts, fmt.Sprintf("report-%d-domains.html", n)), buf.Bytes(), 0o644); err != nil {
 				t.Fatal(err)
 			}
+			a, err := changes.ReadAttention(context.Background(), db, simMonths[1], changes.AttentionSettings{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			attention := sameWordsAll(a.Lines(0))
 			for _, width := range []int{390, 1400} {
-				checkLayout(t, html, n, width, b, filepath.Join(artifacts, fmt.Sprintf("report-%d-domains-%dpx.png", n, width)))
-				checkTable(t, html, n, width)
+				checkLayout(t, html, n, width, b, filepath.Join(artifacts, fmt.Sprintf("report-%d-domains-%dpx.png", n, width)), attention)
 			}
 			if n == 300 {
 				checkPrint(t, html, filepath.Join(artifacts, "report-300-domains-a4.pdf"))
@@ -182,15 +190,31 @@ func TestLayoutBudgets(t *testing.T) {
 	}
 }
 
-// checkLayout runs both probes at width and holds the page to b. With png set, the same
-// browser also saves the first screen there (a phone's is 844 px tall): one start of Chromium
-// per width instead of two, as starting, loading and laying out the 5,000-domain page is most
-// of what each costs, and the probes change nothing on the first screen (they add a line at
-// the bottom and lay out the rows below). It returns the width of the widest chart drawn and
-// the probed DOM.
-func checkLayout(t *testing.T, html string, n, width int, b budget, png string) (int, string) {
+// checkLayout runs every probe of the page at width in one browser, in this order: the budget
+// probe, the attention probe (when attention, the entries Needs attention must list, is not
+// nil), the layout probe and the table probe; it holds the page to b and the table to the
+// issue (checkTable), and the attention section to its place (checkAttention). With png set,
+// the same browser also saves the first screen there (a phone's is 844 px tall). One start of
+// Chromium per width and page, not four: starting, loading and laying out the 5,000-domain page
+// is most of what each costs (25 starts took 289 s of CPU in a CI run, run 45), and the probes
+// change nothing on the first screen (they add a line at the bottom and lay out the rows
+// below; the table probe, which sorts and filters, runs last). It returns the width of the
+// widest chart drawn and the probed DOM.
+func checkLayout(t *testing.T, html string, n, width int, b budget, png string, attention []string) (int, string) {
 	t.Helper()
-	dom, m := runBudgetProbe(t, html, width, png)
+	probes := budgetProbe
+	if attention != nil {
+		probes += attentionProbe
+	}
+	dom := renderedDOMShot(t, strings.Replace(html, "</body>", probes+"</body>", 1), width, png, tableProbeLast)
+	m := budgetRE.FindStringSubmatch(dom)
+	if m == nil {
+		t.Fatalf("%d px: the budget probe did not run; DOM tail:\n%s", width, tail(dom, 2000))
+	}
+	checkTable(t, dom, n, width)
+	if attention != nil {
+		checkAttention(t, dom, n, width, attention)
+	}
 	h, _ := strconv.Atoi(m[1])
 	w, _ := strconv.Atoi(m[2])
 	vw, _ := strconv.Atoi(m[3])
