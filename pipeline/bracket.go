@@ -92,19 +92,27 @@ func (r *runState) closeBracket(ctx context.Context, held []model.Result) (bool,
 
 // closingDomains are the domains whose site-overview calls may close the bracket, at most
 // closingAttempts: the bracket's closer when resumeBracket named one (an answer the month
-// lacks), then the domains of the held answers and of the watchlist (any overview of the
-// month names it), read only until enough are found: not a copy of a million domains. The
-// domain whose opening probe answered is skipped: its overview again would be one call paid
-// twice in a run (the fault soak found an opening and a closing probe of the same domain 250 ms
-// apart); only when no other domain is left does it close its own bracket, rather than losing
-// the held answers. A probe that failed bought nothing: its domain may close (its overview is
-// still lacking).
+// lacks), then the domains whose probe the API answered 5xx (unpaidProbes: their overview is
+// lacking too, so the closing credit buys data, and the failed call cost nothing), then the
+// domains of the held answers and of the watchlist (any overview of the month names it, but
+// theirs are held: a credit for the confirmation alone), read only until enough are found:
+// not a copy of a million domains. A probe that failed otherwise is not preferred (a body the
+// client refused, drift, would come back; a cut call may have been charged), though its
+// domain may still close in watchlist order. The domain whose opening probe answered is
+// skipped: its overview again would be one call paid twice in a run (the fault soak found an
+// opening and a closing probe of the same domain 250 ms apart); only when no other domain is
+// left does it close its own bracket, rather than losing the held answers.
 func (r *runState) closingDomains(held []model.Result) []string {
 	var domains []string
 	if r.closer != "" {
 		domains = append(domains, r.closer)
 	}
 	candidates := func(yield func(string) bool) {
+		for _, d := range r.unpaidProbes {
+			if !yield(d) {
+				return
+			}
+		}
 		for _, res := range held {
 			if !yield(res.Domain) {
 				return

@@ -57,6 +57,37 @@ func TestBracket(t *testing.T) {
 			wantLoaded(t, c, jun, "a.com", "b.com", "c.com")
 		},
 	}, {
+		// b.com's probe answered 500 (never charged), so its overview is still lacking: it
+		// closes the bracket and completes the month, where a held domain's overview (a.com's)
+		// would have bought nothing and left b.com for the next run.
+		name: "UnpaidProbeClosesTheBracket",
+		setup: func(c *core) {
+			c.store.Hold(jun, hoursAgo(48), "a.com")
+			c.store.HoldBody(jun, "b.com", schema.EndpointSimilar, hoursAgo(48))
+			c.api.Script(schema.EndpointOverview, "b.com", fetchtest.Answer{Status: 500})
+		},
+		wantStatus: StatusComplete,
+		wantCalls:  []string{"o:b.com", "o:c.com", "s:c.com", "o:b.com"},
+		check: func(t *testing.T, c *core, o outcome) {
+			wantLoaded(t, c, jun, "a.com", "b.com", "c.com")
+			wantLedger(t, c, map[string]int64{"stored": 3})
+		},
+	}, {
+		// A drifted body is charged and would come back: b.com is not asked again in the run
+		// (a.com's held overview closes), and the next run fetches it.
+		name: "RefusedProbeIsNotAskedAgain",
+		setup: func(c *core) {
+			c.store.Hold(jun, hoursAgo(48), "a.com")
+			c.store.HoldBody(jun, "b.com", schema.EndpointSimilar, hoursAgo(48))
+			c.api.Script(schema.EndpointOverview, "b.com", fetchtest.Answer{Body: []byte(`{"traffic":{"history":"drifted"}}`)})
+		},
+		wantExit:   1,
+		wantStatus: StatusFailed,
+		wantCalls:  []string{"o:b.com", "o:c.com", "s:c.com", "o:a.com"},
+		check: func(t *testing.T, c *core, o outcome) {
+			wantLoaded(t, c, jun, "a.com", "c.com")
+		},
+	}, {
 		name: "EveryClosingProbeFailingDropsThem",
 		setup: func(c *core) {
 			similarLacking(48)(c)

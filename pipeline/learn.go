@@ -25,6 +25,9 @@ type monthState struct {
 	closer string
 	// answeredProbe is the domain whose probe answered (its overview is paid for in this run).
 	answeredProbe string
+	// unpaidProbes are the domains whose probe the API answered 5xx (never charged): their
+	// overview is still lacking and may close a bracket (closingDomains).
+	unpaidProbes []string
 }
 
 func newMonthState() *monthState {
@@ -76,6 +79,9 @@ func (r *runState) probe(ctx context.Context, candidate string, state *model.Sna
 			rejected = append(rejected, *answer)
 		default:
 			r.handleFailure(ctx, *answer) // a stop's own answer too: its credit is on the ledger
+			if uncharged(answer.Err) {
+				r.unpaidProbes = append(r.unpaidProbes, lacking[i])
+			}
 		}
 		if err != nil {
 			return err
@@ -113,6 +119,14 @@ func (r *runState) probeOne(ctx context.Context, domain string) (*model.Result, 
 		r.answeredProbe = domain
 	}
 	return answer, err
+}
+
+// uncharged says whether err is the API's 5xx for a call: never charged (spec: 500, 502 and
+// 504 refund or charge nothing), so asking again costs nothing unless it answers. A failure
+// without a status (a cut connection, a time-out) may have been charged.
+func uncharged(err error) bool {
+	var ae *model.Error
+	return errors.As(err, &ae) && ae.Status >= 500 && !model.IsStop(err)
 }
 
 // fileRejections records the probe's 400s now that an answer named the month (if none did,
