@@ -73,19 +73,19 @@ func TestBracket(t *testing.T) {
 			wantLedger(t, c, map[string]int64{"stored": 3})
 		},
 	}, {
-		// A drifted body is charged and would come back: b.com is not asked again in the run
-		// (a.com's held overview closes), and the next run fetches it.
+		// A drifted body is charged and would come back: a.com, first in the watchlist, is not
+		// asked again in the run (b.com's held overview closes), and the next run fetches it.
 		name: "RefusedProbeIsNotAskedAgain",
 		setup: func(c *core) {
-			c.store.Hold(jun, hoursAgo(48), "a.com")
-			c.store.HoldBody(jun, "b.com", schema.EndpointSimilar, hoursAgo(48))
-			c.api.Script(schema.EndpointOverview, "b.com", fetchtest.Answer{Body: []byte(`{"traffic":{"history":"drifted"}}`)})
+			c.store.Hold(jun, hoursAgo(48), "b.com")
+			c.store.HoldBody(jun, "a.com", schema.EndpointSimilar, hoursAgo(48))
+			c.api.Script(schema.EndpointOverview, "a.com", fetchtest.Answer{Body: []byte(`{"traffic":{"history":"drifted"}}`)})
 		},
 		wantExit:   1,
 		wantStatus: StatusFailed,
-		wantCalls:  []string{"o:b.com", "o:c.com", "s:c.com", "o:a.com"},
+		wantCalls:  []string{"o:a.com", "o:c.com", "s:c.com", "o:b.com"},
 		check: func(t *testing.T, c *core, o outcome) {
-			wantLoaded(t, c, jun, "a.com", "c.com")
+			wantLoaded(t, c, jun, "b.com", "c.com")
 		},
 	}, {
 		name: "EveryClosingProbeFailingDropsThem",

@@ -63,6 +63,7 @@ func (r *runState) candidateMonth(ctx context.Context) (string, error) {
 // date); otherwise the probe's answer is stored and the run goes on.
 func (r *runState) probe(ctx context.Context, candidate string, state *model.SnapshotState) error {
 	lacking, held := probeOrder(r.wl.Domains, state)
+	needed := len(lacking) // lacking[:needed] are overviews the month lacks; later ones are held
 	if len(lacking) == 0 {
 		if trusted, err := r.trustCandidate(ctx, candidate, state); err != nil || trusted {
 			return err
@@ -79,7 +80,7 @@ func (r *runState) probe(ctx context.Context, candidate string, state *model.Sna
 			rejected = append(rejected, *answer)
 		default:
 			r.handleFailure(ctx, *answer) // a stop's own answer too: its credit is on the ledger
-			if uncharged(answer.Err) {
+			if i < needed && uncharged(answer.Err) {
 				r.unpaidProbes = append(r.unpaidProbes, lacking[i])
 			}
 		}

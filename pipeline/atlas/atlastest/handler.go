@@ -56,7 +56,7 @@ type Handler struct {
 	inFlight atomic.Int64 // requests ServeHTTP has not returned from
 
 	mu         sync.Mutex
-	draws      map[string]uint64 // fault draws made per (fault, path, url): faults.go
+	draws      map[uint64]uint64 // fault draws made per call (a hash of fault, path, url): faults.go
 	wallets    map[string]*int64
 	windows    map[string]*window
 	quotaUsed  int64
@@ -131,7 +131,7 @@ func NewHandler(opts Options) (*Handler, error) {
 		opts:    opts,
 		month:   newMonthClock(opts.Seed, opts.Month, opts.MonthTurnAfter, time.Now()),
 		done:    make(chan struct{}),
-		draws:   make(map[string]uint64),
+		draws:   make(map[uint64]uint64),
 		wallets: make(map[string]*int64),
 		windows: make(map[string]*window),
 		stats:   Stats{ByStatus: map[int]int{}, ByEndpoint: map[string]int{}, Fetches: map[Fetch]int{}},
