@@ -83,21 +83,17 @@ func renderedDOM(t testing.TB, html string, width int) string {
 }
 
 // renderedDOMShot is renderedDOM that, with png set, also saves the first screen there from the
-// same browser, in that screenshot's window (844 px tall on a phone, 2000 elsewhere). The later
-// probes go after the layout probe (tableProbe, which changes the table, runs last of all).
-func renderedDOMShot(t testing.TB, html string, width int, png string, later ...string) string {
+// same browser, in that screenshot's window (844 px tall on a phone, 2000 elsewhere).
+func renderedDOMShot(t testing.TB, html string, width int, png string) string {
 	t.Helper()
 	height, flags := 2000, []string{"--virtual-time-budget=10000", "--dump-dom"}
-	if len(later) > 0 {
-		flags[0] = "--virtual-time-budget=20000" // tableProbe's sorts of 5,000 rows
-	}
 	if png != "" {
 		if width < 600 {
 			height = 844
 		}
 		flags = append(flags, "--screenshot="+png)
 	}
-	probed := strings.Replace(html, "</body>", layoutProbe+strings.Join(later, "")+"</body>", 1)
+	probed := strings.Replace(html, "</body>", layoutProbe+"</body>", 1)
 	dom := string(runChromium(t, probed, width, height, flags...))
 	if png != "" {
 		assertScreenshot(t, png)
@@ -131,7 +127,7 @@ func TestRenderInChromium(t *testing.T) {
 		t.Run(strconv.Itoa(width), func(t *testing.T) {
 			// At 1400 px the charts draw their wide layout (label column, 600 px of bars); at
 			// 390 px the narrow one, none wider than the screen (checkLayout fails on that).
-			// Its browser ran the layout and table probes too: dom is that page's.
+			// Its browser ran the layout probe too: dom is that page's.
 			widest, dom := checkLayout(t, html, 28, width, budget{}, "", nil)
 			if width == 1400 && widest < 800 {
 				t.Errorf("at 1400 px the widest chart is %d px: the wide layouts are not shown", widest)
@@ -152,6 +148,7 @@ func TestRenderInChromium(t *testing.T) {
 			if width >= minWindow { // below, dom is the phone frame's, not the report's
 				assertRenderedContents(t, dom)
 			}
+			checkTable(t, html, 28, width)
 		})
 	}
 }
