@@ -41,7 +41,7 @@ release:
 # -race, 75 s without, at load 20) and the report's Needs attention section over a 5,000-domain
 # warehouse in Chromium (798 s, 99 s; the report's code starts no goroutine, the warehouse's
 # concurrent loading is tested under -race in its own package), now checked in the report's
-# layout budgets (they skip themselves under -race), one Chromium per page and width. They run
+# layout budgets (they skip themselves under -race), in the budget probe's page. They run
 # in a pass without -race.
 # Four shards: the end-to-end tests mostly wait (alone, with four shards: 9.3 min wall for 10.1 min
 # of CPU on 2 cores, shards 435-519 s); three left each shard ~840 s, the longest pass of CI.
