@@ -15,11 +15,8 @@ import (
 // when the table scrolls sideways, ranks sorting best first, every heading a tab stop that
 // Enter sorts, with aria-sort, the visits and category filters, and the CSV a click on
 // the button hands to the Blob it downloads (captured by wrapping Blob, so no file is written).
-const tableProbe = "<script>window.addEventListener('load', tableProbe);" + tableProbeFunc + "</script>"
-
-// tableProbeFunc is the table probe itself (tableProbe).
-const tableProbeFunc = `
-function tableProbe() {
+const tableProbe = `<script>
+window.addEventListener('load', function () {
   var out = [], t = document.getElementById('all'), body = t.tBodies[0], heads = t.tHead.rows[0].cells, times = [];
   function shown() { return Array.prototype.filter.call(body.rows, function (r) { return !r.hidden; }); }
   function key(r, c) { var v = r.cells[c].getAttribute('data-v'); return v === null ? null : +v; }
@@ -84,8 +81,8 @@ function tableProbe() {
     ' category=' + catName.replace(/ /g, '_') + ':' + inCat.length + ' csv=' + lines.length + ' shownAfter=' + shownLimited + ' shownAll=' + shown().length + '\nHEAD ' + (lines[0] || '') + '\n' + out.slice(0, 20).join('\n');
   document.body.appendChild(p);
   if (window.parent !== window) window.parent.postMessage({id: p.id, text: p.textContent}, '*');
-}
-`
+});
+</script>`
 
 var tableRE = regexp.MustCompile(`(?s)<pre id="table-probe">rows=(\d+) sorts=([\d,]+) rowh=(\d+) sticky=(\S+) over1M=(\d+) category=(\S*):(\d+) csv=(\d+) shownAfter=(\d+) shownAll=(\d+)\nHEAD ([^\n]*)\n?(.*?)</pre>`)
 
@@ -96,18 +93,10 @@ type tableResult struct {
 	sticky, category, head, problems                               string
 }
 
-// probeTable runs tableProbe alone on html at width, in a browser of its own (the layout probe
-// lays out every row, after which each sort of 5,000 rows took 2-3 s), and fails on a probe
-// that did not run.
+// probeTable runs tableProbe on html at width and fails the test on anything it reports.
 func probeTable(t testing.TB, html string, width int) tableResult {
 	t.Helper()
 	dom := string(runChromium(t, strings.Replace(html, "</body>", tableProbe+"</body>", 1), width, 2000, "--virtual-time-budget=20000", "--dump-dom"))
-	return tableFrom(t, dom, width)
-}
-
-// tableFrom reads what tableProbe measured from a page's DOM.
-func tableFrom(t testing.TB, dom string, width int) tableResult {
-	t.Helper()
 	m := tableRE.FindStringSubmatch(dom)
 	if m == nil {
 		t.Fatalf("%d px: the table probe did not run; DOM tail:\n%s", width, tail(dom, 1500))
@@ -122,9 +111,9 @@ func tableFrom(t testing.TB, dom string, width int) tableResult {
 }
 
 // checkTable holds the All domains table of an n-domain report at width to the issue: every
-// sort ordered (its time is logged here and held to 300 ms by BenchmarkReport5000), one-line
-// rows, a domain column that stays when the table scrolls sideways (at phone width, where it
-// must scroll), filters that keep only matching rows, and a CSV of exactly the rows shown.
+// sort ordered (its time is logged here and held to 300 ms by BenchmarkReport5000), one-line rows, a domain
+// column that stays when the table scrolls sideways (at phone width, where it must scroll),
+// filters that keep only matching rows, and a CSV of exactly the rows shown.
 func checkTable(t *testing.T, html string, n, width int) {
 	t.Helper()
 	r := probeTable(t, html, width)
