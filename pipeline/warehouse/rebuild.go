@@ -226,7 +226,7 @@ func (w *Warehouse) releaseNative() {
 	if now-last < int64(time.Second) || !w.lastReleased.CompareAndSwap(last, now) {
 		return
 	}
-	releaseNativeMemory()
+	releaseNativeMemory(false)
 }
 
 // rebuildCountries reloads countries from the newest stored country-metadata response.

@@ -399,7 +399,7 @@ func (w *Warehouse) Close() error {
 	if w.db != nil {
 		errs = append(errs, w.db.Close())
 		w.db = nil
-		releaseNativeMemory() // what DuckDB freed; a schedule process idles after this
+		releaseNativeSoon() // what DuckDB freed, for a schedule process that idles after this
 	}
 	if w.spillDir != "" {
 		errs = append(errs, os.RemoveAll(w.spillDir))
