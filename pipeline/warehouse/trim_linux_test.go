@@ -11,27 +11,29 @@ import (
 	"time"
 )
 
-// TestMallocTrimIsPaced checks trim_linux.c's malloc_trim: within the interval after a trim
-// only a forced release (a warehouse's close) goes through to glibc's, and after it the next
-// call does.
-func TestMallocTrimIsPaced(t *testing.T) {
+// TestReleasesArePaced checks trim_linux.c's pacing: within the interval after a release only
+// a forced one goes through (jemalloc purged, glibc trimmed), a warehouse's release included;
+// after the interval the next one does.
+func TestReleasesArePaced(t *testing.T) {
 	defer setTrimInterval(setTrimInterval(time.Hour))
+	w := testWarehouse(t, "")
 	releaseNativeMemory(true) // the interval starts now
-	asked, run := trimCounts()
+	asked, run, purged := releaseCounts()
 
+	w.releaseNative()
 	releaseNativeMemory(false)
-	if a, r := trimCounts(); a != asked+1 || r != run {
-		t.Fatalf("a release within the interval: asked +%d, run +%d; want +1, +0", a-asked, r-run)
+	if a, r, p := releaseCounts(); a != asked+2 || r != run || p != purged {
+		t.Fatalf("two releases within the interval: asked +%d, run +%d, purged +%d; want +2, +0, +0", a-asked, r-run, p-purged)
 	}
 	releaseNativeMemory(true)
-	if _, r := trimCounts(); r != run+1 {
-		t.Fatalf("a forced release ran glibc's malloc_trim %d times; want 1", r-run)
+	if _, r, p := releaseCounts(); r != run+1 || p != purged+1 {
+		t.Fatalf("a forced release: run +%d, purged +%d; want +1, +1", r-run, p-purged)
 	}
 
 	setTrimInterval(0)
-	releaseNativeMemory(false)
-	if _, r := trimCounts(); r != run+2 {
-		t.Fatalf("a release after the interval ran glibc's malloc_trim %d times; want 1", r-run-1)
+	w.releaseNative()
+	if _, r, _ := releaseCounts(); r != run+2 {
+		t.Fatalf("a release after the interval went through %d times; want 1", r-run-1)
 	}
 }
 
@@ -42,13 +44,13 @@ func TestDuckDBTrimsArePaced(t *testing.T) {
 	if os.Getenv("SITEWATCH_TRIM_CHILD") == "1" {
 		setTrimInterval(time.Hour)
 		releaseNativeMemory(true)
-		asked, run := trimCounts()
+		asked, run, _ := releaseCounts()
 		db, err := sql.Open("duckdb", "")
 		if err == nil {
 			err = db.Ping()
 			db.Close()
 		}
-		a, r := trimCounts()
+		a, r, _ := releaseCounts()
 		fmt.Printf("asked %d run %d err %v\n", a-asked, r-run, err)
 		return
 	}
