@@ -42,11 +42,11 @@ func TestArrowViewsFreeWhatDuckDBTook(t *testing.T) {
 		}
 	}
 	store(domains[:40]) // DuckDB's own first allocations (catalog, first segments) are not the leak
-	releaseNativeMemory(true)
+	releaseNativeMemory()
 	glibcBefore, measured := glibcInUse()
 	views, schemas := viewRegistrations.Load(), releasedSchemas.Load()
 	store(domains[40:])
-	releaseNativeMemory(true)
+	releaseNativeMemory()
 	glibcAfter, _ := glibcInUse()
 	views, schemas = viewRegistrations.Load()-views, releasedSchemas.Load()-schemas
 	if views < 1000 {

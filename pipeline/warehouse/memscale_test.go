@@ -3,6 +3,7 @@ package warehouse
 import (
 	"context"
 	"testing"
+	"time"
 )
 
 func TestScaleLimit(t *testing.T) {
@@ -104,4 +105,29 @@ func duckdbSetting(t *testing.T, w *Warehouse, name string) string {
 		t.Fatal(err)
 	}
 	return v
+}
+
+// TestReleaseNativeAtMostOnceASecond: a release within a second of the last does nothing
+// (each one walks every free page and makes the next query fault them in again); one two
+// seconds after it releases. The last release is set, not waited for.
+func TestReleaseNativeAtMostOnceASecond(t *testing.T) {
+	w := testWarehouse(t, "")
+	w.lastReleased.Store(0)
+	w.releaseNative()
+	if w.lastReleased.Load() == 0 {
+		t.Fatal("the first release was skipped")
+	}
+	// Just now, as far as any stall of this goroutine can tell: a minute ahead.
+	recent := time.Now().Add(time.Minute).UnixNano()
+	w.lastReleased.Store(recent)
+	w.releaseNative()
+	if got := w.lastReleased.Load(); got != recent {
+		t.Error("a release within a second of the last was not skipped")
+	}
+	old := time.Now().Add(-2 * time.Second).UnixNano()
+	w.lastReleased.Store(old)
+	w.releaseNative()
+	if got := w.lastReleased.Load(); got == old {
+		t.Error("a release two seconds after the last was skipped")
+	}
 }

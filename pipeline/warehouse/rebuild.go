@@ -215,13 +215,19 @@ func (w *Warehouse) withMemoryLimit(ctx context.Context, limit string, fn func()
 	return err
 }
 
-// releaseNative hands the native memory DuckDB freed back to the kernel (releaseNativeMemory:
-// at most once a second in the process, DuckDB's own trims included): a release walks every
-// free page of glibc's heap and jemalloc's arenas, and every page it returns faults in again,
-// zeroed, when the next query allocates it. After each operation of a small command that cost
-// more than the operation's queries (docs/internals.md, "What a release of memory costs"); a
-// second bounds it at any size.
-func (w *Warehouse) releaseNative() { releaseNativeMemory(false) }
+// releaseNative hands the native memory DuckDB freed back to the kernel (releaseNativeMemory)
+// at most once a second: a release walks every free page of glibc's heap and jemalloc's
+// arenas, and every page it returns faults in again, zeroed, when the next query allocates it.
+// After each operation of a small command that cost more than the operation's queries
+// (docs/internals.md, "What a release of memory costs"); a second bounds it at any size.
+func (w *Warehouse) releaseNative() {
+	now := time.Now().UnixNano()
+	last := w.lastReleased.Load()
+	if now-last < int64(time.Second) || !w.lastReleased.CompareAndSwap(last, now) {
+		return
+	}
+	releaseNativeMemory()
+}
 
 // rebuildCountries reloads countries from the newest stored country-metadata response.
 func (w *Warehouse) rebuildCountries(ctx context.Context) error {

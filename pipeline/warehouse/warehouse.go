@@ -155,9 +155,10 @@ type Warehouse struct {
 	listsCurrent string        // a reader's: the settings its file's lists mark names current (listsmark.go)
 	// a writer's: the file is as the last writer left it with its lists fresh (no other program wrote since)
 	unchangedSinceMark bool
-	freshFile          fileState // a writer's: the file and WAL right after its last refresh (noteFreshFile; under mu)
-	memoryLimit        string    // DuckDB's memory_limit as this Warehouse last set it (under mu; setMemoryLimit)
-	threads            threadFit // DuckDB's threads as fitThreads last set them (under mu; threads.go)
+	freshFile          fileState    // a writer's: the file and WAL right after its last refresh (noteFreshFile; under mu)
+	lastReleased       atomic.Int64 // unix nanoseconds of releaseNative's last release
+	memoryLimit        string       // DuckDB's memory_limit as this Warehouse last set it (under mu; setMemoryLimit)
+	threads            threadFit    // DuckDB's threads as fitThreads last set them (under mu; threads.go)
 }
 
 // Open creates parent directories, opens DuckDB (read-write holds the file lock), applies
@@ -398,7 +399,7 @@ func (w *Warehouse) Close() error {
 	if w.db != nil {
 		errs = append(errs, w.db.Close())
 		w.db = nil
-		releaseNativeSoon() // what DuckDB freed, for a schedule process that idles after this
+		releaseNativeMemory() // what DuckDB freed; a schedule process idles after this
 	}
 	if w.spillDir != "" {
 		errs = append(errs, os.RemoveAll(w.spillDir))
