@@ -55,6 +55,21 @@ FROM read_parquet('@PARQUET_ROOT@/quality_checks/*/*.parquet', hive_partitioning
 -- countries has no partition: one file for the whole table.
 CREATE OR REPLACE VIEW countries AS SELECT * FROM read_parquet('@PARQUET_ROOT@/countries/*.parquet');
 
+-- ---- sql/views/_checksum.sql ----
+-- rows_checksum(row_hash): an order-free checksum of a group's rows, for the sources of the
+-- stored lists (changes_cache_sources, the attention_*_sources): a stored list is read only while
+-- each source's row count and checksum are what they were when it was stored. Called as
+-- rows_checksum(hash(a, b, c)) in place of an aggregate.
+--
+-- Why not bit_xor(hash(a, b, c)): DuckDB's hash() of several values XORs the last value's hash
+-- into the mix of the others, so under bit_xor two rows whose last column moved alike cancel
+-- (two countries of a domain both 0.175 -> 0.475: seed 699888 of TestStaleStoredListsNeverRead),
+-- and so do two equal rows, whatever they hold. Here each row's hash is hashed again (a 64-bit
+-- mix, not linear in XOR) and the terms are added modulo 2^64: a change goes unseen only by a
+-- 64-bit coincidence. NULL over no rows, as bit_xor was.
+CREATE OR REPLACE MACRO rows_checksum(row_hash) AS
+    CAST(sum(hash(row_hash)) % 18446744073709551616 AS UBIGINT);
+
 -- ---- sql/views/_format.sql ----
 -- Number style of the words the views write (reasons), the same rules as pipeline/numfmt
 -- (docs/report.md, "Number style"), so a reason reads like the report and the terminal:
@@ -536,31 +551,31 @@ QUALIFY mover_rank <= per_metric;
 
 -- changes_cache_sources(for_month, against_month): per table the lists of changes read (movers,
 -- competitors, AI platforms, keywords, countries) and each of the two months compared, its row
--- count and an order-free checksum (bit_xor of hash() of the columns read). The cache of the
+-- count and an order-free checksum (rows_checksum of hash() of the columns read). The cache of the
 -- latest month's lists (changes_cached_*, migration 0013) records these when it is computed and
 -- is read only while they are the same now: any insert, delete or update of a row it read makes
 -- the read compute the lists from the views. Months as constants: only their row groups are read.
 CREATE OR REPLACE MACRO changes_cache_sources(for_month, against_month) AS TABLE
 SELECT 'sites' AS source_table, snapshot_month AS source_month, count(*) AS row_count,
-       bit_xor(hash(domain, total_visits, global_rank, ai_total_visits, ai_global_traffic_share)) AS checksum
+       rows_checksum(hash(domain, total_visits, global_rank, ai_total_visits, ai_global_traffic_share)) AS checksum
 FROM sites WHERE snapshot_month IN (for_month, against_month) GROUP BY snapshot_month
 UNION ALL
-SELECT 'sources_share', snapshot_month, count(*), bit_xor(hash(domain, channel, share))
+SELECT 'sources_share', snapshot_month, count(*), rows_checksum(hash(domain, channel, share))
 FROM sources_share WHERE snapshot_month IN (for_month, against_month) GROUP BY snapshot_month
 UNION ALL
-SELECT 'similar_sites', snapshot_month, count(*), bit_xor(hash(domain, similar_domain, position, global_rank, total_visits))
+SELECT 'similar_sites', snapshot_month, count(*), rows_checksum(hash(domain, similar_domain, position, global_rank, total_visits))
 FROM similar_sites WHERE snapshot_month IN (for_month, against_month) GROUP BY snapshot_month
 UNION ALL
-SELECT 'ai_platforms', snapshot_month, count(*), bit_xor(hash(domain, platform, rank, share_pct))
+SELECT 'ai_platforms', snapshot_month, count(*), rows_checksum(hash(domain, platform, rank, share_pct))
 FROM ai_platforms WHERE snapshot_month IN (for_month, against_month) GROUP BY snapshot_month
 UNION ALL
-SELECT 'keywords', snapshot_month, count(*), bit_xor(hash(domain, keyword, position, search_volume, estimated_value_usd))
+SELECT 'keywords', snapshot_month, count(*), rows_checksum(hash(domain, keyword, position, search_volume, estimated_value_usd))
 FROM keywords WHERE snapshot_month IN (for_month, against_month) GROUP BY snapshot_month
 UNION ALL
-SELECT 'geography_share', snapshot_month, count(*), bit_xor(hash(domain, country_code, share))
+SELECT 'geography_share', snapshot_month, count(*), rows_checksum(hash(domain, country_code, share))
 FROM geography_share WHERE snapshot_month IN (for_month, against_month) GROUP BY snapshot_month
 UNION ALL
-SELECT 'countries', '', count(*), coalesce(bit_xor(hash(alpha2, name)), 0) FROM countries;
+SELECT 'countries', '', count(*), coalesce(rows_checksum(hash(alpha2, name)), 0) FROM countries;
 
 -- ---- sql/views/channel_mix.sql ----
 -- channel_mix: each domain's traffic share per channel beside the watchlist's average share
@@ -986,7 +1001,7 @@ WITH snaps AS (
     WHERE only_month IS NULL OR c.snapshot_month = CAST(only_month AS VARCHAR)
 ),
 now AS (
-    SELECT h.snapshot_month AS source_month, count(*) AS row_count, bit_xor(hash(h.domain, h.month, h.visits)) AS checksum
+    SELECT h.snapshot_month AS source_month, count(*) AS row_count, rows_checksum(hash(h.domain, h.month, h.visits)) AS checksum
     FROM traffic_history h
     GROUP BY h.snapshot_month
 )
@@ -1087,13 +1102,13 @@ WITH stat_snaps AS MATERIALIZED (
 ),
 stat_site_now AS (
     SELECT s.snapshot_month AS source_month, count(*) AS row_count,
-           bit_xor(hash(s.domain, s.global_rank, s.ai_total_visits)) AS checksum
+           rows_checksum(hash(s.domain, s.global_rank, s.ai_total_visits)) AS checksum
     FROM sites s SEMI JOIN stat_snaps n ON n.source_month = s.snapshot_month
     GROUP BY s.snapshot_month
 ),
 stat_share_now AS (
     SELECT s.snapshot_month AS source_month, count(*) AS row_count,
-           bit_xor(hash(s.domain, s.channel, s.share)) AS checksum
+           rows_checksum(hash(s.domain, s.channel, s.share)) AS checksum
     FROM sources_share s SEMI JOIN stat_snaps n ON n.source_month = s.snapshot_month
     GROUP BY s.snapshot_month
 )
@@ -1221,24 +1236,24 @@ list_snaps AS MATERIALIZED (
 ),
 list_site_now AS (
     SELECT s.snapshot_month AS source_month, count(*) AS row_count,
-           bit_xor(hash(s.domain, s.total_visits, s.global_rank, s.ai_total_visits)) AS checksum
+           rows_checksum(hash(s.domain, s.total_visits, s.global_rank, s.ai_total_visits)) AS checksum
     FROM sites s SEMI JOIN list_snaps n ON n.source_month = s.snapshot_month
     GROUP BY s.snapshot_month
 ),
 list_share_now AS (
-    SELECT s.snapshot_month AS source_month, count(*) AS row_count, bit_xor(hash(s.domain, s.channel, s.share)) AS checksum
+    SELECT s.snapshot_month AS source_month, count(*) AS row_count, rows_checksum(hash(s.domain, s.channel, s.share)) AS checksum
     FROM sources_share s SEMI JOIN list_snaps n ON n.source_month = s.snapshot_month
     GROUP BY s.snapshot_month
 ),
 list_error_now AS (
     SELECT e.snapshot_month, count(*) AS row_count,
-           bit_xor(hash(e.domain, e.http_status, e.endpoint, e.code, e.occurred_at)) AS checksum
+           rows_checksum(hash(e.domain, e.http_status, e.endpoint, e.code, e.occurred_at)) AS checksum
     FROM fetch_errors e SEMI JOIN list_m USING (snapshot_month)
     GROUP BY e.snapshot_month
 ),
 list_quality_now AS (
     SELECT q.snapshot_month, count(*) AS row_count,
-           bit_xor(hash(q.domain, q.severity, q."check", q.table_name, q.observed, q.expected)) AS checksum
+           rows_checksum(hash(q.domain, q.severity, q."check", q.table_name, q.observed, q.expected)) AS checksum
     FROM quality_checks q SEMI JOIN list_m USING (snapshot_month)
     GROUP BY q.snapshot_month
 ),

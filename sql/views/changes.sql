@@ -399,28 +399,28 @@ QUALIFY mover_rank <= per_metric;
 
 -- changes_cache_sources(for_month, against_month): per table the lists of changes read (movers,
 -- competitors, AI platforms, keywords, countries) and each of the two months compared, its row
--- count and an order-free checksum (bit_xor of hash() of the columns read). The cache of the
+-- count and an order-free checksum (rows_checksum of hash() of the columns read). The cache of the
 -- latest month's lists (changes_cached_*, migration 0013) records these when it is computed and
 -- is read only while they are the same now: any insert, delete or update of a row it read makes
 -- the read compute the lists from the views. Months as constants: only their row groups are read.
 CREATE OR REPLACE MACRO changes_cache_sources(for_month, against_month) AS TABLE
 SELECT 'sites' AS source_table, snapshot_month AS source_month, count(*) AS row_count,
-       bit_xor(hash(domain, total_visits, global_rank, ai_total_visits, ai_global_traffic_share)) AS checksum
+       rows_checksum(hash(domain, total_visits, global_rank, ai_total_visits, ai_global_traffic_share)) AS checksum
 FROM sites WHERE snapshot_month IN (for_month, against_month) GROUP BY snapshot_month
 UNION ALL
-SELECT 'sources_share', snapshot_month, count(*), bit_xor(hash(domain, channel, share))
+SELECT 'sources_share', snapshot_month, count(*), rows_checksum(hash(domain, channel, share))
 FROM sources_share WHERE snapshot_month IN (for_month, against_month) GROUP BY snapshot_month
 UNION ALL
-SELECT 'similar_sites', snapshot_month, count(*), bit_xor(hash(domain, similar_domain, position, global_rank, total_visits))
+SELECT 'similar_sites', snapshot_month, count(*), rows_checksum(hash(domain, similar_domain, position, global_rank, total_visits))
 FROM similar_sites WHERE snapshot_month IN (for_month, against_month) GROUP BY snapshot_month
 UNION ALL
-SELECT 'ai_platforms', snapshot_month, count(*), bit_xor(hash(domain, platform, rank, share_pct))
+SELECT 'ai_platforms', snapshot_month, count(*), rows_checksum(hash(domain, platform, rank, share_pct))
 FROM ai_platforms WHERE snapshot_month IN (for_month, against_month) GROUP BY snapshot_month
 UNION ALL
-SELECT 'keywords', snapshot_month, count(*), bit_xor(hash(domain, keyword, position, search_volume, estimated_value_usd))
+SELECT 'keywords', snapshot_month, count(*), rows_checksum(hash(domain, keyword, position, search_volume, estimated_value_usd))
 FROM keywords WHERE snapshot_month IN (for_month, against_month) GROUP BY snapshot_month
 UNION ALL
-SELECT 'geography_share', snapshot_month, count(*), bit_xor(hash(domain, country_code, share))
+SELECT 'geography_share', snapshot_month, count(*), rows_checksum(hash(domain, country_code, share))
 FROM geography_share WHERE snapshot_month IN (for_month, against_month) GROUP BY snapshot_month
 UNION ALL
-SELECT 'countries', '', count(*), coalesce(bit_xor(hash(alpha2, name)), 0) FROM countries;
+SELECT 'countries', '', count(*), coalesce(rows_checksum(hash(alpha2, name)), 0) FROM countries;

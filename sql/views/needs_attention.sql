@@ -84,7 +84,7 @@ WITH snaps AS (
     WHERE only_month IS NULL OR c.snapshot_month = CAST(only_month AS VARCHAR)
 ),
 now AS (
-    SELECT h.snapshot_month AS source_month, count(*) AS row_count, bit_xor(hash(h.domain, h.month, h.visits)) AS checksum
+    SELECT h.snapshot_month AS source_month, count(*) AS row_count, rows_checksum(hash(h.domain, h.month, h.visits)) AS checksum
     FROM traffic_history h
     GROUP BY h.snapshot_month
 )
@@ -185,13 +185,13 @@ WITH stat_snaps AS MATERIALIZED (
 ),
 stat_site_now AS (
     SELECT s.snapshot_month AS source_month, count(*) AS row_count,
-           bit_xor(hash(s.domain, s.global_rank, s.ai_total_visits)) AS checksum
+           rows_checksum(hash(s.domain, s.global_rank, s.ai_total_visits)) AS checksum
     FROM sites s SEMI JOIN stat_snaps n ON n.source_month = s.snapshot_month
     GROUP BY s.snapshot_month
 ),
 stat_share_now AS (
     SELECT s.snapshot_month AS source_month, count(*) AS row_count,
-           bit_xor(hash(s.domain, s.channel, s.share)) AS checksum
+           rows_checksum(hash(s.domain, s.channel, s.share)) AS checksum
     FROM sources_share s SEMI JOIN stat_snaps n ON n.source_month = s.snapshot_month
     GROUP BY s.snapshot_month
 )
@@ -319,24 +319,24 @@ list_snaps AS MATERIALIZED (
 ),
 list_site_now AS (
     SELECT s.snapshot_month AS source_month, count(*) AS row_count,
-           bit_xor(hash(s.domain, s.total_visits, s.global_rank, s.ai_total_visits)) AS checksum
+           rows_checksum(hash(s.domain, s.total_visits, s.global_rank, s.ai_total_visits)) AS checksum
     FROM sites s SEMI JOIN list_snaps n ON n.source_month = s.snapshot_month
     GROUP BY s.snapshot_month
 ),
 list_share_now AS (
-    SELECT s.snapshot_month AS source_month, count(*) AS row_count, bit_xor(hash(s.domain, s.channel, s.share)) AS checksum
+    SELECT s.snapshot_month AS source_month, count(*) AS row_count, rows_checksum(hash(s.domain, s.channel, s.share)) AS checksum
     FROM sources_share s SEMI JOIN list_snaps n ON n.source_month = s.snapshot_month
     GROUP BY s.snapshot_month
 ),
 list_error_now AS (
     SELECT e.snapshot_month, count(*) AS row_count,
-           bit_xor(hash(e.domain, e.http_status, e.endpoint, e.code, e.occurred_at)) AS checksum
+           rows_checksum(hash(e.domain, e.http_status, e.endpoint, e.code, e.occurred_at)) AS checksum
     FROM fetch_errors e SEMI JOIN list_m USING (snapshot_month)
     GROUP BY e.snapshot_month
 ),
 list_quality_now AS (
     SELECT q.snapshot_month, count(*) AS row_count,
-           bit_xor(hash(q.domain, q.severity, q."check", q.table_name, q.observed, q.expected)) AS checksum
+           rows_checksum(hash(q.domain, q.severity, q."check", q.table_name, q.observed, q.expected)) AS checksum
     FROM quality_checks q SEMI JOIN list_m USING (snapshot_month)
     GROUP BY q.snapshot_month
 ),
