@@ -57,11 +57,14 @@ func fileIdentity(path string) (listsMark, bool) {
 }
 
 // removeListsMark is a writer's first step after taking the file: from now on the file may change.
+// It also removes what a writer killed while writing the mark left beside it (a run killed
+// at its Close left ".w.duckdb.lists-current.tmp-…": a kill point of
+// TestCrashKillMinus9DuringRun): no other writer can be writing it now.
 func removeListsMark(duckdbPath string) error {
 	if err := os.Remove(listsMarkPath(duckdbPath)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
-	return nil
+	return atomicfile.RemoveLeftovers(listsMarkPath(duckdbPath))
 }
 
 // fileState is the DuckDB file and its WAL at an instant: any write changes one of them (a

@@ -171,3 +171,44 @@ func TestRunLeavesItsListsFresh(t *testing.T) {
 		t.Error("a row written after the refresh left the stored lists marked fresh")
 	}
 }
+
+// TestWriterRemovesAKilledMarkWrite: a writer killed while writing the lists mark (at its
+// Close) leaves the mark's temporary sibling; the next writer's open removes it, and leaves
+// other files alone.
+func TestWriterRemovesAKilledMarkWrite(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "db", "sitewatch.duckdb")
+	w, err := Open(context.Background(), Options{DuckDBPath: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	leftover := filepath.Join(dir, "db", ".sitewatch.duckdb.lists-current.tmp-470032721")
+	other := filepath.Join(dir, "db", "notes.txt")
+	for _, f := range []string{leftover, other} {
+		if err := os.WriteFile(f, []byte("{"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if r, err := Open(context.Background(), Options{DuckDBPath: path, ReadOnly: true}); err != nil {
+		t.Fatal(err)
+	} else if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(leftover); err != nil {
+		t.Fatalf("a reader removed the leftover (a writer may be writing it): %v", err)
+	}
+	w, err = Open(context.Background(), Options{DuckDBPath: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = w.Close() }()
+	if _, err := os.Stat(leftover); !os.IsNotExist(err) {
+		t.Errorf("the killed mark write's leftover %s is still there after a writer's open (%v)", leftover, err)
+	}
+	if _, err := os.Stat(other); err != nil {
+		t.Errorf("a writer's open removed %s: %v", other, err)
+	}
+}
