@@ -44,8 +44,9 @@ func (w *Warehouse) ExportParquet(ctx context.Context, snapshot string) error {
 	}
 	// Without insertion order the Parquet writer streams row groups instead of buffering them
 	// to keep order, so the export's memory does not grow with the table.
+	written := w.snapshotTableSources(ctx, snapshot)
 	err := w.unorderedExport(ctx, func(ctx context.Context) error {
-		if err := w.exportSnapshotTables(ctx, w.load, snapshot); err != nil {
+		if err := w.exportSnapshotTables(ctx, w.load, snapshot, written); err != nil {
 			return err
 		}
 		return w.exportBesideSnapshotTables(ctx, snapshot)
@@ -57,18 +58,44 @@ func (w *Warehouse) ExportParquet(ctx context.Context, snapshot string) error {
 }
 
 // exportSnapshotTables writes each snapshot table's partition of snapshot (checked YYYY-MM)
-// with conn, in the caller's transaction on it.
-func (w *Warehouse) exportSnapshotTables(ctx context.Context, conn *sql.Conn, snapshot string) error {
+// with conn, in the caller's transaction on it, unless the partition's file already holds
+// exactly those rows: written maps each table to the fingerprint its file carries
+// (snapshotTableSources, read before the transaction). A rebuild re-derives the rows the
+// files hold, and rewriting them cost a 10,000-domain rebuild ~0.4 s of its ~3.6 s of CPU.
+func (w *Warehouse) exportSnapshotTables(ctx context.Context, conn *sql.Conn, snapshot string, written map[string]string) error {
 	for _, t := range flatten.SnapshotTables {
-		dir := filepath.Join(w.opts.ParquetDir, t.Name, "snapshot_month="+snapshot)
+		dir := snapshotPartition(w.opts.ParquetDir, t.Name, snapshot)
 		// No ORDER BY: sorting a whole partition would make the export's memory grow with
 		// the warehouse. snapshot was checked against ^[0-9]{4}-[0-9]{2}$.
 		query := fmt.Sprintf(`SELECT * EXCLUDE (snapshot_month) FROM %s WHERE snapshot_month = '%s'`, t.Name, snapshot)
-		if err := w.copyParquetOn(ctx, conn, query, dir, ""); err != nil {
+		source, err := w.rowsFingerprint(ctx, conn, query)
+		if err != nil {
+			return fmt.Errorf("%s: fingerprint the rows to export: %w", t.Name, err)
+		}
+		if written[t.Name] == source {
+			continue
+		}
+		if err := w.copyParquetOn(ctx, conn, query, dir, source); err != nil {
 			return fmt.Errorf("%s: %w", t.Name, err)
 		}
 	}
 	return nil
+}
+
+// snapshotTableSources returns, for each snapshot table, the fingerprint its partition file of
+// snapshot carries (parquetSource; none for a missing or older file). It reads on the read
+// connection, outside any transaction of it: a failed read would abort one.
+func (w *Warehouse) snapshotTableSources(ctx context.Context, snapshot string) map[string]string {
+	written := make(map[string]string, len(flatten.SnapshotTables))
+	for _, t := range flatten.SnapshotTables {
+		written[t.Name] = w.parquetSource(ctx, filepath.Join(snapshotPartition(w.opts.ParquetDir, t.Name, snapshot), parquetFile))
+	}
+	return written
+}
+
+// snapshotPartition is the directory of table's partition of snapshot under root.
+func snapshotPartition(root, table, snapshot string) string {
+	return filepath.Join(root, table, "snapshot_month="+snapshot)
 }
 
 // exportBesideSnapshotTables writes what ExportParquet writes beside the snapshot tables: the
@@ -106,7 +133,7 @@ const parquetSourceKey = "sitewatch_source"
 // already carries the fingerprint of query's rows now: then it is left as it is. A missing,
 // truncated or older file (without the key) is rewritten.
 func (w *Warehouse) copyParquetIfChanged(ctx context.Context, query, dir string) error {
-	source, err := w.rowsFingerprint(ctx, query)
+	source, err := w.rowsFingerprint(ctx, w.load, query)
 	if err != nil {
 		return fmt.Errorf("fingerprint the rows to export: %w", err)
 	}
@@ -116,12 +143,16 @@ func (w *Warehouse) copyParquetIfChanged(ctx context.Context, query, dir string)
 	return w.copyParquetWithSource(ctx, query, dir, source)
 }
 
-// rowsFingerprint names the rows query returns, in any order: their number, the sum of their
-// hashes (DuckDB's hash of each whole row, so a changed value, an added or a duplicated row
-// changes it) and their column names and types, with copyParquetFormat; hex of their SHA-256.
-func (w *Warehouse) rowsFingerprint(ctx context.Context, query string) (string, error) {
+// rowsFingerprint names the rows query returns on conn, in any order: their number, the sum of
+// their hashes and their column names and types, with copyParquetFormat; hex of their SHA-256.
+// Each row's hash is DuckDB's hash of the whole row hashed again: the hash of several values
+// is XOR-linear in the last one (its combine is mix(a) ⊕ b), so summing it directly lets two
+// rows whose last column moved alike cancel about once in 2^32 pairs; hashed again, a changed
+// value, an added or a duplicated row changes the sum but once in 2^64 (the same reasoning as
+// sql/views/_checksum.sql's rows_checksum).
+func (w *Warehouse) rowsFingerprint(ctx context.Context, conn *sql.Conn, query string) (string, error) {
 	var rows, sum, types string
-	err := w.load.QueryRowContext(ctx, `SELECT CAST(count(*) AS VARCHAR), CAST(coalesce(sum(hash(r)), 0) AS VARCHAR),
+	err := conn.QueryRowContext(ctx, `SELECT CAST(count(*) AS VARCHAR), CAST(coalesce(sum(hash(hash(r))), 0) AS VARCHAR),
 		coalesce(any_value(typeof(r)), '') FROM (`+query+`) r`).Scan(&rows, &sum, &types)
 	if err != nil {
 		return "", err

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"runtime"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -129,6 +128,7 @@ func (w *Warehouse) checkAndExport(ctx context.Context, snapshot string, times *
 // one read transaction of its own, so that the files agree with each other. It does not take
 // mu: the caller runs it while nothing writes the snapshot tables.
 func (w *Warehouse) exportSnapshotTablesAside(ctx context.Context, snapshot string) (err error) {
+	written := w.snapshotTableSources(ctx, snapshot) // before BEGIN: a failed read would abort it
 	// BEGIN and COMMIT run without ctx, as txLocked's: the transaction must end either way.
 	if _, err := w.read.ExecContext(context.Background(), `BEGIN TRANSACTION`); err != nil {
 		return fmt.Errorf("begin: %w", err)
@@ -152,7 +152,7 @@ func (w *Warehouse) exportSnapshotTablesAside(ctx context.Context, snapshot stri
 			w.log.Warn("reset preserve_insertion_order", "err", err)
 		}
 	}()
-	return w.exportSnapshotTables(ctx, w.read, snapshot)
+	return w.exportSnapshotTables(ctx, w.read, snapshot, written)
 }
 
 // setMemoryLimit sets DuckDB's (global) memory_limit and returns a function restoring the
@@ -252,11 +252,14 @@ func (w *Warehouse) rebuildCountries(ctx context.Context) error {
 	return w.inTx(ctx, func(ctx context.Context) error { return w.replaceCountries(ctx, cm) })
 }
 
-// rebuildTables replaces every derived row of snapshot, in one transaction, by flattening the
-// stored bodies in bounded batches: a reader pages through raw_responses (BatchDomains domains
-// at a time, on its own connection), one worker per core decodes and flattens pages into Arrow
-// records, and this goroutine inserts them. Memory is bounded by about two pages per worker,
-// whatever the number of domains.
+// rebuildTables makes every derived row of snapshot what its stored bodies flatten to, in one
+// transaction, by flattening the stored bodies in bounded batches: a reader pages through
+// raw_responses (BatchDomains domains at a time, on its own connection), one worker per core
+// decodes and flattens pages into Arrow records, and this goroutine takes the pages in order
+// and writes what differs (rebuildDiff): a table's rows stay as they are while each page's new
+// rows equal the stored rows of its domains, and from its first page that differs on, the
+// table's stored rows are deleted and the new ones inserted. Memory is bounded by about two
+// pages per worker, whatever the number of domains.
 func (w *Warehouse) rebuildTables(ctx context.Context, snapshot string) (int, RebuildTimes, error) {
 	var loaded atomic.Int64
 	var times RebuildTimes
@@ -273,11 +276,6 @@ func (w *Warehouse) rebuildTables(ctx context.Context, snapshot string) (int, Re
 			return err
 		}
 		defer w.ordered()
-		for _, t := range flatten.SnapshotTables {
-			if _, err := w.load.ExecContext(ctx, `DELETE FROM `+t.Name+` WHERE snapshot_month = ?`, snapshot); err != nil {
-				return fmt.Errorf("clear %s: %w", t.Name, err)
-			}
-		}
 		var domains []string
 		err := QueryEach(ctx, w.load, `SELECT domain FROM raw_responses
 			WHERE snapshot_month = ? AND endpoint IN ('site-overview', 'site-similar')
@@ -291,8 +289,16 @@ func (w *Warehouse) rebuildTables(ctx context.Context, snapshot string) (int, Re
 		if err != nil {
 			return fmt.Errorf("list stored domains: %w", err)
 		}
+		diff, err := w.newRebuildDiff(ctx, snapshot, pageLows(domains, w.opts.BatchDomains))
+		if err != nil {
+			return err
+		}
 		times.Clear = time.Since(start)
-		return w.loadStream(ctx, snapshot, domains, &loaded, &times)
+		if err := w.loadStream(ctx, snapshot, domains, diff, &loaded, &times); err != nil {
+			return err
+		}
+		times.TablesRewritten = diff.rewritten()
+		return nil
 	})
 	if !fnDone.IsZero() {
 		times.Commit = time.Since(fnDone)
@@ -300,42 +306,60 @@ func (w *Warehouse) rebuildTables(ctx context.Context, snapshot string) (int, Re
 	return int(loaded.Load()), times, err
 }
 
-// loadStream runs the read → flatten → insert pipeline over domains (sorted) inside the
-// caller's transaction, adding the time of each stage to times.
-func (w *Warehouse) loadStream(ctx context.Context, snapshot string, domains []string, loaded *atomic.Int64, times *RebuildTimes) error {
+// pageLows returns the lowest domain of each page of domains (sorted), pages of size domains,
+// the first page's as "": page k holds every domain from lows[k] up to, not including,
+// lows[k+1], so the pages cover every domain a table may hold, listed or not.
+func pageLows(domains []string, size int) []string {
+	var lows []string
+	for start := 0; start < len(domains); start += size {
+		lows = append(lows, domains[start])
+	}
+	if len(lows) > 0 {
+		lows[0] = ""
+	}
+	return lows
+}
+
+// pageJob is one page of stored bodies on its way through the workers; done receives its
+// records (nil when it was skipped), so the inserter can take the pages in order.
+type pageJob struct {
+	page []*rawDomain
+	done chan []arrow.Record
+}
+
+// loadStream runs the read → flatten → write pipeline over domains (sorted) inside the
+// caller's transaction, adding the time of each stage to times. The pages reach diff in the
+// order of domains.
+func (w *Warehouse) loadStream(ctx context.Context, snapshot string, domains []string, diff *rebuildDiff, loaded *atomic.Int64, times *RebuildTimes) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	// One worker per core (at least two, so decoding overlaps the reader and the inserts on a
-	// single core too); records buffer one batch per worker (rebuildRecordBuffer).
+	// single core too); pages wait for the inserter, decoded or not, one per worker
+	// (rebuildRecordBuffer).
 	workers := max(2, runtime.GOMAXPROCS(0))
-	pages := make(chan []*rawDomain, 1)
+	jobs := make(chan *pageJob, 1)
 	buffered := workers
 	if rebuildRecordBuffer > 0 {
 		buffered = rebuildRecordBuffer
 	}
-	records := make(chan []arrow.Record, buffered)
+	order := make(chan *pageJob, buffered)
 
 	var readErr error
 	var read, decode stageClock
 	go func() {
-		defer close(pages)
-		readErr = w.readPages(ctx, snapshot, domains, pages, &read)
+		defer close(order)
+		defer close(jobs)
+		readErr = w.readPages(ctx, snapshot, domains, jobs, order, &read)
 	}()
 
-	var wg sync.WaitGroup
 	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			w.flattenPages(ctx, snapshot, pages, records, loaded, &decode)
-		}()
+		go w.flattenPages(ctx, snapshot, jobs, loaded, &decode)
 	}
-	go func() {
-		wg.Wait()
-		close(records)
-	}()
 
-	insertErr := w.insertAll(ctx, records, cancel, times)
+	insertErr := w.writeAll(ctx, order, diff, cancel, times)
+	if insertErr == nil && readErr == nil && ctx.Err() == nil {
+		insertErr = diff.finish(ctx)
+	}
 	times.Read, times.Decode = read.sum(), decode.sum()
 	if insertErr != nil {
 		return insertErr
@@ -346,57 +370,54 @@ func (w *Warehouse) loadStream(ctx context.Context, snapshot string, domains []s
 	return ctx.Err()
 }
 
-// flattenPages decodes and flattens each page of pages into one record per snapshot table and
-// sends them to records; a domain whose bodies do not flatten is skipped with a warning.
-func (w *Warehouse) flattenPages(ctx context.Context, snapshot string, pages <-chan []*rawDomain, records chan<- []arrow.Record, loaded *atomic.Int64, clock *stageClock) {
+// flattenPages decodes and flattens each page of jobs into one record per snapshot table and
+// hands them to the page's done; a domain whose bodies do not flatten is skipped with a warning.
+func (w *Warehouse) flattenPages(ctx context.Context, snapshot string, jobs <-chan *pageJob, loaded *atomic.Int64, clock *stageClock) {
 	batch := flatten.NewBatch(w.mem)
 	defer batch.Release()
 	var scratch []byte // each body is decompressed here, then decoded (addTo)
-	for page := range pages {
+	for job := range jobs {
 		if ctx.Err() != nil {
+			job.done <- nil
 			continue
 		}
 		start := time.Now()
-		for _, d := range page {
+		for _, d := range job.page {
 			if err := d.addTo(batch, snapshot, &scratch); err != nil {
 				w.log.Warn("rebuild: skipping a domain whose stored response does not flatten; `sitewatch run --refresh` refetches it",
 					"snapshot", snapshot, "domain", d.domain, "err", err)
 			}
 		}
-		n := batch.Domains()
+		loaded.Add(int64(batch.Domains()))
 		recs := batch.NewRecords()
 		clock.add(time.Since(start))
-		select {
-		case records <- recs:
-			loaded.Add(int64(n))
-		case <-ctx.Done():
-			release(recs)
-		}
+		job.done <- recs // buffered: never blocks
 	}
 }
 
-// insertAll inserts each page's records into their tables, timing the inserts and the waits
+// writeAll hands each page's records to diff in page order, timing the writes and the waits
 // for the next page; on the first error it cancels the pipeline and drains it.
-func (w *Warehouse) insertAll(ctx context.Context, records <-chan []arrow.Record, cancel func(), times *RebuildTimes) error {
-	var insertErr error
+func (w *Warehouse) writeAll(ctx context.Context, order <-chan *pageJob, diff *rebuildDiff, cancel func(), times *RebuildTimes) error {
+	var writeErr error
 	waitStart := time.Now()
-	for recs := range records {
+	for page := 0; ; page++ {
+		job, ok := <-order
+		if !ok {
+			return writeErr
+		}
+		recs := <-job.done
 		start := time.Now()
 		times.Wait += start.Sub(waitStart)
-		if insertErr == nil {
-			for i, rec := range recs {
-				if err := w.insertRecord(ctx, flatten.SnapshotTables[i], rec); err != nil {
-					insertErr = err
-					cancel()
-					break
-				}
+		if writeErr == nil && recs != nil {
+			if err := diff.page(ctx, page, recs); err != nil {
+				writeErr = err
+				cancel()
 			}
 		}
 		release(recs)
 		waitStart = time.Now()
 		times.Insert += waitStart.Sub(start)
 	}
-	return insertErr
 }
 
 func release(recs []arrow.Record) {
@@ -410,11 +431,12 @@ func release(recs []arrow.Record) {
 // vector, so reading 1000 domains (2000 bodies) at once needs about 250 MB of its memory.
 const readDomains = 200
 
-// readPages sends the stored bodies of domains, BatchDomains at a time. It reads through
+// readPages sends the stored bodies of domains, BatchDomains at a time, each page to order (the
+// inserter's queue, in page order) and then to jobs (the workers). It reads through
 // Arrow on its own connection (read), not the load connection, so it runs alongside the
 // inserts; Arrow results avoid database/sql's per-value conversion, and every string is
 // copied before its record is released (it points into DuckDB's memory).
-func (w *Warehouse) readPages(ctx context.Context, snapshot string, domains []string, out chan<- []*rawDomain, clock *stageClock) error {
+func (w *Warehouse) readPages(ctx context.Context, snapshot string, domains []string, jobs, order chan<- *pageJob, clock *stageClock) error {
 	size := w.opts.BatchDomains
 	for start := 0; start < len(domains); start += size {
 		end := min(start+size, len(domains))
@@ -429,9 +451,16 @@ func (w *Warehouse) readPages(ctx context.Context, snapshot string, domains []st
 			page = append(page, part...)
 		}
 		clock.add(time.Since(began))
+		job := &pageJob{page: page, done: make(chan []arrow.Record, 1)}
 		select {
-		case out <- page:
+		case order <- job:
 		case <-ctx.Done():
+			return ctx.Err()
+		}
+		select {
+		case jobs <- job:
+		case <-ctx.Done():
+			job.done <- nil // the inserter waits for every job it was given
 			return ctx.Err()
 		}
 	}

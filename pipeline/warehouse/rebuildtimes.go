@@ -11,7 +11,7 @@ import (
 // the workers decode while the inserter inserts, so only Clear + Insert + Wait + Commit +
 // Checks + Export add up to the whole.
 type RebuildTimes struct {
-	Clear  time.Duration // DELETE of the snapshot's rows and the list of stored domains
+	Clear  time.Duration // the list of stored domains and the sums of the stored rows (rebuildDiff)
 	Insert time.Duration // INSERT … SELECT from the Arrow views (the inserting goroutine)
 	Wait   time.Duration // the inserter waiting for decoded records
 	Read   time.Duration // the reader fetching pages of stored bodies (on its own connection)
@@ -21,6 +21,10 @@ type RebuildTimes struct {
 	Export time.Duration // the Parquet export beyond the checks
 
 	Threads int // DuckDB's threads while inserting, committing, checking and exporting (rebuildThreads), read after the export
+
+	// TablesRewritten is the number of snapshot tables whose rows differed from the stored
+	// bodies' and were rewritten (rebuildDiff); the others were left as they were.
+	TablesRewritten int
 }
 
 // Total is the rebuild's wall-clock time: the phases that do not overlap.
@@ -35,7 +39,8 @@ func (t RebuildTimes) LogValue() slog.Value {
 		slog.Int64("clear_ms", ms(t.Clear)), slog.Int64("insert_ms", ms(t.Insert)),
 		slog.Int64("wait_ms", ms(t.Wait)), slog.Int64("read_ms", ms(t.Read)), slog.Int64("decode_ms", ms(t.Decode)),
 		slog.Int64("commit_ms", ms(t.Commit)), slog.Int64("checks_ms", ms(t.Checks)),
-		slog.Int64("export_ms", ms(t.Export)), slog.Int("duckdb_threads", t.Threads))
+		slog.Int64("export_ms", ms(t.Export)), slog.Int("duckdb_threads", t.Threads),
+		slog.Int("tables_rewritten", t.TablesRewritten))
 }
 
 // stageClock sums the time goroutines of one stage spent working.
