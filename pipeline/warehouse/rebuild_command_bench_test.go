@@ -2,6 +2,7 @@ package warehouse
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"os"
@@ -111,6 +112,17 @@ func BenchmarkRebuildCommand(b *testing.B) {
 	}
 }
 
+// rewriteEveryTable deletes the lowest domain's rows of snap from every snapshot table, so the
+// next rebuild finds each table differing from its first page on and rewrites it whole.
+func rewriteEveryTable(b *testing.B, db *sql.DB) {
+	b.Helper()
+	for _, t := range flatten.SnapshotTables {
+		if _, err := db.Exec(`DELETE FROM `+t.Name+` WHERE snapshot_month = ? AND domain = (SELECT min(domain) FROM `+t.Name+` WHERE snapshot_month = ?)`, snap, snap); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // timeRewritingEveryTable times 3 rebuilds that rewrite every snapshot table whole: before each
 // (untimed) the lowest domain's rows are deleted from every table, so each table differs from
 // its first page on and the rebuild deletes and inserts all its rows, as one that found every
@@ -122,11 +134,7 @@ func timeRewritingEveryTable(b *testing.B, dir string, cmd []string) (wall, cpu 
 		if err != nil {
 			b.Fatal(err)
 		}
-		for _, t := range flatten.SnapshotTables {
-			if _, err := w.DB().Exec(`DELETE FROM `+t.Name+` WHERE snapshot_month = ? AND domain = (SELECT min(domain) FROM `+t.Name+` WHERE snapshot_month = ?)`, snap, snap); err != nil {
-				b.Fatal(err)
-			}
-		}
+		rewriteEveryTable(b, w.DB())
 		if err := w.Close(); err != nil {
 			b.Fatal(err)
 		}
