@@ -73,6 +73,10 @@ func (w *Warehouse) exportSnapshotTables(ctx context.Context, conn *sql.Conn, sn
 			return fmt.Errorf("%s: fingerprint the rows to export: %w", t.Name, err)
 		}
 		if written[t.Name] == source {
+			// The file stays; an older layout's parts beside it go all the same.
+			if err := w.removeOldParts(dir); err != nil {
+				return fmt.Errorf("%s: %w", t.Name, err)
+			}
 			continue
 		}
 		if err := w.copyParquetOn(ctx, conn, query, dir, source); err != nil {
@@ -138,7 +142,7 @@ func (w *Warehouse) copyParquetIfChanged(ctx context.Context, query, dir string)
 		return fmt.Errorf("fingerprint the rows to export: %w", err)
 	}
 	if w.parquetSource(ctx, filepath.Join(dir, parquetFile)) == source {
-		return nil
+		return w.removeOldParts(dir) // the file stays; an older layout's parts beside it go all the same
 	}
 	return w.copyParquetWithSource(ctx, query, dir, source)
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"runtime"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -352,11 +353,13 @@ func (w *Warehouse) loadStream(ctx context.Context, snapshot string, domains []s
 		readErr = w.readPages(ctx, snapshot, domains, jobs, order, &read)
 	}()
 
+	var wg sync.WaitGroup
 	for range workers {
-		go w.flattenPages(ctx, snapshot, jobs, loaded, &decode)
+		wg.Go(func() { w.flattenPages(ctx, snapshot, jobs, loaded, &decode) })
 	}
 
 	insertErr := w.writeAll(ctx, order, diff, cancel, times)
+	wg.Wait() // the workers release their builders; jobs is closed before order, so they are done
 	if insertErr == nil && readErr == nil && ctx.Err() == nil {
 		insertErr = diff.finish(ctx)
 	}

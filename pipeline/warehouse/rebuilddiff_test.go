@@ -56,17 +56,19 @@ func testRebuildWritesWhatDiffers(t *testing.T, pageSize int) {
 	}{
 		{"nothing", nil, 0},
 		{"a value in a middle page", []string{`UPDATE geography_share SET share = share + 0.25
-			WHERE domain = %[2]s AND country_code = (SELECT min(country_code) FROM geography_share WHERE domain = %[2]s)`}, 1},
+			WHERE domain = %[2]s AND snapshot_month = '2026-11'
+			AND country_code = (SELECT min(country_code) FROM geography_share WHERE domain = %[2]s AND snapshot_month = '2026-11')`}, 1},
 		{"two values swapped between rows", []string{`UPDATE traffic_history t SET visits = s.other FROM (
 			SELECT month, lead(visits) OVER (ORDER BY month) AS other FROM traffic_history WHERE domain = %[2]s AND snapshot_month = '2026-11') s
 			WHERE t.domain = %[2]s AND t.month = s.month AND s.other IS NOT NULL AND t.snapshot_month = '2026-11'`}, 1},
-		{"a row missing in the first page", []string{`DELETE FROM keywords WHERE domain = %[1]s AND position = 1`}, 1},
-		{"a row twice in the last page", []string{`INSERT INTO similar_sites SELECT * FROM similar_sites WHERE domain = %[3]s LIMIT 1`}, 1},
+		{"a row missing in the first page", []string{`DELETE FROM keywords WHERE domain = %[1]s AND snapshot_month = '2026-11' AND position = 1`}, 1},
+		{"a row twice in the last page", []string{`INSERT INTO similar_sites SELECT * FROM similar_sites WHERE domain = %[3]s AND snapshot_month = '2026-11' LIMIT 1`}, 1},
 		{"rows of no listed domain, below and above them all", []string{
-			`INSERT INTO ai_platforms SELECT snapshot_month, '0.example', * EXCLUDE (snapshot_month, domain) FROM ai_platforms WHERE domain = %[2]s LIMIT 1`,
-			`INSERT INTO sites SELECT snapshot_month, 'zzzz.example', * EXCLUDE (snapshot_month, domain) FROM sites WHERE domain = %[2]s`}, 2},
+			`INSERT INTO ai_platforms SELECT snapshot_month, '0.example', * EXCLUDE (snapshot_month, domain) FROM ai_platforms WHERE domain = %[2]s AND snapshot_month = '2026-11' LIMIT 1`,
+			`INSERT INTO sites SELECT snapshot_month, 'zzzz.example', * EXCLUDE (snapshot_month, domain) FROM sites WHERE domain = %[2]s AND snapshot_month = '2026-11'`}, 2},
 		{"a domain's rows gone from two tables", []string{
-			`DELETE FROM sites WHERE domain = %[2]s`, `DELETE FROM keywords WHERE domain = %[2]s`}, 2},
+			`DELETE FROM sites WHERE domain = %[2]s AND snapshot_month = '2026-11'`,
+			`DELETE FROM keywords WHERE domain = %[2]s AND snapshot_month = '2026-11'`}, 2},
 		{"every table emptied", emptyEveryTable(), len(flatten.SnapshotTables)},
 	}
 	for _, tt := range tests {
