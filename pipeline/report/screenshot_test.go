@@ -96,7 +96,7 @@ func shoot(t *testing.T, page string, width, height int, png string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), chromiumHang)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, chromiumPath(t), "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--no-first-run",
+	cmd := exec.CommandContext(ctx, chromiumPath(t), "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--no-first-run", chromiumQuietFeatures,
 		"--disable-background-networking", "--disable-component-update", "--disable-sync", "--user-data-dir="+filepath.Join(t.TempDir(), "profile"),
 		"--window-size="+strconv.Itoa(width)+","+strconv.Itoa(height), "--virtual-time-budget=5000", "--screenshot="+png, "file://"+page)
 	if out, err := cmd.CombinedOutput(); err != nil {
