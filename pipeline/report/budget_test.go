@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -283,10 +282,10 @@ func checkPrint(t *testing.T, html, pdf string) {
 	if problems := strings.TrimSpace(m[2]); problems != "" {
 		t.Errorf("printed to A4:\n%s", problems)
 	}
-	runChromium(t, html, 1400, 2000, "--print-to-pdf="+pdf, "--no-pdf-header-footer")
+	runChromium(t, html, 1400, 2000, browserJob{pdf: pdf})
 	head, err := os.ReadFile(pdf)
 	if err != nil || !bytes.HasPrefix(head, []byte("%PDF")) {
-		t.Errorf("chromium --print-to-pdf wrote no PDF (%v)", err)
+		t.Errorf("Chromium's Page.printToPDF wrote no PDF (%v)", err)
 	}
 }
 
@@ -294,7 +293,7 @@ func checkPrint(t *testing.T, html, pdf string) {
 const minWindow = 500
 
 // phoneFrame shows report.html in an iframe of a phone's width (%d) and height (%d), so the
-// page lays out at that viewport; the probes post their findings here, where --dump-dom sees
+// page lays out at that viewport; the probes post their findings here, where the test reads the DOM
 // them.
 const phoneFrame = `<!DOCTYPE html><html><body style="margin:0">
 <iframe src="report.html" style="width:%dpx;height:%dpx;border:0;display:block"></iframe>
@@ -305,21 +304,18 @@ const phoneFrame = `<!DOCTYPE html><html><body style="margin:0">
 // chromiumHang is how long a Chromium process may run before a test takes it for hung: a guard,
 // not a budget (the budgets are measured inside the page). make test runs the report's tests
 // beside the other packages and three end-to-end shards on 2 cores, where a starved Chromium
-// laying out a 26,000 px phone page with a 20 s virtual-time budget once needed more than the
-// 2 minutes this was.
+// laying out a 26,000 px phone page once needed more than the 2 minutes this was.
 const chromiumHang = 6 * time.Minute
 
 // chromiumQuietFeatures switches off the background services Debian's Chromium starts on its
-// own (optimization hints, on-device models). With them, the 28-domain page at 390 px under
-// --virtual-time-budget hung, every process idle, until chromiumHang killed it: run 77 of the
-// streak; 3 of 50 launches beside two busy loops, 0 of 60 with this flag
-// (docs/report.md, "Chromium hangs").
+// own (optimization hints, on-device models): nothing a test needs, and work beside it.
 const chromiumQuietFeatures = "--disable-features=OptimizationGuideModelDownloading,OptimizationHintsFetching," +
 	"OptimizationTargetPrediction,OptimizationHints,OnDeviceModelService"
 
-// runChromium opens html in headless Chromium in a width × height window, with networking
-// off, a fresh profile and the given output flags, and returns its standard output.
-func runChromium(t testing.TB, html string, width, height int, flags ...string) []byte {
+// runChromium opens html in headless Chromium in a width × height window (a phone's width in
+// phoneFrame), with networking off and a fresh profile, does job there (browserJob: its url is
+// set here) and returns the DOM if job asked for it.
+func runChromium(t testing.TB, html string, width, height int, job browserJob) string {
 	t.Helper()
 	chromium := chromiumPath(t)
 	dir := t.TempDir()
@@ -327,11 +323,6 @@ func runChromium(t testing.TB, html string, width, height int, flags ...string) 
 	if err := os.WriteFile(page, []byte(html), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), chromiumHang)
-	defer cancel()
-	args := []string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", chromiumQuietFeatures,
-		"--disable-background-networking", "--disable-component-update", "--disable-sync", "--hide-scrollbars",
-		"--user-data-dir=" + filepath.Join(dir, "profile"), "--window-size=" + strconv.Itoa(max(width, minWindow)) + "," + strconv.Itoa(height)}
 	if width < minWindow {
 		page = filepath.Join(dir, "frame.html")
 		frame := fmt.Sprintf(phoneFrame, width, height)
@@ -339,18 +330,15 @@ func runChromium(t testing.TB, html string, width, height int, flags ...string) 
 			t.Fatal(err)
 		}
 	}
-	args = append(append(args, flags...), "file://"+page)
-	cmd := exec.CommandContext(ctx, chromium, args...)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
+	job.url, job.width, job.height = "file://"+page, width, height
+	ctx, cancel := context.WithTimeout(context.Background(), chromiumHang)
+	defer cancel()
+	res, err := browse(ctx, chromium, filepath.Join(dir, "profile"), job)
 	if err != nil {
-		t.Fatalf("chromium %s: %v\n%s", strings.Join(flags, " "), err, stderr.String())
+		t.Fatal(err)
 	}
-	// The rusage of a waited-for process includes its own waited-for children: the browser,
-	// renderer and GPU processes together.
-	lastChromiumCPU = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
-	return out
+	lastChromiumCPU = res.cpu
+	return res.dom
 }
 
 // lastChromiumCPU is the CPU time of the latest runChromium (tests in this package run one

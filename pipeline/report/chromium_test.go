@@ -86,20 +86,28 @@ func renderedDOM(t testing.TB, html string, width int) string {
 // same browser, in that screenshot's window (844 px tall on a phone, 2000 elsewhere).
 func renderedDOMShot(t testing.TB, html string, width int, png string) string {
 	t.Helper()
-	height, flags := 2000, []string{"--virtual-time-budget=10000", "--dump-dom"}
-	if png != "" {
-		if width < 600 {
-			height = 844
-		}
-		flags = append(flags, "--screenshot="+png)
+	height := 2000
+	if png != "" && width < 600 {
+		height = 844
 	}
 	probed := strings.Replace(html, "</body>", layoutProbe+"</body>", 1)
-	dom := string(runChromium(t, probed, width, height, flags...))
+	dom := runChromium(t, probed, width, height, browserJob{waitFor: probeIDs(probed), dom: true, png: png})
 	if png != "" {
 		assertScreenshot(t, png)
 	}
 	return dom
 }
+
+// probeIDs lists the ids of the results the probes in html add when they are done.
+func probeIDs(html string) []string {
+	var ids []string
+	for _, m := range probeIDRE.FindAllStringSubmatch(html, -1) {
+		ids = append(ids, m[1])
+	}
+	return ids
+}
+
+var probeIDRE = regexp.MustCompile(`p\.id = '([a-z-]+-probe)'`)
 
 // assertScreenshot fails the test unless Chromium wrote a non-empty PNG at png.
 func assertScreenshot(t testing.TB, png string) {

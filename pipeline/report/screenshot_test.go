@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -90,16 +89,13 @@ func TestFirstScreenScreenshots(t *testing.T) {
 	}
 }
 
-// shoot screenshots page's first screen in a width × height window (headless Chromium opens
-// a window that narrow for a screenshot, unlike for --dump-dom).
+// shoot screenshots page's first screen in a viewport of exactly width × height.
 func shoot(t *testing.T, page string, width, height int, png string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), chromiumHang)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, chromiumPath(t), "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--no-first-run", chromiumQuietFeatures,
-		"--disable-background-networking", "--disable-component-update", "--disable-sync", "--user-data-dir="+filepath.Join(t.TempDir(), "profile"),
-		"--window-size="+strconv.Itoa(width)+","+strconv.Itoa(height), "--virtual-time-budget=5000", "--screenshot="+png, "file://"+page)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("chromium --screenshot: %v\n%s", err, tail(string(out), 1500))
+	job := browserJob{url: "file://" + page, width: width, height: height, exact: true, png: png}
+	if _, err := browse(ctx, chromiumPath(t), filepath.Join(t.TempDir(), "profile"), job); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -96,7 +96,8 @@ type tableResult struct {
 // probeTable runs tableProbe on html at width and fails the test on anything it reports.
 func probeTable(t testing.TB, html string, width int) tableResult {
 	t.Helper()
-	dom := string(runChromium(t, strings.Replace(html, "</body>", tableProbe+"</body>", 1), width, 2000, "--virtual-time-budget=20000", "--dump-dom"))
+	probed := strings.Replace(html, "</body>", tableProbe+"</body>", 1)
+	dom := runChromium(t, probed, width, 2000, browserJob{waitFor: probeIDs(probed), dom: true})
 	m := tableRE.FindStringSubmatch(dom)
 	if m == nil {
 		t.Fatalf("%d px: the table probe did not run; DOM tail:\n%s", width, tail(dom, 1500))
