@@ -212,7 +212,11 @@ func browse(ctx context.Context, chromium, dir string, job browserJob) (browserR
 	conn := &cdpConn{w: browserIn, r: bufio.NewReaderSize(browserOut, 1<<20)}
 	res, jobErr := runJob(conn, job)
 	if jobErr == nil {
-		jobErr = conn.call("Browser.close", nil, true, nil)
+		// A browser may close its end before it answers Browser.close: its exit status says
+		// whether it closed well.
+		if err := conn.call("Browser.close", nil, true, nil); err != nil && !errors.Is(err, io.EOF) {
+			jobErr = err
+		}
 	}
 	browserIn.Close()
 	browserOut.Close()
