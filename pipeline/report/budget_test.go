@@ -293,8 +293,8 @@ func checkPrint(t *testing.T, html, pdf string) {
 const minWindow = 500
 
 // phoneFrame shows report.html in an iframe of a phone's width (%d) and height (%d), so the
-// page lays out at that viewport; the probes post their findings here, where the test reads the DOM
-// them.
+// page lays out at that viewport; the probes post their findings here, in the DOM the test
+// reads.
 const phoneFrame = `<!DOCTYPE html><html><body style="margin:0">
 <iframe src="report.html" style="width:%dpx;height:%dpx;border:0;display:block"></iframe>
 <script>addEventListener('message', function (e) {

@@ -49,12 +49,11 @@ type cdpConn struct {
 }
 
 type cdpMessage struct {
-	ID        int             `json:"id"`
-	Method    string          `json:"method"`
-	SessionID string          `json:"sessionId"`
-	Params    json.RawMessage `json:"params"`
-	Result    json.RawMessage `json:"result"`
-	Error     *struct {
+	ID     int             `json:"id"`
+	Method string          `json:"method"`
+	Params json.RawMessage `json:"params"`
+	Result json.RawMessage `json:"result"`
+	Error  *struct {
 		Code    int    `json:"code"`
 		Message string `json:"message"`
 	} `json:"error"`
@@ -190,10 +189,13 @@ func browse(ctx context.Context, chromium, dir string, job browserJob) (browserR
 	if err != nil {
 		return browserResult{}, err
 	}
+	defer browserIn.Close()
 	browserOut, fromBrowser, err := os.Pipe()
 	if err != nil {
+		toBrowser.Close()
 		return browserResult{}, err
 	}
+	defer browserOut.Close()
 	args := []string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", chromiumQuietFeatures,
 		"--disable-background-networking", "--disable-component-update", "--disable-sync", "--hide-scrollbars",
 		"--remote-debugging-pipe", "--user-data-dir=" + dir, fmt.Sprintf("--window-size=%d,%d", max(job.width, minWindow), job.height), "about:blank"}
@@ -204,6 +206,8 @@ func browse(ctx context.Context, chromium, dir string, job browserJob) (browserR
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
+		toBrowser.Close()
+		fromBrowser.Close()
 		return browserResult{}, err
 	}
 	// Only the browser holds its ends now, so its exit (or kill) ends our reads and writes.
